@@ -1,0 +1,129 @@
+/**
+ * Every error this library raises on purpose extends {@link WorkhorseError}, so callers can
+ * tell our refusals apart from driver or network failures with one `instanceof`.
+ */
+export class WorkhorseError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+/**
+ * Input that breaks a rule (shape, range, size, JSON-ness). Raised before anything is written,
+ * by the TypeScript client and again by the SQL functions (SQLSTATE `P1001`).
+ *
+ * @example
+ * try { await queue.enqueue('', {}); } catch (e) {
+ *   if (e instanceof WorkhorseValidationError) console.log(e.field); // "type"
+ * }
+ */
+export class WorkhorseValidationError extends WorkhorseError {
+  constructor(
+    /** The offending field, as a path such as `payload.items[3]` or `requests[2].priority`. */
+    readonly field: string,
+    message: string,
+  ) {
+    super(`${field}: ${message}`);
+  }
+}
+
+/** The database holds no `workhorse` schema and this process was told not to install it. */
+export class SchemaNotInstalledError extends WorkhorseError {
+  constructor(readonly expected: number) {
+    super(
+      `The workhorse schema is not installed in this database (this package needs version ${expected}). ` +
+        'Run `npx workhorse schema install` or call installSchema(pool) once, then start again.',
+    );
+  }
+}
+
+/** The database holds another version of the schema than this package ships. */
+export class SchemaVersionMismatchError extends WorkhorseError {
+  constructor(
+    readonly installed: number,
+    readonly expected: number,
+  ) {
+    super(
+      `The workhorse schema in this database is version ${installed}, but this package needs version ${expected}. ` +
+        'During 0.x there is no upgrade path: either install the package release that matches the database, ' +
+        'or (losing every queued job and its history) run `DROP SCHEMA workhorse CASCADE` and install again.',
+    );
+  }
+}
+
+/** A lifecycle write made with a lease the caller no longer owns (SQL status `stale`). */
+export class StaleLeaseError extends WorkhorseError {
+  constructor(readonly jobId: string) {
+    super(`Job ${jobId}: this worker no longer owns the job (its lease expired or another worker claimed it).`);
+  }
+}
+
+/** A cursor string that this library did not hand out, or that was altered. */
+export class InvalidCursorError extends WorkhorseValidationError {
+  constructor() {
+    super('cursor', 'is not a cursor returned by this API');
+  }
+}
+
+interface PgErrorLike {
+  code?: string;
+  message: string;
+  column?: string;
+}
+
+/** SQLSTATEs of the protocol's own refusals (the `P1xxx` range). */
+export const SQLSTATE = {
+  validation: 'P1001',
+  stale: 'P1002',
+  batchTooLarge: 'P1003',
+  isolation: 'P1004',
+} as const;
+
+/**
+ * Turns an error raised by a `workhorse.*` SQL function into our typed error; anything else is
+ * returned unchanged.
+ */
+export function fromPgError(error: unknown): unknown {
+  const e = error as PgErrorLike;
+  if (e && typeof e === 'object' && typeof e.code === 'string') {
+    if (e.code === SQLSTATE.validation || e.code === SQLSTATE.batchTooLarge) {
+      const field = e.column ?? 'request';
+      const prefix = `${field}: `;
+      const message = e.message.startsWith(prefix) ? e.message.slice(prefix.length) : e.message;
+      return new WorkhorseValidationError(field, message);
+    }
+  }
+  return error;
+}
+
+/** The reason `ctx.signal` aborts when an operator canceled the running job. */
+export class JobCanceledError extends WorkhorseError {
+  constructor(readonly jobId: string) {
+    super(`Job ${jobId} was canceled; stop work and return or throw.`);
+  }
+}
+
+/**
+ * The reason `ctx.signal` aborts when this worker lost the job's lease (heartbeats failed for
+ * longer than the lease, or another worker took the job over). Nothing the handler does after
+ * this is recorded.
+ */
+export class LeaseLostError extends WorkhorseError {
+  constructor(readonly jobId: string) {
+    super(`Job ${jobId}: this worker lost the lease; another worker may run the job.`);
+  }
+}
+
+/**
+ * The reason `ctx.signal` aborts when the worker shut down before the handler finished. The job
+ * is not failed: its lease expires and another worker runs it again.
+ */
+export class WorkerShutdownError extends WorkhorseError {
+  constructor(readonly jobId: string) {
+    super(`Job ${jobId}: the worker is shutting down; the job will run again elsewhere.`);
+  }
+}
+
+/** A worker was used the wrong way (registered twice, started twice, ...). */
+export class WorkerStateError extends WorkhorseError {}

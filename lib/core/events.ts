@@ -1,0 +1,40 @@
+import type { ErrorEnvelope } from './types';
+
+interface JobEventBase {
+  jobId: string;
+  /** The job's type (the handler name). */
+  type: string;
+  queue: string;
+  attempt: number;
+  workerId: string;
+}
+
+/**
+ * Everything a worker reports, as one union discriminated by `name`. Subscribe with
+ * `worker.on(listener)` (core) or `WorkhorseWorker.events$` / `@OnWorkhorseEvent(name)` (Nest).
+ */
+export type WorkerEvent =
+  | { name: 'worker.started'; workerId: string; queues: string[]; concurrency: number }
+  | ({ name: 'job.claimed' } & JobEventBase)
+  | ({ name: 'job.succeeded'; durationMs: number } & JobEventBase)
+  | ({ name: 'job.retry_scheduled'; durationMs: number; error: ErrorEnvelope; runAt: Date; delayMs: number } & JobEventBase)
+  | ({ name: 'job.failed'; durationMs: number; error: ErrorEnvelope } & JobEventBase)
+  | ({ name: 'job.canceled'; durationMs: number } & JobEventBase)
+  | ({ name: 'job.lease_lost'; durationMs: number } & JobEventBase)
+  | ({ name: 'job.released'; reason: string } & JobEventBase)
+  | ({ name: 'job.abandoned'; durationMs: number } & JobEventBase)
+  | {
+      name: 'worker.error';
+      workerId: string;
+      /** What the worker was doing: claim, heartbeat, tick, complete, fail, listen, pool or listener. */
+      during: string;
+      error: Error;
+    }
+  | { name: 'worker.stopped'; workerId: string };
+
+export type WorkerEventName = WorkerEvent['name'];
+
+/** The event of one name, e.g. `WorkerEventOf<'job.failed'>`. */
+export type WorkerEventOf<N extends WorkerEventName> = Extract<WorkerEvent, { name: N }>;
+
+export type WorkerEventListener = (event: WorkerEvent) => void;

@@ -1,0 +1,112 @@
+import type { Pool } from 'pg';
+import { DedicatedConnection } from './connection';
+
+/** A lease the heartbeater keeps alive, and what to do when it is lost or canceled. */
+export interface HeldLease {
+  jobId: string;
+  fenceToken: string;
+  /** Local deadline (ms since epoch) after which the lease must be presumed lost. */
+  deadline: number;
+  onLost(): void;
+  onCancelRequested(): void;
+}
+
+interface HeartbeatRow {
+  job_id: string;
+  status: 'accepted' | 'cancel_requested' | 'stale';
+}
+
+/**
+ * Renews every lease the worker holds in one `heartbeat_many_v1` round per interval, on a
+ * connection of its own so that busy handlers holding pool connections cannot starve renewal.
+ * A lease that could not be renewed within its length is given up locally (the handler's signal
+ * aborts) before the server could hand the job to someone else.
+ */
+export class Heartbeater {
+  private readonly leases = new Map<string, HeldLease>();
+  private readonly connection: DedicatedConnection;
+  private timer: NodeJS.Timeout | null = null;
+  private round: Promise<void> | null = null;
+
+  constructor(
+    pool: Pool,
+    private readonly workerId: string,
+    private readonly leaseMs: number,
+    private readonly intervalMs: number,
+    private readonly onError: (error: Error) => void,
+  ) {
+    this.connection = new DedicatedConnection(pool, onError);
+  }
+
+  add(lease: HeldLease): void {
+    this.leases.set(lease.jobId, lease);
+  }
+
+  remove(jobId: string): void {
+    this.leases.delete(jobId);
+  }
+
+  start(): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => {
+      this.round ??= this.beat().finally(() => {
+        this.round = null;
+      });
+    }, this.intervalMs);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.round;
+    await this.connection.close();
+  }
+
+  private async beat(): Promise<void> {
+    const now = Date.now();
+    for (const lease of [...this.leases.values()]) {
+      if (now >= lease.deadline) {
+        this.leases.delete(lease.jobId);
+        lease.onLost();
+      }
+    }
+    if (this.leases.size === 0) return;
+    const batch = [...this.leases.values()];
+    const sentAt = Date.now();
+    let rows: HeartbeatRow[];
+    try {
+      const result = await this.connection.query('SELECT job_id, status FROM workhorse.heartbeat_many_v1($1, $2::jsonb, $3)', [
+        this.workerId,
+        leasesJson(batch),
+        this.leaseMs,
+      ]);
+      rows = result.rows as HeartbeatRow[];
+    } catch (error) {
+      this.onError(error as Error);
+      return;
+    }
+    for (const row of rows) {
+      const lease = this.leases.get(row.job_id);
+      if (!lease) continue;
+      if (row.status === 'stale') {
+        this.leases.delete(row.job_id);
+        lease.onLost();
+      } else {
+        // The server renewed the lease after we sent the request, so this bound is safe.
+        lease.deadline = sentAt + this.leaseMs;
+        if (row.status === 'cancel_requested') lease.onCancelRequested();
+      }
+    }
+  }
+}
+
+/**
+ * `[{"jobId", "fence", ...extra}]` as JSON text. Fence tokens are bigints that PostgreSQL hands
+ * us as decimal strings; they are written as JSON numbers verbatim so no precision is lost.
+ */
+export function leasesJson(items: { jobId: string; fenceToken: string; extra?: string }[]): string {
+  return `[${items
+    .map((i) => `{"jobId":${JSON.stringify(i.jobId)},"fence":${BigInt(i.fenceToken).toString()}${i.extra ? `,${i.extra}` : ''}}`)
+    .join(',')}]`;
+}

@@ -1,0 +1,33 @@
+/**
+ * nestjs-workhorse core: a durable job queue inside PostgreSQL, usable without Nest.
+ *
+ * @example
+ * import { Pool, Queue, Worker, installSchema } from 'nestjs-workhorse';
+ * const pool = new Pool({ connectionString: process.env.DATABASE_URL });
+ * await installSchema(pool);
+ * const queue = new Queue(pool);
+ * await queue.enqueue('email.send', { to: 'a@example.com' });
+ */
+export { Pool, type PoolClient, type PoolConfig } from 'pg';
+export { Admin } from './admin';
+export { HandlerContext } from './context';
+export {
+  fromPgError,
+  InvalidCursorError,
+  JobCanceledError,
+  LeaseLostError,
+  SchemaNotInstalledError,
+  SchemaVersionMismatchError,
+  SQLSTATE,
+  StaleLeaseError,
+  WorkerShutdownError,
+  WorkerStateError,
+  WorkhorseError,
+  WorkhorseValidationError,
+} from './errors';
+export type { WorkerEvent, WorkerEventListener, WorkerEventName, WorkerEventOf } from './events';
+export { Queue } from './queue';
+export { getSchemaStatus, installSchema, SCHEMA_VERSION, verifySchema, type SchemaStatus } from './schema';
+export * from './types';
+export { LIMITS } from './validation';
+export { toErrorEnvelope, Worker, type JobHandlerFn, type WorkerOptions } from './worker';

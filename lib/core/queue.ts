@@ -1,0 +1,61 @@
+import type { Pool } from 'pg';
+import { fromPgError, WorkhorseValidationError } from './errors';
+import type { EnqueueOptions, EnqueueRequest, Queryable } from './types';
+import { LIMITS, toWireRequest, type WireEnqueueRequest } from './validation';
+
+/**
+ * Puts jobs into PostgreSQL. Pass your open transaction's client as the last argument and the
+ * job commits or rolls back with your own writes; without it the pool runs the insert on its own.
+ *
+ * @example
+ * const queue = new Queue(pool);
+ * const client = await pool.connect();
+ * await client.query('BEGIN');
+ * await client.query('INSERT INTO orders (id) VALUES ($1)', [orderId]);
+ * await queue.enqueue('order.fulfill', { orderId }, {}, client);
+ * await client.query('COMMIT');
+ */
+export class Queue {
+  constructor(readonly pool: Pool) {}
+
+  /**
+   * Enqueues one job and returns its id. Input is validated before anything is sent: a bad
+   * argument raises {@link WorkhorseValidationError} naming the field, and nothing is written.
+   */
+  async enqueue<P = unknown>(type: string, payload: P, options?: EnqueueOptions, client?: Queryable): Promise<string> {
+    const [id] = await this.send([toWireRequest(type, payload, options)], client);
+    return id;
+  }
+
+  /**
+   * Enqueues up to 1000 jobs in one statement, all or nothing, and returns their ids in input
+   * order.
+   */
+  async enqueueMany(requests: EnqueueRequest[], client?: Queryable): Promise<string[]> {
+    if (!Array.isArray(requests)) throw new WorkhorseValidationError('requests', 'must be an array');
+    if (requests.length > LIMITS.batchSize) {
+      throw new WorkhorseValidationError('requests', `a batch holds at most ${LIMITS.batchSize} jobs, got ${requests.length}`);
+    }
+    const wire = requests.map((request, i) => {
+      if (typeof request !== 'object' || request === null) {
+        throw new WorkhorseValidationError(`requests[${i}]`, 'must be an object with type and payload');
+      }
+      const { type, payload, ...options } = request;
+      return toWireRequest(type, payload, options, `requests[${i}].`);
+    });
+    if (wire.length === 0) return [];
+    return this.send(wire, client);
+  }
+
+  private async send(requests: WireEnqueueRequest[], client?: Queryable): Promise<string[]> {
+    const runner: Queryable = client ?? this.pool;
+    try {
+      const result = await runner.query('SELECT job_id FROM workhorse.enqueue_many_v1($1::jsonb)', [
+        JSON.stringify(requests),
+      ]);
+      return (result.rows as { job_id: string }[]).map((row) => row.job_id);
+    } catch (error) {
+      throw fromPgError(error);
+    }
+  }
+}

@@ -1,0 +1,137 @@
+/** The seven states of a job. The first four are live (`job_runtime`), the last three terminal. */
+export type JobState = 'blocked' | 'scheduled' | 'ready' | 'active' | 'succeeded' | 'failed' | 'canceled';
+
+export const JOB_STATES: readonly JobState[] = [
+  'blocked',
+  'scheduled',
+  'ready',
+  'active',
+  'succeeded',
+  'failed',
+  'canceled',
+];
+
+/** A JSON value as PostgreSQL's `jsonb` stores it and gives back. */
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+
+/**
+ * Anything that runs a parameterised query the way node-postgres does: a `Pool`, a
+ * `PoolClient` inside `BEGIN`, or an adapter around another driver's transaction. Pass one as
+ * the last argument of `enqueue` to make the job part of that transaction.
+ */
+export interface Queryable {
+  query(text: string, values?: unknown[]): Promise<{ rows: unknown[] }>;
+}
+
+/** How long to wait before the next attempt after a failed one. */
+export type RetryPolicy =
+  | {
+      kind: 'exponential';
+      /** Delay after the first failed attempt. Default 1000 ms. */
+      initialMs?: number;
+      /** Growth per attempt, 1 to 10. Default 2. */
+      multiplier?: number;
+      /** Upper bound of any delay. Default 3 600 000 ms (1 hour). */
+      maxMs?: number;
+      /** Draw each delay from [50%, 100%] of its nominal value. Default true. */
+      jitter?: boolean;
+    }
+  | {
+      kind: 'fixed';
+      /** The same delay after every failed attempt. Default 1000 ms. */
+      delayMs?: number;
+    };
+
+/** Options of one enqueued job. Every field is optional. */
+export interface EnqueueOptions {
+  /** Queue name (default `default`): letters, digits and `. _ : / -`, at most 128 characters. */
+  queue?: string;
+  /** 0 to 100, higher first; strict, and FIFO within one priority. Default 0. */
+  priority?: number;
+  /** Do not run before this time. Default: now. */
+  runAt?: Date;
+  /** Attempts before the job fails for good, 1 to 100. Default 25. */
+  maxAttempts?: number;
+  /** Backoff between attempts. Default: exponential with jitter from 1 s, capped at 1 h. */
+  retryPolicy?: RetryPolicy;
+  /** Labels for operators, at most 20 strings of 1 to 64 characters. */
+  tags?: string[];
+}
+
+/** One job of a batch given to `enqueueMany`. */
+export interface EnqueueRequest<P = unknown> extends EnqueueOptions {
+  type: string;
+  payload: P;
+}
+
+/** The error envelope stored for a failed attempt or job. */
+export interface ErrorEnvelope {
+  name: string;
+  message: string;
+  stack?: string;
+}
+
+/** What `Admin.getJob` and `Admin.listJobs` report about one job. */
+export interface JobSnapshot {
+  id: string;
+  queue: string;
+  type: string;
+  payload: JsonValue;
+  priority: number;
+  state: JobState;
+  /** Attempts started so far (0 before the first claim). */
+  currentAttempt: number;
+  maxAttempts: number;
+  retryPolicy: RetryPolicy;
+  tags: string[];
+  /** When the job is (or was last) due to run. */
+  runAt: Date;
+  createdAt: Date;
+  /** Set once the job is terminal. */
+  finishedAt: Date | null;
+  /** The handler's result, for `succeeded` jobs. */
+  result: JsonValue | null;
+  /** The terminal error, or the last attempt's error while the job waits for a retry. */
+  error: ErrorEnvelope | null;
+  /** The owning worker while `active`. */
+  workerId: string | null;
+  leaseExpiresAt: Date | null;
+  cancelRequestedAt: Date | null;
+}
+
+/** One entry of a job's history: a lifecycle event or a closed attempt. */
+export interface TimelineEntry {
+  id: string;
+  at: Date;
+  source: 'event' | 'attempt';
+  /** Event kind (`enqueued`, `claimed`, `succeeded`, ...) or attempt outcome (`failed`, `expired`, ...). */
+  kind: string;
+  attempt: number | null;
+  workerId: string | null;
+  fenceToken: string | null;
+  data: { [key: string]: JsonValue } | null;
+}
+
+/** A page of results and the cursor of the next page (null on the last page). */
+export interface Page<T> {
+  items: T[];
+  nextCursor: string | null;
+}
+
+export interface ListJobsFilter {
+  queue?: string;
+  type?: string;
+  states?: JobState[];
+  /** 1 to 1000, default 50. */
+  limit?: number;
+  cursor?: string;
+}
+
+export interface TimelineOptions {
+  /** 1 to 1000, default 100. */
+  limit?: number;
+  cursor?: string;
+}
+
+/** Result of `Admin.cancel`. */
+export type CancelResult = 'canceled' | 'cancel_requested' | 'already_terminal' | 'not_found';

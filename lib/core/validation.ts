@@ -1,0 +1,208 @@
+import { WorkhorseValidationError } from './errors';
+import type { EnqueueOptions, RetryPolicy } from './types';
+
+/** Limits shared with the SQL functions (which check them again). */
+export const LIMITS = {
+  nameLength: 128,
+  priority: { min: 0, max: 100 },
+  maxAttempts: { min: 1, max: 100 },
+  batchSize: 1000,
+  jsonBytes: 1024 * 1024,
+  jsonDepth: 100,
+  tags: 20,
+  tagLength: 64,
+  delayMs: 604_800_000,
+} as const;
+
+const NAME = /^[A-Za-z0-9][A-Za-z0-9._:/-]*$/;
+const ENQUEUE_OPTION_KEYS = new Set(['queue', 'priority', 'runAt', 'maxAttempts', 'retryPolicy', 'tags']);
+
+/** What `enqueue_many_v1` receives for one job. */
+export interface WireEnqueueRequest {
+  type: string;
+  payload: unknown;
+  queue?: string;
+  priority?: number;
+  runAt?: string;
+  maxAttempts?: number;
+  retryPolicy?: RetryPolicy;
+  tags?: string[];
+}
+
+function fail(field: string, message: string): never {
+  throw new WorkhorseValidationError(field, message);
+}
+
+export function checkName(value: unknown, field: string): string {
+  if (typeof value !== 'string') fail(field, 'must be a string');
+  if (value.length === 0 || value.length > LIMITS.nameLength || !NAME.test(value)) {
+    fail(field, 'must be 1 to 128 characters: a letter or digit, then letters, digits or . _ : / -');
+  }
+  return value;
+}
+
+export function checkInteger(value: unknown, field: string, min: number, max: number): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    fail(field, `must be an integer from ${min} to ${max}`);
+  }
+  return value;
+}
+
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (typeof value === 'object') return (Object.getPrototypeOf(value) as { constructor?: { name?: string } } | null)?.constructor?.name ?? 'object';
+  return typeof value;
+}
+
+// A string PostgreSQL's jsonb can store: no NUL character and no unpaired UTF-16 surrogate.
+function checkString(value: string, field: string): void {
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if (c === 0) fail(field, 'contains the character \\u0000, which PostgreSQL cannot store in JSON');
+    if (c >= 0xd800 && c <= 0xdbff) {
+      const next = value.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        i++;
+        continue;
+      }
+      fail(field, 'contains an unpaired UTF-16 surrogate, which is not valid Unicode text');
+    }
+    if (c >= 0xdc00 && c <= 0xdfff) fail(field, 'contains an unpaired UTF-16 surrogate, which is not valid Unicode text');
+  }
+}
+
+function checkJsonNode(value: unknown, field: string, depth: number, ancestors: Set<object>): void {
+  if (typeof value === 'string') return checkString(value, field);
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) fail(field, `${value} is not a JSON number (NaN and Infinity cannot be stored)`);
+    return;
+  }
+  if (typeof value === 'boolean' || value === null) return;
+  if (value === undefined) fail(field, 'is undefined, which is not JSON (use null)');
+  if (typeof value === 'bigint') fail(field, 'is a BigInt, which is not JSON (convert it to a string or a number)');
+  if (typeof value !== 'object') fail(field, `is a ${typeof value}, which is not JSON`);
+  const object = value as object;
+  if (depth >= LIMITS.jsonDepth) fail(field, `nests deeper than ${LIMITS.jsonDepth} levels`);
+  if (ancestors.has(object)) fail(field, 'refers back to itself (a cycle), which is not JSON');
+  ancestors.add(object);
+  if (Array.isArray(object)) {
+    for (let i = 0; i < object.length; i++) {
+      if (!(i in object)) fail(`${field}[${i}]`, 'is a hole in a sparse array, which is not JSON');
+      checkJsonNode(object[i], `${field}[${i}]`, depth + 1, ancestors);
+    }
+  } else {
+    const proto = Object.getPrototypeOf(object) as object | null;
+    if (proto !== Object.prototype && proto !== null) {
+      const hint = object instanceof Date ? ' (pass date.toISOString())' : '';
+      fail(field, `is a ${describe(object)}, not a plain object, array or JSON primitive${hint}`);
+    }
+    if (Object.getOwnPropertySymbols(object).length > 0) fail(field, 'has symbol keys, which are not JSON');
+    for (const key of Object.keys(object)) {
+      checkString(key, `${field} key ${JSON.stringify(key)}`);
+      const child = (object as Record<string, unknown>)[key];
+      // JSON.stringify drops undefined properties; an absent key reads back the same way.
+      if (child !== undefined) checkJsonNode(child, `${field}.${key}`, depth + 1, ancestors);
+    }
+  }
+  ancestors.delete(object);
+}
+
+/**
+ * Checks that a value is JSON that PostgreSQL stores and gives back unchanged, and at most
+ * 1 MiB as text; returns that text.
+ */
+export function toJsonText(value: unknown, field: string): string {
+  checkJsonNode(value, field, 0, new Set());
+  const text = JSON.stringify(value);
+  if (Buffer.byteLength(text, 'utf8') > LIMITS.jsonBytes) {
+    fail(field, `is larger than the 1 MiB limit (${LIMITS.jsonBytes} bytes of JSON)`);
+  }
+  return text;
+}
+
+export function checkRetryPolicy(value: unknown, field: string): RetryPolicy {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    fail(field, 'must be an object such as { kind: "exponential" } or { kind: "fixed", delayMs: 5000 }');
+  }
+  const policy = value as Record<string, unknown>;
+  const allowed =
+    policy.kind === 'fixed'
+      ? ['kind', 'delayMs']
+      : policy.kind === 'exponential'
+        ? ['kind', 'initialMs', 'multiplier', 'maxMs', 'jitter']
+        : fail(`${field}.kind`, 'must be "exponential" or "fixed"');
+  for (const key of Object.keys(policy)) {
+    if (!allowed.includes(key)) fail(`${field}.${key}`, `is not an option of a ${policy.kind} retry policy (${allowed.join(', ')})`);
+  }
+  const delay = (key: string) => {
+    if (policy[key] !== undefined) checkInteger(policy[key], `${field}.${key}`, 0, LIMITS.delayMs);
+  };
+  if (policy.kind === 'fixed') {
+    delay('delayMs');
+  } else {
+    delay('initialMs');
+    delay('maxMs');
+    const m = policy.multiplier;
+    if (m !== undefined && (typeof m !== 'number' || !Number.isFinite(m) || m < 1 || m > 10)) {
+      fail(`${field}.multiplier`, 'must be a number from 1 to 10');
+    }
+    if (policy.jitter !== undefined && typeof policy.jitter !== 'boolean') fail(`${field}.jitter`, 'must be true or false');
+    const initial = (policy.initialMs as number | undefined) ?? 1000;
+    const max = (policy.maxMs as number | undefined) ?? 3_600_000;
+    if (max < initial) fail(`${field}.maxMs`, 'must not be smaller than initialMs');
+  }
+  return { ...(policy as RetryPolicy) };
+}
+
+/**
+ * Validates one enqueue call and returns what the SQL function receives. `path` prefixes field
+ * names for batch members (`requests[3].`).
+ */
+export function toWireRequest(type: unknown, payload: unknown, options: unknown, path = ''): WireEnqueueRequest {
+  const wire: WireEnqueueRequest = { type: checkName(type, `${path}type`), payload: undefined };
+  toJsonText(payload, `${path}payload`);
+  wire.payload = payload;
+  if (options === undefined || options === null) return wire;
+  if (typeof options !== 'object' || Array.isArray(options)) fail(`${path}options`, 'must be an object');
+  const o = options as Record<string, unknown>;
+  for (const key of Object.keys(o)) {
+    if (!ENQUEUE_OPTION_KEYS.has(key)) {
+      fail(`${path}${key}`, `is not an enqueue option (${[...ENQUEUE_OPTION_KEYS].join(', ')})`);
+    }
+  }
+  const opts = o as EnqueueOptions;
+  if (opts.queue !== undefined) wire.queue = checkName(opts.queue, `${path}queue`);
+  if (opts.priority !== undefined) {
+    wire.priority = checkInteger(opts.priority, `${path}priority`, LIMITS.priority.min, LIMITS.priority.max);
+  }
+  if (opts.maxAttempts !== undefined) {
+    wire.maxAttempts = checkInteger(opts.maxAttempts, `${path}maxAttempts`, LIMITS.maxAttempts.min, LIMITS.maxAttempts.max);
+  }
+  if (opts.runAt !== undefined) {
+    const at: unknown = opts.runAt;
+    if (!(at instanceof Date) || Number.isNaN(at.getTime())) fail(`${path}runAt`, 'must be a valid Date');
+    const year = at.getUTCFullYear();
+    if (year < 1970 || year > 9999) fail(`${path}runAt`, 'must be a date between the years 1970 and 9999');
+    wire.runAt = at.toISOString();
+  }
+  if (opts.retryPolicy !== undefined) wire.retryPolicy = checkRetryPolicy(opts.retryPolicy, `${path}retryPolicy`);
+  if (opts.tags !== undefined) {
+    const tags: unknown = opts.tags;
+    if (!Array.isArray(tags) || tags.length > LIMITS.tags) fail(`${path}tags`, `must be an array of at most ${LIMITS.tags} strings`);
+    tags.forEach((tag: unknown, i) => {
+      if (typeof tag !== 'string' || tag.length < 1 || tag.length > LIMITS.tagLength) {
+        fail(`${path}tags[${i}]`, `must be a string of 1 to ${LIMITS.tagLength} characters`);
+      }
+      checkString(tag, `${path}tags[${i}]`);
+    });
+    wire.tags = [...(tags as string[])];
+  }
+  return wire;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function checkJobId(value: unknown, field = 'jobId'): string {
+  if (typeof value !== 'string' || !UUID.test(value)) fail(field, 'must be a job id (a UUID string)');
+  return value;
+}

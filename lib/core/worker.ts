@@ -1,0 +1,639 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { Pool } from 'pg';
+import { HandlerContext, type ClaimedJob } from './context';
+import {
+  fromPgError,
+  JobCanceledError,
+  LeaseLostError,
+  WorkerShutdownError,
+  WorkerStateError,
+  WorkhorseValidationError,
+} from './errors';
+import type { WorkerEvent, WorkerEventListener } from './events';
+import { Heartbeater, leasesJson } from './heartbeater';
+import { Notifier } from './notifier';
+import type { Queue } from './queue';
+import type { ErrorEnvelope, JsonValue } from './types';
+import { checkInteger, checkName, toJsonText } from './validation';
+
+/**
+ * A job handler: receives the payload and a {@link HandlerContext}, returns the job's result
+ * (JSON, at most 1 MiB). Throwing fails the attempt; the job's retry policy decides what next.
+ *
+ * The payload type defaults to `any` only so that unannotated handlers compile as in the
+ * quick-start examples; annotate it (`async (payload: { orderId: string }, ctx) => ...`) to get
+ * checking.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type JobHandlerFn<P = any, R = unknown> = (payload: P, ctx: HandlerContext) => R | Promise<R>;
+
+export interface WorkerOptions {
+  /** Queues to claim from, default `['default']`. */
+  queues?: string[];
+  /** Handlers running at once, 1 to 1000, default 10. */
+  concurrency?: number;
+  /** Lease length in ms, default 30 000. A job whose lease is not renewed within it is recovered. */
+  leaseMs?: number;
+  /** Heartbeat interval in ms, default a third of the lease. */
+  heartbeatMs?: number;
+  /** Poll interval in ms when no notification arrives, default 1000 (jittered, backing off to 5x while idle). */
+  pollMs?: number;
+  /** Maintenance (promotion, recovery) interval in ms, default 1000. */
+  tickMs?: number;
+  /** How long `stop()` lets running handlers finish before aborting them, default 25 000 ms. */
+  shutdownTimeoutMs?: number;
+  /** Wake up on LISTEN/NOTIFY (default true). Turn off behind a transaction-pooling PgBouncer. */
+  listen?: boolean;
+  /** Identifies this worker in leases and history. Default `host:pid:random`. */
+  workerId?: string;
+  /** Delay before a job of a type this worker has no handler for may be claimed again, default 5000 ms. */
+  unknownTypeDelayMs?: number;
+}
+
+const OPTION_KEYS = new Set([
+  'queues',
+  'concurrency',
+  'leaseMs',
+  'heartbeatMs',
+  'pollMs',
+  'tickMs',
+  'shutdownTimeoutMs',
+  'listen',
+  'workerId',
+  'unknownTypeDelayMs',
+]);
+
+interface ClaimRow {
+  job_id: string;
+  queue: string;
+  type: string;
+  payload: JsonValue;
+  attempt: number;
+  max_attempts: number;
+  fence_token: string;
+  checkpoints: Record<string, [] | [JsonValue]> | null;
+}
+
+interface Running {
+  job: ClaimedJob;
+  controller: AbortController;
+  startedAt: number;
+  /** Why the worker stopped caring about this job's outcome, if it did. */
+  outcome: 'lost' | 'canceled' | 'abandoned' | null;
+  done: Promise<void>;
+}
+
+interface PendingCompletion {
+  job: ClaimedJob;
+  resultText: string;
+  resolve(status: string): void;
+  reject(error: unknown): void;
+}
+
+type Lifecycle = 'idle' | 'running' | 'stopping';
+
+/** Turns anything a handler threw into the stored `{ name, message, stack }` envelope. */
+export function toErrorEnvelope(thrown: unknown): ErrorEnvelope {
+  if (thrown instanceof Error) {
+    const envelope: ErrorEnvelope = { name: String(thrown.name || 'Error'), message: String(thrown.message) };
+    if (typeof thrown.stack === 'string') envelope.stack = thrown.stack;
+    return envelope;
+  }
+  let message: string;
+  try {
+    message = typeof thrown === 'string' ? thrown : (JSON.stringify(thrown) ?? String(thrown));
+  } catch {
+    message = String(thrown);
+  }
+  return { name: 'NonErrorThrown', message };
+}
+
+// PostgreSQL cannot store NUL characters or unpaired surrogates in jsonb; error text is not
+// under our control, so make it storable (U+FFFD in their place) instead of refusing it.
+function storable(text: string): string {
+  return text.replace(/\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, '\ufffd');
+}
+
+/**
+ * Claims jobs from PostgreSQL and runs the handler registered for each job's type.
+ *
+ * It asks for exactly its free slots in one claim, wakes on LISTEN/NOTIFY with polling as the
+ * fallback, renews all leases in one batched heartbeat on a connection of its own, batches
+ * completions, offers maintenance ticks, and on `stop()` drains running handlers.
+ *
+ * @example
+ * const worker = new Worker(queue, { concurrency: 10 }).handle('email.send', async (payload: { to: string }) => {
+ *   await mailer.send(payload.to);
+ * });
+ * await worker.run(); // until worker.stop()
+ */
+export class Worker {
+  readonly workerId: string;
+  readonly queues: readonly string[];
+  readonly concurrency: number;
+  private readonly pool: Pool;
+  private readonly leaseMs: number;
+  private readonly heartbeatMs: number;
+  private readonly pollMs: number;
+  private readonly tickMs: number;
+  private readonly shutdownTimeoutMs: number;
+  private readonly listen: boolean;
+  private readonly unknownTypeDelayMs: number;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  private readonly handlers = new Map<string, JobHandlerFn<any>>();
+  private readonly listeners = new Set<WorkerEventListener>();
+  private readonly running = new Map<string, Running>();
+  private lifecycle: Lifecycle = 'idle';
+  private paused = false;
+  private heartbeater: Heartbeater | null = null;
+  private notifier: Notifier | null = null;
+  private claimInFlight: Promise<number> | null = null;
+  private claimAgain = false;
+  private idleRounds = 0;
+  private pollTimer: NodeJS.Timeout | null = null;
+  private tickTimer: NodeJS.Timeout | null = null;
+  private tickInFlight: Promise<void> | null = null;
+  private pending: PendingCompletion[] = [];
+  private flushing: Promise<void> | null = null;
+  private stopPromise: Promise<void> | null = null;
+  private resolveRun: (() => void) | null = null;
+  private readonly onPoolError = (error: Error) => this.reportError('pool', error);
+
+  constructor(queue: Queue, options: WorkerOptions = {}) {
+    if (typeof options !== 'object' || options === null) throw new WorkhorseValidationError('options', 'must be an object');
+    for (const key of Object.keys(options)) {
+      if (!OPTION_KEYS.has(key)) throw new WorkhorseValidationError(key, `is not a worker option (${[...OPTION_KEYS].join(', ')})`);
+    }
+    this.pool = queue.pool;
+    const queues = options.queues ?? ['default'];
+    if (!Array.isArray(queues) || queues.length === 0 || queues.length > 100) {
+      throw new WorkhorseValidationError('queues', 'must list 1 to 100 queue names');
+    }
+    this.queues = [...new Set(queues.map((q, i) => checkName(q, `queues[${i}]`)))];
+    this.concurrency = checkInteger(options.concurrency ?? 10, 'concurrency', 1, 1000);
+    this.leaseMs = checkInteger(options.leaseMs ?? 30_000, 'leaseMs', 1000, 86_400_000);
+    this.heartbeatMs = checkInteger(options.heartbeatMs ?? Math.floor(this.leaseMs / 3), 'heartbeatMs', 100, this.leaseMs);
+    this.pollMs = checkInteger(options.pollMs ?? 1000, 'pollMs', 10, 600_000);
+    this.tickMs = checkInteger(options.tickMs ?? 1000, 'tickMs', 10, 600_000);
+    this.shutdownTimeoutMs = checkInteger(options.shutdownTimeoutMs ?? 25_000, 'shutdownTimeoutMs', 0, 3_600_000);
+    this.unknownTypeDelayMs = checkInteger(options.unknownTypeDelayMs ?? 5000, 'unknownTypeDelayMs', 0, 604_800_000);
+    if (options.listen !== undefined && typeof options.listen !== 'boolean') {
+      throw new WorkhorseValidationError('listen', 'must be true or false');
+    }
+    this.listen = options.listen ?? true;
+    const id = options.workerId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+    if (typeof id !== 'string' || id.length === 0 || id.length > 200) {
+      throw new WorkhorseValidationError('workerId', 'must be a string of 1 to 200 characters');
+    }
+    this.workerId = id;
+  }
+
+  /** Registers the handler for one job type; returns the worker for chaining. */
+  handle<P = any, R = unknown>(type: string, handler: JobHandlerFn<P, R>): this { // eslint-disable-line @typescript-eslint/no-explicit-any
+    checkName(type, 'type');
+    if (typeof handler !== 'function') throw new WorkhorseValidationError('handler', 'must be a function');
+    if (this.handlers.has(type)) throw new WorkerStateError(`A handler for job type "${type}" is already registered.`);
+    this.handlers.set(type, handler);
+    return this;
+  }
+
+  /** Job types this worker has handlers for. */
+  get types(): string[] {
+    return [...this.handlers.keys()];
+  }
+
+  /** Subscribes to the worker's events; returns the unsubscribe function. */
+  on(listener: WorkerEventListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Number of handlers running now. */
+  get activeCount(): number {
+    return this.running.size;
+  }
+
+  get isRunning(): boolean {
+    return this.lifecycle === 'running';
+  }
+
+  /** Stops claiming new jobs; running handlers go on. */
+  pause(): void {
+    this.paused = true;
+  }
+
+  /** Claims again after {@link pause}. */
+  resume(): void {
+    this.paused = false;
+    this.wake();
+  }
+
+  /**
+   * Runs until {@link stop} is called: claims, executes, heartbeats and ticks. The promise
+   * settles once the worker has drained and closed its connections.
+   */
+  async run(): Promise<void> {
+    if (this.lifecycle !== 'idle') throw new WorkerStateError('This worker is already running.');
+    const stopped = new Promise<void>((resolve) => {
+      this.resolveRun = resolve;
+    });
+    this.startServices();
+    if (this.listen) {
+      this.notifier = new Notifier(this.pool, new Set(this.queues), () => this.wake(), (e) => this.reportError('listen', e));
+      this.notifier.start();
+    }
+    this.scheduleTick(0);
+    this.emit({ name: 'worker.started', workerId: this.workerId, queues: [...this.queues], concurrency: this.concurrency });
+    this.wake();
+    await stopped;
+  }
+
+  /**
+   * One pass for scripts and tests: a maintenance tick, one claim of up to `concurrency` jobs,
+   * and those jobs run to the end. Resolves with how many jobs it ran.
+   */
+  async runOnce(): Promise<number> {
+    if (this.lifecycle !== 'idle') throw new WorkerStateError('This worker is already running.');
+    this.startServices();
+    try {
+      await this.tick();
+      const claimed = await this.claim(this.concurrency);
+      await Promise.all([...this.running.values()].map((r) => r.done));
+      await this.flush();
+      return claimed;
+    } finally {
+      await this.stopServices();
+      this.lifecycle = 'idle';
+    }
+  }
+
+  /**
+   * Stops claiming, lets running handlers finish for up to `shutdownTimeoutMs`, then aborts the
+   * rest (their signal fires with {@link WorkerShutdownError}; nothing is recorded for them, so
+   * their leases expire and another worker runs them again), and closes the worker's own
+   * connections. Never fakes a success, failure or cancellation.
+   */
+  async stop(): Promise<void> {
+    if (this.lifecycle === 'idle') return;
+    this.stopPromise ??= this.drain();
+    return this.stopPromise;
+  }
+
+  private startServices(): void {
+    this.lifecycle = 'running';
+    this.pool.on('error', this.onPoolError);
+    this.heartbeater = new Heartbeater(this.pool, this.workerId, this.leaseMs, this.heartbeatMs, (e) =>
+      this.reportError('heartbeat', e),
+    );
+    this.heartbeater.start();
+  }
+
+  private async stopServices(): Promise<void> {
+    await this.heartbeater?.stop();
+    this.heartbeater = null;
+    await this.notifier?.stop();
+    this.notifier = null;
+    this.pool.off('error', this.onPoolError);
+  }
+
+  private async drain(): Promise<void> {
+    this.lifecycle = 'stopping';
+    if (this.pollTimer) clearTimeout(this.pollTimer);
+    if (this.tickTimer) clearTimeout(this.tickTimer);
+    this.pollTimer = this.tickTimer = null;
+    await this.claimInFlight?.catch(() => undefined);
+    await this.tickInFlight;
+    const all = Promise.all([...this.running.values()].map((r) => r.done));
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = await Promise.race([
+      all.then(() => false),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(true), this.shutdownTimeoutMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (timedOut) {
+      for (const run of this.running.values()) {
+        run.outcome ??= 'abandoned';
+        run.controller.abort(new WorkerShutdownError(run.job.jobId));
+        this.heartbeater?.remove(run.job.jobId);
+        this.emit({ name: 'job.abandoned', ...this.jobFields(run.job), durationMs: Date.now() - run.startedAt });
+      }
+      this.running.clear();
+    }
+    await this.flush();
+    await this.stopServices();
+    this.lifecycle = 'idle';
+    this.stopPromise = null;
+    this.emit({ name: 'worker.stopped', workerId: this.workerId });
+    this.resolveRun?.();
+    this.resolveRun = null;
+  }
+
+  // ---- claiming -------------------------------------------------------------------------------
+
+  /** Claims now if there are free slots and no claim is in flight; otherwise claims right after. */
+  private wake(): void {
+    if (this.lifecycle !== 'running' || this.paused || !this.resolveRun) return;
+    if (this.claimInFlight) {
+      this.claimAgain = true;
+      return;
+    }
+    // One claim asks for at most 100 jobs (the protocol's limit); a full claim is followed by another.
+    const want = Math.min(this.concurrency - this.running.size, 100);
+    if (want <= 0) return;
+    if (this.pollTimer) clearTimeout(this.pollTimer);
+    this.pollTimer = null;
+    void this.claim(want).then(
+      (claimed) => this.afterClaim(claimed === want),
+      () => this.afterClaim(false),
+    );
+  }
+
+  private afterClaim(full: boolean): void {
+    if (this.lifecycle !== 'running') return;
+    if (full || this.claimAgain) {
+      this.idleRounds = 0;
+      this.claimAgain = false;
+      this.wake();
+      if (this.claimInFlight || this.concurrency - this.running.size <= 0) return;
+    } else {
+      this.idleRounds++;
+    }
+    this.schedulePoll();
+  }
+
+  // Idle backoff: each empty claim stretches the next poll, up to five times pollMs.
+  private schedulePoll(): void {
+    if (this.pollTimer || this.lifecycle !== 'running') return;
+    const base = this.pollMs * Math.min(5, 1 + this.idleRounds / 4);
+    this.pollTimer = setTimeout(() => {
+      this.pollTimer = null;
+      this.wake();
+    }, base * (0.8 + Math.random() * 0.4));
+  }
+
+  private claim(limit: number): Promise<number> {
+    const attempt = this.claimBatch(limit).finally(() => {
+      this.claimInFlight = null;
+    });
+    this.claimInFlight = attempt;
+    return attempt;
+  }
+
+  private async claimBatch(limit: number): Promise<number> {
+    let rows: ClaimRow[];
+    // The lease runs from the server's clock at claim time, which is after this moment: a local
+    // deadline counted from here can only be early, never late.
+    const sentAt = Date.now();
+    try {
+      const result = await this.pool.query<ClaimRow>(
+        'SELECT job_id, queue, type, payload, attempt, max_attempts, fence_token, checkpoints FROM workhorse.claim_many_v1($1, $2, $3, $4)',
+        [this.queues, this.workerId, limit, this.leaseMs],
+      );
+      rows = result.rows;
+    } catch (error) {
+      this.reportError('claim', error as Error);
+      throw error;
+    }
+    const claimedAt = Date.now();
+    for (const row of rows) this.start(row, sentAt, claimedAt);
+    return rows.length;
+  }
+
+  // ---- executing ------------------------------------------------------------------------------
+
+  private start(row: ClaimRow, sentAt: number, claimedAt: number): void {
+    const job: ClaimedJob = {
+      jobId: row.job_id,
+      queue: row.queue,
+      type: row.type,
+      attempt: row.attempt,
+      maxAttempts: row.max_attempts,
+      fenceToken: row.fence_token,
+      workerId: this.workerId,
+      checkpoints: row.checkpoints ?? {},
+    };
+    const run: Running = {
+      job,
+      controller: new AbortController(),
+      startedAt: claimedAt,
+      outcome: null,
+      done: Promise.resolve(),
+    };
+    this.running.set(job.jobId, run);
+    this.heartbeater?.add({
+      jobId: job.jobId,
+      fenceToken: job.fenceToken,
+      deadline: sentAt + this.leaseMs,
+      onLost: () => this.loseLease(run),
+      onCancelRequested: () => {
+        if (run.outcome === null) {
+          run.outcome = 'canceled';
+          run.controller.abort(new JobCanceledError(job.jobId));
+        }
+      },
+    });
+    this.emit({ name: 'job.claimed', ...this.jobFields(job) });
+    run.done = this.execute(run, row.payload).finally(() => {
+      this.heartbeater?.remove(job.jobId);
+      if (this.running.get(job.jobId) === run) this.running.delete(job.jobId);
+      this.wake();
+    });
+  }
+
+  private loseLease(run: Running): void {
+    if (run.outcome === 'lost' || run.outcome === 'abandoned') return;
+    run.outcome = 'lost';
+    run.controller.abort(new LeaseLostError(run.job.jobId));
+  }
+
+  private async execute(run: Running, payload: JsonValue): Promise<void> {
+    const { job } = run;
+    const handler = this.handlers.get(job.type);
+    try {
+      if (!handler) {
+        await this.release(run, `no handler for job type "${job.type}" on worker ${this.workerId}`);
+        return;
+      }
+      const ctx = new HandlerContext(job, run.controller.signal, this.pool, () => this.loseLease(run));
+      let result: unknown;
+      try {
+        result = await handler(payload, ctx);
+      } catch (thrown) {
+        await this.settleFailure(run, thrown);
+        return;
+      }
+      if (run.outcome === 'lost' || run.outcome === 'abandoned') {
+        this.reportLost(run);
+        return;
+      }
+      let resultText: string;
+      try {
+        resultText = result === undefined ? 'null' : toJsonText(result, 'result');
+      } catch (invalid) {
+        await this.settleFailure(run, invalid);
+        return;
+      }
+      const status = await this.complete(job, resultText);
+      this.settleStatus(run, status, null);
+    } catch (error) {
+      // A write that could not reach the database: the lease will expire and the job run again.
+      this.reportError('complete', error as Error);
+    }
+  }
+
+  private async settleFailure(run: Running, thrown: unknown): Promise<void> {
+    const { job } = run;
+    if (run.outcome === 'lost' || run.outcome === 'abandoned') {
+      this.reportLost(run);
+      return;
+    }
+    if (run.outcome === 'canceled') {
+      const status = await this.ownerCall('SELECT workhorse.acknowledge_cancel_v1($1, $2, $3) AS status', [
+        job.jobId,
+        this.workerId,
+        job.fenceToken,
+      ]);
+      this.settleStatus(run, status, null);
+      return;
+    }
+    const error = toErrorEnvelope(thrown);
+    error.name = storable(error.name);
+    error.message = storable(error.message);
+    if (error.stack !== undefined) error.stack = storable(error.stack);
+    const result = await this.pool
+      .query<{ status: string; run_at: Date | null; delay_ms: string | null }>(
+        'SELECT status, run_at, delay_ms FROM workhorse.fail_v1($1, $2, $3, $4::jsonb)',
+        [job.jobId, this.workerId, job.fenceToken, JSON.stringify(error)],
+      )
+      .catch((e: unknown) => Promise.reject(fromPgError(e)));
+    const row = result.rows[0];
+    if (row.status === 'retry_scheduled') {
+      this.emit({
+        name: 'job.retry_scheduled',
+        ...this.jobFields(job),
+        durationMs: Date.now() - run.startedAt,
+        error,
+        runAt: row.run_at as Date,
+        delayMs: Number(row.delay_ms),
+      });
+    } else {
+      this.settleStatus(run, row.status, error);
+    }
+  }
+
+  private settleStatus(run: Running, status: string, error: ErrorEnvelope | null): void {
+    const fields = { ...this.jobFields(run.job), durationMs: Date.now() - run.startedAt };
+    if (status === 'succeeded') this.emit({ name: 'job.succeeded', ...fields });
+    else if (status === 'canceled') this.emit({ name: 'job.canceled', ...fields });
+    else if (status === 'failed' && error) this.emit({ name: 'job.failed', ...fields, error });
+    else if (status === 'stale') this.reportLost(run);
+  }
+
+  private reportLost(run: Running): void {
+    if (run.outcome === 'abandoned') return;
+    this.emit({ name: 'job.lease_lost', ...this.jobFields(run.job), durationMs: Date.now() - run.startedAt });
+  }
+
+  private async release(run: Running, reason: string): Promise<void> {
+    const status = await this.ownerCall('SELECT workhorse.release_v1($1, $2, $3, $4, $5) AS status', [
+      run.job.jobId,
+      this.workerId,
+      run.job.fenceToken,
+      this.unknownTypeDelayMs,
+      reason,
+    ]);
+    if (status === 'released') this.emit({ name: 'job.released', ...this.jobFields(run.job), reason });
+    else this.settleStatus(run, status, null);
+  }
+
+  private async ownerCall(text: string, values: unknown[]): Promise<string> {
+    try {
+      const result = await this.pool.query<{ status: string }>(text, values);
+      return result.rows[0].status;
+    } catch (error) {
+      throw fromPgError(error);
+    }
+  }
+
+  // ---- completion batching --------------------------------------------------------------------
+
+  /**
+   * Queues a completion. While one `complete_many_v1` round trip is in flight, completions
+   * gather and go together in the next: batching without added latency.
+   */
+  private complete(job: ClaimedJob, resultText: string): Promise<string> {
+    return new Promise((resolve, reject) => {
+      this.pending.push({ job, resultText, resolve, reject });
+      this.flushing ??= this.flushLoop().finally(() => {
+        this.flushing = null;
+      });
+    });
+  }
+
+  private async flush(): Promise<void> {
+    await this.flushing;
+  }
+
+  private async flushLoop(): Promise<void> {
+    while (this.pending.length > 0) {
+      const batch = this.pending.splice(0, 500);
+      try {
+        const items = leasesJson(batch.map((p) => ({ jobId: p.job.jobId, fenceToken: p.job.fenceToken, extra: `"result":${p.resultText}` })));
+        const result = await this.pool.query<{ job_id: string; status: string }>(
+          'SELECT job_id, status FROM workhorse.complete_many_v1($1, $2::jsonb)',
+          [this.workerId, items],
+        );
+        const byId = new Map(result.rows.map((r) => [r.job_id, r.status]));
+        for (const p of batch) p.resolve(byId.get(p.job.jobId) ?? 'stale');
+      } catch (error) {
+        const typed = fromPgError(error);
+        for (const p of batch) p.reject(typed);
+      }
+    }
+  }
+
+  // ---- maintenance ----------------------------------------------------------------------------
+
+  private scheduleTick(delay: number): void {
+    if (this.lifecycle !== 'running') return;
+    this.tickTimer = setTimeout(() => {
+      this.tickTimer = null;
+      this.tickInFlight = this.tick().finally(() => {
+        this.tickInFlight = null;
+        this.scheduleTick(this.tickMs * (0.8 + Math.random() * 0.4));
+      });
+    }, delay);
+    this.tickTimer.unref();
+  }
+
+  private async tick(): Promise<void> {
+    try {
+      await this.pool.query('SELECT workhorse.tick_v1()');
+    } catch (error) {
+      this.reportError('tick', error as Error);
+    }
+  }
+
+  // ---- events ---------------------------------------------------------------------------------
+
+  private jobFields(job: ClaimedJob) {
+    return { jobId: job.jobId, type: job.type, queue: job.queue, attempt: job.attempt, workerId: this.workerId };
+  }
+
+  private reportError(during: string, error: Error): void {
+    this.emit({ name: 'worker.error', workerId: this.workerId, during, error });
+  }
+
+  private emit(event: WorkerEvent): void {
+    for (const listener of this.listeners) {
+      try {
+        listener(event);
+      } catch (error) {
+        if (event.name !== 'worker.error') this.reportError('listener', error as Error);
+      }
+    }
+  }
+}

@@ -1,0 +1,160 @@
+-- The workhorse schema: tables, sequences and indexes.
+--
+-- A job is three kinds of row. `job` is its immutable definition; `job_runtime` exists only
+-- while the job is live (blocked, scheduled, ready, active) and is the only row the lifecycle
+-- mutates; `job_outcome` is written once, in the same transaction that deletes the runtime row,
+-- when the job ends. So a committed job always has exactly one runtime row or one outcome row,
+-- and finished jobs leave every index that dispatch searches.
+
+CREATE SCHEMA workhorse;
+
+CREATE TABLE workhorse.schema_version (
+  version integer NOT NULL,
+  installed_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+  only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row)
+);
+
+-- Fence tokens: one global sequence, so every claim gets a value larger than any before it.
+CREATE SEQUENCE workhorse.fence_seq AS bigint;
+-- Order of arrival: creation order for job_query, and FIFO order among ready jobs (a job that
+-- becomes ready again after a retry or a delay queues behind the jobs already waiting).
+CREATE SEQUENCE workhorse.job_seq AS bigint;
+-- Ids of job_event and attempt_history rows: one sequence, so a job's timeline is ordered by id.
+CREATE SEQUENCE workhorse.history_seq AS bigint;
+
+-- Time-ordered ids (UUID version 7 layout: 48 bits of Unix milliseconds, then random bits), so
+-- consecutive inserts land on the right edge of the primary-key index instead of at random pages.
+CREATE FUNCTION workhorse.new_job_id() RETURNS uuid
+LANGUAGE sql VOLATILE PARALLEL SAFE AS $$
+  SELECT encode(
+    set_bit(set_bit(
+      overlay(uuid_send(gen_random_uuid())
+              PLACING substring(int8send(floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3)
+              FROM 1 FOR 6),
+      52, 1), 53, 1),
+    'hex')::uuid
+$$;
+
+CREATE TABLE workhorse.job (
+  id uuid PRIMARY KEY,
+  queue text NOT NULL,
+  type text NOT NULL,
+  payload jsonb NOT NULL,
+  priority smallint NOT NULL CHECK (priority BETWEEN 0 AND 100),
+  max_attempts integer NOT NULL CHECK (max_attempts BETWEEN 1 AND 100),
+  retry_policy jsonb NOT NULL,
+  tags text[] NOT NULL,
+  run_at timestamptz NOT NULL,
+  created_at timestamptz NOT NULL
+);
+
+-- The live row. Priority and queue are copied from `job` so a claim never joins it. Lease and
+-- heartbeat columns appear in no index and no index predicate, so a lease renewal is a HOT
+-- update; fillfactor leaves room on each page for those updates.
+CREATE TABLE workhorse.job_runtime (
+  job_id uuid PRIMARY KEY REFERENCES workhorse.job (id),
+  queue text NOT NULL,
+  priority smallint NOT NULL,
+  state text NOT NULL,
+  seq bigint NOT NULL,
+  run_at timestamptz NOT NULL,
+  current_attempt integer NOT NULL DEFAULT 0,
+  max_attempts integer NOT NULL,
+  fence_token bigint,
+  worker_id text,
+  lease_expires_at timestamptz,
+  heartbeat_at timestamptz,
+  attempt_started_at timestamptz,
+  cancel_requested_at timestamptz,
+  cancel_reason text,
+  last_error jsonb,
+  CONSTRAINT job_runtime_state_check CHECK (state IN ('blocked', 'scheduled', 'ready', 'active')),
+  CONSTRAINT job_runtime_owner_check CHECK (
+    CASE state
+      WHEN 'active' THEN worker_id IS NOT NULL AND fence_token > 0 AND lease_expires_at IS NOT NULL
+                         AND heartbeat_at IS NOT NULL AND attempt_started_at IS NOT NULL
+                         AND current_attempt >= 1
+      ELSE worker_id IS NULL AND lease_expires_at IS NULL AND heartbeat_at IS NULL
+           AND attempt_started_at IS NULL AND cancel_requested_at IS NULL
+    END),
+  CONSTRAINT job_runtime_attempt_check CHECK (current_attempt BETWEEN 0 AND max_attempts)
+) WITH (fillfactor = 80);
+
+-- Dispatch: the claim walks this index in (priority DESC, seq) order and stops after LIMIT rows.
+CREATE INDEX job_runtime_ready_idx ON workhorse.job_runtime (queue, priority DESC, seq)
+  WHERE state = 'ready';
+-- Promotion of due delayed jobs.
+CREATE INDEX job_runtime_scheduled_idx ON workhorse.job_runtime (run_at)
+  WHERE state = 'scheduled';
+-- Lease recovery scans active rows only; the lease column stays out of the key (HOT renewals).
+CREATE INDEX job_runtime_active_idx ON workhorse.job_runtime (queue)
+  WHERE state = 'active';
+
+-- The terminal row, written once.
+CREATE TABLE workhorse.job_outcome (
+  job_id uuid PRIMARY KEY REFERENCES workhorse.job (id),
+  queue text NOT NULL,
+  state text NOT NULL CHECK (state IN ('succeeded', 'failed', 'canceled')),
+  result jsonb,
+  error jsonb,
+  final_attempt integer NOT NULL,
+  fence_token bigint,
+  worker_id text,
+  finished_at timestamptz NOT NULL,
+  CONSTRAINT job_outcome_result_check CHECK (state = 'succeeded' OR result IS NULL),
+  CONSTRAINT job_outcome_error_check CHECK (state = 'succeeded' OR error IS NOT NULL)
+);
+
+-- Routing projection for operator reads (Admin.listJobs): written once at enqueue, never by
+-- claims or completions. State is read from job_runtime or job_outcome by primary key.
+CREATE TABLE workhorse.job_query (
+  seq bigint PRIMARY KEY,
+  job_id uuid NOT NULL,
+  queue text NOT NULL,
+  type text NOT NULL,
+  created_at timestamptz NOT NULL
+);
+CREATE INDEX job_query_queue_idx ON workhorse.job_query (queue, seq);
+CREATE INDEX job_query_type_idx ON workhorse.job_query (type, seq);
+
+-- Named completed stages of a job, replayed instead of run again.
+CREATE TABLE workhorse.job_checkpoint (
+  job_id uuid NOT NULL REFERENCES workhorse.job (id),
+  name text NOT NULL,
+  value jsonb,
+  attempt integer NOT NULL,
+  fence_token bigint NOT NULL,
+  worker_id text NOT NULL,
+  created_at timestamptz NOT NULL,
+  PRIMARY KEY (job_id, name)
+);
+
+-- Append-only history, range-partitioned by day (UTC). The protocol functions write it; the
+-- claim path never reads it. Partitions are prepared ahead by prepare_partitions_v1 (called from
+-- tick_v1); the default partition catches rows if preparation ever falls behind.
+CREATE TABLE workhorse.job_event (
+  id bigint NOT NULL DEFAULT nextval('workhorse.history_seq'),
+  job_id uuid NOT NULL,
+  at timestamptz NOT NULL,
+  kind text NOT NULL,
+  attempt integer,
+  worker_id text,
+  fence_token bigint,
+  data jsonb
+) PARTITION BY RANGE (at);
+CREATE INDEX job_event_job_idx ON workhorse.job_event (job_id, id);
+CREATE TABLE workhorse.job_event_default PARTITION OF workhorse.job_event DEFAULT;
+
+CREATE TABLE workhorse.attempt_history (
+  id bigint NOT NULL DEFAULT nextval('workhorse.history_seq'),
+  job_id uuid NOT NULL,
+  attempt integer NOT NULL,
+  outcome text NOT NULL CHECK (outcome IN ('succeeded', 'failed', 'timeout', 'expired', 'canceled', 'released')),
+  worker_id text NOT NULL,
+  fence_token bigint NOT NULL,
+  started_at timestamptz NOT NULL,
+  finished_at timestamptz NOT NULL,
+  error jsonb
+) PARTITION BY RANGE (finished_at);
+CREATE INDEX attempt_history_job_idx ON workhorse.attempt_history (job_id, id);
+CREATE TABLE workhorse.attempt_history_default PARTITION OF workhorse.attempt_history DEFAULT;

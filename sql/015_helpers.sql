@@ -1,0 +1,238 @@
+-- Internal helpers shared by the protocol functions. Not part of the versioned API.
+
+-- Refuses input with SQLSTATE P1001; the offending field travels in the error's COLUMN field so
+-- clients can name it without parsing the message.
+CREATE FUNCTION workhorse.raise_invalid(p_field text, p_message text)
+RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE EXCEPTION USING ERRCODE = 'P1001', MESSAGE = p_field || ': ' || p_message, COLUMN = p_field;
+END
+$$;
+
+-- Names: a letter or digit first, then letters, digits and . _ : / -, at most 128 characters.
+CREATE FUNCTION workhorse.is_valid_name(p_value text)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT p_value IS NOT NULL AND length(p_value) <= 128 AND p_value ~ '^[A-Za-z0-9][A-Za-z0-9._:/-]*$'
+$$;
+
+CREATE FUNCTION workhorse.check_name(p_value jsonb, p_field text)
+RETURNS text
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF jsonb_typeof(p_value) IS DISTINCT FROM 'string' THEN
+    PERFORM workhorse.raise_invalid(p_field, 'must be a string');
+  END IF;
+  IF NOT workhorse.is_valid_name(p_value #>> '{}') THEN
+    PERFORM workhorse.raise_invalid(p_field,
+      'must be 1 to 128 characters: a letter or digit, then letters, digits or . _ : / -');
+  END IF;
+  RETURN p_value #>> '{}';
+END
+$$;
+
+-- An integer in [p_min, p_max], given as a JSON number.
+CREATE FUNCTION workhorse.check_int(p_value jsonb, p_field text, p_min bigint, p_max bigint)
+RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+  v numeric;
+BEGIN
+  IF jsonb_typeof(p_value) IS DISTINCT FROM 'number' THEN
+    PERFORM workhorse.raise_invalid(p_field, format('must be an integer from %s to %s', p_min, p_max));
+  END IF;
+  v := (p_value #>> '{}')::numeric;
+  IF v <> trunc(v) OR v < p_min OR v > p_max THEN
+    PERFORM workhorse.raise_invalid(p_field, format('must be an integer from %s to %s', p_min, p_max));
+  END IF;
+  RETURN v::bigint;
+END
+$$;
+
+CREATE FUNCTION workhorse.check_uuid(p_value jsonb, p_field text)
+RETURNS uuid
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF jsonb_typeof(p_value) IS DISTINCT FROM 'string'
+     OR (p_value #>> '{}') !~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN
+    PERFORM workhorse.raise_invalid(p_field, 'must be a job id (a UUID string)');
+  END IF;
+  RETURN (p_value #>> '{}')::uuid;
+END
+$$;
+
+-- JSON values stored for users (payloads, results, checkpoint values, errors): at most 1 MiB as
+-- PostgreSQL renders the JSON text.
+CREATE FUNCTION workhorse.check_json_size(p_value jsonb, p_field text)
+RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF p_value IS NOT NULL AND octet_length(p_value::text) > 1048576 THEN
+    PERFORM workhorse.raise_invalid(p_field, 'is larger than the 1 MiB limit (1048576 bytes of JSON)');
+  END IF;
+END
+$$;
+
+-- Worker identity and lease length, shared by every owner-side function.
+CREATE FUNCTION workhorse.check_worker(p_worker_id text)
+RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF p_worker_id IS NULL OR length(p_worker_id) = 0 OR length(p_worker_id) > 200 THEN
+    PERFORM workhorse.raise_invalid('workerId', 'must be a string of 1 to 200 characters');
+  END IF;
+END
+$$;
+
+CREATE FUNCTION workhorse.check_lease(p_lease_ms integer)
+RETURNS interval
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF p_lease_ms IS NULL OR p_lease_ms < 1000 OR p_lease_ms > 86400000 THEN
+    PERFORM workhorse.raise_invalid('leaseMs', 'must be an integer from 1000 to 86400000');
+  END IF;
+  RETURN p_lease_ms * interval '1 millisecond';
+END
+$$;
+
+-- Normalises a retry policy, filling defaults. Exponential with jitter is the default:
+-- 1 s, doubling, capped at 1 hour, each delay drawn from [50%, 100%] of its nominal value.
+CREATE FUNCTION workhorse.normalize_retry_policy(p_policy jsonb, p_field text)
+RETURNS jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_kind text;
+  v_key text;
+  v_out jsonb;
+BEGIN
+  IF p_policy IS NULL OR p_policy = 'null'::jsonb THEN
+    RETURN '{"kind":"exponential","initialMs":1000,"multiplier":2,"maxMs":3600000,"jitter":true}'::jsonb;
+  END IF;
+  IF jsonb_typeof(p_policy) <> 'object' THEN
+    PERFORM workhorse.raise_invalid(p_field, 'must be an object such as {"kind":"exponential"} or {"kind":"fixed","delayMs":5000}');
+  END IF;
+  v_kind := p_policy ->> 'kind';
+  IF v_kind = 'fixed' THEN
+    FOR v_key IN SELECT jsonb_object_keys(p_policy) LOOP
+      IF v_key NOT IN ('kind', 'delayMs') THEN
+        PERFORM workhorse.raise_invalid(p_field || '.' || v_key, 'is not an option of a fixed retry policy (kind, delayMs)');
+      END IF;
+    END LOOP;
+    v_out := jsonb_build_object('kind', 'fixed', 'delayMs',
+      CASE WHEN p_policy ? 'delayMs'
+           THEN workhorse.check_int(p_policy -> 'delayMs', p_field || '.delayMs', 0, 604800000)
+           ELSE 1000 END);
+  ELSIF v_kind = 'exponential' THEN
+    FOR v_key IN SELECT jsonb_object_keys(p_policy) LOOP
+      IF v_key NOT IN ('kind', 'initialMs', 'multiplier', 'maxMs', 'jitter') THEN
+        PERFORM workhorse.raise_invalid(p_field || '.' || v_key,
+          'is not an option of an exponential retry policy (kind, initialMs, multiplier, maxMs, jitter)');
+      END IF;
+    END LOOP;
+    IF p_policy ? 'multiplier' AND (jsonb_typeof(p_policy -> 'multiplier') <> 'number'
+        OR (p_policy ->> 'multiplier')::numeric < 1 OR (p_policy ->> 'multiplier')::numeric > 10) THEN
+      PERFORM workhorse.raise_invalid(p_field || '.multiplier', 'must be a number from 1 to 10');
+    END IF;
+    IF p_policy ? 'jitter' AND jsonb_typeof(p_policy -> 'jitter') <> 'boolean' THEN
+      PERFORM workhorse.raise_invalid(p_field || '.jitter', 'must be true or false');
+    END IF;
+    v_out := jsonb_build_object(
+      'kind', 'exponential',
+      'initialMs', CASE WHEN p_policy ? 'initialMs'
+                        THEN workhorse.check_int(p_policy -> 'initialMs', p_field || '.initialMs', 0, 604800000)
+                        ELSE 1000 END,
+      'multiplier', coalesce(p_policy -> 'multiplier', '2'::jsonb),
+      'maxMs', CASE WHEN p_policy ? 'maxMs'
+                    THEN workhorse.check_int(p_policy -> 'maxMs', p_field || '.maxMs', 0, 604800000)
+                    ELSE 3600000 END,
+      'jitter', coalesce(p_policy -> 'jitter', 'true'::jsonb));
+    IF (v_out ->> 'maxMs')::bigint < (v_out ->> 'initialMs')::bigint THEN
+      PERFORM workhorse.raise_invalid(p_field || '.maxMs', 'must not be smaller than initialMs');
+    END IF;
+  ELSE
+    PERFORM workhorse.raise_invalid(p_field || '.kind', 'must be "exponential" or "fixed"');
+  END IF;
+  RETURN v_out;
+END
+$$;
+
+-- The delay before the next attempt after attempt number p_attempt failed.
+CREATE FUNCTION workhorse.retry_delay_ms(p_policy jsonb, p_attempt integer)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  v_delay numeric;
+BEGIN
+  IF p_policy ->> 'kind' = 'fixed' THEN
+    RETURN (p_policy ->> 'delayMs')::bigint;
+  END IF;
+  v_delay := least((p_policy ->> 'maxMs')::numeric,
+                   (p_policy ->> 'initialMs')::numeric
+                     * power((p_policy ->> 'multiplier')::numeric, least(greatest(p_attempt - 1, 0), 60)));
+  IF (p_policy ->> 'jitter')::boolean THEN
+    v_delay := v_delay * (0.5 + random() * 0.5);
+  END IF;
+  RETURN round(v_delay)::bigint;
+END
+$$;
+
+-- Locks a job's runtime row and returns it only if the caller still owns the job: the row is
+-- active and worker id, fence token and an unexpired lease all match. The clock is read after
+-- the lock is granted, so a lease that ran out while we waited counts as lost.
+CREATE FUNCTION workhorse.lock_owned(p_job_id uuid, p_worker_id text, p_fence bigint)
+RETURNS workhorse.job_runtime
+LANGUAGE plpgsql AS $$
+DECLARE
+  r workhorse.job_runtime;
+BEGIN
+  SELECT * INTO r FROM workhorse.job_runtime WHERE job_id = p_job_id FOR UPDATE;
+  IF NOT FOUND OR r.state <> 'active' OR r.worker_id IS DISTINCT FROM p_worker_id
+     OR r.fence_token IS DISTINCT FROM p_fence OR r.lease_expires_at <= clock_timestamp() THEN
+    RETURN NULL;
+  END IF;
+  RETURN r;
+END
+$$;
+
+-- Ends a live job: deletes its runtime row and writes its outcome, the closing attempt (when an
+-- attempt was running) and the terminal event, all in the caller's transaction.
+CREATE FUNCTION workhorse.finish_job(
+  r workhorse.job_runtime, p_state text, p_result jsonb, p_error jsonb, p_attempt_outcome text, p_now timestamptz)
+RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  DELETE FROM workhorse.job_runtime WHERE job_id = r.job_id;
+  INSERT INTO workhorse.job_outcome (job_id, queue, state, result, error, final_attempt, fence_token, worker_id, finished_at)
+  VALUES (r.job_id, r.queue, p_state, p_result, p_error, r.current_attempt, r.fence_token, r.worker_id, p_now);
+  IF p_attempt_outcome IS NOT NULL THEN
+    INSERT INTO workhorse.attempt_history (job_id, attempt, outcome, worker_id, fence_token, started_at, finished_at, error)
+    VALUES (r.job_id, r.current_attempt, p_attempt_outcome, r.worker_id, r.fence_token, r.attempt_started_at, p_now,
+            CASE WHEN p_attempt_outcome <> 'succeeded' THEN p_error END);
+  END IF;
+  INSERT INTO workhorse.job_event (job_id, at, kind, attempt, worker_id, fence_token, data)
+  VALUES (r.job_id, p_now, p_state, r.current_attempt, r.worker_id, r.fence_token,
+          CASE WHEN p_error IS NOT NULL THEN jsonb_build_object('error', p_error) END);
+END
+$$;
+
+-- Moves a live job back to waiting: ready now (behind the jobs already waiting) or scheduled
+-- for later. The owner columns are cleared.
+CREATE FUNCTION workhorse.requeue_job(p_job_id uuid, p_run_at timestamptz, p_now timestamptz, p_last_error jsonb, p_attempt_delta integer)
+RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_state text := CASE WHEN p_run_at <= p_now THEN 'ready' ELSE 'scheduled' END;
+BEGIN
+  UPDATE workhorse.job_runtime
+     SET state = v_state,
+         seq = CASE WHEN v_state = 'ready' THEN nextval('workhorse.job_seq') ELSE seq END,
+         run_at = greatest(p_run_at, p_now),
+         current_attempt = current_attempt + p_attempt_delta,
+         worker_id = NULL, lease_expires_at = NULL, heartbeat_at = NULL, attempt_started_at = NULL,
+         cancel_requested_at = NULL, cancel_reason = NULL,
+         last_error = coalesce(p_last_error, last_error)
+   WHERE job_id = p_job_id;
+  RETURN v_state;
+END
+$$;

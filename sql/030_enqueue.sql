@@ -1,0 +1,127 @@
+-- Enqueue: runs in the caller's transaction and never commits, so a job exists exactly when the
+-- caller's business write does.
+
+-- Validates one enqueue request (a JSON object) and raises P1001 naming the first bad field.
+CREATE FUNCTION workhorse.validate_enqueue_request(p_req jsonb, p_path text)
+RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_key text;
+  v_tag jsonb;
+  v_i integer := 0;
+BEGIN
+  IF jsonb_typeof(p_req) IS DISTINCT FROM 'object' THEN
+    PERFORM workhorse.raise_invalid(p_path, 'must be an object with at least "type" and "payload"');
+  END IF;
+  FOR v_key IN SELECT jsonb_object_keys(p_req) LOOP
+    IF v_key NOT IN ('type', 'payload', 'queue', 'priority', 'runAt', 'maxAttempts', 'retryPolicy', 'tags') THEN
+      PERFORM workhorse.raise_invalid(p_path || '.' || v_key,
+        'is not an enqueue option (type, payload, queue, priority, runAt, maxAttempts, retryPolicy, tags)');
+    END IF;
+  END LOOP;
+  PERFORM workhorse.check_name(p_req -> 'type', p_path || '.type');
+  IF NOT p_req ? 'payload' THEN
+    PERFORM workhorse.raise_invalid(p_path || '.payload', 'is required (use null for no payload)');
+  END IF;
+  PERFORM workhorse.check_json_size(p_req -> 'payload', p_path || '.payload');
+  IF p_req ? 'queue' THEN
+    PERFORM workhorse.check_name(p_req -> 'queue', p_path || '.queue');
+  END IF;
+  IF p_req ? 'priority' THEN
+    PERFORM workhorse.check_int(p_req -> 'priority', p_path || '.priority', 0, 100);
+  END IF;
+  IF p_req ? 'maxAttempts' THEN
+    PERFORM workhorse.check_int(p_req -> 'maxAttempts', p_path || '.maxAttempts', 1, 100);
+  END IF;
+  IF p_req ? 'runAt' AND (jsonb_typeof(p_req -> 'runAt') <> 'string'
+      OR (p_req ->> 'runAt') !~ '^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])[T ]([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{1,6})?)?(Z|[+-]\d{2}(:?\d{2})?)$') THEN
+    PERFORM workhorse.raise_invalid(p_path || '.runAt', 'must be an ISO 8601 timestamp with a time zone, such as 2030-01-01T00:00:00Z');
+  END IF;
+  IF p_req ? 'retryPolicy' THEN
+    PERFORM workhorse.normalize_retry_policy(p_req -> 'retryPolicy', p_path || '.retryPolicy');
+  END IF;
+  IF p_req ? 'tags' THEN
+    IF jsonb_typeof(p_req -> 'tags') <> 'array' OR jsonb_array_length(p_req -> 'tags') > 20 THEN
+      PERFORM workhorse.raise_invalid(p_path || '.tags', 'must be an array of at most 20 strings');
+    END IF;
+    FOR v_tag IN SELECT value FROM jsonb_array_elements(p_req -> 'tags') LOOP
+      IF jsonb_typeof(v_tag) <> 'string' OR length(v_tag #>> '{}') NOT BETWEEN 1 AND 64 THEN
+        PERFORM workhorse.raise_invalid(format('%s.tags[%s]', p_path, v_i), 'must be a string of 1 to 64 characters');
+      END IF;
+      v_i := v_i + 1;
+    END LOOP;
+  END IF;
+END
+$$;
+
+-- Enqueues up to 1000 requests, all or nothing, and returns the new job ids in input order.
+-- Each request: {"type", "payload", "queue"?, "priority"?, "runAt"?, "maxAttempts"?,
+-- "retryPolicy"?, "tags"?}. Jobs due now are `ready`, later ones `scheduled`. One statement
+-- writes each table, and each queue that gained ready work is notified once (delivered at commit).
+CREATE FUNCTION workhorse.enqueue_many_v1(p_requests jsonb)
+RETURNS TABLE (job_id uuid)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  v_now timestamptz := clock_timestamp();
+  v_req jsonb;
+  v_i integer := 0;
+  v_queue text;
+BEGIN
+  IF jsonb_typeof(p_requests) IS DISTINCT FROM 'array' THEN
+    PERFORM workhorse.raise_invalid('requests', 'must be a JSON array of enqueue requests');
+  END IF;
+  IF jsonb_array_length(p_requests) > 1000 THEN
+    RAISE EXCEPTION USING ERRCODE = 'P1003', COLUMN = 'requests',
+      MESSAGE = format('requests: a batch holds at most 1000 jobs, got %s', jsonb_array_length(p_requests));
+  END IF;
+  FOR v_req IN SELECT value FROM jsonb_array_elements(p_requests) LOOP
+    PERFORM workhorse.validate_enqueue_request(v_req, format('requests[%s]', v_i));
+    v_i := v_i + 1;
+  END LOOP;
+
+  RETURN QUERY
+  WITH input AS (
+    SELECT x.ord,
+           workhorse.new_job_id() AS id,
+           nextval('workhorse.job_seq') AS seq,
+           x.e ->> 'type' AS type,
+           coalesce(x.e ->> 'queue', 'default') AS queue,
+           x.e -> 'payload' AS payload,
+           coalesce((x.e ->> 'priority')::smallint, 0) AS priority,
+           coalesce((x.e ->> 'maxAttempts')::integer, 25) AS max_attempts,
+           workhorse.normalize_retry_policy(x.e -> 'retryPolicy', 'retryPolicy') AS retry_policy,
+           coalesce(ARRAY(SELECT jsonb_array_elements_text(x.e -> 'tags')), '{}') AS tags,
+           greatest(coalesce((x.e ->> 'runAt')::timestamptz, v_now), v_now) AS run_at
+    FROM jsonb_array_elements(p_requests) WITH ORDINALITY AS x (e, ord)
+  ),
+  ins_job AS (
+    INSERT INTO workhorse.job (id, queue, type, payload, priority, max_attempts, retry_policy, tags, run_at, created_at)
+    SELECT id, queue, type, payload, priority, max_attempts, retry_policy, tags, run_at, v_now FROM input
+  ),
+  ins_runtime AS (
+    INSERT INTO workhorse.job_runtime (job_id, queue, priority, state, seq, run_at, max_attempts)
+    SELECT id, queue, priority, CASE WHEN run_at <= v_now THEN 'ready' ELSE 'scheduled' END, seq, run_at, max_attempts
+    FROM input
+  ),
+  ins_query AS (
+    INSERT INTO workhorse.job_query (seq, job_id, queue, type, created_at)
+    SELECT seq, id, queue, type, v_now FROM input
+  ),
+  ins_event AS (
+    INSERT INTO workhorse.job_event (job_id, at, kind, attempt, data)
+    SELECT id, v_now, 'enqueued', 0,
+           jsonb_build_object('state', CASE WHEN run_at <= v_now THEN 'ready' ELSE 'scheduled' END, 'runAt', run_at)
+    FROM input
+  )
+  SELECT id FROM input ORDER BY ord;
+
+  FOR v_queue IN
+    SELECT DISTINCT coalesce(e ->> 'queue', 'default')
+    FROM jsonb_array_elements(p_requests) AS e
+    WHERE coalesce((e ->> 'runAt')::timestamptz, v_now) <= v_now
+  LOOP
+    PERFORM pg_notify('workhorse_jobs', v_queue);
+  END LOOP;
+END
+$$;

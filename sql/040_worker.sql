@@ -1,0 +1,433 @@
+-- The worker side of the protocol: claim, heartbeat, complete, fail, release, checkpoints and
+-- cancellation acknowledgement. Every owner write carries the worker id and the fence token it
+-- was given at claim time; a write from a worker that no longer owns the job changes nothing and
+-- reports `stale`.
+
+-- Claims up to p_limit ready jobs from p_queues for one worker, in (priority DESC, FIFO) order.
+--
+-- Why this shape:
+-- * One statement selects and updates, so a claim is one round trip and returns everything the
+--   worker needs (type, payload, attempt, fence, lease and any stored checkpoints).
+-- * FOR UPDATE SKIP LOCKED lets concurrent workers take disjoint rows without waiting on each
+--   other; a row another claimer holds is simply skipped.
+-- * Per queue, the LATERAL subquery walks job_runtime_ready_idx in index order and stops after
+--   p_limit rows, so the cost does not grow with the backlog. Merging several queues sorts at
+--   most p_limit rows per queue.
+-- * The worker asks for exactly its free slots, so nothing sits claimed but unstarted.
+-- * SKIP LOCKED is only safe at READ COMMITTED: at higher isolation a row updated by a
+--   concurrent claimer raises a serialization error instead of being skipped, so it is refused.
+CREATE FUNCTION workhorse.claim_many_v1(p_queues text[], p_worker_id text, p_limit integer, p_lease_ms integer)
+RETURNS TABLE (
+  job_id uuid, queue text, type text, payload jsonb, attempt integer, max_attempts integer,
+  fence_token bigint, lease_expires_at timestamptz, checkpoints jsonb)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  v_lease interval := workhorse.check_lease(p_lease_ms);
+  v_now timestamptz;
+  v_i integer;
+BEGIN
+  IF current_setting('transaction_isolation') NOT IN ('read committed', 'read uncommitted') THEN
+    RAISE EXCEPTION USING ERRCODE = 'P1004',
+      MESSAGE = 'claim_many_v1 must run at READ COMMITTED isolation, not ' || current_setting('transaction_isolation');
+  END IF;
+  PERFORM workhorse.check_worker(p_worker_id);
+  IF p_limit IS NULL OR p_limit < 1 OR p_limit > 100 THEN
+    PERFORM workhorse.raise_invalid('limit', 'must be an integer from 1 to 100');
+  END IF;
+  IF p_queues IS NULL OR cardinality(p_queues) = 0 OR cardinality(p_queues) > 100 THEN
+    PERFORM workhorse.raise_invalid('queues', 'must list 1 to 100 queue names');
+  END IF;
+  FOR v_i IN 1 .. cardinality(p_queues) LOOP
+    IF NOT workhorse.is_valid_name(p_queues[v_i]) THEN
+      PERFORM workhorse.raise_invalid(format('queues[%s]', v_i - 1), 'is not a valid queue name');
+    END IF;
+  END LOOP;
+  v_now := clock_timestamp();
+
+  RETURN QUERY
+  WITH picked AS (
+    SELECT c.job_id
+    FROM unnest(p_queues) AS q (name)
+    CROSS JOIN LATERAL (
+      SELECT r.job_id, r.priority, r.seq
+      FROM workhorse.job_runtime r
+      WHERE r.state = 'ready' AND r.queue = q.name
+      ORDER BY r.priority DESC, r.seq
+      LIMIT p_limit
+      FOR UPDATE SKIP LOCKED
+    ) AS c
+    ORDER BY c.priority DESC, c.seq
+    LIMIT p_limit
+  ),
+  claimed AS (
+    UPDATE workhorse.job_runtime r
+       SET state = 'active',
+           current_attempt = r.current_attempt + 1,
+           fence_token = nextval('workhorse.fence_seq'),
+           worker_id = p_worker_id,
+           lease_expires_at = v_now + v_lease,
+           heartbeat_at = v_now,
+           attempt_started_at = v_now
+      FROM picked p
+     WHERE r.job_id = p.job_id
+    RETURNING r.job_id, r.queue, r.priority, r.seq, r.current_attempt, r.max_attempts, r.fence_token, r.lease_expires_at
+  ),
+  ev AS (
+    INSERT INTO workhorse.job_event (job_id, at, kind, attempt, worker_id, fence_token)
+    SELECT c.job_id, v_now, 'claimed', c.current_attempt, p_worker_id, c.fence_token FROM claimed c
+  )
+  SELECT c.job_id, c.queue, j.type, j.payload, c.current_attempt, c.max_attempts, c.fence_token, c.lease_expires_at,
+         -- Each value travels wrapped: [] for a stage that returned nothing, [value] otherwise.
+         (SELECT jsonb_object_agg(k.name, CASE WHEN k.value IS NULL THEN '[]'::jsonb ELSE jsonb_build_array(k.value) END)
+          FROM workhorse.job_checkpoint k WHERE k.job_id = c.job_id)
+  FROM claimed c
+  JOIN workhorse.job j ON j.id = c.job_id
+  ORDER BY c.priority DESC, c.seq;
+END
+$$;
+
+-- Parses [{"jobId": uuid, "fence": bigint, ...}] for the batched owner functions.
+CREATE FUNCTION workhorse.parse_leases(p_items jsonb, p_field text, p_max integer)
+RETURNS TABLE (ord bigint, job_id uuid, fence bigint, item jsonb)
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_item jsonb;
+  v_i integer := 0;
+BEGIN
+  IF jsonb_typeof(p_items) IS DISTINCT FROM 'array' OR jsonb_array_length(p_items) > p_max THEN
+    PERFORM workhorse.raise_invalid(p_field, format('must be an array of at most %s {"jobId", "fence"} objects', p_max));
+  END IF;
+  FOR v_item IN SELECT value FROM jsonb_array_elements(p_items) LOOP
+    IF jsonb_typeof(v_item) IS DISTINCT FROM 'object' THEN
+      PERFORM workhorse.raise_invalid(format('%s[%s]', p_field, v_i), 'must be an object with "jobId" and "fence"');
+    END IF;
+    ord := v_i;
+    job_id := workhorse.check_uuid(v_item -> 'jobId', format('%s[%s].jobId', p_field, v_i));
+    fence := workhorse.check_int(v_item -> 'fence', format('%s[%s].fence', p_field, v_i), 1, 9223372036854775807);
+    item := v_item;
+    RETURN NEXT;
+    v_i := v_i + 1;
+  END LOOP;
+END
+$$;
+
+-- Renews the leases of one worker's running jobs in one statement. Per lease: `accepted`,
+-- `cancel_requested` (renewed; the owner should stop and acknowledge) or `stale` (not renewed:
+-- the worker lost the job and must stop writing for it). Only lease columns change, and they
+-- are in no index, so each renewal is a HOT update.
+CREATE FUNCTION workhorse.heartbeat_many_v1(p_worker_id text, p_leases jsonb, p_lease_ms integer)
+RETURNS TABLE (job_id uuid, status text, lease_expires_at timestamptz)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  v_lease interval := workhorse.check_lease(p_lease_ms);
+  v_ids uuid[];
+  v_fences bigint[];
+  v_now timestamptz;
+BEGIN
+  PERFORM workhorse.check_worker(p_worker_id);
+  SELECT array_agg(l.job_id ORDER BY l.ord), array_agg(l.fence ORDER BY l.ord) INTO v_ids, v_fences
+  FROM workhorse.parse_leases(p_leases, 'leases', 1000) AS l;
+  IF v_ids IS NULL THEN
+    RETURN;
+  END IF;
+  -- Lock in job id order, as every batched owner function does, so batches never deadlock.
+  PERFORM 1 FROM workhorse.job_runtime r WHERE r.job_id = ANY (v_ids) ORDER BY r.job_id FOR UPDATE;
+  v_now := clock_timestamp();
+  RETURN QUERY
+  WITH input AS (
+    SELECT i.job_id, i.fence, i.ord FROM unnest(v_ids, v_fences) WITH ORDINALITY AS i (job_id, fence, ord)
+  ),
+  renewed AS (
+    UPDATE workhorse.job_runtime r
+       SET lease_expires_at = v_now + v_lease, heartbeat_at = v_now
+      FROM input i
+     WHERE r.job_id = i.job_id AND r.state = 'active' AND r.worker_id = p_worker_id
+       AND r.fence_token = i.fence AND r.lease_expires_at > v_now
+    RETURNING r.job_id, r.cancel_requested_at IS NOT NULL AS cancel, r.lease_expires_at
+  )
+  SELECT i.job_id,
+         CASE WHEN n.job_id IS NULL THEN 'stale' WHEN n.cancel THEN 'cancel_requested' ELSE 'accepted' END,
+         n.lease_expires_at
+  FROM input i LEFT JOIN renewed n ON n.job_id = i.job_id
+  ORDER BY i.ord;
+END
+$$;
+
+-- Records success for a batch of one worker's jobs: [{"jobId", "fence", "result"}]. Per job:
+-- `succeeded`, `canceled` (a cancel was requested first: the result is refused and the job ends
+-- canceled) or `stale` (nothing written). Each valid item deletes the runtime row and writes the
+-- outcome, the attempt and the event in set-based statements, one per table.
+CREATE FUNCTION workhorse.complete_many_v1(p_worker_id text, p_items jsonb)
+RETURNS TABLE (job_id uuid, status text)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  v_ids uuid[];
+  v_fences bigint[];
+  v_results jsonb[];
+  v_now timestamptz;
+  v_i integer;
+BEGIN
+  PERFORM workhorse.check_worker(p_worker_id);
+  SELECT array_agg(l.job_id ORDER BY l.ord), array_agg(l.fence ORDER BY l.ord),
+         array_agg(l.item -> 'result' ORDER BY l.ord)
+    INTO v_ids, v_fences, v_results
+  FROM workhorse.parse_leases(p_items, 'items', 1000) AS l;
+  IF v_ids IS NULL THEN
+    RETURN;
+  END IF;
+  IF cardinality(v_ids) <> (SELECT count(DISTINCT u) FROM unnest(v_ids) AS u) THEN
+    PERFORM workhorse.raise_invalid('items', 'names the same job more than once');
+  END IF;
+  FOR v_i IN 1 .. cardinality(v_results) LOOP
+    PERFORM workhorse.check_json_size(v_results[v_i], format('items[%s].result', v_i - 1));
+  END LOOP;
+  PERFORM 1 FROM workhorse.job_runtime r WHERE r.job_id = ANY (v_ids) ORDER BY r.job_id FOR UPDATE;
+  v_now := clock_timestamp();
+  RETURN QUERY
+  WITH input AS (
+    SELECT i.job_id, i.fence, i.result, i.ord
+    FROM unnest(v_ids, v_fences, v_results) WITH ORDINALITY AS i (job_id, fence, result, ord)
+  ),
+  done AS (
+    DELETE FROM workhorse.job_runtime r
+     USING input i
+     WHERE r.job_id = i.job_id AND r.state = 'active' AND r.worker_id = p_worker_id
+       AND r.fence_token = i.fence AND r.lease_expires_at > v_now
+    RETURNING r.job_id, r.queue, r.current_attempt, r.fence_token, r.attempt_started_at,
+              r.cancel_requested_at IS NOT NULL AS canceled,
+              CASE WHEN r.cancel_requested_at IS NOT NULL
+                   THEN jsonb_build_object('name', 'Canceled', 'message', coalesce(r.cancel_reason, 'canceled on request'))
+              END AS cancel_error,
+              i.result
+  ),
+  outcome AS (
+    INSERT INTO workhorse.job_outcome (job_id, queue, state, result, error, final_attempt, fence_token, worker_id, finished_at)
+    SELECT d.job_id, d.queue, CASE WHEN d.canceled THEN 'canceled' ELSE 'succeeded' END,
+           CASE WHEN d.canceled THEN NULL ELSE d.result END, d.cancel_error,
+           d.current_attempt, d.fence_token, p_worker_id, v_now
+    FROM done d
+  ),
+  attempts AS (
+    INSERT INTO workhorse.attempt_history (job_id, attempt, outcome, worker_id, fence_token, started_at, finished_at, error)
+    SELECT d.job_id, d.current_attempt, CASE WHEN d.canceled THEN 'canceled' ELSE 'succeeded' END,
+           p_worker_id, d.fence_token, d.attempt_started_at, v_now, d.cancel_error
+    FROM done d
+  ),
+  events AS (
+    INSERT INTO workhorse.job_event (job_id, at, kind, attempt, worker_id, fence_token, data)
+    SELECT d.job_id, v_now, CASE WHEN d.canceled THEN 'canceled' ELSE 'succeeded' END,
+           d.current_attempt, p_worker_id, d.fence_token,
+           CASE WHEN d.canceled THEN jsonb_build_object('error', d.cancel_error, 'resultRefused', true) END
+    FROM done d
+  )
+  SELECT i.job_id,
+         CASE WHEN d.job_id IS NULL THEN 'stale' WHEN d.canceled THEN 'canceled' ELSE 'succeeded' END
+  FROM input i LEFT JOIN done d ON d.job_id = i.job_id
+  ORDER BY i.ord;
+END
+$$;
+
+-- Records success for one job. Returns `succeeded`, `canceled` or `stale`, as complete_many_v1.
+CREATE FUNCTION workhorse.complete_v1(p_job_id uuid, p_worker_id text, p_fence bigint, p_result jsonb)
+RETURNS text
+LANGUAGE sql AS $$
+  SELECT c.status
+  FROM workhorse.complete_many_v1(
+    p_worker_id,
+    jsonb_build_array(jsonb_build_object('jobId', p_job_id, 'fence', p_fence, 'result', p_result))) AS c
+$$;
+
+-- Records a failed attempt. p_options: {"retryDelayMs"?: explicit delay for the next attempt,
+-- "nonRetryable"?: fail now whatever attempts remain, "attemptOutcome"?: "failed" | "timeout"}.
+-- Retries follow the job's persisted policy while current_attempt < max_attempts; otherwise the
+-- job fails terminally with p_error as its error envelope. Returns the status (`retry_scheduled`,
+-- `failed`, `canceled` or `stale`), and for a retry the next run time, delay and its source.
+CREATE FUNCTION workhorse.fail_v1(
+  p_job_id uuid, p_worker_id text, p_fence bigint, p_error jsonb, p_options jsonb DEFAULT '{}'::jsonb)
+RETURNS TABLE (status text, run_at timestamptz, delay_ms bigint, delay_source text)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  r workhorse.job_runtime;
+  v_now timestamptz;
+  v_key text;
+  v_outcome text := coalesce(p_options ->> 'attemptOutcome', 'failed');
+  v_delay bigint;
+  v_source text;
+  v_state text;
+  v_policy jsonb;
+BEGIN
+  PERFORM workhorse.check_worker(p_worker_id);
+  IF jsonb_typeof(p_error) IS DISTINCT FROM 'object' OR jsonb_typeof(p_error -> 'name') IS DISTINCT FROM 'string'
+     OR jsonb_typeof(p_error -> 'message') IS DISTINCT FROM 'string' THEN
+    PERFORM workhorse.raise_invalid('error', 'must be an object {"name": string, "message": string, "stack"?: string}');
+  END IF;
+  PERFORM workhorse.check_json_size(p_error, 'error');
+  IF jsonb_typeof(p_options) IS DISTINCT FROM 'object' THEN
+    PERFORM workhorse.raise_invalid('options', 'must be an object');
+  END IF;
+  FOR v_key IN SELECT jsonb_object_keys(p_options) LOOP
+    IF v_key NOT IN ('retryDelayMs', 'nonRetryable', 'attemptOutcome') THEN
+      PERFORM workhorse.raise_invalid('options.' || v_key, 'is not a fail option (retryDelayMs, nonRetryable, attemptOutcome)');
+    END IF;
+  END LOOP;
+  IF v_outcome NOT IN ('failed', 'timeout') THEN
+    PERFORM workhorse.raise_invalid('options.attemptOutcome', 'must be "failed" or "timeout"');
+  END IF;
+  IF p_options ? 'nonRetryable' AND jsonb_typeof(p_options -> 'nonRetryable') <> 'boolean' THEN
+    PERFORM workhorse.raise_invalid('options.nonRetryable', 'must be true or false');
+  END IF;
+  IF p_options ? 'retryDelayMs' THEN
+    v_delay := workhorse.check_int(p_options -> 'retryDelayMs', 'options.retryDelayMs', 0, 604800000);
+    v_source := 'explicit';
+  END IF;
+
+  r := workhorse.lock_owned(p_job_id, p_worker_id, p_fence);
+  IF r.job_id IS NULL THEN
+    RETURN QUERY SELECT 'stale'::text, NULL::timestamptz, NULL::bigint, NULL::text;
+    RETURN;
+  END IF;
+  v_now := clock_timestamp();
+
+  IF r.cancel_requested_at IS NOT NULL THEN
+    PERFORM workhorse.finish_job(r, 'canceled', NULL,
+      jsonb_build_object('name', 'Canceled', 'message', coalesce(r.cancel_reason, 'canceled on request')),
+      'canceled', v_now);
+    RETURN QUERY SELECT 'canceled'::text, NULL::timestamptz, NULL::bigint, NULL::text;
+    RETURN;
+  END IF;
+
+  IF coalesce((p_options ->> 'nonRetryable')::boolean, false) OR r.current_attempt >= r.max_attempts THEN
+    PERFORM workhorse.finish_job(r, 'failed', NULL, p_error, v_outcome, v_now);
+    RETURN QUERY SELECT 'failed'::text, NULL::timestamptz, NULL::bigint, NULL::text;
+    RETURN;
+  END IF;
+
+  IF v_delay IS NULL THEN
+    SELECT j.retry_policy INTO v_policy FROM workhorse.job j WHERE j.id = p_job_id;
+    v_delay := workhorse.retry_delay_ms(v_policy, r.current_attempt);
+    v_source := 'policy';
+  END IF;
+
+  INSERT INTO workhorse.attempt_history (job_id, attempt, outcome, worker_id, fence_token, started_at, finished_at, error)
+  VALUES (r.job_id, r.current_attempt, v_outcome, r.worker_id, r.fence_token, r.attempt_started_at, v_now, p_error);
+  v_state := workhorse.requeue_job(r.job_id, v_now + v_delay * interval '1 millisecond', v_now, p_error, 0);
+  INSERT INTO workhorse.job_event (job_id, at, kind, attempt, worker_id, fence_token, data)
+  VALUES (r.job_id, v_now, 'retry_scheduled', r.current_attempt, r.worker_id, r.fence_token,
+          jsonb_build_object('error', p_error, 'delayMs', v_delay, 'delaySource', v_source,
+                             'runAt', v_now + v_delay * interval '1 millisecond', 'state', v_state));
+  IF v_state = 'ready' THEN
+    PERFORM pg_notify('workhorse_jobs', r.queue);
+  END IF;
+  RETURN QUERY SELECT 'retry_scheduled'::text, v_now + v_delay * interval '1 millisecond', v_delay, v_source;
+END
+$$;
+
+-- Hands a job back without consuming its attempt, for a worker that cannot run it (no handler
+-- for its type, or shutting down before it started). It becomes ready again after p_delay_ms.
+-- Returns `released`, `canceled` (a cancel had been requested) or `stale`.
+CREATE FUNCTION workhorse.release_v1(
+  p_job_id uuid, p_worker_id text, p_fence bigint, p_delay_ms integer DEFAULT 0, p_reason text DEFAULT NULL)
+RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+  r workhorse.job_runtime;
+  v_now timestamptz;
+  v_state text;
+BEGIN
+  PERFORM workhorse.check_worker(p_worker_id);
+  IF p_delay_ms IS NULL OR p_delay_ms < 0 OR p_delay_ms > 604800000 THEN
+    PERFORM workhorse.raise_invalid('delayMs', 'must be an integer from 0 to 604800000');
+  END IF;
+  r := workhorse.lock_owned(p_job_id, p_worker_id, p_fence);
+  IF r.job_id IS NULL THEN
+    RETURN 'stale';
+  END IF;
+  v_now := clock_timestamp();
+  IF r.cancel_requested_at IS NOT NULL THEN
+    PERFORM workhorse.finish_job(r, 'canceled', NULL,
+      jsonb_build_object('name', 'Canceled', 'message', coalesce(r.cancel_reason, 'canceled on request')),
+      'canceled', v_now);
+    RETURN 'canceled';
+  END IF;
+  INSERT INTO workhorse.attempt_history (job_id, attempt, outcome, worker_id, fence_token, started_at, finished_at, error)
+  VALUES (r.job_id, r.current_attempt, 'released', r.worker_id, r.fence_token, r.attempt_started_at, v_now,
+          jsonb_build_object('name', 'Released', 'message', coalesce(p_reason, 'released by the worker')));
+  v_state := workhorse.requeue_job(r.job_id, v_now + p_delay_ms * interval '1 millisecond', v_now, NULL, -1);
+  INSERT INTO workhorse.job_event (job_id, at, kind, attempt, worker_id, fence_token, data)
+  VALUES (r.job_id, v_now, 'released', r.current_attempt, r.worker_id, r.fence_token,
+          jsonb_build_object('reason', p_reason, 'delayMs', p_delay_ms, 'state', v_state));
+  IF v_state = 'ready' THEN
+    PERFORM pg_notify('workhorse_jobs', r.queue);
+  END IF;
+  RETURN 'released';
+END
+$$;
+
+-- The owning worker confirms that it stopped a job whose cancellation was requested.
+-- Returns `canceled`, `not_requested` (no cancel is pending; nothing changes) or `stale`.
+CREATE FUNCTION workhorse.acknowledge_cancel_v1(p_job_id uuid, p_worker_id text, p_fence bigint)
+RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+  r workhorse.job_runtime;
+BEGIN
+  PERFORM workhorse.check_worker(p_worker_id);
+  r := workhorse.lock_owned(p_job_id, p_worker_id, p_fence);
+  IF r.job_id IS NULL THEN
+    RETURN 'stale';
+  END IF;
+  IF r.cancel_requested_at IS NULL THEN
+    RETURN 'not_requested';
+  END IF;
+  PERFORM workhorse.finish_job(r, 'canceled', NULL,
+    jsonb_build_object('name', 'Canceled', 'message', coalesce(r.cancel_reason, 'canceled on request')),
+    'canceled', clock_timestamp());
+  RETURN 'canceled';
+END
+$$;
+
+-- Saves a completed stage's value under p_name. The first value saved for a name wins; a second
+-- save reports `exists` and changes nothing. Returns `saved`, `exists` or `stale`.
+CREATE FUNCTION workhorse.save_checkpoint_v1(
+  p_job_id uuid, p_worker_id text, p_fence bigint, p_name text, p_value jsonb)
+RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+  r workhorse.job_runtime;
+  v_now timestamptz;
+BEGIN
+  PERFORM workhorse.check_worker(p_worker_id);
+  IF p_name IS NULL OR length(p_name) NOT BETWEEN 1 AND 200 THEN
+    PERFORM workhorse.raise_invalid('name', 'must be a string of 1 to 200 characters');
+  END IF;
+  PERFORM workhorse.check_json_size(p_value, 'value');
+  r := workhorse.lock_owned(p_job_id, p_worker_id, p_fence);
+  IF r.job_id IS NULL THEN
+    RETURN 'stale';
+  END IF;
+  v_now := clock_timestamp();
+  INSERT INTO workhorse.job_checkpoint (job_id, name, value, attempt, fence_token, worker_id, created_at)
+  VALUES (p_job_id, p_name, p_value, r.current_attempt, p_fence, p_worker_id, v_now)
+  ON CONFLICT DO NOTHING;
+  IF NOT FOUND THEN
+    RETURN 'exists';
+  END IF;
+  INSERT INTO workhorse.job_event (job_id, at, kind, attempt, worker_id, fence_token, data)
+  VALUES (p_job_id, v_now, 'checkpoint_saved', r.current_attempt, p_worker_id, p_fence, jsonb_build_object('name', p_name));
+  RETURN 'saved';
+END
+$$;
+
+-- The stored checkpoints of a job, oldest first.
+CREATE FUNCTION workhorse.read_checkpoints_v1(p_job_id uuid)
+RETURNS TABLE (name text, value jsonb, attempt integer, fence_token bigint, worker_id text, created_at timestamptz)
+LANGUAGE sql STABLE AS $$
+  SELECT k.name, k.value, k.attempt, k.fence_token, k.worker_id, k.created_at
+  FROM workhorse.job_checkpoint k
+  WHERE k.job_id = p_job_id
+  ORDER BY k.created_at, k.name
+$$;

@@ -1,0 +1,120 @@
+-- Maintenance: promotion of due delayed jobs, recovery of expired leases, partition preparation.
+
+-- Moves up to p_limit due `scheduled` jobs to `ready` (behind the jobs already waiting) and
+-- notifies their queues. Returns how many moved.
+CREATE FUNCTION workhorse.promote_v1(p_limit integer DEFAULT 1000)
+RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_now timestamptz := clock_timestamp();
+  v_count integer;
+  v_queues text[];
+  v_queue text;
+BEGIN
+  IF p_limit IS NULL OR p_limit < 1 OR p_limit > 100000 THEN
+    PERFORM workhorse.raise_invalid('limit', 'must be an integer from 1 to 100000');
+  END IF;
+  WITH due AS (
+    SELECT r.job_id FROM workhorse.job_runtime r
+    WHERE r.state = 'scheduled' AND r.run_at <= v_now
+    ORDER BY r.run_at
+    LIMIT p_limit
+    FOR UPDATE SKIP LOCKED
+  ),
+  moved AS (
+    UPDATE workhorse.job_runtime r
+       SET state = 'ready', seq = nextval('workhorse.job_seq')
+      FROM due
+     WHERE r.job_id = due.job_id
+    RETURNING r.job_id, r.queue, r.current_attempt
+  ),
+  ev AS (
+    INSERT INTO workhorse.job_event (job_id, at, kind, attempt)
+    SELECT m.job_id, v_now, 'promoted', m.current_attempt FROM moved m
+  )
+  SELECT count(*), array_agg(DISTINCT m.queue) INTO v_count, v_queues FROM moved m;
+  FOREACH v_queue IN ARRAY coalesce(v_queues, '{}') LOOP
+    PERFORM pg_notify('workhorse_jobs', v_queue);
+  END LOOP;
+  RETURN v_count;
+END
+$$;
+
+-- Recovers up to p_limit active jobs whose lease expired (their worker crashed, hung or lost its
+-- connection): the attempt is closed as `expired`, and the job becomes ready again if attempts
+-- remain, fails with LeaseExpired if not, or ends canceled if a cancel was pending. Returns how
+-- many jobs it recovered.
+CREATE FUNCTION workhorse.recover_expired_v1(p_limit integer DEFAULT 1000)
+RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+  r workhorse.job_runtime;
+  v_now timestamptz;
+  v_count integer := 0;
+  v_error jsonb;
+BEGIN
+  IF p_limit IS NULL OR p_limit < 1 OR p_limit > 100000 THEN
+    PERFORM workhorse.raise_invalid('limit', 'must be an integer from 1 to 100000');
+  END IF;
+  FOR r IN
+    SELECT * FROM workhorse.job_runtime
+    WHERE state = 'active' AND lease_expires_at <= clock_timestamp()
+    LIMIT p_limit
+    FOR UPDATE SKIP LOCKED
+  LOOP
+    v_now := clock_timestamp();
+    v_error := jsonb_build_object('name', 'LeaseExpired',
+      'message', format('worker %s stopped renewing its lease (it crashed, hung or lost its connection)', r.worker_id));
+    IF r.cancel_requested_at IS NOT NULL THEN
+      PERFORM workhorse.finish_job(r, 'canceled', NULL,
+        jsonb_build_object('name', 'Canceled', 'message', coalesce(r.cancel_reason, 'canceled on request')),
+        'expired', v_now);
+    ELSIF r.current_attempt >= r.max_attempts THEN
+      PERFORM workhorse.finish_job(r, 'failed', NULL, v_error, 'expired', v_now);
+    ELSE
+      INSERT INTO workhorse.attempt_history (job_id, attempt, outcome, worker_id, fence_token, started_at, finished_at, error)
+      VALUES (r.job_id, r.current_attempt, 'expired', r.worker_id, r.fence_token, r.attempt_started_at, v_now, v_error);
+      PERFORM workhorse.requeue_job(r.job_id, v_now, v_now, v_error, 0);
+      INSERT INTO workhorse.job_event (job_id, at, kind, attempt, worker_id, fence_token, data)
+      VALUES (r.job_id, v_now, 'lease_expired', r.current_attempt, r.worker_id, r.fence_token,
+              jsonb_build_object('error', v_error, 'state', 'ready'));
+      PERFORM pg_notify('workhorse_jobs', r.queue);
+    END IF;
+    v_count := v_count + 1;
+  END LOOP;
+  RETURN v_count;
+END
+$$;
+
+-- One maintenance pass: promotion, recovery, and (when the prepared days run short) partition
+-- preparation. Every worker offers a tick about once a second; a try-lock lets one caller work
+-- at a time and makes the others return at once with {"skipped": true}.
+CREATE FUNCTION workhorse.tick_v1()
+RETURNS jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_promoted integer;
+  v_recovered integer;
+  v_created integer := 0;
+  v_horizon date := (clock_timestamp() AT TIME ZONE 'UTC')::date + 2;
+BEGIN
+  IF NOT pg_try_advisory_xact_lock(7362515002) THEN
+    RETURN jsonb_build_object('skipped', true);
+  END IF;
+  v_promoted := workhorse.promote_v1(1000);
+  v_recovered := workhorse.recover_expired_v1(1000);
+  IF to_regclass('workhorse.job_event_p' || to_char(v_horizon, 'YYYYMMDD')) IS NULL
+     OR to_regclass('workhorse.attempt_history_p' || to_char(v_horizon, 'YYYYMMDD')) IS NULL THEN
+    BEGIN
+      -- Creating a partition briefly locks the parent: give up rather than stall writers, and
+      -- try again on a later tick.
+      PERFORM set_config('lock_timeout', '2000', true);
+      v_created := workhorse.prepare_partitions_v1(7);
+    EXCEPTION WHEN lock_not_available THEN
+      v_created := 0;
+    END;
+  END IF;
+  RETURN jsonb_build_object('skipped', false, 'promoted', v_promoted, 'recovered', v_recovered,
+                            'partitionsCreated', v_created);
+END
+$$;

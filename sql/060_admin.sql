@@ -1,0 +1,130 @@
+-- Operator side: cancellation and reads. Reads see one snapshot, so a job is reported on exactly
+-- one side of the runtime/outcome split.
+
+-- Cancels a job. A job that is not running ends `canceled` at once; for a running job the
+-- request is recorded and its worker is told on its next heartbeat (it stops the handler and
+-- acknowledges). Returns `canceled`, `cancel_requested`, `already_terminal` or `not_found`.
+CREATE FUNCTION workhorse.cancel_v1(p_job_id uuid, p_reason text DEFAULT NULL)
+RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+  r workhorse.job_runtime;
+  v_now timestamptz;
+BEGIN
+  IF p_reason IS NOT NULL AND length(p_reason) > 1000 THEN
+    PERFORM workhorse.raise_invalid('reason', 'must be at most 1000 characters');
+  END IF;
+  SELECT * INTO r FROM workhorse.job_runtime WHERE job_id = p_job_id FOR UPDATE;
+  IF NOT FOUND THEN
+    IF EXISTS (SELECT 1 FROM workhorse.job_outcome WHERE job_id = p_job_id) THEN
+      RETURN 'already_terminal';
+    END IF;
+    RETURN 'not_found';
+  END IF;
+  v_now := clock_timestamp();
+  IF r.state = 'active' THEN
+    IF r.cancel_requested_at IS NULL THEN
+      UPDATE workhorse.job_runtime SET cancel_requested_at = v_now, cancel_reason = p_reason WHERE job_id = p_job_id;
+      INSERT INTO workhorse.job_event (job_id, at, kind, attempt, worker_id, fence_token, data)
+      VALUES (p_job_id, v_now, 'cancel_requested', r.current_attempt, r.worker_id, r.fence_token,
+              jsonb_build_object('reason', p_reason));
+    END IF;
+    RETURN 'cancel_requested';
+  END IF;
+  r.worker_id := NULL;
+  PERFORM workhorse.finish_job(r, 'canceled', NULL,
+    jsonb_build_object('name', 'Canceled', 'message', coalesce(p_reason, 'canceled on request')), NULL, v_now);
+  RETURN 'canceled';
+END
+$$;
+
+-- One job's snapshot, whichever side of the split it is on; no row when the id is unknown.
+CREATE FUNCTION workhorse.get_job_v1(p_job_id uuid)
+RETURNS TABLE (
+  id uuid, queue text, type text, payload jsonb, priority integer, max_attempts integer,
+  retry_policy jsonb, tags text[], state text, current_attempt integer, run_at timestamptz,
+  created_at timestamptz, finished_at timestamptz, result jsonb, error jsonb, worker_id text,
+  lease_expires_at timestamptz, cancel_requested_at timestamptz, seq bigint)
+LANGUAGE sql STABLE AS $$
+  SELECT j.id, j.queue, j.type, j.payload, j.priority, j.max_attempts, j.retry_policy, j.tags,
+         coalesce(r.state, o.state), coalesce(r.current_attempt, o.final_attempt), coalesce(r.run_at, j.run_at),
+         j.created_at, o.finished_at, o.result, coalesce(o.error, r.last_error), r.worker_id,
+         r.lease_expires_at, r.cancel_requested_at, NULL::bigint
+  FROM workhorse.job j
+  LEFT JOIN workhorse.job_runtime r ON r.job_id = j.id
+  LEFT JOIN workhorse.job_outcome o ON o.job_id = j.id
+  WHERE j.id = p_job_id
+$$;
+
+-- Pages through jobs newest first in creation order (keyset on job_query.seq: stable while jobs
+-- are added), optionally filtered by queue, type and current states. p_before_seq is the `seq`
+-- of the last row of the previous page.
+CREATE FUNCTION workhorse.list_jobs_v1(
+  p_queue text DEFAULT NULL, p_type text DEFAULT NULL, p_states text[] DEFAULT NULL,
+  p_limit integer DEFAULT 50, p_before_seq bigint DEFAULT NULL)
+RETURNS TABLE (
+  id uuid, queue text, type text, payload jsonb, priority integer, max_attempts integer,
+  retry_policy jsonb, tags text[], state text, current_attempt integer, run_at timestamptz,
+  created_at timestamptz, finished_at timestamptz, result jsonb, error jsonb, worker_id text,
+  lease_expires_at timestamptz, cancel_requested_at timestamptz, seq bigint)
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+  v_where text := 'true';
+BEGIN
+  IF p_limit IS NULL OR p_limit < 1 OR p_limit > 1000 THEN
+    PERFORM workhorse.raise_invalid('limit', 'must be an integer from 1 to 1000');
+  END IF;
+  IF p_states IS NOT NULL AND NOT p_states <@ ARRAY['blocked', 'scheduled', 'ready', 'active', 'succeeded', 'failed', 'canceled'] THEN
+    PERFORM workhorse.raise_invalid('states', 'must list states among blocked, scheduled, ready, active, succeeded, failed, canceled');
+  END IF;
+  -- Built per call so the planner sees which filters are present and picks the matching index.
+  IF p_queue IS NOT NULL THEN v_where := v_where || ' AND q.queue = $1'; END IF;
+  IF p_type IS NOT NULL THEN v_where := v_where || ' AND q.type = $2'; END IF;
+  IF p_before_seq IS NOT NULL THEN v_where := v_where || ' AND q.seq < $5'; END IF;
+  IF p_states IS NOT NULL THEN v_where := v_where || ' AND coalesce(r.state, o.state) = ANY ($3)'; END IF;
+  RETURN QUERY EXECUTE
+    'SELECT j.id, j.queue, j.type, j.payload, j.priority::integer, j.max_attempts, j.retry_policy, j.tags,
+            coalesce(r.state, o.state), coalesce(r.current_attempt, o.final_attempt), coalesce(r.run_at, j.run_at),
+            j.created_at, o.finished_at, o.result, coalesce(o.error, r.last_error), r.worker_id,
+            r.lease_expires_at, r.cancel_requested_at, q.seq
+     FROM workhorse.job_query q
+     JOIN workhorse.job j ON j.id = q.job_id
+     LEFT JOIN workhorse.job_runtime r ON r.job_id = q.job_id
+     LEFT JOIN workhorse.job_outcome o ON o.job_id = q.job_id
+     WHERE ' || v_where || '
+     ORDER BY q.seq DESC
+     LIMIT $4'
+  USING p_queue, p_type, p_states, p_limit, p_before_seq;
+END
+$$;
+
+-- A job's history, events and closed attempts merged in the order they were written. p_after_id
+-- is the id of the last entry of the previous page.
+CREATE FUNCTION workhorse.get_timeline_v1(p_job_id uuid, p_after_id bigint DEFAULT 0, p_limit integer DEFAULT 100)
+RETURNS TABLE (
+  id bigint, at timestamptz, source text, kind text, attempt integer, worker_id text,
+  fence_token bigint, data jsonb)
+LANGUAGE plpgsql STABLE AS $$
+#variable_conflict use_column
+BEGIN
+  IF p_limit IS NULL OR p_limit < 1 OR p_limit > 1000 THEN
+    PERFORM workhorse.raise_invalid('limit', 'must be an integer from 1 to 1000');
+  END IF;
+  RETURN QUERY
+  SELECT t.id, t.at, t.source, t.kind, t.attempt, t.worker_id, t.fence_token, t.data
+  FROM (
+    (SELECT e.id, e.at, 'event'::text AS source, e.kind, e.attempt, e.worker_id, e.fence_token, e.data
+     FROM workhorse.job_event e
+     WHERE e.job_id = p_job_id AND e.id > coalesce(p_after_id, 0)
+     ORDER BY e.id LIMIT p_limit)
+    UNION ALL
+    (SELECT a.id, a.finished_at, 'attempt'::text, a.outcome, a.attempt, a.worker_id, a.fence_token,
+            jsonb_build_object('startedAt', a.started_at, 'finishedAt', a.finished_at, 'error', a.error)
+     FROM workhorse.attempt_history a
+     WHERE a.job_id = p_job_id AND a.id > coalesce(p_after_id, 0)
+     ORDER BY a.id LIMIT p_limit)
+  ) AS t
+  ORDER BY t.id
+  LIMIT p_limit;
+END
+$$;

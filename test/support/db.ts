@@ -1,0 +1,106 @@
+/**
+ * Fresh databases for tests: each createTestDatabase() call creates a new, uniquely named
+ * database on the test server, installs the workhorse schema in it and hands back a pool.
+ */
+import { randomBytes } from 'node:crypto';
+import { Client, Pool, type PoolConfig } from 'pg';
+import { installSchema } from '../../lib/core/schema';
+import { DATABASE_URL_ENV } from './embedded-server';
+
+export interface TestDatabase {
+  /** Connection URL of this database. */
+  url: string;
+  /** The database's name, `wh_test_<random>`. */
+  name: string;
+  /** A pool (max 20) on this database, with the schema installed. */
+  pool: Pool;
+  /** Ends the pool and drops the database, closing any other connections to it. */
+  drop(): Promise<void>;
+}
+
+export interface CreateTestDatabaseOptions {
+  /** Install the workhorse schema (default true). */
+  installSchema?: boolean;
+  /** Extra pool settings; the connection string is always this database's. */
+  pool?: Omit<PoolConfig, 'connectionString'>;
+}
+
+/** The superuser URL of the test server's `postgres` database. */
+export function adminUrl(): string {
+  const url = process.env[DATABASE_URL_ENV];
+  if (!url) {
+    throw new Error(
+      `${DATABASE_URL_ENV} is not set. Run the tests with \`npm test\` (Jest's global setup starts ` +
+        'an embedded PostgreSQL server and sets it), or set it to the URL of a PostgreSQL superuser.',
+    );
+  }
+  return url;
+}
+
+/** The URL of `database` on the test server. */
+export function databaseUrl(database: string): string {
+  const url = new URL(adminUrl());
+  url.pathname = `/${encodeURIComponent(database)}`;
+  return url.toString();
+}
+
+/** Runs `work` with a connected client on the admin database, then closes it. */
+export async function withAdminClient<T>(work: (client: Client) => Promise<T>): Promise<T> {
+  const client = new Client({ connectionString: adminUrl() });
+  client.on('error', () => undefined); // errors surface through the awaited queries
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Creates a fresh database with the workhorse schema installed (unless told otherwise). */
+export async function createTestDatabase(options: CreateTestDatabaseOptions = {}): Promise<TestDatabase> {
+  const name = `wh_test_${randomBytes(8).toString('hex')}`;
+  await withAdminClient((client) => client.query(`CREATE DATABASE ${client.escapeIdentifier(name)}`));
+
+  const url = databaseUrl(name);
+  const pool = new Pool({ max: 20, ...options.pool, connectionString: url });
+  // An idle client whose connection dies (e.g. the database being dropped) must not crash the
+  // test process; the tests see such failures through their own queries.
+  pool.on('error', () => undefined);
+
+  let dropped: Promise<void> | undefined;
+  const drop = (): Promise<void> => {
+    dropped ??= (async () => {
+      try {
+        await pool.end();
+      } finally {
+        await withAdminClient((client) =>
+          client.query(`DROP DATABASE IF EXISTS ${client.escapeIdentifier(name)} WITH (FORCE)`),
+        );
+      }
+    })();
+    return dropped;
+  };
+
+  if (options.installSchema ?? true) {
+    try {
+      await installSchema(pool);
+    } catch (error) {
+      await drop().catch(() => undefined);
+      throw error;
+    }
+  }
+  return { url, name, pool, drop };
+}
+
+/** Runs `work` against a fresh database and drops the database afterwards, whatever happens. */
+export async function withTestDatabase<T>(
+  work: (db: TestDatabase) => Promise<T>,
+  options?: CreateTestDatabaseOptions,
+): Promise<T> {
+  const db = await createTestDatabase(options);
+  try {
+    return await work(db);
+  } finally {
+    await db.drop();
+  }
+}

@@ -1,0 +1,18 @@
+/**
+ * Jest global setup: runs once, in Jest's main process, before any test file.
+ *
+ * With WORKHORSE_TEST_DATABASE_URL set (as `npm run test:pg15` does), the tests use that
+ * server and nothing is started. Without it, an embedded PostgreSQL server is started on a
+ * free loopback port and its superuser URL is put into WORKHORSE_TEST_DATABASE_URL, which the
+ * test workers inherit: Jest forks them after this function has returned (and with
+ * --runInBand the tests run in this very process).
+ */
+import { DATABASE_URL_ENV, startEmbeddedServer } from './embedded-server';
+import { setEmbeddedServer } from './server-state';
+
+export default async function globalSetup(): Promise<void> {
+  if (process.env[DATABASE_URL_ENV]) return;
+  const server = await startEmbeddedServer();
+  setEmbeddedServer(server);
+  process.env[DATABASE_URL_ENV] = server.url;
+}
