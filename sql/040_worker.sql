@@ -48,7 +48,7 @@ BEGIN
   RETURN QUERY
   WITH picked AS (
     SELECT c.job_id
-    FROM unnest(p_queues) AS q (name)
+    FROM (SELECT DISTINCT unnest(p_queues)) AS q (name)
     CROSS JOIN LATERAL (
       SELECT r.job_id, r.priority, r.seq
       FROM workhorse.job_runtime r

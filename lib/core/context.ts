@@ -1,6 +1,6 @@
-import type { Pool } from 'pg';
+import type { PoolClient } from 'pg';
 import { fromPgError, LeaseLostError, WorkhorseValidationError } from './errors';
-import type { JsonValue } from './types';
+import type { JsonValue, Queryable } from './types';
 import { toJsonText } from './validation';
 
 /** What the worker tells a context about the job it runs. */
@@ -37,13 +37,21 @@ export class HandlerContext {
   readonly workerId: string;
   /** Aborts when the job is canceled, the lease is lost or the worker shuts down. */
   readonly signal: AbortSignal;
+  /**
+   * In a transactional handler (`handle(type, fn, { transactional: true })`): the client of the
+   * transaction that also records the job's completion. Write through it and those writes
+   * commit exactly when the job succeeds. Undefined for ordinary handlers.
+   */
+  readonly client: PoolClient | undefined;
 
   constructor(
     private readonly job: ClaimedJob,
     signal: AbortSignal,
-    private readonly pool: Pool,
+    private readonly runner: Queryable,
     private readonly onStale: () => void,
+    client?: PoolClient,
   ) {
+    this.client = client;
     this.jobId = job.jobId;
     this.attempt = job.attempt;
     this.maxAttempts = job.maxAttempts;
@@ -70,11 +78,11 @@ export class HandlerContext {
     const text = value === undefined ? null : toJsonText(value, `checkpoint ${JSON.stringify(name)}`);
     let status: string;
     try {
-      const result = await this.pool.query<{ status: string }>(
+      const result = await this.runner.query(
         'SELECT workhorse.save_checkpoint_v1($1, $2, $3, $4, $5::jsonb) AS status',
         [this.job.jobId, this.job.workerId, this.job.fenceToken, name, text],
       );
-      status = result.rows[0].status;
+      status = (result.rows[0] as { status: string }).status;
     } catch (error) {
       throw fromPgError(error);
     }

@@ -28,6 +28,22 @@ import { checkInteger, checkName, toJsonText } from './validation';
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type JobHandlerFn<P = any, R = unknown> = (payload: P, ctx: HandlerContext) => R | Promise<R>;
 
+/** Per-handler options of `worker.handle`. */
+export interface HandlerOptions {
+  /**
+   * Run the handler inside a transaction (its client is `ctx.client`) that also records the
+   * job's completion: database writes made through `ctx.client` commit exactly when the job
+   * succeeds, so a handler whose effects are only such writes takes effect exactly once. If the
+   * handler throws, its writes roll back and the failure is recorded separately.
+   */
+  transactional?: boolean;
+}
+
+interface Registered {
+  fn: JobHandlerFn<any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+  options: HandlerOptions;
+}
+
 export interface WorkerOptions {
   /** Queues to claim from, default `['default']`. */
   queues?: string[];
@@ -140,8 +156,7 @@ export class Worker {
   private readonly shutdownTimeoutMs: number;
   private readonly listen: boolean;
   private readonly unknownTypeDelayMs: number;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  private readonly handlers = new Map<string, JobHandlerFn<any>>();
+  private readonly handlers = new Map<string, Registered>();
   private readonly listeners = new Set<WorkerEventListener>();
   private readonly running = new Map<string, Running>();
   private lifecycle: Lifecycle = 'idle';
@@ -190,11 +205,18 @@ export class Worker {
   }
 
   /** Registers the handler for one job type; returns the worker for chaining. */
-  handle<P = any, R = unknown>(type: string, handler: JobHandlerFn<P, R>): this { // eslint-disable-line @typescript-eslint/no-explicit-any
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  handle<P = any, R = unknown>(type: string, handler: JobHandlerFn<P, R>, options: HandlerOptions = {}): this {
     checkName(type, 'type');
     if (typeof handler !== 'function') throw new WorkhorseValidationError('handler', 'must be a function');
+    for (const key of Object.keys(options)) {
+      if (key !== 'transactional') throw new WorkhorseValidationError(key, 'is not a handler option (transactional)');
+    }
+    if (options.transactional !== undefined && typeof options.transactional !== 'boolean') {
+      throw new WorkhorseValidationError('transactional', 'must be true or false');
+    }
     if (this.handlers.has(type)) throw new WorkerStateError(`A handler for job type "${type}" is already registered.`);
-    this.handlers.set(type, handler);
+    this.handlers.set(type, { fn: handler, options: { ...options } });
     return this;
   }
 
@@ -455,32 +477,77 @@ export class Worker {
     try {
       if (!handler) {
         await this.release(run, `no handler for job type "${job.type}" on worker ${this.workerId}`);
-        return;
+      } else if (handler.options.transactional) {
+        await this.executeInTransaction(run, handler.fn, payload);
+      } else {
+        const ctx = new HandlerContext(job, run.controller.signal, this.pool, () => this.loseLease(run));
+        const outcome = await this.invoke(run, handler.fn, payload, ctx);
+        if (outcome.ok) this.settleStatus(run, await this.complete(job, outcome.resultText), null);
+        else await this.settleFailure(run, outcome.thrown);
       }
-      const ctx = new HandlerContext(job, run.controller.signal, this.pool, () => this.loseLease(run));
-      let result: unknown;
-      try {
-        result = await handler(payload, ctx);
-      } catch (thrown) {
-        await this.settleFailure(run, thrown);
-        return;
-      }
-      if (run.outcome === 'lost' || run.outcome === 'abandoned') {
-        this.reportLost(run);
-        return;
-      }
-      let resultText: string;
-      try {
-        resultText = result === undefined ? 'null' : toJsonText(result, 'result');
-      } catch (invalid) {
-        await this.settleFailure(run, invalid);
-        return;
-      }
-      const status = await this.complete(job, resultText);
-      this.settleStatus(run, status, null);
     } catch (error) {
       // A write that could not reach the database: the lease will expire and the job run again.
       this.reportError('complete', error as Error);
+    }
+  }
+
+  /** Runs the handler and checks its result; `ok: false` carries what it threw. */
+  private async invoke(
+    run: Running,
+    fn: JobHandlerFn,
+    payload: JsonValue,
+    ctx: HandlerContext,
+  ): Promise<{ ok: true; resultText: string } | { ok: false; thrown: unknown }> {
+    try {
+      const result: unknown = await fn(payload, ctx);
+      if (run.outcome === 'lost' || run.outcome === 'abandoned') {
+        return { ok: false, thrown: new LeaseLostError(run.job.jobId) };
+      }
+      return { ok: true, resultText: result === undefined ? 'null' : toJsonText(result, 'result') };
+    } catch (thrown) {
+      return { ok: false, thrown };
+    }
+  }
+
+  // The handler's writes and the completion share one transaction: both commit, or neither.
+  private async executeInTransaction(run: Running, fn: JobHandlerFn, payload: JsonValue): Promise<void> {
+    const { job } = run;
+    const client = await this.pool.connect();
+    let status: string | null = null;
+    let thrown: unknown = null;
+    try {
+      await client.query('BEGIN');
+      const ctx = new HandlerContext(job, run.controller.signal, client, () => this.loseLease(run), client);
+      const outcome = await this.invoke(run, fn, payload, ctx);
+      if (outcome.ok) {
+        const result = await client.query<{ status: string }>(
+          'SELECT workhorse.complete_v1($1, $2, $3, $4::jsonb) AS status',
+          [job.jobId, this.workerId, job.fenceToken, outcome.resultText],
+        );
+        status = result.rows[0].status;
+      } else {
+        thrown = outcome.thrown;
+      }
+      if (status === 'succeeded') {
+        await client.query('COMMIT');
+      } else {
+        // Failed, stale or canceled meanwhile: none of the handler's writes may stay.
+        await client.query('ROLLBACK');
+      }
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      thrown ??= error;
+      status = null;
+    } finally {
+      client.release();
+    }
+    if (status === 'succeeded' || status === 'stale') {
+      this.settleStatus(run, status, null);
+    } else if (status === 'canceled') {
+      run.outcome = 'canceled';
+      await this.settleFailure(run, new JobCanceledError(job.jobId));
+    } else {
+      await this.settleFailure(run, thrown);
     }
   }
 

@@ -1,0 +1,441 @@
+/**
+ * Operator reads: getJob on both sides of the runtime/outcome split, the paged timeline, and
+ * listJobs filters and keyset paging.
+ */
+import { randomUUID } from 'node:crypto';
+import { Admin, InvalidCursorError, Queue, WorkhorseValidationError, type JobSnapshot, type JobState, type TimelineEntry } from '../../lib/core';
+import { createTestDatabase, type TestDatabase } from '../support/db';
+import { expectSplitInvariant } from '../support/invariants';
+
+interface ClaimRow {
+  job_id: string;
+  attempt: number;
+  fence_token: string;
+  lease_expires_at: Date;
+}
+
+let db: TestDatabase;
+let queue: Queue;
+let admin: Admin;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  queue = new Queue(db.pool);
+  admin = new Admin(db.pool);
+});
+
+afterEach(async () => {
+  await expectSplitInvariant(db.pool);
+});
+
+afterAll(async () => {
+  await db?.drop();
+});
+
+const WORKER = 'admin-test-worker';
+
+async function claimOne(q: string): Promise<ClaimRow> {
+  const { rows } = await db.pool.query<ClaimRow>(
+    'SELECT job_id, attempt, fence_token, lease_expires_at FROM workhorse.claim_many_v1($1, $2, 1, 60000)',
+    [[q], WORKER],
+  );
+  expect(rows).toHaveLength(1);
+  return rows[0];
+}
+
+async function complete(job: ClaimRow, result: unknown): Promise<void> {
+  const { rows } = await db.pool.query<{ status: string }>('SELECT workhorse.complete_v1($1, $2, $3, $4::jsonb) AS status', [
+    job.job_id,
+    WORKER,
+    job.fence_token,
+    JSON.stringify(result),
+  ]);
+  expect(rows[0].status).toBe('succeeded');
+}
+
+async function fail(job: ClaimRow, error: { name: string; message: string }, options: object): Promise<string> {
+  const { rows } = await db.pool.query<{ status: string }>('SELECT status FROM workhorse.fail_v1($1, $2, $3, $4::jsonb, $5::jsonb)', [
+    job.job_id,
+    WORKER,
+    job.fence_token,
+    JSON.stringify(error),
+    JSON.stringify(options),
+  ]);
+  return rows[0].status;
+}
+
+describe('getJob', () => {
+  it('reports each state, from whichever side of the split holds the job', async () => {
+    const q = 'get-job';
+    const retryPolicy = { kind: 'fixed', delayMs: 500 } as const;
+
+    const readyId = await queue.enqueue('report.build', { month: '2024-05' }, { queue: q, priority: 7, maxAttempts: 4, retryPolicy, tags: ['finance', 'monthly'] });
+    const ready = await admin.getJob(readyId);
+    expect(ready).toEqual<JobSnapshot>({
+      id: readyId,
+      queue: q,
+      type: 'report.build',
+      payload: { month: '2024-05' },
+      priority: 7,
+      state: 'ready',
+      currentAttempt: 0,
+      maxAttempts: 4,
+      retryPolicy: { kind: 'fixed', delayMs: 500 },
+      tags: ['finance', 'monthly'],
+      runAt: expect.any(Date),
+      createdAt: expect.any(Date),
+      finishedAt: null,
+      result: null,
+      error: null,
+      workerId: null,
+      leaseExpiresAt: null,
+      cancelRequestedAt: null,
+    });
+    expect(ready?.runAt.getTime()).toBeGreaterThanOrEqual(ready?.createdAt.getTime() ?? Infinity);
+
+    const runAt = new Date(Date.now() + 3_600_000);
+    const scheduledId = await queue.enqueue('report.build', null, { queue: `${q}-later`, runAt });
+    const scheduled = await admin.getJob(scheduledId);
+    expect(scheduled).toMatchObject({ state: 'scheduled', currentAttempt: 0, workerId: null, finishedAt: null });
+    expect(scheduled?.runAt.getTime()).toBe(runAt.getTime());
+
+    const claimed = await claimOne(q);
+    expect(claimed.job_id).toBe(readyId);
+    const active = await admin.getJob(readyId);
+    expect(active).toMatchObject({ state: 'active', currentAttempt: 1, workerId: WORKER, finishedAt: null, result: null, cancelRequestedAt: null });
+    expect(active?.leaseExpiresAt).toEqual(claimed.lease_expires_at);
+
+    await complete(claimed, { rows: 31, file: 'may.csv' });
+    const succeeded = await admin.getJob(readyId);
+    expect(succeeded).toMatchObject({
+      state: 'succeeded',
+      currentAttempt: 1,
+      result: { rows: 31, file: 'may.csv' },
+      error: null,
+      workerId: null,
+      leaseExpiresAt: null,
+      // The definition survives the end of the job.
+      payload: { month: '2024-05' },
+      priority: 7,
+      tags: ['finance', 'monthly'],
+    });
+    expect(succeeded?.finishedAt).toBeInstanceOf(Date);
+
+    const failingId = await queue.enqueue('report.build', null, { queue: q, maxAttempts: 3 });
+    const failing = await claimOne(q);
+    // While a retry waits, the snapshot shows the last attempt's error.
+    expect(await fail(failing, { name: 'Timeout', message: 'upstream slow' }, { retryDelayMs: 60_000 })).toBe('retry_scheduled');
+    expect(await admin.getJob(failingId)).toMatchObject({
+      state: 'scheduled',
+      currentAttempt: 1,
+      error: { name: 'Timeout', message: 'upstream slow' },
+    });
+    await db.pool.query('UPDATE workhorse.job_runtime SET run_at = clock_timestamp() WHERE job_id = $1', [failingId]);
+    await db.pool.query('SELECT workhorse.promote_v1()');
+    const failingAgain = await claimOne(q);
+    const error = { name: 'BadData', message: 'column 3 is not a number' };
+    expect(await fail(failingAgain, error, { nonRetryable: true })).toBe('failed');
+    const failed = await admin.getJob(failingId);
+    expect(failed).toMatchObject({ state: 'failed', currentAttempt: 2, maxAttempts: 3, result: null, error, workerId: null });
+    expect(failed?.finishedAt).toBeInstanceOf(Date);
+
+    expect(await admin.cancel(scheduledId, { reason: 'not needed' })).toBe('canceled');
+    const canceled = await admin.getJob(scheduledId);
+    expect(canceled).toMatchObject({ state: 'canceled', result: null, error: { name: 'Canceled', message: 'not needed' } });
+    expect(canceled?.finishedAt).toBeInstanceOf(Date);
+  });
+
+  it('returns null for an unknown id', async () => {
+    expect(await admin.getJob(randomUUID())).toBeNull();
+  });
+
+  it.each(['not-a-uuid', '', '123e4567-e89b-12d3-a456-42661417400', "1' OR '1'='1"])(
+    'rejects a non-UUID id (%p) with WorkhorseValidationError',
+    async (bad) => {
+      const error = await admin.getJob(bad).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(WorkhorseValidationError);
+      expect((error as WorkhorseValidationError).field).toBe('jobId');
+    },
+  );
+});
+
+describe('getJobTimeline', () => {
+  /** A job with a long history: two failed attempts, a checkpoint and a success. */
+  async function jobWithHistory(q: string): Promise<string> {
+    const id = await queue.enqueue('timeline.job', null, { queue: q, maxAttempts: 5 });
+    for (let attempt = 1; attempt <= 2; attempt++) {
+      const job = await claimOne(q);
+      expect(await fail(job, { name: 'Error', message: `attempt ${attempt}` }, { retryDelayMs: 0 })).toBe('retry_scheduled');
+    }
+    const job = await claimOne(q);
+    const saved = await db.pool.query<{ status: string }>(
+      "SELECT workhorse.save_checkpoint_v1($1, $2, $3, 'stage-1', '\"ok\"'::jsonb) AS status",
+      [id, WORKER, job.fence_token],
+    );
+    expect(saved.rows[0].status).toBe('saved');
+    await complete(job, 'done');
+    return id;
+  }
+
+  async function allPages(id: string, limit: number): Promise<{ pages: TimelineEntry[][]; lastCursor: string | null }> {
+    const pages: TimelineEntry[][] = [];
+    let cursor: string | undefined;
+    for (let guard = 0; guard < 100; guard++) {
+      const page = await admin.getJobTimeline(id, { limit, cursor });
+      pages.push(page.items);
+      if (page.nextCursor === null) return { pages, lastCursor: null };
+      cursor = page.nextCursor;
+    }
+    throw new Error('the timeline never ended');
+  }
+
+  it('pages through events and attempts with a cursor: same entries, same order, no duplicates', async () => {
+    const id = await jobWithHistory('timeline');
+    const full = await admin.getJobTimeline(id, { limit: 1000 });
+    expect(full.nextCursor).toBeNull();
+    expect(full.items.length).toBeGreaterThanOrEqual(7);
+
+    // Deterministic prefix: the first attempt's record precedes its retry event.
+    expect(full.items.slice(0, 4).map((e) => [e.source, e.kind, e.attempt])).toEqual([
+      ['event', 'enqueued', 0],
+      ['event', 'claimed', 1],
+      ['attempt', 'failed', 1],
+      ['event', 'retry_scheduled', 1],
+    ]);
+    expect(full.items.filter((e) => e.source === 'attempt').map((e) => [e.kind, e.attempt])).toEqual([
+      ['failed', 1],
+      ['failed', 2],
+      ['succeeded', 3],
+    ]);
+    expect(full.items.filter((e) => e.source === 'event').map((e) => e.kind)).toEqual([
+      'enqueued',
+      'claimed',
+      'retry_scheduled',
+      'claimed',
+      'retry_scheduled',
+      'claimed',
+      'checkpoint_saved',
+      'succeeded',
+    ]);
+    const ids = full.items.map((e) => BigInt(e.id));
+    for (let i = 1; i < ids.length; i++) expect(ids[i]).toBeGreaterThan(ids[i - 1]);
+
+    for (const limit of [2, 3]) {
+      const { pages } = await allPages(id, limit);
+      for (const page of pages.slice(0, -1)) expect(page).toHaveLength(limit);
+      expect(pages.at(-1)?.length ?? 0).toBeLessThanOrEqual(limit);
+      const concatenated = pages.flat();
+      expect(concatenated).toEqual(full.items);
+      expect(new Set(concatenated.map((e) => e.id)).size).toBe(concatenated.length);
+    }
+  });
+
+  it('the last page has nextCursor null, also when the entries divide evenly into pages', async () => {
+    const id = await queue.enqueue('timeline.job', null, { queue: 'timeline-even' });
+    const job = await claimOne('timeline-even');
+    await complete(job, null);
+    const total = (await admin.getJobTimeline(id, { limit: 1000 })).items.length;
+    expect(total).toBe(4); // enqueued, claimed, attempt succeeded, succeeded
+
+    const { pages } = await allPages(id, 2);
+    expect(pages.flat()).toHaveLength(4);
+    expect(pages.at(-1)?.length).toBeLessThanOrEqual(2);
+    const { pages: single } = await allPages(id, 5);
+    expect(single).toHaveLength(1);
+    expect(single[0]).toHaveLength(4);
+  });
+
+  it('refuses a tampered or foreign cursor with InvalidCursorError', async () => {
+    const id = await jobWithHistory('timeline-cursor');
+    const first = await admin.getJobTimeline(id, { limit: 2 });
+    expect(first.nextCursor).not.toBeNull();
+    const cursor = first.nextCursor as string;
+    const decoded = Buffer.from(cursor, 'base64url').toString('utf8');
+
+    const listCursor = (await admin.listJobs({ queue: 'timeline-cursor', limit: 1 })).nextCursor;
+    const tampered = [
+      'not a cursor',
+      Buffer.from(`${decoded}; DROP TABLE workhorse.job`, 'utf8').toString('base64url'),
+      Buffer.from(decoded.replace(/\d+$/, '-5'), 'utf8').toString('base64url'),
+      Buffer.from(decoded.replace(/^[^:]*/, 'jobs'), 'utf8').toString('base64url'),
+      Buffer.from('timeline:99999999999999999999', 'utf8').toString('base64url'),
+      listCursor as string,
+    ];
+    for (const bad of tampered) {
+      const error = await admin.getJobTimeline(id, { limit: 2, cursor: bad }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(InvalidCursorError);
+      expect((error as InvalidCursorError).field).toBe('cursor');
+    }
+    // The genuine cursor still works.
+    expect((await admin.getJobTimeline(id, { limit: 2, cursor })).items).toHaveLength(2);
+  });
+
+  it('an unknown job has an empty timeline', async () => {
+    expect(await admin.getJobTimeline(randomUUID())).toEqual({ items: [], nextCursor: null });
+  });
+});
+
+describe('listJobs', () => {
+  interface Made {
+    id: string;
+    queue: string;
+    type: string;
+    state: JobState;
+  }
+
+  /**
+   * Jobs across two queues and two types in every reachable state, enqueued one by one so their
+   * creation order is known.
+   */
+  async function makeMix(prefix: string): Promise<Made[]> {
+    const made: Made[] = [];
+    const qa = `${prefix}-a`;
+    const qb = `${prefix}-b`;
+    const ta = `${prefix}.alpha`;
+    const tb = `${prefix}.beta`;
+    const plan: [string, string, JobState][] = [
+      [qa, ta, 'succeeded'],
+      [qa, tb, 'ready'],
+      [qb, ta, 'failed'],
+      [qa, ta, 'scheduled'],
+      [qb, tb, 'canceled'],
+      [qa, ta, 'active'],
+      [qb, ta, 'ready'],
+      [qa, tb, 'succeeded'],
+      [qb, tb, 'scheduled'],
+      [qa, ta, 'ready'],
+    ];
+    for (const [q, type, state] of plan) {
+      const runAt = state === 'scheduled' ? new Date(Date.now() + 3_600_000) : undefined;
+      const id = await queue.enqueue(type, null, { queue: q, runAt, maxAttempts: 1 });
+      made.push({ id, queue: q, type, state });
+    }
+    // Drive each job to its planned state through the protocol.
+    for (const job of made) {
+      if (job.state === 'canceled') expect(await admin.cancel(job.id)).toBe('canceled');
+      if (job.state === 'succeeded' || job.state === 'failed' || job.state === 'active') {
+        const { rows } = await db.pool.query<ClaimRow>(
+          `SELECT job_id, attempt, fence_token, lease_expires_at FROM workhorse.claim_many_v1($1, $2, 100, 60000)`,
+          [[job.queue], WORKER],
+        );
+        // Claiming a queue takes every ready job in it; hand back those that should stay ready.
+        for (const row of rows) {
+          if (row.job_id === job.id) continue;
+          const status = await db.pool.query<{ status: string }>('SELECT workhorse.release_v1($1, $2, $3, 0) AS status', [
+            row.job_id,
+            WORKER,
+            row.fence_token,
+          ]);
+          expect(status.rows[0].status).toBe('released');
+        }
+        const mine = rows.find((r) => r.job_id === job.id) as ClaimRow;
+        if (job.state === 'succeeded') await complete(mine, { ok: true });
+        if (job.state === 'failed') expect(await fail(mine, { name: 'Error', message: 'x' }, {})).toBe('failed');
+      }
+    }
+    for (const job of made) expect((await admin.getJob(job.id))?.state).toBe(job.state);
+    return made;
+  }
+
+  const newestFirst = (jobs: Made[]) => [...jobs].reverse().map((j) => j.id);
+
+  async function list(filter: Parameters<Admin['listJobs']>[0]): Promise<JobSnapshot[]> {
+    const page = await admin.listJobs({ limit: 1000, ...filter });
+    expect(page.nextCursor).toBeNull();
+    return page.items;
+  }
+
+  it('filters by queue, type and states, alone and combined, newest first', async () => {
+    const made = await makeMix('lf');
+    const [qa, qb, ta, tb] = ['lf-a', 'lf-b', 'lf.alpha', 'lf.beta'];
+    const where = (f: (j: Made) => boolean) => newestFirst(made.filter(f));
+
+    expect((await list({ queue: qa })).map((j) => j.id)).toEqual(where((j) => j.queue === qa));
+    expect((await list({ queue: qb })).map((j) => j.id)).toEqual(where((j) => j.queue === qb));
+    expect((await list({ type: ta })).map((j) => j.id)).toEqual(where((j) => j.type === ta));
+    expect((await list({ queue: qa, type: tb })).map((j) => j.id)).toEqual(where((j) => j.queue === qa && j.type === tb));
+    expect((await list({ queue: qa, states: ['ready'] })).map((j) => j.id)).toEqual(where((j) => j.queue === qa && j.state === 'ready'));
+    expect((await list({ type: ta, states: ['failed', 'succeeded', 'canceled'] })).map((j) => j.id)).toEqual(
+      where((j) => j.type === ta && ['failed', 'succeeded', 'canceled'].includes(j.state)),
+    );
+    expect((await list({ queue: qb, type: tb, states: ['scheduled', 'canceled'] })).map((j) => j.id)).toEqual(
+      where((j) => j.queue === qb && j.type === tb && ['scheduled', 'canceled'].includes(j.state)),
+    );
+    expect((await list({ queue: qa, states: ['active'] })).map((j) => [j.id, j.state, j.workerId])).toEqual(
+      made.filter((j) => j.state === 'active').map((j) => [j.id, 'active', WORKER]),
+    );
+    expect(await list({ queue: qa, type: ta, states: ['canceled'] })).toEqual([]);
+    expect(await list({ queue: 'lf-nobody' })).toEqual([]);
+
+    // A states filter alone spans every queue: each item has a listed state, and ours are all there.
+    const terminal = await list({ states: ['succeeded', 'failed'] });
+    expect(terminal.every((j) => j.state === 'succeeded' || j.state === 'failed')).toBe(true);
+    const terminalIds = terminal.map((j) => j.id);
+    const ours = made.filter((j) => j.state === 'succeeded' || j.state === 'failed').map((j) => j.id);
+    expect(terminalIds.filter((id) => ours.includes(id))).toEqual([...ours].reverse());
+
+    // Items carry the same snapshot getJob reports.
+    for (const item of await list({ queue: qb })) expect(item).toEqual(await admin.getJob(item.id));
+  });
+
+  it('pages stably, newest first: jobs enqueued between reads neither shift nor join later pages', async () => {
+    const q = 'list-paging';
+    const original: string[] = [];
+    for (let i = 0; i < 11; i++) original.push(await queue.enqueue('page.job', { i }, { queue: q }));
+
+    const seen: string[] = [];
+    const added: string[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    do {
+      const page = await admin.listJobs({ queue: q, limit: 3, cursor });
+      seen.push(...page.items.map((j) => j.id));
+      cursor = page.nextCursor ?? undefined;
+      pages++;
+      // Newer jobs arrive, and an older one changes state, while the operator reads.
+      added.push(await queue.enqueue('page.job', { added: pages }, { queue: q }));
+      added.push(await queue.enqueue('page.job', { added: pages, second: true }, { queue: q }));
+      if (pages === 1) expect(await admin.cancel(original[2])).toBe('canceled');
+    } while (cursor !== undefined && pages < 20);
+
+    expect(pages).toBe(4);
+    expect(seen).toEqual([...original].reverse());
+    expect(new Set(seen).size).toBe(seen.length);
+    expect(seen.filter((id) => added.includes(id))).toEqual([]);
+
+    // A fresh read from the top sees the newcomers first.
+    const top = await admin.listJobs({ queue: q, limit: 2 });
+    expect(top.items.map((j) => j.id)).toEqual([added[added.length - 1], added[added.length - 2]]);
+  });
+
+  it('pages stably under a states filter too', async () => {
+    const q = 'list-paging-states';
+    const ids: string[] = [];
+    for (let i = 0; i < 7; i++) ids.push(await queue.enqueue('page.job', { i }, { queue: q }));
+    // Every other job ends canceled; the filter keeps the ready ones.
+    for (let i = 1; i < ids.length; i += 2) await admin.cancel(ids[i]);
+    const readyIds = ids.filter((_, i) => i % 2 === 0);
+
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    let guard = 0;
+    do {
+      const page = await admin.listJobs({ queue: q, states: ['ready'], limit: 2, cursor });
+      seen.push(...page.items.map((j) => j.id));
+      cursor = page.nextCursor ?? undefined;
+      await queue.enqueue('page.job', { late: guard }, { queue: q });
+    } while (cursor !== undefined && ++guard < 20);
+    expect(seen).toEqual([...readyIds].reverse());
+  });
+
+  it('refuses bad filters and cursors with typed errors', async () => {
+    await expect(admin.listJobs({ states: ['done' as JobState] })).rejects.toMatchObject({ field: 'states' });
+    await expect(admin.listJobs({ limit: 0 })).rejects.toMatchObject({ field: 'limit' });
+    await expect(admin.listJobs({ queue: '' })).rejects.toBeInstanceOf(WorkhorseValidationError);
+    const unknownKey = { queues: ['x'] } as unknown as Parameters<Admin['listJobs']>[0];
+    await expect(admin.listJobs(unknownKey)).rejects.toMatchObject({ field: 'queues' });
+    await expect(admin.listJobs({ cursor: 'garbage' })).rejects.toBeInstanceOf(InvalidCursorError);
+    const timelineCursor = Buffer.from('timeline:5', 'utf8').toString('base64url');
+    await expect(admin.listJobs({ cursor: timelineCursor })).rejects.toBeInstanceOf(InvalidCursorError);
+  });
+});

@@ -1,0 +1,160 @@
+/**
+ * kill -9: a worker process dies right after a checkpointed stage. Another worker process
+ * recovers the job once the lease has really run out, replays the checkpoint instead of running
+ * the stage again, and finishes the job.
+ */
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import type { Pool } from 'pg';
+import { Admin, Queue } from '../../lib/core';
+import { createTestDatabase, type TestDatabase } from '../support/db';
+import { expectSplitInvariant } from '../support/invariants';
+
+const FIXTURE = join(__dirname, '..', 'fixtures', 'crash-worker.ts');
+const REGISTER = require.resolve('../support/ts-register.js');
+
+let db: TestDatabase;
+let pool: Pool;
+let queue: Queue;
+let admin: Admin;
+
+interface Child {
+  process: ChildProcessWithoutNullStreams;
+  /** Every stdout line so far. */
+  lines: string[];
+  stderr: string[];
+  exited: Promise<void>;
+}
+const children: Child[] = [];
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  pool = db.pool;
+  queue = new Queue(pool);
+  admin = new Admin(pool);
+  await pool.query('CREATE TABLE public.side_effects (id bigserial PRIMARY KEY, job_id uuid NOT NULL, stage text NOT NULL, pid integer NOT NULL)');
+});
+
+afterEach(async () => {
+  await expectSplitInvariant(pool);
+});
+
+afterAll(async () => {
+  // Whatever happened in the test, no child outlives the file.
+  for (const child of children) {
+    if (child.process.exitCode === null && child.process.signalCode === null) child.process.kill('SIGKILL');
+    await child.exited;
+  }
+  await db?.drop();
+});
+
+function startChild(workerId: string, mode: 'hang' | 'finish'): Child {
+  const proc = spawn(process.execPath, ['-r', REGISTER, FIXTURE], {
+    env: { ...process.env, CRASH_DATABASE_URL: db.url, CRASH_WORKER_ID: workerId, CRASH_MODE: mode },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  const child: Child = {
+    process: proc,
+    lines: [],
+    stderr: [],
+    exited: new Promise<void>((resolve) => proc.once('exit', () => resolve())),
+  };
+  createInterface({ input: proc.stdout }).on('line', (line) => child.lines.push(line));
+  proc.stderr.on('data', (chunk: Buffer) => child.stderr.push(chunk.toString()));
+  children.push(child);
+  return child;
+}
+
+async function waitFor<T>(probe: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs: number, what: string): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+function waitForLine(child: Child, prefix: string, timeoutMs: number): Promise<string> {
+  return waitFor(
+    () => {
+      if (child.process.exitCode !== null) {
+        throw new Error(`worker process exited with ${child.process.exitCode} before printing ${prefix}: ${child.stderr.join('')}`);
+      }
+      return child.lines.find((line) => line.startsWith(prefix));
+    },
+    timeoutMs,
+    `"${prefix}" from the worker process (stderr: ${child.stderr.join('')})`,
+  );
+}
+
+describe('a worker process killed with SIGKILL', () => {
+  it('loses nothing: the job is recovered after its lease expires and finishes elsewhere, each stage ran once', async () => {
+    const jobId = await queue.enqueue('order.fulfill', { orderId: 'o-1' }, { maxAttempts: 3 });
+
+    const first = startChild('crash-worker-1', 'hang');
+    const firstPid = first.process.pid;
+    expect(firstPid).toBeDefined();
+    expect(await waitForLine(first, 'CHECKPOINTED ', 20000)).toBe(`CHECKPOINTED ${jobId}`);
+    first.process.kill('SIGKILL');
+    await first.exited;
+    expect(first.process.signalCode).toBe('SIGKILL');
+
+    // The dead worker still holds the lease on paper.
+    expect(await admin.getJob(jobId)).toMatchObject({ state: 'active', workerId: 'crash-worker-1', currentAttempt: 1 });
+
+    const second = startChild('crash-worker-2', 'finish');
+    const secondPid = second.process.pid;
+    // Nothing forces the expiry: the 2 s lease runs out and the second worker's tick recovers it.
+    expect(await waitForLine(second, 'SUCCEEDED ', 30000)).toBe(`SUCCEEDED ${jobId}`);
+    second.process.kill('SIGTERM');
+    await second.exited;
+    expect(second.process.exitCode).toBe(0);
+
+    const effects = await pool.query<{ stage: string; pid: number }>(
+      'SELECT stage, pid FROM public.side_effects WHERE job_id = $1 ORDER BY id',
+      [jobId],
+    );
+    expect(effects.rows).toEqual([
+      { stage: 'charge', pid: firstPid },
+      { stage: 'ship', pid: secondPid },
+    ]);
+
+    const job = await admin.getJob(jobId);
+    expect(job).toMatchObject({
+      state: 'succeeded',
+      currentAttempt: 2,
+      // The charge id is the one the killed process stored: replayed, not recomputed.
+      result: { chargeId: `ch-o-1-${firstPid}`, shipmentId: `sh-${secondPid}`, attempt: 2 },
+    });
+
+    const attempts = await pool.query(
+      'SELECT attempt, outcome, worker_id FROM workhorse.attempt_history WHERE job_id = $1 ORDER BY id',
+      [jobId],
+    );
+    expect(attempts.rows).toEqual([
+      { attempt: 1, outcome: 'expired', worker_id: 'crash-worker-1' },
+      { attempt: 2, outcome: 'succeeded', worker_id: 'crash-worker-2' },
+    ]);
+
+    const timeline = (await admin.getJobTimeline(jobId, { limit: 100 })).items.filter((e) => e.source === 'event');
+    const kinds = timeline.map((e) => e.kind);
+    expect(kinds).toContain('lease_expired');
+    const expiredAt = kinds.indexOf('lease_expired');
+    const claims = timeline.filter((e) => e.kind === 'claimed');
+    expect(claims.map((e) => e.workerId)).toEqual(['crash-worker-1', 'crash-worker-2']);
+    // The second claim came after the recovery, not instead of it.
+    expect(timeline.indexOf(claims[1])).toBeGreaterThan(expiredAt);
+    expect(timeline[expiredAt]).toMatchObject({ attempt: 1, workerId: 'crash-worker-1' });
+
+    const checkpoints = await pool.query<{ name: string; worker_id: string; attempt: number }>(
+      'SELECT name, worker_id, attempt FROM workhorse.read_checkpoints_v1($1) ORDER BY name',
+      [jobId],
+    );
+    expect(checkpoints.rows).toEqual([
+      { name: 'charge', worker_id: 'crash-worker-1', attempt: 1 },
+      { name: 'ship', worker_id: 'crash-worker-2', attempt: 2 },
+    ]);
+  });
+});

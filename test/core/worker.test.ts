@@ -1,0 +1,471 @@
+/**
+ * The Worker's lifecycle: run/stop/drain, shutdown abandonment, LISTEN wake-up and polling,
+ * heartbeats, batched claims, unknown types, runOnce, pause/resume, option validation and events.
+ */
+import type { Pool } from 'pg';
+import {
+  Admin,
+  Queue,
+  Worker,
+  WorkerShutdownError,
+  WorkerStateError,
+  WorkhorseValidationError,
+  type HandlerContext,
+  type WorkerEvent,
+  type WorkerOptions,
+} from '../../lib/core';
+import { createTestDatabase, type TestDatabase } from '../support/db';
+import { expectSplitInvariant } from '../support/invariants';
+
+let db: TestDatabase;
+let pool: Pool;
+let queue: Queue;
+let admin: Admin;
+let queueCounter = 0;
+
+// Each test uses a queue of its own, so a job one test leaves behind never reaches another.
+function freshQueue(): string {
+  queueCounter += 1;
+  return `worker-${queueCounter}`;
+}
+
+interface Started {
+  worker: Worker;
+  events: WorkerEvent[];
+  done: Promise<void>;
+  finished: () => boolean;
+}
+const started: Started[] = [];
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  pool = db.pool;
+  queue = new Queue(pool);
+  admin = new Admin(pool);
+});
+
+afterEach(async () => {
+  for (const s of started.splice(0)) {
+    await s.worker.stop();
+    await s.done;
+  }
+  await expectSplitInvariant(pool);
+});
+
+afterAll(async () => {
+  await db?.drop();
+});
+
+function start(worker: Worker): Started {
+  const events: WorkerEvent[] = [];
+  worker.on((event) => events.push(event));
+  let finished = false;
+  const done = worker.run().then(() => {
+    finished = true;
+  });
+  const s: Started = { worker, events, done, finished: () => finished };
+  started.push(s);
+  return s;
+}
+
+async function waitFor<T>(probe: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs: number, what: string): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+function gate(): { open(): void; opened: Promise<void> } {
+  let open = (): void => undefined;
+  const opened = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { open, opened };
+}
+
+function eventFor(events: WorkerEvent[], name: WorkerEvent['name'], jobId: string): WorkerEvent | undefined {
+  return events.find((e) => e.name === name && 'jobId' in e && e.jobId === jobId);
+}
+
+async function stateOf(jobId: string): Promise<string | undefined> {
+  return (await admin.getJob(jobId))?.state;
+}
+
+async function attemptsOf(jobId: string): Promise<{ attempt: number; outcome: string; worker_id: string }[]> {
+  const { rows } = await pool.query<{ attempt: number; outcome: string; worker_id: string }>(
+    'SELECT attempt, outcome, worker_id FROM workhorse.attempt_history WHERE job_id = $1 ORDER BY id',
+    [jobId],
+  );
+  return rows;
+}
+
+describe('Worker lifecycle', () => {
+  it('run() keeps working until stop(), then resolves; worker.started and worker.stopped bracket it', async () => {
+    const q = freshQueue();
+    const worker = new Worker(queue, { queues: [q], pollMs: 100 }).handle('life.job', async () => 'ok');
+    const s = start(worker);
+    const jobId = await queue.enqueue('life.job', {}, { queue: q });
+    await waitFor(() => eventFor(s.events, 'job.succeeded', jobId), 10000, 'the job to succeed');
+    expect(s.finished()).toBe(false);
+    expect(worker.isRunning).toBe(true);
+    await expect(worker.run()).rejects.toBeInstanceOf(WorkerStateError);
+
+    await worker.stop();
+    await s.done;
+    expect(s.finished()).toBe(true);
+    expect(worker.isRunning).toBe(false);
+    expect(s.events[0]).toMatchObject({ name: 'worker.started', workerId: worker.workerId, queues: [q] });
+    expect(s.events[s.events.length - 1]).toMatchObject({ name: 'worker.stopped', workerId: worker.workerId });
+    expect(await stateOf(jobId)).toBe('succeeded');
+  });
+
+  it('stop() lets a running handler finish within shutdownTimeoutMs and claims nothing new', async () => {
+    const q = freshQueue();
+    const release = gate();
+    let ctxSeen: HandlerContext | undefined;
+    const worker = new Worker(queue, { queues: [q], concurrency: 1, pollMs: 100, shutdownTimeoutMs: 20000 });
+    worker.handle('drain.job', async (payload: { n: number }, ctx: HandlerContext) => {
+      ctxSeen = ctx;
+      await release.opened;
+      return { n: payload.n };
+    });
+    const s = start(worker);
+    const first = await queue.enqueue('drain.job', { n: 1 }, { queue: q });
+    const ctx = await waitFor(() => ctxSeen, 10000, 'the handler to start');
+
+    const stopping = worker.stop();
+    const second = await queue.enqueue('drain.job', { n: 2 }, { queue: q });
+    release.open();
+    await stopping;
+    await s.done;
+
+    expect(ctx.signal.aborted).toBe(false);
+    expect(await admin.getJob(first)).toMatchObject({ state: 'succeeded', result: { n: 1 }, currentAttempt: 1 });
+    expect(await admin.getJob(second)).toMatchObject({ state: 'ready', currentAttempt: 0 });
+    const names = s.events.map((e) => e.name);
+    expect(names).not.toContain('job.abandoned');
+    expect(names.indexOf('job.succeeded')).toBeLessThan(names.indexOf('worker.stopped'));
+  });
+
+  it('a handler that outlives shutdownTimeoutMs is aborted with WorkerShutdownError and nothing is recorded for it', async () => {
+    const q = freshQueue();
+    let ctxSeen: HandlerContext | undefined;
+    let handlerReturned: Promise<void> | undefined;
+    const worker = new Worker(queue, { queues: [q], concurrency: 1, pollMs: 100, leaseMs: 1000, shutdownTimeoutMs: 200 });
+    worker.handle('stubborn.job', (_payload: unknown, ctx: HandlerContext) => {
+      ctxSeen = ctx;
+      const finished = (async () => {
+        await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve, { once: true }));
+        // Returning a result after the abort must not turn into a success.
+        await delay(20);
+        return { late: true };
+      })();
+      handlerReturned = finished.then(() => undefined);
+      return finished;
+    });
+    const s = start(worker);
+    const jobId = await queue.enqueue('stubborn.job', {}, { queue: q });
+    const ctx = await waitFor(() => ctxSeen, 10000, 'the handler to start');
+
+    await worker.stop();
+    await s.done;
+    await handlerReturned;
+
+    expect(ctx.signal.aborted).toBe(true);
+    expect(ctx.signal.reason).toBeInstanceOf(WorkerShutdownError);
+    expect(eventFor(s.events, 'job.abandoned', jobId)).toMatchObject({ attempt: 1, workerId: worker.workerId });
+    const names = s.events.map((e) => e.name);
+    for (const faked of ['job.succeeded', 'job.failed', 'job.retry_scheduled', 'job.canceled']) {
+      expect(names).not.toContain(faked);
+    }
+
+    // No outcome: the job is still active under the stopped worker until its lease runs out.
+    expect(await admin.getJob(jobId)).toMatchObject({ state: 'active', workerId: worker.workerId, currentAttempt: 1 });
+    expect((await pool.query('SELECT 1 FROM workhorse.job_outcome WHERE job_id = $1', [jobId])).rowCount).toBe(0);
+    expect(await attemptsOf(jobId)).toEqual([]);
+
+    // The stopped worker renews nothing, so the 1 s lease really runs out and recovery takes it.
+    await waitFor(
+      async () => {
+        await pool.query('SELECT workhorse.recover_expired_v1(100)');
+        return (await stateOf(jobId)) === 'ready';
+      },
+      10000,
+      'recovery to make the job ready',
+    );
+    expect(await admin.getJob(jobId)).toMatchObject({ state: 'ready', currentAttempt: 1, result: null });
+    expect(await attemptsOf(jobId)).toEqual([{ attempt: 1, outcome: 'expired', worker_id: worker.workerId }]);
+  });
+});
+
+describe('Worker wake-up', () => {
+  it('with pollMs 60000, a job enqueued while the worker is idle runs at once: NOTIFY woke it', async () => {
+    const q = freshQueue();
+    const worker = new Worker(queue, { queues: [q], pollMs: 60000, concurrency: 2 }).handle('wake.job', async () => 'woken');
+    const s = start(worker);
+
+    await waitFor(
+      async () =>
+        (
+          await pool.query(
+            "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN workhorse_jobs'",
+          )
+        ).rowCount === 1,
+      10000,
+      'the LISTEN connection',
+    );
+    // The start-up claims must be over, or one of them (not the notification) could pick the job
+    // up: wait until no claim has been running for several consecutive looks.
+    let quiet = 0;
+    await waitFor(
+      async () => {
+        const busy = await pool.query(
+          "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'active' AND query LIKE '%claim_many_v1%'",
+        );
+        quiet = busy.rowCount === 0 ? quiet + 1 : 0;
+        return quiet >= 8;
+      },
+      10000,
+      'the worker to go idle',
+    );
+
+    const jobId = await queue.enqueue('wake.job', {}, { queue: q });
+    // The next poll is at least 48 s away (pollMs less 20 % jitter), so only NOTIFY can explain this.
+    await waitFor(() => eventFor(s.events, 'job.succeeded', jobId), 10000, 'the job to succeed');
+    expect(await admin.getJob(jobId)).toMatchObject({ state: 'succeeded', result: 'woken' });
+  });
+
+  it('with listen: false, polling alone still runs the jobs', async () => {
+    const q = freshQueue();
+    const since = (await pool.query<{ now: Date }>('SELECT clock_timestamp() AS now')).rows[0].now;
+    const worker = new Worker(queue, { queues: [q], listen: false, pollMs: 200 }).handle(
+      'poll.job',
+      async (payload: { n: number }) => payload.n * 2,
+    );
+    const s = start(worker);
+    await waitFor(() => s.events.find((e) => e.name === 'worker.started'), 5000, 'worker.started');
+    const ids = await queue.enqueueMany([1, 2, 3].map((n) => ({ type: 'poll.job', payload: { n }, queue: q })));
+    for (const id of ids) await waitFor(() => eventFor(s.events, 'job.succeeded', id), 10000, `job ${id} to succeed`);
+    for (const [i, id] of ids.entries()) {
+      expect(await admin.getJob(id)).toMatchObject({ state: 'succeeded', result: (i + 1) * 2 });
+    }
+    const listeners = await pool.query(
+      "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'LISTEN%' AND backend_start >= $1",
+      [since],
+    );
+    expect(listeners.rowCount).toBe(0);
+  });
+});
+
+describe('Worker leases and claims', () => {
+  it('heartbeats keep a job alive beyond its lease (lease 1 s, handler 3 s)', async () => {
+    const q = freshQueue();
+    let ctxSeen: HandlerContext | undefined;
+    const worker = new Worker(queue, { queues: [q], leaseMs: 1000, pollMs: 100 }).handle(
+      'long.job',
+      async (_payload: unknown, ctx: HandlerContext) => {
+        ctxSeen = ctx;
+        await delay(3000);
+        return { attempt: ctx.attempt };
+      },
+    );
+    const s = start(worker);
+    const jobId = await queue.enqueue('long.job', {}, { queue: q, maxAttempts: 3 });
+    // Recover as eagerly as possible meanwhile: only renewed leases survive this.
+    await waitFor(
+      async () => {
+        await pool.query('SELECT workhorse.recover_expired_v1(100)');
+        return eventFor(s.events, 'job.succeeded', jobId);
+      },
+      15000,
+      'the job to succeed',
+    );
+    expect(ctxSeen?.signal.aborted).toBe(false);
+    expect(await admin.getJob(jobId)).toMatchObject({ state: 'succeeded', currentAttempt: 1, result: { attempt: 1 } });
+    expect(await attemptsOf(jobId)).toEqual([{ attempt: 1, outcome: 'succeeded', worker_id: worker.workerId }]);
+    const kinds = (await admin.getJobTimeline(jobId)).items.map((e) => e.kind);
+    expect(kinds).not.toContain('lease_expired');
+    expect(s.events.map((e) => e.name)).not.toContain('job.lease_lost');
+  });
+
+  it('claims in batches and never runs more than concurrency handlers at once (5 of 20)', async () => {
+    const q = freshQueue();
+    const ids = await queue.enqueueMany(Array.from({ length: 20 }, (_, n) => ({ type: 'batch.job', payload: { n }, queue: q })));
+    let running = 0;
+    let peak = 0;
+    const worker = new Worker(queue, { queues: [q], concurrency: 5, pollMs: 100 }).handle(
+      'batch.job',
+      async (payload: { n: number }) => {
+        running += 1;
+        peak = Math.max(peak, running);
+        await delay(100);
+        running -= 1;
+        return payload.n;
+      },
+    );
+    const s = start(worker);
+    for (const id of ids) await waitFor(() => eventFor(s.events, 'job.succeeded', id), 20000, `job ${id} to succeed`);
+    expect(peak).toBe(5);
+    const states = await pool.query<{ state: string; n: string }>(
+      'SELECT state, count(*) AS n FROM workhorse.job_outcome WHERE job_id = ANY ($1::uuid[]) GROUP BY state',
+      [ids],
+    );
+    expect(states.rows).toEqual([{ state: 'succeeded', n: '20' }]);
+    // The first claim took all five free slots in one call: five claims share one timestamp.
+    const batches = await pool.query<{ n: string }>(
+      "SELECT count(*) AS n FROM workhorse.job_event WHERE kind = 'claimed' AND job_id = ANY ($1::uuid[]) GROUP BY at ORDER BY 1 DESC LIMIT 1",
+      [ids],
+    );
+    expect(batches.rows[0].n).toBe('5');
+  });
+
+  it('releases a job of a type it has no handler for without consuming the attempt; a worker with the handler runs it', async () => {
+    const q = freshQueue();
+    const jobId = await queue.enqueue('mystery.job', { secret: 42 }, { queue: q, maxAttempts: 1 });
+
+    const ignorant = new Worker(queue, { queues: [q], workerId: 'ignorant', unknownTypeDelayMs: 300 }).handle(
+      'other.job',
+      async () => 'never',
+    );
+    const ignorantEvents: WorkerEvent[] = [];
+    ignorant.on((e) => ignorantEvents.push(e));
+    expect(await ignorant.runOnce()).toBe(1);
+    expect(ignorantEvents.map((e) => e.name)).toEqual(['job.claimed', 'job.released']);
+    expect(ignorantEvents[1]).toMatchObject({ jobId, type: 'mystery.job', reason: expect.stringContaining('mystery.job') });
+    // Scheduled for 300 ms later; only a maintenance tick can promote it, and none ran since.
+    expect(await admin.getJob(jobId)).toMatchObject({ state: 'scheduled', currentAttempt: 0, workerId: null });
+    expect(await attemptsOf(jobId)).toEqual([{ attempt: 1, outcome: 'released', worker_id: 'ignorant' }]);
+    expect((await admin.getJobTimeline(jobId)).items.map((e) => e.kind)).toContain('released');
+
+    let attemptSeen = 0;
+    const able = new Worker(queue, { queues: [q], workerId: 'able', pollMs: 100, tickMs: 100 }).handle(
+      'mystery.job',
+      async (payload: { secret: number }, ctx: HandlerContext) => {
+        attemptSeen = ctx.attempt;
+        return payload.secret;
+      },
+    );
+    const s = start(able);
+    await waitFor(() => eventFor(s.events, 'job.succeeded', jobId), 10000, 'the able worker to run the job');
+    // maxAttempts 1 and it still ran: the release gave the attempt back.
+    expect(attemptSeen).toBe(1);
+    expect(await admin.getJob(jobId)).toMatchObject({ state: 'succeeded', result: 42, currentAttempt: 1 });
+    expect(await attemptsOf(jobId)).toEqual([
+      { attempt: 1, outcome: 'released', worker_id: 'ignorant' },
+      { attempt: 1, outcome: 'succeeded', worker_id: 'able' },
+    ]);
+  });
+
+  it('with unknownTypeDelayMs 0 a released job is ready again at once', async () => {
+    const q = freshQueue();
+    const jobId = await queue.enqueue('mystery.job', {}, { queue: q });
+    const ignorant = new Worker(queue, { queues: [q], unknownTypeDelayMs: 0 });
+    expect(await ignorant.runOnce()).toBe(1);
+    expect(await admin.getJob(jobId)).toMatchObject({ state: 'ready', currentAttempt: 0 });
+    // Clean up: run it, so the job does not stay live.
+    const able = new Worker(queue, { queues: [q] }).handle('mystery.job', async () => null);
+    expect(await able.runOnce()).toBe(1);
+    expect(await stateOf(jobId)).toBe('succeeded');
+  });
+
+  it('runOnce() runs up to concurrency jobs to the end and returns how many it ran', async () => {
+    const q = freshQueue();
+    const ids = await queue.enqueueMany([1, 2, 3].map((n) => ({ type: 'once.job', payload: { n }, queue: q })));
+    const worker = new Worker(queue, { queues: [q], concurrency: 2 }).handle('once.job', async (payload: { n: number }) => {
+      await delay(50);
+      return payload.n;
+    });
+    expect(await worker.runOnce()).toBe(2);
+    // FIFO: the first two ran, and they are finished (not merely claimed) when runOnce resolves.
+    expect(await Promise.all(ids.map(stateOf))).toEqual(['succeeded', 'succeeded', 'ready']);
+    expect(await worker.runOnce()).toBe(1);
+    expect(await admin.getJob(ids[2])).toMatchObject({ state: 'succeeded', result: 3 });
+    expect(await worker.runOnce()).toBe(0);
+    expect(worker.activeCount).toBe(0);
+  });
+
+  it('pause() stops new claims and resume() restarts them', async () => {
+    const q = freshQueue();
+    const worker = new Worker(queue, { queues: [q], concurrency: 1, pollMs: 100 }).handle('pause.job', async () => 'done');
+    const first = await queue.enqueue('pause.job', { n: 1 }, { queue: q });
+    // Pausing from the success event of the only slot's job: no claim can be in flight then.
+    worker.on((e) => {
+      if (e.name === 'job.succeeded' && e.jobId === first) worker.pause();
+    });
+    const s = start(worker);
+    await waitFor(() => eventFor(s.events, 'job.succeeded', first), 10000, 'the first job');
+
+    const second = await queue.enqueue('pause.job', { n: 2 }, { queue: q });
+    // A negative can only be observed over time: ten poll intervals and a NOTIFY go by unanswered.
+    await delay(1000);
+    expect(await stateOf(second)).toBe('ready');
+    expect(eventFor(s.events, 'job.claimed', second)).toBeUndefined();
+
+    worker.resume();
+    await waitFor(() => eventFor(s.events, 'job.succeeded', second), 10000, 'the second job after resume()');
+    expect(await stateOf(second)).toBe('succeeded');
+  });
+});
+
+describe('Worker API', () => {
+  it('rejects invalid options with WorkhorseValidationError naming the field', () => {
+    const cases: [WorkerOptions, string][] = [
+      [{ bogus: 1 } as unknown as WorkerOptions, 'bogus'],
+      [{ concurrency: 0 }, 'concurrency'],
+      [{ leaseMs: 10 }, 'leaseMs'],
+    ];
+    for (const [options, field] of cases) {
+      let thrown: unknown;
+      try {
+        new Worker(queue, options);
+      } catch (error) {
+        thrown = error;
+      }
+      expect(thrown).toBeInstanceOf(WorkhorseValidationError);
+      expect((thrown as WorkhorseValidationError).field).toBe(field);
+    }
+  });
+
+  it('registering a type twice throws', () => {
+    const worker = new Worker(queue).handle('twice.job', async () => 1);
+    expect(() => worker.handle('twice.job', async () => 2)).toThrow(WorkerStateError);
+    expect(worker.types).toEqual(['twice.job']);
+  });
+
+  it('a listener that throws does not stop processing; it is reported as worker.error during listener', async () => {
+    const q = freshQueue();
+    const worker = new Worker(queue, { queues: [q], pollMs: 100 }).handle('noisy.job', async () => 'fine');
+    worker.on(() => {
+      throw new Error('listener boom');
+    });
+    const s = start(worker);
+    const ids = await queue.enqueueMany([1, 2].map((n) => ({ type: 'noisy.job', payload: { n }, queue: q })));
+    for (const id of ids) await waitFor(() => eventFor(s.events, 'job.succeeded', id), 10000, `job ${id} to succeed`);
+    for (const id of ids) expect(await stateOf(id)).toBe('succeeded');
+    const reported = s.events.filter((e) => e.name === 'worker.error');
+    expect(reported.length).toBeGreaterThan(0);
+    for (const e of reported) {
+      expect(e).toMatchObject({ during: 'listener', error: expect.objectContaining({ message: 'listener boom' }) });
+    }
+  });
+
+  it('events for a successful job arrive as job.claimed, then job.succeeded', async () => {
+    const q = freshQueue();
+    const worker = new Worker(queue, { queues: [q], pollMs: 100 }).handle('ordered.job', async () => 'ok');
+    const s = start(worker);
+    const jobId = await queue.enqueue('ordered.job', {}, { queue: q });
+    await waitFor(() => eventFor(s.events, 'job.succeeded', jobId), 10000, 'the job to succeed');
+    const forJob = s.events.filter((e) => 'jobId' in e && e.jobId === jobId);
+    expect(forJob.map((e) => e.name)).toEqual(['job.claimed', 'job.succeeded']);
+    const fields = { jobId, type: 'ordered.job', queue: q, attempt: 1, workerId: worker.workerId };
+    expect(forJob[0]).toMatchObject(fields);
+    expect(forJob[1]).toMatchObject({ ...fields, durationMs: expect.any(Number) });
+  });
+});
