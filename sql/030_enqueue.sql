@@ -33,9 +33,8 @@ BEGIN
   IF p_req ? 'maxAttempts' THEN
     PERFORM workhorse.check_int(p_req -> 'maxAttempts', p_path || '.maxAttempts', 1, 100);
   END IF;
-  IF p_req ? 'runAt' AND (jsonb_typeof(p_req -> 'runAt') <> 'string'
-      OR (p_req ->> 'runAt') !~ '^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])[T ]([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{1,6})?)?(Z|[+-]\d{2}(:?\d{2})?)$') THEN
-    PERFORM workhorse.raise_invalid(p_path || '.runAt', 'must be an ISO 8601 timestamp with a time zone, such as 2030-01-01T00:00:00Z');
+  IF p_req ? 'runAt' THEN
+    PERFORM workhorse.check_timestamp(p_req -> 'runAt', p_path || '.runAt');
   END IF;
   IF p_req ? 'retryPolicy' THEN
     PERFORM workhorse.normalize_retry_policy(p_req -> 'retryPolicy', p_path || '.retryPolicy');

@@ -156,8 +156,9 @@ END
 $$;
 
 -- Records success for a batch of one worker's jobs: [{"jobId", "fence", "result"}]. Per job:
--- `succeeded`, `canceled` (a cancel was requested first: the result is refused and the job ends
--- canceled) or `stale` (nothing written). Each valid item deletes the runtime row and writes the
+-- `succeeded` (also for a repeat of this worker's own committed completion, which writes nothing),
+-- `canceled` (a cancel was requested first: the result is refused and the job ends canceled) or
+-- `stale` (nothing written). Each valid item deletes the runtime row and writes the
 -- outcome, the attempt and the event in set-based statements, one per table.
 CREATE FUNCTION workhorse.complete_many_v1(p_worker_id text, p_items jsonb)
 RETURNS TABLE (job_id uuid, status text)
@@ -224,7 +225,13 @@ BEGIN
     FROM done d
   )
   SELECT i.job_id,
-         CASE WHEN d.job_id IS NULL THEN 'stale' WHEN d.canceled THEN 'canceled' ELSE 'succeeded' END
+         CASE WHEN d.job_id IS NOT NULL THEN CASE WHEN d.canceled THEN 'canceled' ELSE 'succeeded' END
+              -- A retry of a completion that already committed (its first answer was lost with
+              -- the connection) finds its own outcome: same worker, same fence. Answer as before.
+              WHEN EXISTS (SELECT 1 FROM workhorse.job_outcome o
+                           WHERE o.job_id = i.job_id AND o.state = 'succeeded'
+                             AND o.worker_id = p_worker_id AND o.fence_token = i.fence) THEN 'succeeded'
+              ELSE 'stale' END
   FROM input i LEFT JOIN done d ON d.job_id = i.job_id
   ORDER BY i.ord;
 END

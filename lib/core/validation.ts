@@ -190,7 +190,8 @@ export function toWireRequest(type: unknown, payload: unknown, options: unknown,
     const tags: unknown = opts.tags;
     if (!Array.isArray(tags) || tags.length > LIMITS.tags) fail(`${path}tags`, `must be an array of at most ${LIMITS.tags} strings`);
     tags.forEach((tag: unknown, i) => {
-      if (typeof tag !== 'string' || tag.length < 1 || tag.length > LIMITS.tagLength) {
+      // Counted in characters (code points), as PostgreSQL's length() counts them.
+      if (typeof tag !== 'string' || tag.length < 1 || [...tag].length > LIMITS.tagLength) {
         fail(`${path}tags[${i}]`, `must be a string of 1 to ${LIMITS.tagLength} characters`);
       }
       checkString(tag, `${path}tags[${i}]`);

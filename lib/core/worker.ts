@@ -8,6 +8,7 @@ import {
   LeaseLostError,
   WorkerShutdownError,
   WorkerStateError,
+  WorkhorseError,
   WorkhorseValidationError,
 } from './errors';
 import type { WorkerEvent, WorkerEventListener } from './events';
@@ -101,13 +102,15 @@ interface Running {
 }
 
 interface PendingCompletion {
-  job: ClaimedJob;
+  run: Running;
   resultText: string;
   resolve(status: string): void;
   reject(error: unknown): void;
 }
 
 type Lifecycle = 'idle' | 'running' | 'stopping';
+
+const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** Turns anything a handler threw into the stored `{ name, message, stack }` envelope. */
 export function toErrorEnvelope(thrown: unknown): ErrorEnvelope {
@@ -482,7 +485,7 @@ export class Worker {
       } else {
         const ctx = new HandlerContext(job, run.controller.signal, this.pool, () => this.loseLease(run));
         const outcome = await this.invoke(run, handler.fn, payload, ctx);
-        if (outcome.ok) this.settleStatus(run, await this.complete(job, outcome.resultText), null);
+        if (outcome.ok) this.settleStatus(run, await this.complete(run, outcome.resultText), null);
         else await this.settleFailure(run, outcome.thrown);
       }
     } catch (error) {
@@ -631,9 +634,9 @@ export class Worker {
    * Queues a completion. While one `complete_many_v1` round trip is in flight, completions
    * gather and go together in the next: batching without added latency.
    */
-  private complete(job: ClaimedJob, resultText: string): Promise<string> {
+  private complete(run: Running, resultText: string): Promise<string> {
     return new Promise((resolve, reject) => {
-      this.pending.push({ job, resultText, resolve, reject });
+      this.pending.push({ run, resultText, resolve, reject });
       this.flushing ??= this.flushLoop().finally(() => {
         this.flushing = null;
       });
@@ -645,19 +648,35 @@ export class Worker {
   }
 
   private async flushLoop(): Promise<void> {
+    let failures = 0;
     while (this.pending.length > 0) {
       const batch = this.pending.splice(0, 500);
       try {
-        const items = leasesJson(batch.map((p) => ({ jobId: p.job.jobId, fenceToken: p.job.fenceToken, extra: `"result":${p.resultText}` })));
+        const items = leasesJson(
+          batch.map((p) => ({ jobId: p.run.job.jobId, fenceToken: p.run.job.fenceToken, extra: `"result":${p.resultText}` })),
+        );
         const result = await this.pool.query<{ job_id: string; status: string }>(
           'SELECT job_id, status FROM workhorse.complete_many_v1($1, $2::jsonb)',
           [this.workerId, items],
         );
+        failures = 0;
         const byId = new Map(result.rows.map((r) => [r.job_id, r.status]));
-        for (const p of batch) p.resolve(byId.get(p.job.jobId) ?? 'stale');
+        for (const p of batch) p.resolve(byId.get(p.run.job.jobId) ?? 'stale');
       } catch (error) {
         const typed = fromPgError(error);
-        for (const p of batch) p.reject(typed);
+        if (typed instanceof WorkhorseError) {
+          for (const p of batch) p.reject(typed);
+          continue;
+        }
+        // The database could not be reached, or the commit's fate is unknown. Try again while
+        // we still hold the leases (heartbeats keep them alive meanwhile): a completion that did
+        // commit is recognised by its fence and answers `succeeded` again, never a second outcome.
+        this.reportError('complete', error as Error);
+        failures++;
+        const owned = batch.filter((p) => p.run.outcome !== 'lost' && p.run.outcome !== 'abandoned');
+        for (const p of batch) if (!owned.includes(p)) p.resolve('stale');
+        this.pending.unshift(...owned);
+        await delay(Math.min(2000, 50 * 2 ** failures) * (0.5 + Math.random() / 2));
       }
     }
   }
