@@ -42,10 +42,17 @@ CREATE TABLE workhorse.job (
   payload jsonb NOT NULL,
   priority smallint NOT NULL CHECK (priority BETWEEN 0 AND 100),
   max_attempts integer NOT NULL CHECK (max_attempts BETWEEN 1 AND 100),
-  retry_policy jsonb NOT NULL,
+  -- Null: none given at enqueue; the handler's policy or the default applies.
+  retry_policy jsonb,
   tags text[] NOT NULL,
   run_at timestamptz NOT NULL,
-  created_at timestamptz NOT NULL
+  created_at timestamptz NOT NULL,
+  -- The whole job must end by then, or it fails with DeadlineExceeded (never retried).
+  deadline timestamptz,
+  -- Each attempt may run this long before it closes as `timeout`.
+  execution_timeout_ms integer CHECK (execution_timeout_ms BETWEEN 1000 AND 86400000),
+  -- Creation order (also job_query's key).
+  seq bigint NOT NULL
 );
 
 -- The live row. Priority and queue are copied from `job` so a claim never joins it. Lease and
@@ -68,6 +75,11 @@ CREATE TABLE workhorse.job_runtime (
   cancel_requested_at timestamptz,
   cancel_reason text,
   last_error jsonb,
+  progress jsonb,
+  deadline timestamptz,
+  -- When the running attempt's execution timeout ends (PostgreSQL's clock).
+  attempt_deadline timestamptz,
+  execution_timeout_ms integer,
   CONSTRAINT job_runtime_state_check CHECK (state IN ('blocked', 'scheduled', 'ready', 'active')),
   CONSTRAINT job_runtime_owner_check CHECK (
     CASE state
@@ -75,7 +87,7 @@ CREATE TABLE workhorse.job_runtime (
                          AND heartbeat_at IS NOT NULL AND attempt_started_at IS NOT NULL
                          AND current_attempt >= 1
       ELSE worker_id IS NULL AND lease_expires_at IS NULL AND heartbeat_at IS NULL
-           AND attempt_started_at IS NULL AND cancel_requested_at IS NULL
+           AND attempt_started_at IS NULL AND cancel_requested_at IS NULL AND attempt_deadline IS NULL
     END),
   CONSTRAINT job_runtime_attempt_check CHECK (current_attempt BETWEEN 0 AND max_attempts)
 ) WITH (fillfactor = 80);
@@ -86,6 +98,9 @@ CREATE INDEX job_runtime_ready_idx ON workhorse.job_runtime (queue, priority DES
 -- Promotion of due delayed jobs.
 CREATE INDEX job_runtime_scheduled_idx ON workhorse.job_runtime (run_at)
   WHERE state = 'scheduled';
+-- Deadline enforcement; the column never changes after enqueue, so HOT renewals are unaffected.
+CREATE INDEX job_runtime_deadline_idx ON workhorse.job_runtime (deadline)
+  WHERE deadline IS NOT NULL;
 -- Lease recovery scans active rows only; the lease column stays out of the key (HOT renewals).
 CREATE INDEX job_runtime_active_idx ON workhorse.job_runtime (queue)
   WHERE state = 'active';
@@ -101,8 +116,35 @@ CREATE TABLE workhorse.job_outcome (
   fence_token bigint,
   worker_id text,
   finished_at timestamptz NOT NULL,
+  progress jsonb,
   CONSTRAINT job_outcome_result_check CHECK (state = 'succeeded' OR result IS NULL),
   CONSTRAINT job_outcome_error_check CHECK (state = 'succeeded' OR error IS NOT NULL)
+);
+
+-- Dead letters are failed outcomes. Live dispatch never reads job_outcome, so this index costs
+-- only the terminal insert of failed jobs.
+CREATE INDEX job_outcome_dead_letter_idx ON workhorse.job_outcome (finished_at DESC, job_id DESC)
+  WHERE state = 'failed';
+
+-- Lineage of redriven dead letters: one row per redrive, idempotent per request id.
+CREATE TABLE workhorse.job_redrive (
+  request_id text PRIMARY KEY,
+  source_job_id uuid NOT NULL REFERENCES workhorse.job (id),
+  new_job_id uuid NOT NULL REFERENCES workhorse.job (id),
+  actor text,
+  reason text,
+  created_at timestamptz NOT NULL
+);
+CREATE INDEX job_redrive_source_idx ON workhorse.job_redrive (source_job_id);
+CREATE UNIQUE INDEX job_redrive_new_idx ON workhorse.job_redrive (new_job_id);
+
+-- Paused queues. A queue without a row is running.
+CREATE TABLE workhorse.queue_control (
+  queue text PRIMARY KEY,
+  paused boolean NOT NULL,
+  changed_at timestamptz NOT NULL,
+  changed_by text,
+  reason text
 );
 
 -- Routing projection for operator reads (Admin.listJobs): written once at enqueue, never by
@@ -149,7 +191,7 @@ CREATE TABLE workhorse.attempt_history (
   id bigint NOT NULL DEFAULT nextval('workhorse.history_seq'),
   job_id uuid NOT NULL,
   attempt integer NOT NULL,
-  outcome text NOT NULL CHECK (outcome IN ('succeeded', 'failed', 'timeout', 'expired', 'canceled', 'released')),
+  outcome text NOT NULL CHECK (outcome IN ('succeeded', 'failed', 'timeout', 'expired', 'canceled', 'released', 'deadline')),
   worker_id text NOT NULL,
   fence_token bigint NOT NULL,
   started_at timestamptz NOT NULL,

@@ -66,7 +66,7 @@ $$;
 -- compact JSON text, the measure clients use (JSON.stringify). PostgreSQL renders jsonb with a
 -- space after each `,` and `:`; those are not counted (the count of ", " and ": " pairs may
 -- include some inside strings, which only errs towards accepting).
-CREATE FUNCTION workhorse.check_json_size(p_value jsonb, p_field text)
+CREATE FUNCTION workhorse.check_json_size(p_value jsonb, p_field text, p_limit integer DEFAULT 1048576)
 RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -78,12 +78,13 @@ BEGIN
   END IF;
   v_text := p_value::text;
   v_bytes := octet_length(v_text);
-  IF v_bytes > 1048576 THEN
+  IF v_bytes > p_limit THEN
     v_bytes := v_bytes - (length(v_text) - length(replace(v_text, ', ', ',')))
                        - (length(v_text) - length(replace(v_text, '": ', '":')));
   END IF;
-  IF v_bytes > 1048576 THEN
-    PERFORM workhorse.raise_invalid(p_field, 'is larger than the 1 MiB limit (1048576 bytes of JSON)');
+  IF v_bytes > p_limit THEN
+    PERFORM workhorse.raise_invalid(p_field, format('is larger than the %s limit (%s bytes of JSON)',
+      CASE WHEN p_limit = 1048576 THEN '1 MiB' ELSE (p_limit / 1024) || ' KiB' END, p_limit));
   END IF;
 END
 $$;
@@ -222,6 +223,15 @@ BEGIN
 END
 $$;
 
+-- The ownership rule: the row is active, worker id and fence token match, and neither the lease
+-- nor the attempt's execution timeout has run out at p_now.
+CREATE FUNCTION workhorse.owns(r workhorse.job_runtime, p_worker_id text, p_fence bigint, p_now timestamptz)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT r.state = 'active' AND r.worker_id = p_worker_id AND r.fence_token = p_fence
+         AND r.lease_expires_at > p_now AND (r.attempt_deadline IS NULL OR r.attempt_deadline > p_now)
+$$;
+
 -- Locks a job's runtime row and returns it only if the caller still owns the job: the row is
 -- active and worker id, fence token and an unexpired lease all match. The clock is read after
 -- the lock is granted, so a lease that ran out while we waited counts as lost.
@@ -232,8 +242,7 @@ DECLARE
   r workhorse.job_runtime;
 BEGIN
   SELECT * INTO r FROM workhorse.job_runtime WHERE job_id = p_job_id FOR UPDATE;
-  IF NOT FOUND OR r.state <> 'active' OR r.worker_id IS DISTINCT FROM p_worker_id
-     OR r.fence_token IS DISTINCT FROM p_fence OR r.lease_expires_at <= clock_timestamp() THEN
+  IF NOT FOUND OR NOT workhorse.owns(r, p_worker_id, p_fence, clock_timestamp()) THEN
     RETURN NULL;
   END IF;
   RETURN r;
@@ -248,8 +257,8 @@ RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
   DELETE FROM workhorse.job_runtime WHERE job_id = r.job_id;
-  INSERT INTO workhorse.job_outcome (job_id, queue, state, result, error, final_attempt, fence_token, worker_id, finished_at)
-  VALUES (r.job_id, r.queue, p_state, p_result, p_error, r.current_attempt, r.fence_token, r.worker_id, p_now);
+  INSERT INTO workhorse.job_outcome (job_id, queue, state, result, error, final_attempt, fence_token, worker_id, finished_at, progress)
+  VALUES (r.job_id, r.queue, p_state, p_result, p_error, r.current_attempt, r.fence_token, r.worker_id, p_now, r.progress);
   IF p_attempt_outcome IS NOT NULL THEN
     INSERT INTO workhorse.attempt_history (job_id, attempt, outcome, worker_id, fence_token, started_at, finished_at, error)
     VALUES (r.job_id, r.current_attempt, p_attempt_outcome, r.worker_id, r.fence_token, r.attempt_started_at, p_now,
@@ -275,7 +284,7 @@ BEGIN
          run_at = greatest(p_run_at, p_now),
          current_attempt = current_attempt + p_attempt_delta,
          worker_id = NULL, lease_expires_at = NULL, heartbeat_at = NULL, attempt_started_at = NULL,
-         cancel_requested_at = NULL, cancel_reason = NULL,
+         attempt_deadline = NULL, cancel_requested_at = NULL, cancel_reason = NULL,
          last_error = coalesce(p_last_error, last_error)
    WHERE job_id = p_job_id;
   RETURN v_state;

@@ -14,9 +14,10 @@ BEGIN
     PERFORM workhorse.raise_invalid(p_path, 'must be an object with at least "type" and "payload"');
   END IF;
   FOR v_key IN SELECT jsonb_object_keys(p_req) LOOP
-    IF v_key NOT IN ('type', 'payload', 'queue', 'priority', 'runAt', 'maxAttempts', 'retryPolicy', 'tags') THEN
+    IF v_key NOT IN ('type', 'payload', 'queue', 'priority', 'runAt', 'maxAttempts', 'retryPolicy', 'tags',
+                     'deadline', 'executionTimeoutMs') THEN
       PERFORM workhorse.raise_invalid(p_path || '.' || v_key,
-        'is not an enqueue option (type, payload, queue, priority, runAt, maxAttempts, retryPolicy, tags)');
+        'is not an enqueue option (type, payload, queue, priority, runAt, maxAttempts, retryPolicy, tags, deadline, executionTimeoutMs)');
     END IF;
   END LOOP;
   PERFORM workhorse.check_name(p_req -> 'type', p_path || '.type');
@@ -36,7 +37,13 @@ BEGIN
   IF p_req ? 'runAt' THEN
     PERFORM workhorse.check_timestamp(p_req -> 'runAt', p_path || '.runAt');
   END IF;
-  IF p_req ? 'retryPolicy' THEN
+  IF p_req ? 'deadline' THEN
+    PERFORM workhorse.check_timestamp(p_req -> 'deadline', p_path || '.deadline');
+  END IF;
+  IF p_req ? 'executionTimeoutMs' THEN
+    PERFORM workhorse.check_int(p_req -> 'executionTimeoutMs', p_path || '.executionTimeoutMs', 1000, 86400000);
+  END IF;
+  IF p_req ? 'retryPolicy' AND p_req -> 'retryPolicy' <> 'null'::jsonb THEN
     PERFORM workhorse.normalize_retry_policy(p_req -> 'retryPolicy', p_path || '.retryPolicy');
   END IF;
   IF p_req ? 'tags' THEN
@@ -89,18 +96,25 @@ BEGIN
            x.e -> 'payload' AS payload,
            coalesce((x.e ->> 'priority')::smallint, 0) AS priority,
            coalesce((x.e ->> 'maxAttempts')::integer, 25) AS max_attempts,
-           workhorse.normalize_retry_policy(x.e -> 'retryPolicy', 'retryPolicy') AS retry_policy,
+           CASE WHEN x.e -> 'retryPolicy' <> 'null'::jsonb
+                THEN workhorse.normalize_retry_policy(x.e -> 'retryPolicy', 'retryPolicy') END AS retry_policy,
+           (x.e ->> 'deadline')::timestamptz AS deadline,
+           (x.e ->> 'executionTimeoutMs')::integer AS execution_timeout_ms,
            coalesce(ARRAY(SELECT jsonb_array_elements_text(x.e -> 'tags')), '{}') AS tags,
            greatest(coalesce((x.e ->> 'runAt')::timestamptz, v_now), v_now) AS run_at
     FROM jsonb_array_elements(p_requests) WITH ORDINALITY AS x (e, ord)
   ),
   ins_job AS (
-    INSERT INTO workhorse.job (id, queue, type, payload, priority, max_attempts, retry_policy, tags, run_at, created_at)
-    SELECT id, queue, type, payload, priority, max_attempts, retry_policy, tags, run_at, v_now FROM input
+    INSERT INTO workhorse.job (id, queue, type, payload, priority, max_attempts, retry_policy, tags, run_at, created_at, seq,
+                               deadline, execution_timeout_ms)
+    SELECT id, queue, type, payload, priority, max_attempts, retry_policy, tags, run_at, v_now, seq,
+           deadline, execution_timeout_ms
+    FROM input
   ),
   ins_runtime AS (
-    INSERT INTO workhorse.job_runtime (job_id, queue, priority, state, seq, run_at, max_attempts)
-    SELECT id, queue, priority, CASE WHEN run_at <= v_now THEN 'ready' ELSE 'scheduled' END, seq, run_at, max_attempts
+    INSERT INTO workhorse.job_runtime (job_id, queue, priority, state, seq, run_at, max_attempts, deadline, execution_timeout_ms)
+    SELECT id, queue, priority, CASE WHEN run_at <= v_now THEN 'ready' ELSE 'scheduled' END, seq, run_at, max_attempts,
+           deadline, execution_timeout_ms
     FROM input
   ),
   ins_query AS (

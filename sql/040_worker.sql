@@ -10,7 +10,7 @@
 --   worker needs (type, payload, attempt, fence, lease and any stored checkpoints).
 -- * FOR UPDATE SKIP LOCKED lets concurrent workers take disjoint rows without waiting on each
 --   other; a row another claimer holds is simply skipped.
--- * Per queue, the LATERAL subquery walks job_runtime_ready_idx in index order and stops after
+-- * Per running queue, the LATERAL subquery walks job_runtime_ready_idx in index order and stops after
 --   p_limit rows, so the cost does not grow with the backlog. Merging several queues sorts at
 --   most p_limit rows per queue.
 -- * The worker asks for exactly its free slots, so nothing sits claimed but unstarted.
@@ -19,7 +19,7 @@
 CREATE FUNCTION workhorse.claim_many_v1(p_queues text[], p_worker_id text, p_limit integer, p_lease_ms integer)
 RETURNS TABLE (
   job_id uuid, queue text, type text, payload jsonb, attempt integer, max_attempts integer,
-  fence_token bigint, lease_expires_at timestamptz, checkpoints jsonb)
+  fence_token bigint, lease_expires_at timestamptz, execution_timeout_ms integer, checkpoints jsonb)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
@@ -49,10 +49,16 @@ BEGIN
   WITH picked AS (
     SELECT c.job_id
     FROM (SELECT DISTINCT unnest(p_queues)) AS q (name)
+    -- Paused queues are skipped (one primary-key probe per queue).
+    CROSS JOIN LATERAL (
+      SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM workhorse.queue_control qc WHERE qc.queue = q.name AND qc.paused)
+    ) AS running
     CROSS JOIN LATERAL (
       SELECT r.job_id, r.priority, r.seq
       FROM workhorse.job_runtime r
       WHERE r.state = 'ready' AND r.queue = q.name
+        -- A job past its deadline is never started; maintenance fails it.
+        AND (r.deadline IS NULL OR r.deadline > v_now)
       ORDER BY r.priority DESC, r.seq
       LIMIT p_limit
       FOR UPDATE SKIP LOCKED
@@ -68,16 +74,19 @@ BEGIN
            worker_id = p_worker_id,
            lease_expires_at = v_now + v_lease,
            heartbeat_at = v_now,
-           attempt_started_at = v_now
+           attempt_started_at = v_now,
+           attempt_deadline = v_now + r.execution_timeout_ms * interval '1 millisecond'
       FROM picked p
      WHERE r.job_id = p.job_id
-    RETURNING r.job_id, r.queue, r.priority, r.seq, r.current_attempt, r.max_attempts, r.fence_token, r.lease_expires_at
+    RETURNING r.job_id, r.queue, r.priority, r.seq, r.current_attempt, r.max_attempts, r.fence_token, r.lease_expires_at,
+              r.execution_timeout_ms
   ),
   ev AS (
     INSERT INTO workhorse.job_event (job_id, at, kind, attempt, worker_id, fence_token)
     SELECT c.job_id, v_now, 'claimed', c.current_attempt, p_worker_id, c.fence_token FROM claimed c
   )
   SELECT c.job_id, c.queue, j.type, j.payload, c.current_attempt, c.max_attempts, c.fence_token, c.lease_expires_at,
+         c.execution_timeout_ms,
          -- Each value travels wrapped: [] for a stage that returned nothing, [value] otherwise.
          (SELECT jsonb_object_agg(k.name, CASE WHEN k.value IS NULL THEN '[]'::jsonb ELSE jsonb_build_array(k.value) END)
           FROM workhorse.job_checkpoint k WHERE k.job_id = c.job_id)
@@ -143,8 +152,7 @@ BEGIN
     UPDATE workhorse.job_runtime r
        SET lease_expires_at = v_now + v_lease, heartbeat_at = v_now
       FROM input i
-     WHERE r.job_id = i.job_id AND r.state = 'active' AND r.worker_id = p_worker_id
-       AND r.fence_token = i.fence AND r.lease_expires_at > v_now
+     WHERE r.job_id = i.job_id AND workhorse.owns(r, p_worker_id, i.fence, v_now)
     RETURNING r.job_id, r.cancel_requested_at IS NOT NULL AS cancel, r.lease_expires_at
   )
   SELECT i.job_id,
@@ -195,9 +203,8 @@ BEGIN
   done AS (
     DELETE FROM workhorse.job_runtime r
      USING input i
-     WHERE r.job_id = i.job_id AND r.state = 'active' AND r.worker_id = p_worker_id
-       AND r.fence_token = i.fence AND r.lease_expires_at > v_now
-    RETURNING r.job_id, r.queue, r.current_attempt, r.fence_token, r.attempt_started_at,
+     WHERE r.job_id = i.job_id AND workhorse.owns(r, p_worker_id, i.fence, v_now)
+    RETURNING r.job_id, r.queue, r.current_attempt, r.fence_token, r.attempt_started_at, r.progress,
               r.cancel_requested_at IS NOT NULL AS canceled,
               CASE WHEN r.cancel_requested_at IS NOT NULL
                    THEN jsonb_build_object('name', 'Canceled', 'message', coalesce(r.cancel_reason, 'canceled on request'))
@@ -205,10 +212,10 @@ BEGIN
               i.result
   ),
   outcome AS (
-    INSERT INTO workhorse.job_outcome (job_id, queue, state, result, error, final_attempt, fence_token, worker_id, finished_at)
+    INSERT INTO workhorse.job_outcome (job_id, queue, state, result, error, final_attempt, fence_token, worker_id, finished_at, progress)
     SELECT d.job_id, d.queue, CASE WHEN d.canceled THEN 'canceled' ELSE 'succeeded' END,
            CASE WHEN d.canceled THEN NULL ELSE d.result END, d.cancel_error,
-           d.current_attempt, d.fence_token, p_worker_id, v_now
+           d.current_attempt, d.fence_token, p_worker_id, v_now, d.progress
     FROM done d
   ),
   attempts AS (
@@ -248,10 +255,13 @@ LANGUAGE sql AS $$
 $$;
 
 -- Records a failed attempt. p_options: {"retryDelayMs"?: explicit delay for the next attempt,
--- "nonRetryable"?: fail now whatever attempts remain, "attemptOutcome"?: "failed" | "timeout"}.
--- Retries follow the job's persisted policy while current_attempt < max_attempts; otherwise the
--- job fails terminally with p_error as its error envelope. Returns the status (`retry_scheduled`,
--- `failed`, `canceled` or `stale`), and for a retry the next run time, delay and its source.
+-- "nonRetryable"?: fail now whatever attempts remain, "attemptOutcome"?: "failed" | "timeout",
+-- "retryPolicy"?: the handler's policy, used when the job has none of its own}.
+-- Retries follow the job's policy, else the handler's, else the default, while
+-- current_attempt < max_attempts and the job's deadline allows; otherwise the job fails for good
+-- with p_error as its error envelope. Returns the status (`retry_scheduled`, `failed`, `canceled`
+-- or `stale`), and for a retry the next run time, the delay and its source (`explicit`, `job`,
+-- `handler` or `default`).
 CREATE FUNCTION workhorse.fail_v1(
   p_job_id uuid, p_worker_id text, p_fence bigint, p_error jsonb, p_options jsonb DEFAULT '{}'::jsonb)
 RETURNS TABLE (status text, run_at timestamptz, delay_ms bigint, delay_source text)
@@ -266,6 +276,8 @@ DECLARE
   v_source text;
   v_state text;
   v_policy jsonb;
+  v_handler_policy jsonb;
+  v_next timestamptz;
 BEGIN
   PERFORM workhorse.check_worker(p_worker_id);
   IF jsonb_typeof(p_error) IS DISTINCT FROM 'object' OR jsonb_typeof(p_error -> 'name') IS DISTINCT FROM 'string'
@@ -277,8 +289,9 @@ BEGIN
     PERFORM workhorse.raise_invalid('options', 'must be an object');
   END IF;
   FOR v_key IN SELECT jsonb_object_keys(p_options) LOOP
-    IF v_key NOT IN ('retryDelayMs', 'nonRetryable', 'attemptOutcome') THEN
-      PERFORM workhorse.raise_invalid('options.' || v_key, 'is not a fail option (retryDelayMs, nonRetryable, attemptOutcome)');
+    IF v_key NOT IN ('retryDelayMs', 'nonRetryable', 'attemptOutcome', 'retryPolicy') THEN
+      PERFORM workhorse.raise_invalid('options.' || v_key,
+        'is not a fail option (retryDelayMs, nonRetryable, attemptOutcome, retryPolicy)');
     END IF;
   END LOOP;
   IF v_outcome NOT IN ('failed', 'timeout') THEN
@@ -290,6 +303,9 @@ BEGIN
   IF p_options ? 'retryDelayMs' THEN
     v_delay := workhorse.check_int(p_options -> 'retryDelayMs', 'options.retryDelayMs', 0, 604800000);
     v_source := 'explicit';
+  END IF;
+  IF p_options ? 'retryPolicy' AND p_options -> 'retryPolicy' <> 'null'::jsonb THEN
+    v_handler_policy := workhorse.normalize_retry_policy(p_options -> 'retryPolicy', 'options.retryPolicy');
   END IF;
 
   r := workhorse.lock_owned(p_job_id, p_worker_id, p_fence);
@@ -307,29 +323,34 @@ BEGIN
     RETURN;
   END IF;
 
-  IF coalesce((p_options ->> 'nonRetryable')::boolean, false) OR r.current_attempt >= r.max_attempts THEN
+  IF v_delay IS NULL THEN
+    SELECT j.retry_policy INTO v_policy FROM workhorse.job j WHERE j.id = p_job_id;
+    v_source := CASE WHEN v_policy IS NOT NULL THEN 'job' WHEN v_handler_policy IS NOT NULL THEN 'handler' ELSE 'default' END;
+    v_delay := workhorse.retry_delay_ms(
+      coalesce(v_policy, v_handler_policy, workhorse.normalize_retry_policy(NULL, 'retryPolicy')), r.current_attempt);
+  END IF;
+  v_next := v_now + v_delay * interval '1 millisecond';
+
+  -- No retry when attempts are spent, the handler said so, or the next attempt could not start
+  -- before the job's deadline.
+  IF coalesce((p_options ->> 'nonRetryable')::boolean, false) OR r.current_attempt >= r.max_attempts
+     OR (r.deadline IS NOT NULL AND v_next >= r.deadline) THEN
     PERFORM workhorse.finish_job(r, 'failed', NULL, p_error, v_outcome, v_now);
     RETURN QUERY SELECT 'failed'::text, NULL::timestamptz, NULL::bigint, NULL::text;
     RETURN;
   END IF;
 
-  IF v_delay IS NULL THEN
-    SELECT j.retry_policy INTO v_policy FROM workhorse.job j WHERE j.id = p_job_id;
-    v_delay := workhorse.retry_delay_ms(v_policy, r.current_attempt);
-    v_source := 'policy';
-  END IF;
-
   INSERT INTO workhorse.attempt_history (job_id, attempt, outcome, worker_id, fence_token, started_at, finished_at, error)
   VALUES (r.job_id, r.current_attempt, v_outcome, r.worker_id, r.fence_token, r.attempt_started_at, v_now, p_error);
-  v_state := workhorse.requeue_job(r.job_id, v_now + v_delay * interval '1 millisecond', v_now, p_error, 0);
+  v_state := workhorse.requeue_job(r.job_id, v_next, v_now, p_error, 0);
   INSERT INTO workhorse.job_event (job_id, at, kind, attempt, worker_id, fence_token, data)
   VALUES (r.job_id, v_now, 'retry_scheduled', r.current_attempt, r.worker_id, r.fence_token,
           jsonb_build_object('error', p_error, 'delayMs', v_delay, 'delaySource', v_source,
-                             'runAt', v_now + v_delay * interval '1 millisecond', 'state', v_state));
+                             'runAt', v_next, 'state', v_state, 'attemptOutcome', v_outcome));
   IF v_state = 'ready' THEN
     PERFORM pg_notify('workhorse_jobs', r.queue);
   END IF;
-  RETURN QUERY SELECT 'retry_scheduled'::text, v_now + v_delay * interval '1 millisecond', v_delay, v_source;
+  RETURN QUERY SELECT 'retry_scheduled'::text, v_next, v_delay, v_source;
 END
 $$;
 

@@ -40,10 +40,11 @@ BEGIN
 END
 $$;
 
--- Recovers up to p_limit active jobs whose lease expired (their worker crashed, hung or lost its
--- connection): the attempt is closed as `expired`, and the job becomes ready again if attempts
--- remain, fails with LeaseExpired if not, or ends canceled if a cancel was pending. Returns how
--- many jobs it recovered.
+-- Recovers up to p_limit active jobs whose lease ran out (their worker crashed, hung or lost its
+-- connection) or whose attempt outlived its execution timeout. The attempt is closed as
+-- `expired` or `timeout`; the job becomes ready again (at once after an expiry, after the retry
+-- delay of the job's policy or the default after a timeout) if attempts remain, fails if not,
+-- or ends canceled if a cancel was pending. Returns how many jobs it recovered.
 CREATE FUNCTION workhorse.recover_expired_v1(p_limit integer DEFAULT 1000)
 RETURNS integer
 LANGUAGE plpgsql AS $$
@@ -52,33 +53,50 @@ DECLARE
   v_now timestamptz;
   v_count integer := 0;
   v_error jsonb;
+  v_timeout boolean;
+  v_delay bigint;
+  v_state text;
 BEGIN
   IF p_limit IS NULL OR p_limit < 1 OR p_limit > 100000 THEN
     PERFORM workhorse.raise_invalid('limit', 'must be an integer from 1 to 100000');
   END IF;
   FOR r IN
     SELECT * FROM workhorse.job_runtime
-    WHERE state = 'active' AND lease_expires_at <= clock_timestamp()
+    WHERE state = 'active' AND (lease_expires_at <= clock_timestamp() OR attempt_deadline <= clock_timestamp())
     LIMIT p_limit
     FOR UPDATE SKIP LOCKED
   LOOP
     v_now := clock_timestamp();
-    v_error := jsonb_build_object('name', 'LeaseExpired',
-      'message', format('worker %s stopped renewing its lease (it crashed, hung or lost its connection)', r.worker_id));
+    v_timeout := r.attempt_deadline IS NOT NULL AND r.attempt_deadline <= v_now;
+    v_error := CASE WHEN v_timeout
+      THEN jsonb_build_object('name', 'ExecutionTimeout',
+             'message', format('attempt %s ran longer than its execution timeout of %s ms', r.current_attempt, r.execution_timeout_ms))
+      ELSE jsonb_build_object('name', 'LeaseExpired',
+             'message', format('worker %s stopped renewing its lease (it crashed, hung or lost its connection)', r.worker_id))
+      END;
     IF r.cancel_requested_at IS NOT NULL THEN
       PERFORM workhorse.finish_job(r, 'canceled', NULL,
         jsonb_build_object('name', 'Canceled', 'message', coalesce(r.cancel_reason, 'canceled on request')),
-        'expired', v_now);
+        CASE WHEN v_timeout THEN 'timeout' ELSE 'expired' END, v_now);
     ELSIF r.current_attempt >= r.max_attempts THEN
-      PERFORM workhorse.finish_job(r, 'failed', NULL, v_error, 'expired', v_now);
+      PERFORM workhorse.finish_job(r, 'failed', NULL, v_error, CASE WHEN v_timeout THEN 'timeout' ELSE 'expired' END, v_now);
     ELSE
+      v_delay := 0;
+      IF v_timeout THEN
+        SELECT workhorse.retry_delay_ms(coalesce(j.retry_policy, workhorse.normalize_retry_policy(NULL, 'retryPolicy')),
+                                        r.current_attempt)
+          INTO v_delay FROM workhorse.job j WHERE j.id = r.job_id;
+      END IF;
       INSERT INTO workhorse.attempt_history (job_id, attempt, outcome, worker_id, fence_token, started_at, finished_at, error)
-      VALUES (r.job_id, r.current_attempt, 'expired', r.worker_id, r.fence_token, r.attempt_started_at, v_now, v_error);
-      PERFORM workhorse.requeue_job(r.job_id, v_now, v_now, v_error, 0);
+      VALUES (r.job_id, r.current_attempt, CASE WHEN v_timeout THEN 'timeout' ELSE 'expired' END,
+              r.worker_id, r.fence_token, r.attempt_started_at, v_now, v_error);
+      v_state := workhorse.requeue_job(r.job_id, v_now + v_delay * interval '1 millisecond', v_now, v_error, 0);
       INSERT INTO workhorse.job_event (job_id, at, kind, attempt, worker_id, fence_token, data)
-      VALUES (r.job_id, v_now, 'lease_expired', r.current_attempt, r.worker_id, r.fence_token,
-              jsonb_build_object('error', v_error, 'state', 'ready'));
-      PERFORM pg_notify('workhorse_jobs', r.queue);
+      VALUES (r.job_id, v_now, CASE WHEN v_timeout THEN 'timed_out' ELSE 'lease_expired' END, r.current_attempt,
+              r.worker_id, r.fence_token, jsonb_build_object('error', v_error, 'state', v_state, 'delayMs', v_delay));
+      IF v_state = 'ready' THEN
+        PERFORM pg_notify('workhorse_jobs', r.queue);
+      END IF;
     END IF;
     v_count := v_count + 1;
   END LOOP;
@@ -86,7 +104,37 @@ BEGIN
 END
 $$;
 
--- One maintenance pass: promotion, recovery, and (when the prepared days run short) partition
+-- Fails up to p_limit live jobs whose deadline passed, whatever their state, with
+-- DeadlineExceeded and no retry. A running attempt is closed as `deadline`; its worker's next
+-- heartbeat or completion is stale. Returns how many jobs it failed.
+CREATE FUNCTION workhorse.expire_deadlines_v1(p_limit integer DEFAULT 1000)
+RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+  r workhorse.job_runtime;
+  v_count integer := 0;
+BEGIN
+  IF p_limit IS NULL OR p_limit < 1 OR p_limit > 100000 THEN
+    PERFORM workhorse.raise_invalid('limit', 'must be an integer from 1 to 100000');
+  END IF;
+  FOR r IN
+    SELECT * FROM workhorse.job_runtime
+    WHERE deadline IS NOT NULL AND deadline <= clock_timestamp()
+    ORDER BY deadline
+    LIMIT p_limit
+    FOR UPDATE SKIP LOCKED
+  LOOP
+    PERFORM workhorse.finish_job(r, 'failed', NULL,
+      jsonb_build_object('name', 'DeadlineExceeded',
+        'message', format('the job did not finish by its deadline (%s)', to_char(r.deadline AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))),
+      CASE WHEN r.state = 'active' THEN 'deadline' END, clock_timestamp());
+    v_count := v_count + 1;
+  END LOOP;
+  RETURN v_count;
+END
+$$;
+
+-- One maintenance pass: deadlines, promotion, recovery, and (when the prepared days run short) partition
 -- preparation. Every worker offers a tick about once a second; a try-lock lets one caller work
 -- at a time and makes the others return at once with {"skipped": true}.
 CREATE FUNCTION workhorse.tick_v1()
@@ -95,12 +143,14 @@ LANGUAGE plpgsql AS $$
 DECLARE
   v_promoted integer;
   v_recovered integer;
+  v_expired integer;
   v_created integer := 0;
   v_horizon date := (clock_timestamp() AT TIME ZONE 'UTC')::date + 2;
 BEGIN
   IF NOT pg_try_advisory_xact_lock(7362515002) THEN
     RETURN jsonb_build_object('skipped', true);
   END IF;
+  v_expired := workhorse.expire_deadlines_v1(1000);
   v_promoted := workhorse.promote_v1(1000);
   v_recovered := workhorse.recover_expired_v1(1000);
   IF to_regclass('workhorse.job_event_p' || to_char(v_horizon, 'YYYYMMDD')) IS NULL
@@ -115,6 +165,6 @@ BEGIN
     END;
   END IF;
   RETURN jsonb_build_object('skipped', false, 'promoted', v_promoted, 'recovered', v_recovered,
-                            'partitionsCreated', v_created);
+                            'deadlinesExpired', v_expired, 'partitionsCreated', v_created);
 END
 $$;

@@ -38,22 +38,30 @@ BEGIN
 END
 $$;
 
--- One job's snapshot, whichever side of the split it is on; no row when the id is unknown.
-CREATE FUNCTION workhorse.get_job_v1(p_job_id uuid)
-RETURNS TABLE (
-  id uuid, queue text, type text, payload jsonb, priority integer, max_attempts integer,
-  retry_policy jsonb, tags text[], state text, current_attempt integer, run_at timestamptz,
-  created_at timestamptz, finished_at timestamptz, result jsonb, error jsonb, worker_id text,
-  lease_expires_at timestamptz, cancel_requested_at timestamptz, seq bigint)
-LANGUAGE sql STABLE AS $$
-  SELECT j.id, j.queue, j.type, j.payload, j.priority, j.max_attempts, j.retry_policy, j.tags,
-         coalesce(r.state, o.state), coalesce(r.current_attempt, o.final_attempt), coalesce(r.run_at, j.run_at),
-         j.created_at, o.finished_at, o.result, coalesce(o.error, r.last_error), r.worker_id,
-         r.lease_expires_at, r.cancel_requested_at, NULL::bigint
+-- A job's snapshot, whichever side of the split it is on. Reads see one snapshot, so a job is
+-- reported on exactly one side. The view is inlined by the planner: a filter on `id` becomes
+-- primary-key probes of each table.
+CREATE VIEW workhorse.job_snapshot AS
+  SELECT j.id, j.queue, j.type, j.payload, j.priority::integer AS priority, j.max_attempts, j.retry_policy, j.tags,
+         coalesce(r.state, o.state) AS state,
+         coalesce(r.current_attempt, o.final_attempt) AS current_attempt,
+         coalesce(r.run_at, j.run_at) AS run_at,
+         j.created_at, o.finished_at, o.result,
+         coalesce(o.error, r.last_error) AS error,
+         r.worker_id, r.lease_expires_at, r.cancel_requested_at,
+         coalesce(r.progress, o.progress) AS progress,
+         (SELECT d.source_job_id FROM workhorse.job_redrive d WHERE d.new_job_id = j.id) AS redriven_from,
+         ARRAY(SELECT d.new_job_id FROM workhorse.job_redrive d WHERE d.source_job_id = j.id ORDER BY d.created_at) AS redriven_to,
+         j.seq, j.deadline, j.execution_timeout_ms
   FROM workhorse.job j
   LEFT JOIN workhorse.job_runtime r ON r.job_id = j.id
-  LEFT JOIN workhorse.job_outcome o ON o.job_id = j.id
-  WHERE j.id = p_job_id
+  LEFT JOIN workhorse.job_outcome o ON o.job_id = j.id;
+
+-- One job's snapshot; no row when the id is unknown.
+CREATE FUNCTION workhorse.get_job_v1(p_job_id uuid)
+RETURNS SETOF workhorse.job_snapshot
+LANGUAGE sql STABLE AS $$
+  SELECT * FROM workhorse.job_snapshot WHERE id = p_job_id
 $$;
 
 -- Pages through jobs newest first in creation order (keyset on job_query.seq: stable while jobs
@@ -62,11 +70,7 @@ $$;
 CREATE FUNCTION workhorse.list_jobs_v1(
   p_queue text DEFAULT NULL, p_type text DEFAULT NULL, p_states text[] DEFAULT NULL,
   p_limit integer DEFAULT 50, p_before_seq bigint DEFAULT NULL)
-RETURNS TABLE (
-  id uuid, queue text, type text, payload jsonb, priority integer, max_attempts integer,
-  retry_policy jsonb, tags text[], state text, current_attempt integer, run_at timestamptz,
-  created_at timestamptz, finished_at timestamptz, result jsonb, error jsonb, worker_id text,
-  lease_expires_at timestamptz, cancel_requested_at timestamptz, seq bigint)
+RETURNS SETOF workhorse.job_snapshot
 LANGUAGE plpgsql STABLE AS $$
 DECLARE
   v_where text := 'true';
@@ -81,16 +85,11 @@ BEGIN
   IF p_queue IS NOT NULL THEN v_where := v_where || ' AND q.queue = $1'; END IF;
   IF p_type IS NOT NULL THEN v_where := v_where || ' AND q.type = $2'; END IF;
   IF p_before_seq IS NOT NULL THEN v_where := v_where || ' AND q.seq < $5'; END IF;
-  IF p_states IS NOT NULL THEN v_where := v_where || ' AND coalesce(r.state, o.state) = ANY ($3)'; END IF;
+  IF p_states IS NOT NULL THEN v_where := v_where || ' AND s.state = ANY ($3)'; END IF;
   RETURN QUERY EXECUTE
-    'SELECT j.id, j.queue, j.type, j.payload, j.priority::integer, j.max_attempts, j.retry_policy, j.tags,
-            coalesce(r.state, o.state), coalesce(r.current_attempt, o.final_attempt), coalesce(r.run_at, j.run_at),
-            j.created_at, o.finished_at, o.result, coalesce(o.error, r.last_error), r.worker_id,
-            r.lease_expires_at, r.cancel_requested_at, q.seq
+    'SELECT s.*
      FROM workhorse.job_query q
-     JOIN workhorse.job j ON j.id = q.job_id
-     LEFT JOIN workhorse.job_runtime r ON r.job_id = q.job_id
-     LEFT JOIN workhorse.job_outcome o ON o.job_id = q.job_id
+     JOIN workhorse.job_snapshot s ON s.id = q.job_id
      WHERE ' || v_where || '
      ORDER BY q.seq DESC
      LIMIT $4'

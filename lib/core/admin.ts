@@ -2,7 +2,14 @@ import type { Pool } from 'pg';
 import { fromPgError, InvalidCursorError, WorkhorseValidationError } from './errors';
 import {
   JOB_STATES,
+  type ActorOptions,
   type CancelResult,
+  type DeadLetterFilter,
+  type ListDeadLettersOptions,
+  type QueueInfo,
+  type RedriveManyOptions,
+  type RedriveOptions,
+  type RedriveResult,
   type ErrorEnvelope,
   type JobSnapshot,
   type JobState,
@@ -23,7 +30,9 @@ interface JobRow {
   payload: JsonValue;
   priority: number;
   max_attempts: number;
-  retry_policy: RetryPolicy;
+  retry_policy: RetryPolicy | null;
+  deadline: Date | null;
+  execution_timeout_ms: number | null;
   tags: string[];
   state: JobState;
   current_attempt: number;
@@ -35,7 +44,10 @@ interface JobRow {
   worker_id: string | null;
   lease_expires_at: Date | null;
   cancel_requested_at: Date | null;
-  seq: string | null;
+  progress: JsonValue | null;
+  redriven_from: string | null;
+  redriven_to: string[];
+  seq: string;
 }
 
 interface TimelineRow {
@@ -61,6 +73,8 @@ function toSnapshot(row: JobRow): JobSnapshot {
     maxAttempts: row.max_attempts,
     retryPolicy: row.retry_policy,
     tags: row.tags,
+    deadline: row.deadline,
+    executionTimeoutMs: row.execution_timeout_ms,
     runAt: row.run_at,
     createdAt: row.created_at,
     finishedAt: row.finished_at,
@@ -69,6 +83,9 @@ function toSnapshot(row: JobRow): JobSnapshot {
     workerId: row.worker_id,
     leaseExpiresAt: row.lease_expires_at,
     cancelRequestedAt: row.cancel_requested_at,
+    progress: row.progress,
+    redrivenFrom: row.redriven_from,
+    redrivenTo: row.redriven_to,
   };
 }
 
@@ -77,14 +94,60 @@ function encodeCursor(kind: string, position: string): string {
   return Buffer.from(`${kind}:${position}`, 'utf8').toString('base64url');
 }
 
-function decodeCursor(kind: string, cursor: string | undefined): string | null {
+function decodeCursor(kind: string, cursor: string | undefined, pattern = '\\d{1,19}'): string | null {
   if (cursor === undefined || cursor === null) return null;
   if (typeof cursor !== 'string') throw new InvalidCursorError();
   const text = Buffer.from(cursor, 'base64url').toString('utf8');
-  const match = new RegExp(`^${kind}:(\\d{1,19})$`).exec(text);
+  const match = new RegExp(`^${kind}:(${pattern})$`).exec(text);
   if (!match) throw new InvalidCursorError();
   return match[1];
 }
+
+function checkActor(options: ActorOptions): void {
+  if (options.actor !== undefined && (typeof options.actor !== 'string' || options.actor.length > 200)) {
+    throw new WorkhorseValidationError('actor', 'must be a string of at most 200 characters');
+  }
+  if (options.reason !== undefined && (typeof options.reason !== 'string' || options.reason.length > 1000)) {
+    throw new WorkhorseValidationError('reason', 'must be a string of at most 1000 characters');
+  }
+}
+
+function checkDate(value: unknown, field: string): Date | null {
+  if (value === undefined) return null;
+  if (!(value instanceof Date) || Number.isNaN(value.getTime())) throw new WorkhorseValidationError(field, 'must be a valid Date');
+  return value;
+}
+
+function checkRequestId(value: unknown, max: number): string {
+  if (typeof value !== 'string' || value.length === 0 || value.length > max) {
+    throw new WorkhorseValidationError('requestId', `must be a string of 1 to ${max} characters`);
+  }
+  return value;
+}
+
+interface QueueRow {
+  queue: string;
+  paused: boolean;
+  changed_at: Date | null;
+  changed_by: string | null;
+  reason: string | null;
+  ready: string;
+  scheduled: string;
+  active: string;
+  blocked: string;
+}
+
+const toQueueInfo = (row: QueueRow): QueueInfo => ({
+  queue: row.queue,
+  paused: row.paused,
+  changedAt: row.changed_at,
+  changedBy: row.changed_by,
+  reason: row.reason,
+  ready: Number(row.ready),
+  scheduled: Number(row.scheduled),
+  active: Number(row.active),
+  blocked: Number(row.blocked),
+});
 
 /**
  * Operator reads and actions. Every method takes an optional client as its last argument, so
@@ -163,7 +226,7 @@ export class Admin {
     const last = rows[rows.length - 1];
     return {
       items: rows.map(toSnapshot),
-      nextCursor: rows.length === limit && last.seq !== null ? encodeCursor('jobs', last.seq) : null,
+      nextCursor: rows.length === limit ? encodeCursor('jobs', last.seq) : null,
     };
   }
 
@@ -181,6 +244,118 @@ export class Admin {
       options.reason ?? null,
     ]);
     return rows[0].status;
+  }
+
+  /**
+   * Dead letters (failed jobs), newest first, filtered by queue, type, final error name and
+   * finish time, a page at a time. Reads an index that live dispatch never touches.
+   */
+  async listDeadLetters(options: ListDeadLettersOptions = {}, client?: Queryable): Promise<Page<JobSnapshot>> {
+    const filter = this.deadLetterFilter(options, ['limit', 'cursor']);
+    const limit = options.limit === undefined ? 50 : checkInteger(options.limit, 'limit', 1, 1000);
+    const position = decodeCursor('dead', options.cursor, '\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{6}Z/[0-9a-f-]{36}');
+    const [finishedAt, jobId] = position === null ? [null, null] : position.split('/');
+    const rows = await this.run<JobRow & { cursor_at: string }>(
+      client,
+      `SELECT *, to_char(finished_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_at
+       FROM workhorse.list_dead_letters_v1($1, $2, $3, $4, $5, $6, $7::timestamptz, $8)`,
+      [filter.queue ?? null, filter.type ?? null, filter.errorName ?? null, filter.finishedAfter ?? null,
+        filter.finishedBefore ?? null, limit, finishedAt, jobId],
+    );
+    const last = rows[rows.length - 1];
+    return {
+      items: rows.map(toSnapshot),
+      // The position keeps microseconds (a JavaScript Date would cut them to milliseconds).
+      nextCursor: rows.length === limit ? encodeCursor('dead', `${last.cursor_at}/${last.id}`) : null,
+    };
+  }
+
+  /**
+   * Redrives a dead letter: creates a new job with the same definition at attempt 1 (no
+   * checkpoints carried over) and returns its id. The source stays `failed`; both jobs record
+   * the lineage (`redrivenTo` / `redrivenFrom` and their timelines). Idempotent per `requestId`.
+   */
+  async redrive(jobId: string, options: RedriveOptions, client?: Queryable): Promise<string> {
+    checkJobId(jobId);
+    checkRequestId(options?.requestId, 200);
+    checkActor(options);
+    const rows = await this.run<{ id: string }>(client, 'SELECT workhorse.redrive_v1($1, $2, $3, $4) AS id', [
+      jobId,
+      options.requestId,
+      options.actor ?? null,
+      options.reason ?? null,
+    ]);
+    return rows[0].id;
+  }
+
+  /**
+   * Redrives up to 1000 dead letters matching a filter, each idempotent under
+   * `<requestId>:<job id>`; dead letters redriven earlier by another request are skipped. With
+   * `dryRun` nothing is written and the result lists what would be redriven.
+   */
+  async redriveMany(filter: DeadLetterFilter, options: RedriveManyOptions, client?: Queryable): Promise<RedriveResult[]> {
+    const checked = this.deadLetterFilter(filter, []);
+    checkRequestId(options?.requestId, 160);
+    checkActor(options);
+    const limit = options.limit === undefined ? 1000 : checkInteger(options.limit, 'limit', 1, 1000);
+    if (options.dryRun !== undefined && typeof options.dryRun !== 'boolean') {
+      throw new WorkhorseValidationError('dryRun', 'must be true or false');
+    }
+    const wire = {
+      ...(checked.queue !== undefined && { queue: checked.queue }),
+      ...(checked.type !== undefined && { type: checked.type }),
+      ...(checked.errorName !== undefined && { errorName: checked.errorName }),
+      ...(checked.finishedAfter && { finishedAfter: checked.finishedAfter.toISOString() }),
+      ...(checked.finishedBefore && { finishedBefore: checked.finishedBefore.toISOString() }),
+    };
+    const rows = await this.run<{ source_job_id: string; new_job_id: string | null }>(
+      client,
+      'SELECT source_job_id, new_job_id FROM workhorse.redrive_many_v1($1::jsonb, $2, $3, $4, $5, $6)',
+      [JSON.stringify(wire), options.requestId, options.dryRun ?? false, options.actor ?? null, options.reason ?? null, limit],
+    );
+    return rows.map((r) => ({ sourceJobId: r.source_job_id, newJobId: r.new_job_id }));
+  }
+
+  /** Pauses a queue: workers stop claiming from it; running jobs finish and enqueue goes on. */
+  async pauseQueue(queue: string, options: ActorOptions = {}, client?: Queryable): Promise<QueueInfo> {
+    return this.setPaused('pause_queue_v1', queue, options, client);
+  }
+
+  /** Resumes a paused queue and wakes its workers. */
+  async resumeQueue(queue: string, options: ActorOptions = {}, client?: Queryable): Promise<QueueInfo> {
+    return this.setPaused('resume_queue_v1', queue, options, client);
+  }
+
+  /** Every queue with live jobs or a pause record: whether it is paused, by whom, and its live counts. */
+  async listQueues(client?: Queryable): Promise<QueueInfo[]> {
+    const rows = await this.run<QueueRow>(client, 'SELECT * FROM workhorse.list_queues_v1()', []);
+    return rows.map(toQueueInfo);
+  }
+
+  private async setPaused(fn: string, queue: string, options: ActorOptions, client?: Queryable): Promise<QueueInfo> {
+    checkName(queue, 'queue');
+    checkActor(options);
+    await this.run(client, `SELECT workhorse.${fn}($1, $2, $3)`, [queue, options.actor ?? null, options.reason ?? null]);
+    const rows = await this.run<QueueRow>(client, 'SELECT * FROM workhorse.list_queues_v1() WHERE queue = $1', [queue]);
+    return toQueueInfo(rows[0]);
+  }
+
+  private deadLetterFilter(filter: DeadLetterFilter, extraKeys: string[]): DeadLetterFilter {
+    if (typeof filter !== 'object' || filter === null) throw new WorkhorseValidationError('filter', 'must be an object');
+    const keys = ['queue', 'type', 'errorName', 'finishedAfter', 'finishedBefore', ...extraKeys];
+    for (const key of Object.keys(filter)) {
+      if (!keys.includes(key)) throw new WorkhorseValidationError(key, `is not a dead-letter filter (${keys.join(', ')})`);
+    }
+    if (filter.errorName !== undefined && (typeof filter.errorName !== 'string' || filter.errorName.length > 200)) {
+      throw new WorkhorseValidationError('errorName', 'must be a string of at most 200 characters');
+    }
+    return {
+      queue: filter.queue === undefined ? undefined : checkName(filter.queue, 'queue'),
+      type: filter.type === undefined ? undefined : checkName(filter.type, 'type'),
+      errorName: filter.errorName,
+      finishedAfter: checkDate(filter.finishedAfter, 'finishedAfter') ?? undefined,
+      finishedBefore: checkDate(filter.finishedBefore, 'finishedBefore') ?? undefined,
+    };
   }
 
   private async run<R>(client: Queryable | undefined, text: string, values: unknown[]): Promise<R[]> {

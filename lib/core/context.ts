@@ -93,4 +93,35 @@ export class HandlerContext {
     this.job.checkpoints[name] = value === undefined ? [] : [JSON.parse(text as string) as JsonValue];
     return value;
   }
+
+  /**
+   * Reports progress (any JSON, at most 64 KiB), visible in `admin.getJob(id).progress` and kept
+   * on the outcome when the job ends. Each call replaces the last value. Throws
+   * {@link LeaseLostError} if this worker no longer owns the job.
+   *
+   * @example
+   * await ctx.setProgress({ done: 40, total: 100 });
+   */
+  async setProgress(value: unknown): Promise<void> {
+    const text = toJsonText(value, 'progress');
+    if (Buffer.byteLength(text, 'utf8') > 65536) {
+      throw new WorkhorseValidationError('progress', 'is larger than the 64 KiB limit (65536 bytes of JSON)');
+    }
+    let status: string;
+    try {
+      const result = await this.runner.query('SELECT workhorse.set_progress_v1($1, $2, $3, $4::jsonb) AS status', [
+        this.job.jobId,
+        this.job.workerId,
+        this.job.fenceToken,
+        text,
+      ]);
+      status = (result.rows[0] as { status: string }).status;
+    } catch (error) {
+      throw fromPgError(error);
+    }
+    if (status === 'stale') {
+      this.onStale();
+      throw new LeaseLostError(this.job.jobId);
+    }
+  }
 }

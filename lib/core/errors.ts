@@ -127,3 +127,46 @@ export class WorkerShutdownError extends WorkhorseError {
 
 /** A worker was used the wrong way (registered twice, started twice, ...). */
 export class WorkerStateError extends WorkhorseError {}
+
+/**
+ * Throw it (or any error with `retryable: false`) from a handler to fail the job at once,
+ * whatever attempts remain.
+ *
+ * @example
+ * if (!account) throw new NonRetryableError(`account ${id} does not exist`);
+ */
+export class NonRetryableError extends Error {
+  readonly retryable = false;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/**
+ * Throw it (or any error with a numeric `retryDelayMs`) from a handler to choose the delay
+ * before the next attempt, instead of the retry policy's.
+ *
+ * @example
+ * if (response.status === 429) throw new RetryAfterError('rate limited', Number(response.headers.get('retry-after')) * 1000);
+ */
+export class RetryAfterError extends Error {
+  constructor(
+    message: string,
+    readonly retryDelayMs: number,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** The reason `ctx.signal` aborts when the attempt ran past the job's `executionTimeoutMs`. */
+export class ExecutionTimeoutError extends WorkhorseError {
+  constructor(
+    readonly jobId: string,
+    readonly timeoutMs: number,
+  ) {
+    super(`Job ${jobId}: the attempt ran longer than its execution timeout of ${timeoutMs} ms.`);
+  }
+}

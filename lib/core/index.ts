@@ -12,10 +12,13 @@ export { Pool, type PoolClient, type PoolConfig } from 'pg';
 export { Admin } from './admin';
 export { HandlerContext } from './context';
 export {
+  ExecutionTimeoutError,
   fromPgError,
   InvalidCursorError,
   JobCanceledError,
   LeaseLostError,
+  NonRetryableError,
+  RetryAfterError,
   SchemaNotInstalledError,
   SchemaVersionMismatchError,
   SQLSTATE,
@@ -30,4 +33,4 @@ export { Queue } from './queue';
 export { getSchemaStatus, installSchema, SCHEMA_VERSION, verifySchema, type SchemaStatus } from './schema';
 export * from './types';
 export { LIMITS } from './validation';
-export { toErrorEnvelope, Worker, type JobHandlerFn, type WorkerOptions } from './worker';
+export { toErrorEnvelope, Worker, type HandlerOptions, type JobHandlerFn, type WorkerOptions } from './worker';

@@ -56,6 +56,16 @@ export interface EnqueueOptions {
   retryPolicy?: RetryPolicy;
   /** Labels for operators, at most 20 strings of 1 to 64 characters. */
   tags?: string[];
+  /**
+   * The whole job must end by then: past it the job fails with `DeadlineExceeded` and is never
+   * retried, whether it is waiting or running. Enforced by PostgreSQL's clock.
+   */
+  deadline?: Date;
+  /**
+   * Each attempt may run this long (1 000 to 86 400 000 ms): then `ctx.signal` aborts with
+   * `ExecutionTimeoutError`, the attempt closes as `timeout`, and the retry policy applies.
+   */
+  executionTimeoutMs?: number;
 }
 
 /** One job of a batch given to `enqueueMany`. */
@@ -82,8 +92,11 @@ export interface JobSnapshot {
   /** Attempts started so far (0 before the first claim). */
   currentAttempt: number;
   maxAttempts: number;
-  retryPolicy: RetryPolicy;
+  /** The job's own retry policy; null when none was given (the handler's or the default applies). */
+  retryPolicy: RetryPolicy | null;
   tags: string[];
+  deadline: Date | null;
+  executionTimeoutMs: number | null;
   /** When the job is (or was last) due to run. */
   runAt: Date;
   createdAt: Date;
@@ -97,6 +110,12 @@ export interface JobSnapshot {
   workerId: string | null;
   leaseExpiresAt: Date | null;
   cancelRequestedAt: Date | null;
+  /** The last value the handler reported with `ctx.setProgress` (kept after the job ends). */
+  progress: JsonValue | null;
+  /** For a redriven job: the dead letter it was created from. */
+  redrivenFrom: string | null;
+  /** For a dead letter: the jobs redriven from it, oldest first. */
+  redrivenTo: string[];
 }
 
 /** One entry of a job's history: a lifecycle event or a closed attempt. */
@@ -135,3 +154,57 @@ export interface TimelineOptions {
 
 /** Result of `Admin.cancel`. */
 export type CancelResult = 'canceled' | 'cancel_requested' | 'already_terminal' | 'not_found';
+
+export interface DeadLetterFilter {
+  queue?: string;
+  type?: string;
+  /** The `name` of the final error, e.g. `PaymentDeclined`. */
+  errorName?: string;
+  finishedAfter?: Date;
+  finishedBefore?: Date;
+}
+
+export interface ListDeadLettersOptions extends DeadLetterFilter {
+  /** 1 to 1000, default 50. */
+  limit?: number;
+  cursor?: string;
+}
+
+/** Who asked for an operator action and why; recorded with it. */
+export interface ActorOptions {
+  actor?: string;
+  reason?: string;
+}
+
+export interface RedriveOptions extends ActorOptions {
+  /** Makes the redrive idempotent: a repeat with the same id returns the same new job. */
+  requestId: string;
+}
+
+export interface RedriveManyOptions extends ActorOptions {
+  requestId: string;
+  /** List what would be redriven and write nothing. */
+  dryRun?: boolean;
+  /** 1 to 1000 (default 1000). */
+  limit?: number;
+}
+
+/** One dead letter of a `redriveMany` call; `newJobId` is null in a dry run. */
+export interface RedriveResult {
+  sourceJobId: string;
+  newJobId: string | null;
+}
+
+/** A queue's pause state and its live jobs. */
+export interface QueueInfo {
+  queue: string;
+  paused: boolean;
+  /** When the pause state last changed, by whom and why. */
+  changedAt: Date | null;
+  changedBy: string | null;
+  reason: string | null;
+  ready: number;
+  scheduled: number;
+  active: number;
+  blocked: number;
+}

@@ -15,7 +15,16 @@ export const LIMITS = {
 } as const;
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._:/-]*$/;
-const ENQUEUE_OPTION_KEYS = new Set(['queue', 'priority', 'runAt', 'maxAttempts', 'retryPolicy', 'tags']);
+const ENQUEUE_OPTION_KEYS = new Set([
+  'queue',
+  'priority',
+  'runAt',
+  'maxAttempts',
+  'retryPolicy',
+  'tags',
+  'deadline',
+  'executionTimeoutMs',
+]);
 
 /** What `enqueue_many_v1` receives for one job. */
 export interface WireEnqueueRequest {
@@ -27,6 +36,8 @@ export interface WireEnqueueRequest {
   maxAttempts?: number;
   retryPolicy?: RetryPolicy;
   tags?: string[];
+  deadline?: string;
+  executionTimeoutMs?: number;
 }
 
 function fail(field: string, message: string): never {
@@ -178,12 +189,10 @@ export function toWireRequest(type: unknown, payload: unknown, options: unknown,
   if (opts.maxAttempts !== undefined) {
     wire.maxAttempts = checkInteger(opts.maxAttempts, `${path}maxAttempts`, LIMITS.maxAttempts.min, LIMITS.maxAttempts.max);
   }
-  if (opts.runAt !== undefined) {
-    const at: unknown = opts.runAt;
-    if (!(at instanceof Date) || Number.isNaN(at.getTime())) fail(`${path}runAt`, 'must be a valid Date');
-    const year = at.getUTCFullYear();
-    if (year < 1970 || year > 9999) fail(`${path}runAt`, 'must be a date between the years 1970 and 9999');
-    wire.runAt = at.toISOString();
+  if (opts.runAt !== undefined) wire.runAt = checkTimestamp(opts.runAt, `${path}runAt`);
+  if (opts.deadline !== undefined) wire.deadline = checkTimestamp(opts.deadline, `${path}deadline`);
+  if (opts.executionTimeoutMs !== undefined) {
+    wire.executionTimeoutMs = checkInteger(opts.executionTimeoutMs, `${path}executionTimeoutMs`, 1000, 86_400_000);
   }
   if (opts.retryPolicy !== undefined) wire.retryPolicy = checkRetryPolicy(opts.retryPolicy, `${path}retryPolicy`);
   if (opts.tags !== undefined) {
@@ -199,6 +208,13 @@ export function toWireRequest(type: unknown, payload: unknown, options: unknown,
     wire.tags = [...(tags as string[])];
   }
   return wire;
+}
+
+function checkTimestamp(value: unknown, field: string): string {
+  if (!(value instanceof Date) || Number.isNaN(value.getTime())) fail(field, 'must be a valid Date');
+  const year = value.getUTCFullYear();
+  if (year < 1970 || year > 9999) fail(field, 'must be a date between the years 1970 and 9999');
+  return value.toISOString();
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import type { Pool } from 'pg';
 import { HandlerContext, type ClaimedJob } from './context';
 import {
+  ExecutionTimeoutError,
   fromPgError,
   JobCanceledError,
   LeaseLostError,
@@ -15,8 +16,8 @@ import type { WorkerEvent, WorkerEventListener } from './events';
 import { Heartbeater, leasesJson } from './heartbeater';
 import { Notifier } from './notifier';
 import type { Queue } from './queue';
-import type { ErrorEnvelope, JsonValue } from './types';
-import { checkInteger, checkName, toJsonText } from './validation';
+import type { ErrorEnvelope, JsonValue, RetryPolicy } from './types';
+import { checkInteger, checkName, checkRetryPolicy, toJsonText } from './validation';
 
 /**
  * A job handler: receives the payload and a {@link HandlerContext}, returns the job's result
@@ -38,6 +39,8 @@ export interface HandlerOptions {
    * handler throws, its writes roll back and the failure is recorded separately.
    */
   transactional?: boolean;
+  /** Retry policy for this type's jobs that were enqueued without one of their own. */
+  retry?: RetryPolicy;
 }
 
 interface Registered {
@@ -89,6 +92,7 @@ interface ClaimRow {
   attempt: number;
   max_attempts: number;
   fence_token: string;
+  execution_timeout_ms: number | null;
   checkpoints: Record<string, [] | [JsonValue]> | null;
 }
 
@@ -96,8 +100,8 @@ interface Running {
   job: ClaimedJob;
   controller: AbortController;
   startedAt: number;
-  /** Why the worker stopped caring about this job's outcome, if it did. */
-  outcome: 'lost' | 'canceled' | 'abandoned' | null;
+  /** Why the worker stopped the handler or stopped caring about its outcome, if it did. */
+  outcome: 'lost' | 'canceled' | 'abandoned' | 'timeout' | null;
   done: Promise<void>;
 }
 
@@ -213,13 +217,16 @@ export class Worker {
     checkName(type, 'type');
     if (typeof handler !== 'function') throw new WorkhorseValidationError('handler', 'must be a function');
     for (const key of Object.keys(options)) {
-      if (key !== 'transactional') throw new WorkhorseValidationError(key, 'is not a handler option (transactional)');
+      if (key !== 'transactional' && key !== 'retry') {
+        throw new WorkhorseValidationError(key, 'is not a handler option (transactional, retry)');
+      }
     }
     if (options.transactional !== undefined && typeof options.transactional !== 'boolean') {
       throw new WorkhorseValidationError('transactional', 'must be true or false');
     }
+    const retry = options.retry === undefined ? undefined : checkRetryPolicy(options.retry, 'retry');
     if (this.handlers.has(type)) throw new WorkerStateError(`A handler for job type "${type}" is already registered.`);
-    this.handlers.set(type, { fn: handler, options: { ...options } });
+    this.handlers.set(type, { fn: handler, options: { transactional: options.transactional, retry } });
     return this;
   }
 
@@ -414,7 +421,7 @@ export class Worker {
     const sentAt = Date.now();
     try {
       const result = await this.pool.query<ClaimRow>(
-        'SELECT job_id, queue, type, payload, attempt, max_attempts, fence_token, checkpoints FROM workhorse.claim_many_v1($1, $2, $3, $4)',
+        'SELECT job_id, queue, type, payload, attempt, max_attempts, fence_token, execution_timeout_ms, checkpoints FROM workhorse.claim_many_v1($1, $2, $3, $4)',
         [this.queues, this.workerId, limit, this.leaseMs],
       );
       rows = result.rows;
@@ -461,7 +468,20 @@ export class Worker {
       },
     });
     this.emit({ name: 'job.claimed', ...this.jobFields(job) });
+    // The server closes the attempt at the same moment by its own clock (counted from the claim,
+    // which happened before `claimedAt`); this timer only tells the handler sooner.
+    const timeoutMs = row.execution_timeout_ms;
+    const timer =
+      timeoutMs === null
+        ? null
+        : setTimeout(() => {
+            if (run.outcome === null) {
+              run.outcome = 'timeout';
+              run.controller.abort(new ExecutionTimeoutError(job.jobId, timeoutMs));
+            }
+          }, Math.max(0, sentAt + timeoutMs - Date.now()));
     run.done = this.execute(run, row.payload).finally(() => {
+      if (timer) clearTimeout(timer);
       this.heartbeater?.remove(job.jobId);
       if (this.running.get(job.jobId) === run) this.running.delete(job.jobId);
       this.wake();
@@ -569,14 +589,24 @@ export class Worker {
       this.settleStatus(run, status, null);
       return;
     }
+    const options: { retryDelayMs?: number; nonRetryable?: boolean; attemptOutcome?: string; retryPolicy?: RetryPolicy } = {};
+    const control = thrown as { retryable?: unknown; retryDelayMs?: unknown } | null;
+    if (control && typeof control === 'object') {
+      if (control.retryable === false) options.nonRetryable = true;
+      const ms = control.retryDelayMs;
+      if (typeof ms === 'number' && Number.isInteger(ms) && ms >= 0 && ms <= 604_800_000) options.retryDelayMs = ms;
+    }
+    if (run.outcome === 'timeout') options.attemptOutcome = 'timeout';
+    const retry = this.handlers.get(job.type)?.options.retry;
+    if (retry) options.retryPolicy = retry;
     const error = toErrorEnvelope(thrown);
     error.name = storable(error.name);
     error.message = storable(error.message);
     if (error.stack !== undefined) error.stack = storable(error.stack);
     const result = await this.pool
       .query<{ status: string; run_at: Date | null; delay_ms: string | null }>(
-        'SELECT status, run_at, delay_ms FROM workhorse.fail_v1($1, $2, $3, $4::jsonb)',
-        [job.jobId, this.workerId, job.fenceToken, JSON.stringify(error)],
+        'SELECT status, run_at, delay_ms FROM workhorse.fail_v1($1, $2, $3, $4::jsonb, $5::jsonb)',
+        [job.jobId, this.workerId, job.fenceToken, JSON.stringify(error), JSON.stringify(options)],
       )
       .catch((e: unknown) => Promise.reject(fromPgError(e)));
     const row = result.rows[0];

@@ -90,6 +90,11 @@ describe('getJob', () => {
       workerId: null,
       leaseExpiresAt: null,
       cancelRequestedAt: null,
+      progress: null,
+      redrivenFrom: null,
+      redrivenTo: [],
+      deadline: null,
+      executionTimeoutMs: null,
     });
     expect(ready?.runAt.getTime()).toBeGreaterThanOrEqual(ready?.createdAt.getTime() ?? Infinity);
 

@@ -259,7 +259,8 @@ describe('enqueue', () => {
           payload: null,
           priority: 0,
           max_attempts: 25,
-          retry_policy: { kind: 'exponential', initialMs: 1000, multiplier: 2, maxMs: 3_600_000, jitter: true },
+          // No policy given: none is stored, so the handler's (or the default) applies at retry time.
+          retry_policy: null,
           tags: [],
           run_at: runAt,
         }),

@@ -156,8 +156,8 @@ describe('retry until maxAttempts', () => {
 
     const retries = await retryEvents(id);
     expect(retries.map((r) => [r.attempt, r.delay_ms, r.delay_source, r.state])).toEqual([
-      [1, 200, 'policy', 'scheduled'],
-      [2, 200, 'policy', 'scheduled'],
+      [1, 200, 'job', 'scheduled'],
+      [2, 200, 'job', 'scheduled'],
     ]);
     for (const r of retries) expect(Number(r.scheduled_after_ms)).toBeCloseTo(200, 0);
 
@@ -184,8 +184,8 @@ describe('retry until maxAttempts', () => {
     ]);
     const retryEntries = timeline.items.filter((e) => e.kind === 'retry_scheduled');
     expect(retryEntries.map((e) => [e.data?.delayMs, e.data?.delaySource])).toEqual([
-      [200, 'policy'],
-      [200, 'policy'],
+      [200, 'job'],
+      [200, 'job'],
     ]);
 
     const workerEvents = events.filter((e) => e.name.startsWith('job.')).map((e) => e.name);
@@ -218,9 +218,9 @@ describe('retry until maxAttempts', () => {
     const retries = await retryEvents(id);
     // 40, 80, then capped at maxMs.
     expect(retries.map((r) => [r.attempt, r.delay_ms, r.delay_source])).toEqual([
-      [1, 40, 'policy'],
-      [2, 80, 'policy'],
-      [3, 100, 'policy'],
+      [1, 40, 'job'],
+      [2, 80, 'job'],
+      [3, 100, 'job'],
     ]);
     for (const r of retries) expect(Number(r.scheduled_after_ms)).toBeCloseTo(r.delay_ms, 0);
     expect((await attempts(id)).map((a) => [a.attempt, a.outcome])).toEqual([
@@ -292,7 +292,7 @@ describe('retry_delay_ms', () => {
     const second = await claimOne(q);
     expect(second?.attempt).toBe(2);
     const row = await fail(second as ClaimRow, { name: 'Error', message: 'two' });
-    expect(row).toMatchObject({ status: 'retry_scheduled', delay_ms: '600', delay_source: 'policy' });
+    expect(row).toMatchObject({ status: 'retry_scheduled', delay_ms: '600', delay_source: 'job' });
     await db.pool.query('SELECT workhorse.cancel_v1($1)', [id]);
   });
 });
