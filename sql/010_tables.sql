@@ -80,6 +80,8 @@ CREATE TABLE workhorse.job_runtime (
   -- When the running attempt's execution timeout ends (PostgreSQL's clock).
   attempt_deadline timestamptz,
   execution_timeout_ms integer,
+  -- The next claim continues the current attempt (after a durable sleep) instead of starting one.
+  resuming boolean NOT NULL DEFAULT false,
   CONSTRAINT job_runtime_state_check CHECK (state IN ('blocked', 'scheduled', 'ready', 'active')),
   CONSTRAINT job_runtime_owner_check CHECK (
     CASE state
@@ -138,6 +140,19 @@ CREATE TABLE workhorse.job_redrive (
 CREATE INDEX job_redrive_source_idx ON workhorse.job_redrive (source_job_id);
 CREATE UNIQUE INDEX job_redrive_new_idx ON workhorse.job_redrive (new_job_id);
 
+-- Idempotent enqueue: one row per (scope, hashed key) until it expires. `request` holds the
+-- fields the caller gave, so a repeat can be told apart from a conflicting reuse of the key.
+CREATE TABLE workhorse.enqueue_idempotency (
+  scope text NOT NULL,
+  key_hash bytea NOT NULL,
+  request jsonb NOT NULL,
+  job_id uuid NOT NULL,
+  created_at timestamptz NOT NULL,
+  expires_at timestamptz NOT NULL,
+  PRIMARY KEY (scope, key_hash)
+);
+CREATE INDEX enqueue_idempotency_expiry_idx ON workhorse.enqueue_idempotency (expires_at);
+
 -- Paused queues. A queue without a row is running.
 CREATE TABLE workhorse.queue_control (
   queue text PRIMARY KEY,
@@ -167,6 +182,16 @@ CREATE TABLE workhorse.job_checkpoint (
   attempt integer NOT NULL,
   fence_token bigint NOT NULL,
   worker_id text NOT NULL,
+  created_at timestamptz NOT NULL,
+  PRIMARY KEY (job_id, name)
+);
+
+-- Durable sleeps: the wake time of each named sleep, fixed the first time the handler reaches it.
+CREATE TABLE workhorse.job_wait (
+  job_id uuid NOT NULL REFERENCES workhorse.job (id),
+  name text NOT NULL,
+  wake_at timestamptz NOT NULL,
+  attempt integer NOT NULL,
   created_at timestamptz NOT NULL,
   PRIMARY KEY (job_id, name)
 );

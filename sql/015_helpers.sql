@@ -271,8 +271,11 @@ END
 $$;
 
 -- Moves a live job back to waiting: ready now (behind the jobs already waiting) or scheduled
--- for later. The owner columns are cleared.
-CREATE FUNCTION workhorse.requeue_job(p_job_id uuid, p_run_at timestamptz, p_now timestamptz, p_last_error jsonb, p_attempt_delta integer)
+-- for later. The owner columns are cleared. p_resuming: the next claim continues the current
+-- attempt instead of starting a new one.
+CREATE FUNCTION workhorse.requeue_job(
+  p_job_id uuid, p_run_at timestamptz, p_now timestamptz, p_last_error jsonb, p_attempt_delta integer,
+  p_resuming boolean DEFAULT false)
 RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -283,6 +286,7 @@ BEGIN
          seq = CASE WHEN v_state = 'ready' THEN nextval('workhorse.job_seq') ELSE seq END,
          run_at = greatest(p_run_at, p_now),
          current_attempt = current_attempt + p_attempt_delta,
+         resuming = p_resuming,
          worker_id = NULL, lease_expires_at = NULL, heartbeat_at = NULL, attempt_started_at = NULL,
          attempt_deadline = NULL, cancel_requested_at = NULL, cancel_reason = NULL,
          last_error = coalesce(p_last_error, last_error)

@@ -15,9 +15,10 @@ BEGIN
   END IF;
   FOR v_key IN SELECT jsonb_object_keys(p_req) LOOP
     IF v_key NOT IN ('type', 'payload', 'queue', 'priority', 'runAt', 'maxAttempts', 'retryPolicy', 'tags',
-                     'deadline', 'executionTimeoutMs') THEN
+                     'deadline', 'executionTimeoutMs', 'idempotencyKey', 'idempotencyScope', 'idempotencyTtlMs') THEN
       PERFORM workhorse.raise_invalid(p_path || '.' || v_key,
-        'is not an enqueue option (type, payload, queue, priority, runAt, maxAttempts, retryPolicy, tags, deadline, executionTimeoutMs)');
+        'is not an enqueue option (type, payload, queue, priority, runAt, maxAttempts, retryPolicy, tags, deadline, '
+        || 'executionTimeoutMs, idempotencyKey, idempotencyScope, idempotencyTtlMs)');
     END IF;
   END LOOP;
   PERFORM workhorse.check_name(p_req -> 'type', p_path || '.type');
@@ -40,6 +41,22 @@ BEGIN
   IF p_req ? 'deadline' THEN
     PERFORM workhorse.check_timestamp(p_req -> 'deadline', p_path || '.deadline');
   END IF;
+  IF p_req ? 'idempotencyKey' AND (jsonb_typeof(p_req -> 'idempotencyKey') <> 'string'
+      OR length(p_req ->> 'idempotencyKey') NOT BETWEEN 1 AND 512) THEN
+    PERFORM workhorse.raise_invalid(p_path || '.idempotencyKey', 'must be a string of 1 to 512 characters');
+  END IF;
+  IF p_req ? 'idempotencyScope' THEN
+    IF NOT p_req ? 'idempotencyKey' THEN
+      PERFORM workhorse.raise_invalid(p_path || '.idempotencyScope', 'needs an idempotencyKey');
+    END IF;
+    PERFORM workhorse.check_name(p_req -> 'idempotencyScope', p_path || '.idempotencyScope');
+  END IF;
+  IF p_req ? 'idempotencyTtlMs' THEN
+    IF NOT p_req ? 'idempotencyKey' THEN
+      PERFORM workhorse.raise_invalid(p_path || '.idempotencyTtlMs', 'needs an idempotencyKey');
+    END IF;
+    PERFORM workhorse.check_int(p_req -> 'idempotencyTtlMs', p_path || '.idempotencyTtlMs', 1000, 2592000000);
+  END IF;
   IF p_req ? 'executionTimeoutMs' THEN
     PERFORM workhorse.check_int(p_req -> 'executionTimeoutMs', p_path || '.executionTimeoutMs', 1000, 86400000);
   END IF;
@@ -60,10 +77,72 @@ BEGIN
 END
 $$;
 
+-- Takes the idempotency keys of a batch, in input order. For each keyed request it either
+-- reserves the key for a new job id, or finds a live reservation: an exact repeat (the same
+-- given fields) becomes a replay of that job, anything else raises P1005 naming the differing
+-- fields, which rolls back the whole batch. Two transactions racing for one key serialise on
+-- the primary key: the second waits, then sees the first's row (or takes the key if the first
+-- rolled back). An expired reservation is taken over. Keys are stored as SHA-256 hashes.
+CREATE FUNCTION workhorse.claim_idempotency_keys(p_requests jsonb, p_now timestamptz)
+RETURNS TABLE (ids uuid[], replay boolean[])
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_n integer := jsonb_array_length(p_requests);
+  v_req jsonb;
+  v_ord integer := 0;
+  v_fields jsonb;
+  v_scope text;
+  v_hash bytea;
+  v_new uuid;
+  v_taken uuid;
+  v_existing workhorse.enqueue_idempotency;
+  v_diff text[];
+BEGIN
+  ids := array_fill(NULL::uuid, ARRAY[v_n]);
+  replay := array_fill(false, ARRAY[v_n]);
+  FOR v_req IN SELECT value FROM jsonb_array_elements(p_requests) LOOP
+    v_ord := v_ord + 1;
+    CONTINUE WHEN NOT v_req ? 'idempotencyKey';
+    v_fields := v_req - 'idempotencyKey' - 'idempotencyScope' - 'idempotencyTtlMs';
+    v_scope := coalesce(v_req ->> 'idempotencyScope', v_req ->> 'queue', 'default');
+    v_hash := sha256(convert_to(v_req ->> 'idempotencyKey', 'UTF8'));
+    v_new := workhorse.new_job_id();
+    v_taken := NULL;
+    INSERT INTO workhorse.enqueue_idempotency AS i (scope, key_hash, request, job_id, created_at, expires_at)
+    VALUES (v_scope, v_hash, v_fields, v_new, p_now,
+            p_now + coalesce((v_req ->> 'idempotencyTtlMs')::bigint, 86400000) * interval '1 millisecond')
+    ON CONFLICT (scope, key_hash) DO UPDATE
+      SET request = EXCLUDED.request, job_id = EXCLUDED.job_id, created_at = EXCLUDED.created_at,
+          expires_at = EXCLUDED.expires_at
+      WHERE i.expires_at <= p_now
+    RETURNING i.job_id INTO v_taken;
+    IF v_taken IS NOT NULL THEN
+      ids[v_ord] := v_taken;
+      CONTINUE;
+    END IF;
+    SELECT * INTO v_existing FROM workhorse.enqueue_idempotency WHERE scope = v_scope AND key_hash = v_hash;
+    SELECT array_agg(k ORDER BY k) INTO v_diff
+    FROM (SELECT jsonb_object_keys(v_fields) UNION SELECT jsonb_object_keys(v_existing.request)) AS f (k)
+    WHERE v_fields -> k IS DISTINCT FROM v_existing.request -> k;
+    IF v_diff IS NOT NULL THEN
+      RAISE EXCEPTION USING ERRCODE = 'P1005', COLUMN = format('requests[%s].idempotencyKey', v_ord - 1),
+        MESSAGE = format('requests[%s].idempotencyKey: was already used in scope "%s" for job %s with a different request (differs in: %s)',
+                         v_ord - 1, v_scope, v_existing.job_id, array_to_string(v_diff, ', ')),
+        DETAIL = jsonb_build_object('existingJobId', v_existing.job_id, 'fields', to_jsonb(v_diff), 'scope', v_scope)::text;
+    END IF;
+    ids[v_ord] := v_existing.job_id;
+    replay[v_ord] := true;
+  END LOOP;
+  RETURN NEXT;
+END
+$$;
+
 -- Enqueues up to 1000 requests, all or nothing, and returns the new job ids in input order.
 -- Each request: {"type", "payload", "queue"?, "priority"?, "runAt"?, "maxAttempts"?,
--- "retryPolicy"?, "tags"?}. Jobs due now are `ready`, later ones `scheduled`. One statement
--- writes each table, and each queue that gained ready work is notified once (delivered at commit).
+-- "retryPolicy"?, "tags"?, "deadline"?, "executionTimeoutMs"?, "idempotencyKey"?,
+-- "idempotencyScope"? (default: the queue), "idempotencyTtlMs"? (default 24 h)}. Jobs due now
+-- are `ready`, later ones `scheduled`. One statement writes each table, and each queue that
+-- gained ready work is notified once (delivered at commit).
 CREATE FUNCTION workhorse.enqueue_many_v1(p_requests jsonb)
 RETURNS TABLE (job_id uuid)
 LANGUAGE plpgsql AS $$
@@ -73,6 +152,8 @@ DECLARE
   v_req jsonb;
   v_i integer := 0;
   v_queue text;
+  v_ids uuid[];
+  v_replay boolean[];
 BEGIN
   IF jsonb_typeof(p_requests) IS DISTINCT FROM 'array' THEN
     PERFORM workhorse.raise_invalid('requests', 'must be a JSON array of enqueue requests');
@@ -85,11 +166,14 @@ BEGIN
     PERFORM workhorse.validate_enqueue_request(v_req, format('requests[%s]', v_i));
     v_i := v_i + 1;
   END LOOP;
+  IF jsonb_path_exists(p_requests, '$[*].idempotencyKey') THEN
+    SELECT k.ids, k.replay INTO v_ids, v_replay FROM workhorse.claim_idempotency_keys(p_requests, v_now) AS k;
+  END IF;
 
   RETURN QUERY
   WITH input AS (
     SELECT x.ord,
-           workhorse.new_job_id() AS id,
+           coalesce(v_ids[x.ord::integer], workhorse.new_job_id()) AS id,
            nextval('workhorse.job_seq') AS seq,
            x.e ->> 'type' AS type,
            coalesce(x.e ->> 'queue', 'default') AS queue,
@@ -103,6 +187,8 @@ BEGIN
            coalesce(ARRAY(SELECT jsonb_array_elements_text(x.e -> 'tags')), '{}') AS tags,
            greatest(coalesce((x.e ->> 'runAt')::timestamptz, v_now), v_now) AS run_at
     FROM jsonb_array_elements(p_requests) WITH ORDINALITY AS x (e, ord)
+    -- Exact repeats of an idempotent enqueue write nothing; they return the existing job's id.
+    WHERE NOT coalesce(v_replay[x.ord::integer], false)
   ),
   ins_job AS (
     INSERT INTO workhorse.job (id, queue, type, payload, priority, max_attempts, retry_policy, tags, run_at, created_at, seq,
@@ -127,12 +213,15 @@ BEGIN
            jsonb_build_object('state', CASE WHEN run_at <= v_now THEN 'ready' ELSE 'scheduled' END, 'runAt', run_at)
     FROM input
   )
-  SELECT id FROM input ORDER BY ord;
+  SELECT coalesce(input.id, v_ids[x.ord])
+  FROM generate_series(1, jsonb_array_length(p_requests)) AS x (ord)
+  LEFT JOIN input ON input.ord = x.ord
+  ORDER BY x.ord;
 
   FOR v_queue IN
-    SELECT DISTINCT coalesce(e ->> 'queue', 'default')
-    FROM jsonb_array_elements(p_requests) AS e
-    WHERE coalesce((e ->> 'runAt')::timestamptz, v_now) <= v_now
+    SELECT DISTINCT coalesce(x.e ->> 'queue', 'default')
+    FROM jsonb_array_elements(p_requests) WITH ORDINALITY AS x (e, ord)
+    WHERE coalesce((x.e ->> 'runAt')::timestamptz, v_now) <= v_now AND NOT coalesce(v_replay[x.ord::integer], false)
   LOOP
     PERFORM pg_notify('workhorse_jobs', v_queue);
   END LOOP;

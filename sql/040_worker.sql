@@ -19,7 +19,7 @@
 CREATE FUNCTION workhorse.claim_many_v1(p_queues text[], p_worker_id text, p_limit integer, p_lease_ms integer)
 RETURNS TABLE (
   job_id uuid, queue text, type text, payload jsonb, attempt integer, max_attempts integer,
-  fence_token bigint, lease_expires_at timestamptz, execution_timeout_ms integer, checkpoints jsonb)
+  fence_token bigint, lease_expires_at timestamptz, execution_timeout_ms integer, checkpoints jsonb, waits jsonb)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
@@ -69,7 +69,7 @@ BEGIN
   claimed AS (
     UPDATE workhorse.job_runtime r
        SET state = 'active',
-           current_attempt = r.current_attempt + 1,
+           current_attempt = r.current_attempt + CASE WHEN r.resuming THEN 0 ELSE 1 END,
            fence_token = nextval('workhorse.fence_seq'),
            worker_id = p_worker_id,
            lease_expires_at = v_now + v_lease,
@@ -79,17 +79,23 @@ BEGIN
       FROM picked p
      WHERE r.job_id = p.job_id
     RETURNING r.job_id, r.queue, r.priority, r.seq, r.current_attempt, r.max_attempts, r.fence_token, r.lease_expires_at,
-              r.execution_timeout_ms
+              r.execution_timeout_ms, r.resuming
   ),
   ev AS (
-    INSERT INTO workhorse.job_event (job_id, at, kind, attempt, worker_id, fence_token)
-    SELECT c.job_id, v_now, 'claimed', c.current_attempt, p_worker_id, c.fence_token FROM claimed c
+    INSERT INTO workhorse.job_event (job_id, at, kind, attempt, worker_id, fence_token, data)
+    SELECT c.job_id, v_now, 'claimed', c.current_attempt, p_worker_id, c.fence_token,
+           CASE WHEN c.resuming THEN '{"resumed": true}'::jsonb END
+    FROM claimed c
   )
   SELECT c.job_id, c.queue, j.type, j.payload, c.current_attempt, c.max_attempts, c.fence_token, c.lease_expires_at,
          c.execution_timeout_ms,
          -- Each value travels wrapped: [] for a stage that returned nothing, [value] otherwise.
          (SELECT jsonb_object_agg(k.name, CASE WHEN k.value IS NULL THEN '[]'::jsonb ELSE jsonb_build_array(k.value) END)
-          FROM workhorse.job_checkpoint k WHERE k.job_id = c.job_id)
+          FROM workhorse.job_checkpoint k WHERE k.job_id = c.job_id),
+         -- Sleeps happen only in resumed attempts' past, so first attempts skip the probe.
+         CASE WHEN c.resuming OR c.current_attempt > 1 THEN
+           (SELECT jsonb_object_agg(w.name, w.wake_at) FROM workhorse.job_wait w WHERE w.job_id = c.job_id)
+         END
   FROM claimed c
   JOIN workhorse.job j ON j.id = c.job_id
   ORDER BY c.priority DESC, c.seq;
@@ -122,9 +128,10 @@ END
 $$;
 
 -- Renews the leases of one worker's running jobs in one statement. Per lease: `accepted`,
--- `cancel_requested` (renewed; the owner should stop and acknowledge) or `stale` (not renewed:
--- the worker lost the job and must stop writing for it). Only lease columns change, and they
--- are in no index, so each renewal is a HOT update.
+-- `cancel_requested` (renewed; the owner should stop and acknowledge), `busy` (not renewed this
+-- round: another transaction holds the row, e.g. a transactional handler that saved a
+-- checkpoint; try again next round) or `stale` (the worker lost the job and must stop writing
+-- for it). Only lease columns change, and they are in no index, so each renewal is a HOT update.
 CREATE FUNCTION workhorse.heartbeat_many_v1(p_worker_id text, p_leases jsonb, p_lease_ms integer)
 RETURNS TABLE (job_id uuid, status text, lease_expires_at timestamptz)
 LANGUAGE plpgsql AS $$
@@ -133,6 +140,7 @@ DECLARE
   v_lease interval := workhorse.check_lease(p_lease_ms);
   v_ids uuid[];
   v_fences bigint[];
+  v_locked uuid[];
   v_now timestamptz;
 BEGIN
   PERFORM workhorse.check_worker(p_worker_id);
@@ -141,8 +149,10 @@ BEGIN
   IF v_ids IS NULL THEN
     RETURN;
   END IF;
-  -- Lock in job id order, as every batched owner function does, so batches never deadlock.
-  PERFORM 1 FROM workhorse.job_runtime r WHERE r.job_id = ANY (v_ids) ORDER BY r.job_id FOR UPDATE;
+  -- Rows another transaction holds are skipped, never waited for: one busy row must not delay
+  -- the renewal of every other lease in the batch.
+  v_locked := ARRAY(SELECT r.job_id FROM workhorse.job_runtime r WHERE r.job_id = ANY (v_ids)
+                    ORDER BY r.job_id FOR UPDATE SKIP LOCKED);
   v_now := clock_timestamp();
   RETURN QUERY
   WITH input AS (
@@ -152,11 +162,15 @@ BEGIN
     UPDATE workhorse.job_runtime r
        SET lease_expires_at = v_now + v_lease, heartbeat_at = v_now
       FROM input i
-     WHERE r.job_id = i.job_id AND workhorse.owns(r, p_worker_id, i.fence, v_now)
+     WHERE r.job_id = i.job_id AND r.job_id = ANY (v_locked) AND workhorse.owns(r, p_worker_id, i.fence, v_now)
     RETURNING r.job_id, r.cancel_requested_at IS NOT NULL AS cancel, r.lease_expires_at
   )
   SELECT i.job_id,
-         CASE WHEN n.job_id IS NULL THEN 'stale' WHEN n.cancel THEN 'cancel_requested' ELSE 'accepted' END,
+         CASE WHEN n.job_id IS NOT NULL THEN CASE WHEN n.cancel THEN 'cancel_requested' ELSE 'accepted' END
+              WHEN NOT i.job_id = ANY (v_locked)
+                   AND EXISTS (SELECT 1 FROM workhorse.job_runtime x
+                               WHERE x.job_id = i.job_id AND workhorse.owns(x, p_worker_id, i.fence, v_now)) THEN 'busy'
+              ELSE 'stale' END,
          n.lease_expires_at
   FROM input i LEFT JOIN renewed n ON n.job_id = i.job_id
   ORDER BY i.ord;
@@ -384,7 +398,9 @@ BEGIN
   INSERT INTO workhorse.attempt_history (job_id, attempt, outcome, worker_id, fence_token, started_at, finished_at, error)
   VALUES (r.job_id, r.current_attempt, 'released', r.worker_id, r.fence_token, r.attempt_started_at, v_now,
           jsonb_build_object('name', 'Released', 'message', coalesce(p_reason, 'released by the worker')));
-  v_state := workhorse.requeue_job(r.job_id, v_now + p_delay_ms * interval '1 millisecond', v_now, NULL, -1);
+  -- A claim that continued a slept attempt did not count one, so there is nothing to give back.
+  v_state := workhorse.requeue_job(r.job_id, v_now + p_delay_ms * interval '1 millisecond', v_now, NULL,
+                                   CASE WHEN r.resuming THEN 0 ELSE -1 END, r.resuming);
   INSERT INTO workhorse.job_event (job_id, at, kind, attempt, worker_id, fence_token, data)
   VALUES (r.job_id, v_now, 'released', r.current_attempt, r.worker_id, r.fence_token,
           jsonb_build_object('reason', p_reason, 'delayMs', p_delay_ms, 'state', v_state));
@@ -458,4 +474,60 @@ LANGUAGE sql STABLE AS $$
   FROM workhorse.job_checkpoint k
   WHERE k.job_id = p_job_id
   ORDER BY k.created_at, k.name
+$$;
+
+-- A durable sleep. The first time a job reaches the sleep named p_name, its wake time is fixed
+-- (p_until, or the database clock plus p_delay_ms) and kept: later runs of the handler reach the
+-- same wake time. If it is still ahead, the job becomes `scheduled` until then and the worker
+-- lets go of it; the attempt is not consumed (the next claim continues it), and the handler
+-- starts again from the top when the job wakes (checkpoints replay). Returns `sleeping`,
+-- `elapsed` (the wake time has passed: go on), `canceled` (a cancel was pending) or `stale`,
+-- with the wake time.
+CREATE FUNCTION workhorse.sleep_v1(
+  p_job_id uuid, p_worker_id text, p_fence bigint, p_name text, p_until timestamptz, p_delay_ms bigint)
+RETURNS TABLE (status text, wake_at timestamptz)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  r workhorse.job_runtime;
+  v_now timestamptz;
+  v_wake timestamptz;
+BEGIN
+  PERFORM workhorse.check_worker(p_worker_id);
+  IF p_name IS NULL OR length(p_name) NOT BETWEEN 1 AND 200 THEN
+    PERFORM workhorse.raise_invalid('name', 'must be a string of 1 to 200 characters');
+  END IF;
+  IF (p_until IS NULL) = (p_delay_ms IS NULL) THEN
+    PERFORM workhorse.raise_invalid('until', 'give exactly one of a wake time and a delay');
+  END IF;
+  IF p_delay_ms < 0 OR p_delay_ms > 31536000000 THEN
+    PERFORM workhorse.raise_invalid('ms', 'must be an integer from 0 to 31536000000 (one year)');
+  END IF;
+  r := workhorse.lock_owned(p_job_id, p_worker_id, p_fence);
+  IF r.job_id IS NULL THEN
+    RETURN QUERY SELECT 'stale'::text, NULL::timestamptz;
+    RETURN;
+  END IF;
+  v_now := clock_timestamp();
+  INSERT INTO workhorse.job_wait AS w (job_id, name, wake_at, attempt, created_at)
+  VALUES (p_job_id, p_name, coalesce(p_until, v_now + p_delay_ms * interval '1 millisecond'), r.current_attempt, v_now)
+  ON CONFLICT (job_id, name) DO NOTHING;
+  SELECT w.wake_at INTO v_wake FROM workhorse.job_wait w WHERE w.job_id = p_job_id AND w.name = p_name;
+  IF v_wake <= v_now THEN
+    RETURN QUERY SELECT 'elapsed'::text, v_wake;
+    RETURN;
+  END IF;
+  IF r.cancel_requested_at IS NOT NULL THEN
+    PERFORM workhorse.finish_job(r, 'canceled', NULL,
+      jsonb_build_object('name', 'Canceled', 'message', coalesce(r.cancel_reason, 'canceled on request')),
+      'canceled', v_now);
+    RETURN QUERY SELECT 'canceled'::text, v_wake;
+    RETURN;
+  END IF;
+  PERFORM workhorse.requeue_job(p_job_id, v_wake, v_now, NULL, 0, true);
+  INSERT INTO workhorse.job_event (job_id, at, kind, attempt, worker_id, fence_token, data)
+  VALUES (p_job_id, v_now, 'sleeping', r.current_attempt, p_worker_id, p_fence,
+          jsonb_build_object('name', p_name, 'wakeAt', v_wake));
+  RETURN QUERY SELECT 'sleeping'::text, v_wake;
+END
 $$;

@@ -26,11 +26,11 @@ BEGIN
        SET state = 'ready', seq = nextval('workhorse.job_seq')
       FROM due
      WHERE r.job_id = due.job_id
-    RETURNING r.job_id, r.queue, r.current_attempt
+    RETURNING r.job_id, r.queue, r.current_attempt, r.resuming
   ),
   ev AS (
     INSERT INTO workhorse.job_event (job_id, at, kind, attempt)
-    SELECT m.job_id, v_now, 'promoted', m.current_attempt FROM moved m
+    SELECT m.job_id, v_now, CASE WHEN m.resuming THEN 'woke' ELSE 'promoted' END, m.current_attempt FROM moved m
   )
   SELECT count(*), array_agg(DISTINCT m.queue) INTO v_count, v_queues FROM moved m;
   FOREACH v_queue IN ARRAY coalesce(v_queues, '{}') LOOP
@@ -153,6 +153,8 @@ BEGIN
   v_expired := workhorse.expire_deadlines_v1(1000);
   v_promoted := workhorse.promote_v1(1000);
   v_recovered := workhorse.recover_expired_v1(1000);
+  DELETE FROM workhorse.enqueue_idempotency
+  WHERE ctid = ANY (ARRAY(SELECT ctid FROM workhorse.enqueue_idempotency WHERE expires_at <= clock_timestamp() LIMIT 1000));
   IF to_regclass('workhorse.job_event_p' || to_char(v_horizon, 'YYYYMMDD')) IS NULL
      OR to_regclass('workhorse.attempt_history_p' || to_char(v_horizon, 'YYYYMMDD')) IS NULL THEN
     BEGIN

@@ -127,7 +127,7 @@ END
 $$;
 
 -- Redrives a dead letter: a new job with the same definition (type, queue, payload, priority,
--- attempts, retry policy, tags), starting at attempt 1 with no checkpoints. The source outcome
+-- attempts, retry policy, tags, execution timeout; not the deadline, which has passed), starting at attempt 1 with no checkpoints. The source outcome
 -- never changes; the lineage is recorded in job_redrive and in both timelines. Idempotent per
 -- p_request_id: a repeat returns the job the first call created.
 CREATE FUNCTION workhorse.redrive_v1(p_job_id uuid, p_request_id text, p_actor text DEFAULT NULL, p_reason text DEFAULT NULL)
@@ -161,7 +161,8 @@ BEGIN
   SELECT * INTO v_job FROM workhorse.job WHERE id = p_job_id;
   SELECT e.job_id INTO v_new FROM workhorse.enqueue_many_v1(jsonb_build_array(jsonb_strip_nulls(jsonb_build_object(
     'type', v_job.type, 'queue', v_job.queue, 'payload', v_job.payload, 'priority', v_job.priority,
-    'maxAttempts', v_job.max_attempts, 'retryPolicy', v_job.retry_policy, 'tags', to_jsonb(v_job.tags)))
+    'maxAttempts', v_job.max_attempts, 'retryPolicy', v_job.retry_policy, 'tags', to_jsonb(v_job.tags),
+    'executionTimeoutMs', v_job.execution_timeout_ms))
     || jsonb_build_object('payload', v_job.payload))) AS e;
   INSERT INTO workhorse.job_redrive (request_id, source_job_id, new_job_id, actor, reason, created_at)
   VALUES (p_request_id, p_job_id, v_new, p_actor, p_reason, v_now);

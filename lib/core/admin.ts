@@ -94,13 +94,27 @@ function encodeCursor(kind: string, position: string): string {
   return Buffer.from(`${kind}:${position}`, 'utf8').toString('base64url');
 }
 
-function decodeCursor(kind: string, cursor: string | undefined, pattern = '\\d{1,19}'): string | null {
+const MAX_BIGINT = 9_223_372_036_854_775_807n;
+const UUID_TEXT = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
+
+// A position is a bigint (`jobs`, `timeline`) or a UTC time and a job id (`dead`); anything that
+// does not decode to exactly that is refused before it reaches SQL.
+function decodeCursor(kind: string, cursor: string | undefined): string | null {
   if (cursor === undefined || cursor === null) return null;
   if (typeof cursor !== 'string') throw new InvalidCursorError();
   const text = Buffer.from(cursor, 'base64url').toString('utf8');
+  const pattern = kind === 'dead' ? `\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{6}Z/${UUID_TEXT}` : '\\d{1,19}';
   const match = new RegExp(`^${kind}:(${pattern})$`).exec(text);
   if (!match) throw new InvalidCursorError();
-  return match[1];
+  const position = match[1];
+  if (kind === 'dead') {
+    const at = position.slice(0, 27);
+    const ms = Date.parse(at);
+    if (Number.isNaN(ms) || new Date(ms).toISOString().slice(0, 23) !== at.slice(0, 23)) throw new InvalidCursorError();
+  } else if (BigInt(position) > MAX_BIGINT) {
+    throw new InvalidCursorError();
+  }
+  return position;
 }
 
 function checkActor(options: ActorOptions): void {
@@ -253,7 +267,7 @@ export class Admin {
   async listDeadLetters(options: ListDeadLettersOptions = {}, client?: Queryable): Promise<Page<JobSnapshot>> {
     const filter = this.deadLetterFilter(options, ['limit', 'cursor']);
     const limit = options.limit === undefined ? 50 : checkInteger(options.limit, 'limit', 1, 1000);
-    const position = decodeCursor('dead', options.cursor, '\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{6}Z/[0-9a-f-]{36}');
+    const position = decodeCursor('dead', options.cursor);
     const [finishedAt, jobId] = position === null ? [null, null] : position.split('/');
     const rows = await this.run<JobRow & { cursor_at: string }>(
       client,

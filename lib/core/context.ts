@@ -14,6 +14,23 @@ export interface ClaimedJob {
   workerId: string;
   /** Checkpoints stored by earlier runs: name -> [] (undefined) or [value]. */
   checkpoints: Record<string, [] | [JsonValue]>;
+  /** Wake times of durable sleeps reached by earlier runs (ISO text). */
+  waits: Record<string, string>;
+}
+
+/**
+ * Thrown out of `ctx.sleep` when the job went to sleep: the worker has let go of the job and the
+ * handler must unwind (do not catch it). The job runs the handler again from the top when it
+ * wakes. Its `signal` has aborted with this error too.
+ */
+export class JobSleeping extends Error {
+  constructor(
+    readonly jobId: string,
+    readonly wakeAt: Date,
+  ) {
+    super(`Job ${jobId} sleeps until ${wakeAt.toISOString()}; the handler runs again then.`);
+    this.name = 'JobSleeping';
+  }
 }
 
 /**
@@ -49,6 +66,10 @@ export class HandlerContext {
     signal: AbortSignal,
     private readonly runner: Queryable,
     private readonly onStale: () => void,
+    private readonly onSleep: (wakeAt: Date) => void,
+    // Sleeps always commit on their own (never inside a transactional handler's transaction,
+    // whose rollback must not undo the sleep).
+    private readonly pool: Queryable,
     client?: PoolClient,
   ) {
     this.client = client;
@@ -123,5 +144,63 @@ export class HandlerContext {
       this.onStale();
       throw new LeaseLostError(this.job.jobId);
     }
+  }
+
+  /**
+   * A durable sleep: the job is set aside until `ms` after the first time it reached the sleep
+   * named `name`, without holding a worker slot or consuming an attempt. The handler then runs
+   * again from the top (completed checkpoints replay, and this sleep returns at once). Resolves
+   * at once when the wake time has passed; otherwise throws {@link JobSleeping}, which the
+   * handler must let through.
+   *
+   * @example
+   * await ctx.checkpoint('send-welcome', () => mailer.welcome(user));
+   * await ctx.sleep('wait-a-day', 24 * 3600_000);
+   * await ctx.checkpoint('send-tips', () => mailer.tips(user));
+   */
+  async sleep(name: string, ms: number): Promise<void> {
+    if (typeof ms !== 'number' || !Number.isInteger(ms) || ms < 0 || ms > 31_536_000_000) {
+      throw new WorkhorseValidationError('ms', 'must be an integer from 0 to 31536000000 (one year)');
+    }
+    return this.sleepCall(name, null, ms);
+  }
+
+  /** Like {@link sleep}, until a point in time. */
+  async sleepUntil(name: string, until: Date): Promise<void> {
+    if (!(until instanceof Date) || Number.isNaN(until.getTime())) throw new WorkhorseValidationError('until', 'must be a valid Date');
+    return this.sleepCall(name, until, null);
+  }
+
+  private async sleepCall(name: string, until: Date | null, ms: number | null): Promise<void> {
+    if (typeof name !== 'string' || name.length === 0 || name.length > 200) {
+      throw new WorkhorseValidationError('name', 'must be a string of 1 to 200 characters');
+    }
+    const known = this.job.waits[name];
+    if (known !== undefined && new Date(known).getTime() <= Date.now()) return;
+    this.signal.throwIfAborted();
+    let row: { status: string; wake_at: Date | null };
+    try {
+      const result = await this.pool.query('SELECT status, wake_at FROM workhorse.sleep_v1($1, $2, $3, $4, $5, $6)', [
+        this.job.jobId,
+        this.job.workerId,
+        this.job.fenceToken,
+        name,
+        until,
+        ms,
+      ]);
+      row = result.rows[0] as { status: string; wake_at: Date | null };
+    } catch (error) {
+      throw fromPgError(error);
+    }
+    if (row.status === 'stale') {
+      this.onStale();
+      throw new LeaseLostError(this.job.jobId);
+    }
+    const wakeAt = row.wake_at as Date;
+    this.job.waits[name] = wakeAt.toISOString();
+    if (row.status === 'elapsed') return;
+    // `sleeping` or `canceled`: either way the job is no longer this worker's to run.
+    this.onSleep(wakeAt);
+    throw new JobSleeping(this.job.jobId, wakeAt);
   }
 }

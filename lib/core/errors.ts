@@ -70,6 +70,7 @@ interface PgErrorLike {
   code?: string;
   message: string;
   column?: string;
+  detail?: string;
 }
 
 /** SQLSTATEs of the protocol's own refusals (the `P1xxx` range). */
@@ -78,7 +79,25 @@ export const SQLSTATE = {
   stale: 'P1002',
   batchTooLarge: 'P1003',
   isolation: 'P1004',
+  idempotencyConflict: 'P1005',
 } as const;
+
+/**
+ * An idempotency key was reused, while it lives, for a request that differs from the first one.
+ * The whole batch (and the caller's transaction) is rolled back.
+ */
+export class IdempotencyConflictError extends WorkhorseValidationError {
+  constructor(
+    field: string,
+    message: string,
+    /** The job the key already stands for. */
+    readonly existingJobId: string,
+    /** The request fields that differ, e.g. `["payload", "priority"]`. */
+    readonly fields: string[],
+  ) {
+    super(field, message);
+  }
+}
 
 /**
  * Turns an error raised by a `workhorse.*` SQL function into our typed error; anything else is
@@ -87,11 +106,15 @@ export const SQLSTATE = {
 export function fromPgError(error: unknown): unknown {
   const e = error as PgErrorLike;
   if (e && typeof e === 'object' && typeof e.code === 'string') {
+    const field = e.column ?? 'request';
+    const prefix = `${field}: `;
+    const message = e.message.startsWith(prefix) ? e.message.slice(prefix.length) : e.message;
     if (e.code === SQLSTATE.validation || e.code === SQLSTATE.batchTooLarge) {
-      const field = e.column ?? 'request';
-      const prefix = `${field}: `;
-      const message = e.message.startsWith(prefix) ? e.message.slice(prefix.length) : e.message;
       return new WorkhorseValidationError(field, message);
+    }
+    if (e.code === SQLSTATE.idempotencyConflict) {
+      const detail = JSON.parse(e.detail ?? '{}') as { existingJobId?: string; fields?: string[] };
+      return new IdempotencyConflictError(field, message, detail.existingJobId ?? '', detail.fields ?? []);
     }
   }
   return error;

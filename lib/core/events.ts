@@ -22,6 +22,7 @@ export type WorkerEvent =
   | ({ name: 'job.canceled'; durationMs: number } & JobEventBase)
   | ({ name: 'job.lease_lost'; durationMs: number } & JobEventBase)
   | ({ name: 'job.released'; reason: string } & JobEventBase)
+  | ({ name: 'job.sleeping'; wakeAt: Date } & JobEventBase)
   | ({ name: 'job.abandoned'; durationMs: number } & JobEventBase)
   | {
       name: 'worker.error';

@@ -13,7 +13,7 @@ export interface HeldLease {
 
 interface HeartbeatRow {
   job_id: string;
-  status: 'accepted' | 'cancel_requested' | 'stale';
+  status: 'accepted' | 'cancel_requested' | 'busy' | 'stale';
 }
 
 /**
@@ -92,7 +92,7 @@ export class Heartbeater {
       if (row.status === 'stale') {
         this.leases.delete(row.job_id);
         lease.onLost();
-      } else {
+      } else if (row.status !== 'busy') {
         // The server renewed the lease after we sent the request, so this bound is safe.
         lease.deadline = sentAt + this.leaseMs;
         if (row.status === 'cancel_requested') lease.onCancelRequested();

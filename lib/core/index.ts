@@ -10,10 +10,11 @@
  */
 export { Pool, type PoolClient, type PoolConfig } from 'pg';
 export { Admin } from './admin';
-export { HandlerContext } from './context';
+export { HandlerContext, JobSleeping } from './context';
 export {
   ExecutionTimeoutError,
   fromPgError,
+  IdempotencyConflictError,
   InvalidCursorError,
   JobCanceledError,
   LeaseLostError,

@@ -66,6 +66,16 @@ export interface EnqueueOptions {
    * `ExecutionTimeoutError`, the attempt closes as `timeout`, and the retry policy applies.
    */
   executionTimeoutMs?: number;
+  /**
+   * Makes the enqueue idempotent: while the key lives (`idempotencyTtlMs`, default 24 h), an
+   * exact repeat returns the existing job's id and writes nothing, and a repeat with different
+   * fields raises `IdempotencyConflictError`. 1 to 512 characters; stored hashed.
+   */
+  idempotencyKey?: string;
+  /** Where the key is unique: default the job's queue. */
+  idempotencyScope?: string;
+  /** How long the key is remembered, 1 000 ms to 30 days. Default 24 h. */
+  idempotencyTtlMs?: number;
 }
 
 /** One job of a batch given to `enqueueMany`. */

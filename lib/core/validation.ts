@@ -24,6 +24,9 @@ const ENQUEUE_OPTION_KEYS = new Set([
   'tags',
   'deadline',
   'executionTimeoutMs',
+  'idempotencyKey',
+  'idempotencyScope',
+  'idempotencyTtlMs',
 ]);
 
 /** What `enqueue_many_v1` receives for one job. */
@@ -38,6 +41,9 @@ export interface WireEnqueueRequest {
   tags?: string[];
   deadline?: string;
   executionTimeoutMs?: number;
+  idempotencyKey?: string;
+  idempotencyScope?: string;
+  idempotencyTtlMs?: number;
 }
 
 function fail(field: string, message: string): never {
@@ -191,6 +197,21 @@ export function toWireRequest(type: unknown, payload: unknown, options: unknown,
   }
   if (opts.runAt !== undefined) wire.runAt = checkTimestamp(opts.runAt, `${path}runAt`);
   if (opts.deadline !== undefined) wire.deadline = checkTimestamp(opts.deadline, `${path}deadline`);
+  if (opts.idempotencyKey !== undefined) {
+    const key: unknown = opts.idempotencyKey;
+    if (typeof key !== 'string' || key.length === 0 || [...key].length > 512) {
+      fail(`${path}idempotencyKey`, 'must be a string of 1 to 512 characters');
+    }
+    checkString(key, `${path}idempotencyKey`);
+    wire.idempotencyKey = key;
+  }
+  for (const key of ['idempotencyScope', 'idempotencyTtlMs'] as const) {
+    if (opts[key] !== undefined && opts.idempotencyKey === undefined) fail(`${path}${key}`, 'needs an idempotencyKey');
+  }
+  if (opts.idempotencyScope !== undefined) wire.idempotencyScope = checkName(opts.idempotencyScope, `${path}idempotencyScope`);
+  if (opts.idempotencyTtlMs !== undefined) {
+    wire.idempotencyTtlMs = checkInteger(opts.idempotencyTtlMs, `${path}idempotencyTtlMs`, 1000, 2_592_000_000);
+  }
   if (opts.executionTimeoutMs !== undefined) {
     wire.executionTimeoutMs = checkInteger(opts.executionTimeoutMs, `${path}executionTimeoutMs`, 1000, 86_400_000);
   }

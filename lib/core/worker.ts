@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { Pool } from 'pg';
-import { HandlerContext, type ClaimedJob } from './context';
+import type { Pool, PoolClient } from 'pg';
+import { HandlerContext, JobSleeping, type ClaimedJob } from './context';
 import {
   ExecutionTimeoutError,
   fromPgError,
@@ -16,7 +16,7 @@ import type { WorkerEvent, WorkerEventListener } from './events';
 import { Heartbeater, leasesJson } from './heartbeater';
 import { Notifier } from './notifier';
 import type { Queue } from './queue';
-import type { ErrorEnvelope, JsonValue, RetryPolicy } from './types';
+import type { ErrorEnvelope, JsonValue, Queryable, RetryPolicy } from './types';
 import { checkInteger, checkName, checkRetryPolicy, toJsonText } from './validation';
 
 /**
@@ -94,6 +94,7 @@ interface ClaimRow {
   fence_token: string;
   execution_timeout_ms: number | null;
   checkpoints: Record<string, [] | [JsonValue]> | null;
+  waits: Record<string, string> | null;
 }
 
 interface Running {
@@ -101,7 +102,7 @@ interface Running {
   controller: AbortController;
   startedAt: number;
   /** Why the worker stopped the handler or stopped caring about its outcome, if it did. */
-  outcome: 'lost' | 'canceled' | 'abandoned' | 'timeout' | null;
+  outcome: 'lost' | 'canceled' | 'abandoned' | 'timeout' | 'sleeping' | null;
   done: Promise<void>;
 }
 
@@ -421,7 +422,7 @@ export class Worker {
     const sentAt = Date.now();
     try {
       const result = await this.pool.query<ClaimRow>(
-        'SELECT job_id, queue, type, payload, attempt, max_attempts, fence_token, execution_timeout_ms, checkpoints FROM workhorse.claim_many_v1($1, $2, $3, $4)',
+        'SELECT job_id, queue, type, payload, attempt, max_attempts, fence_token, execution_timeout_ms, checkpoints, waits FROM workhorse.claim_many_v1($1, $2, $3, $4)',
         [this.queues, this.workerId, limit, this.leaseMs],
       );
       rows = result.rows;
@@ -446,6 +447,7 @@ export class Worker {
       fenceToken: row.fence_token,
       workerId: this.workerId,
       checkpoints: row.checkpoints ?? {},
+      waits: row.waits ?? {},
     };
     const run: Running = {
       job,
@@ -503,7 +505,7 @@ export class Worker {
       } else if (handler.options.transactional) {
         await this.executeInTransaction(run, handler.fn, payload);
       } else {
-        const ctx = new HandlerContext(job, run.controller.signal, this.pool, () => this.loseLease(run));
+        const ctx = this.context(run, this.pool);
         const outcome = await this.invoke(run, handler.fn, payload, ctx);
         if (outcome.ok) this.settleStatus(run, await this.complete(run, outcome.resultText), null);
         else await this.settleFailure(run, outcome.thrown);
@@ -512,6 +514,17 @@ export class Worker {
       // A write that could not reach the database: the lease will expire and the job run again.
       this.reportError('complete', error as Error);
     }
+  }
+
+  private context(run: Running, runner: Queryable, client?: PoolClient): HandlerContext {
+    const onSleep = (wakeAt: Date) => {
+      if (run.outcome !== null) return;
+      run.outcome = 'sleeping';
+      this.heartbeater?.remove(run.job.jobId);
+      run.controller.abort(new JobSleeping(run.job.jobId, wakeAt));
+      this.emit({ name: 'job.sleeping', ...this.jobFields(run.job), wakeAt });
+    };
+    return new HandlerContext(run.job, run.controller.signal, runner, () => this.loseLease(run), onSleep, this.pool, client);
   }
 
   /** Runs the handler and checks its result; `ok: false` carries what it threw. */
@@ -523,8 +536,8 @@ export class Worker {
   ): Promise<{ ok: true; resultText: string } | { ok: false; thrown: unknown }> {
     try {
       const result: unknown = await fn(payload, ctx);
-      if (run.outcome === 'lost' || run.outcome === 'abandoned') {
-        return { ok: false, thrown: new LeaseLostError(run.job.jobId) };
+      if (run.outcome === 'lost' || run.outcome === 'abandoned' || run.outcome === 'sleeping') {
+        return { ok: false, thrown: run.controller.signal.reason };
       }
       return { ok: true, resultText: result === undefined ? 'null' : toJsonText(result, 'result') };
     } catch (thrown) {
@@ -540,7 +553,7 @@ export class Worker {
     let thrown: unknown = null;
     try {
       await client.query('BEGIN');
-      const ctx = new HandlerContext(job, run.controller.signal, client, () => this.loseLease(run), client);
+      const ctx = this.context(run, client, client);
       const outcome = await this.invoke(run, fn, payload, ctx);
       if (outcome.ok) {
         const result = await client.query<{ status: string }>(
@@ -576,6 +589,8 @@ export class Worker {
 
   private async settleFailure(run: Running, thrown: unknown): Promise<void> {
     const { job } = run;
+    // The job sleeps: the database already holds its new state, there is nothing to record.
+    if (run.outcome === 'sleeping') return;
     if (run.outcome === 'lost' || run.outcome === 'abandoned') {
       this.reportLost(run);
       return;

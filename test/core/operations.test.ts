@@ -388,7 +388,12 @@ describe('queue pause', () => {
     const rawFirst = (await pool.query('SELECT changed_at::text AS at FROM workhorse.queue_control WHERE queue = $1', [q])).rows[0];
     // Let the database clock move on, so a rewrite would show a different time.
     await waitFor(
-      async () => (await pool.query<{ ok: boolean }>("SELECT clock_timestamp() > $1::timestamptz + interval '2 ms' AS ok", [rawFirst.at])).rows[0].ok,
+      async () =>
+        (
+          await pool.query<{ ok: boolean }>("SELECT clock_timestamp() > $1::timestamptz + interval '2 ms' AS ok", [
+            rawFirst.at,
+          ])
+        ).rows[0].ok,
       5000,
       'the clock to move',
     );
@@ -638,7 +643,8 @@ describe('dead letters', () => {
     // finish; batch B starts only once the database clock has passed it.
     boundary = (
       await pool.query<{ b: Date }>(
-        "SELECT date_trunc('milliseconds', max(finished_at)) + interval '1 millisecond' AS b FROM workhorse.job_outcome WHERE job_id = ANY ($1::uuid[])",
+        `SELECT date_trunc('milliseconds', max(finished_at)) + interval '1 millisecond' AS b
+         FROM workhorse.job_outcome WHERE job_id = ANY ($1::uuid[])`,
         [failed.map((f) => f.id)],
       )
     ).rows[0].b;
@@ -769,10 +775,13 @@ describe('dead letters', () => {
   });
 
   it('the last page has nextCursor null, also when the items divide evenly into pages', async () => {
-    // Four east dead letters: pages of 2, 2 and then an empty last page (or null after the second).
+    // Four east dead letters: a full page of 4 may hand out a cursor, but what it leads to is empty and final.
     const first = await admin.listDeadLetters({ queue: EAST, limit: 4 });
     expect(first.items).toHaveLength(4);
-    const rest = first.nextCursor === null ? { items: [], nextCursor: null } : await admin.listDeadLetters({ queue: EAST, limit: 4, cursor: first.nextCursor });
+    const rest =
+      first.nextCursor === null
+        ? { items: [], nextCursor: null }
+        : await admin.listDeadLetters({ queue: EAST, limit: 4, cursor: first.nextCursor });
     expect(rest).toEqual({ items: [], nextCursor: null });
     const odd = await admin.listDeadLetters({ queue: EAST, limit: 3 });
     expect(odd.items).toHaveLength(3);
@@ -810,20 +819,23 @@ describe('dead letters', () => {
     expect((await admin.listDeadLetters({ queue: EAST, limit: 2, cursor })).items).toHaveLength(2);
   });
 
-  it('refuses a cursor altered into an impossible position with InvalidCursorError (not a raw driver error)', async () => {
+  // A cursor of the right shape whose values were altered must be refused before it reaches
+  // PostgreSQL's casts (which would fail with a raw DatabaseError).
+  async function alteredCursorError(alter: (decoded: string) => string): Promise<unknown> {
     const first = await admin.listDeadLetters({ queue: EAST, limit: 2 });
     const decoded = Buffer.from(first.nextCursor as string, 'base64url').toString('utf8');
-    const enc = (text: string): string => Buffer.from(text, 'utf8').toString('base64url');
-    const impossible = [
-      // Month 13, day 45, 99:99:99: the shape of a timestamp, not a time.
-      enc(decoded.replace(/^dead:[^/]+/, 'dead:2024-13-45T99:99:99.000000Z')),
-      // 36 characters of the id alphabet that are no UUID.
-      enc(decoded.replace(/\/.*$/, `/${'-'.repeat(36)}`)),
-    ];
-    for (const bad of impossible) {
-      const error = await admin.listDeadLetters({ queue: EAST, limit: 2, cursor: bad }).catch((e: unknown) => e);
-      expect(error).toBeInstanceOf(InvalidCursorError);
-    }
+    const bad = Buffer.from(alter(decoded), 'utf8').toString('base64url');
+    return admin.listDeadLetters({ queue: EAST, limit: 2, cursor: bad }).catch((e: unknown) => e);
+  }
+
+  it('refuses a cursor whose time is altered into an impossible one (month 13, 99:99:99) with InvalidCursorError', async () => {
+    const error = await alteredCursorError((d) => d.replace(/^dead:[^/]+/, 'dead:2024-13-45T99:99:99.000000Z'));
+    expect(error).toBeInstanceOf(InvalidCursorError);
+  });
+
+  it('refuses a cursor whose job id is altered into 36 characters that are no UUID with InvalidCursorError', async () => {
+    const error = await alteredCursorError((d) => d.replace(/\/.*$/, `/${'-'.repeat(36)}`));
+    expect(error).toBeInstanceOf(InvalidCursorError);
   });
 
   it('refuses unknown filter keys, bad limits and bad dates', async () => {
@@ -877,7 +889,8 @@ describe('redrive', () => {
   async function outcomeRow(id: string): Promise<unknown> {
     return (
       await pool.query(
-        'SELECT state, result, error, final_attempt, fence_token, worker_id, finished_at::text AS finished_at, progress FROM workhorse.job_outcome WHERE job_id = $1',
+        `SELECT state, result, error, final_attempt, fence_token, worker_id, finished_at::text AS finished_at, progress
+         FROM workhorse.job_outcome WHERE job_id = $1`,
         [id],
       )
     ).rows;
@@ -1059,7 +1072,14 @@ describe('redriveMany', () => {
       const source = await mustGet(sourceJobId);
       const fresh = await mustGet(newJobId as string);
       expect(source).toMatchObject({ state: 'failed', redrivenTo: [newJobId] });
-      expect(fresh).toMatchObject({ state: 'ready', currentAttempt: 0, type: TYPE, queue: Q, payload: source.payload, redrivenFrom: sourceJobId });
+      expect(fresh).toMatchObject({
+        state: 'ready',
+        currentAttempt: 0,
+        type: TYPE,
+        queue: Q,
+        payload: source.payload,
+        redrivenFrom: sourceJobId,
+      });
       const ev = (await timeline(sourceJobId)).find((e) => e.kind === 'redriven');
       expect(ev?.data).toMatchObject({ newJobId, actor: 'bulk-ops', reason: 'provider fixed' });
     }
@@ -1089,7 +1109,8 @@ describe('redriveMany', () => {
   });
 
   it('refuses an unknown filter key, a bad limit or a missing requestId', async () => {
-    await expectValidationError(admin.redriveMany({ queue: Q, states: ['failed'] } as unknown as DeadLetterFilter, { requestId: 'x' }), 'states');
+    const unknownKey = { queue: Q, states: ['failed'] } as unknown as DeadLetterFilter;
+    await expectValidationError(admin.redriveMany(unknownKey, { requestId: 'x' }), 'states');
     await expectValidationError(admin.redriveMany({ queue: Q }, { requestId: 'x', limit: 0 }), 'limit');
     await expectValidationError(admin.redriveMany({ queue: Q }, { requestId: 'x', limit: 1001 }), 'limit');
     await expectValidationError(admin.redriveMany({ queue: Q }, { requestId: '' }), 'requestId');

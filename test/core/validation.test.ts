@@ -198,7 +198,7 @@ describe('validation', () => {
     it.each([
       ['priorty', { priorty: 5 }],
       ['delay', { delay: 1000 }],
-      ['idempotencyKey', { queue: 'default', idempotencyKey: 'k' }],
+      ['dedupeKey', { queue: 'default', dedupeKey: 'k' }],
     ])('refuses the unknown option key %s', async (key, options) => {
       await expectRefused(() => queue.enqueue('opt.bad', {}, opts(options)), key);
     });
