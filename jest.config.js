@@ -6,7 +6,7 @@ module.exports = {
   roots: ['<rootDir>/test', '<rootDir>/lib'],
   testMatch: ['<rootDir>/test/**/*.test.ts'],
   moduleNameMapper: {
-    '^nestjs-workhorse$': '<rootDir>/lib/core/index.ts',
+    '^nestjs-workhorse$': '<rootDir>/lib/index.ts',
     '^nestjs-workhorse/(.*)$': '<rootDir>/lib/$1',
   },
   transform: {

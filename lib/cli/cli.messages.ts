@@ -1,0 +1,85 @@
+/**
+ * Every message `workhorse` shows a person, apart from the help texts (which sit next to the
+ * commands they describe). Each error says what is wrong and what to do about it.
+ */
+import type { CancelResult, JobState } from '../core/types';
+
+export const messages = {
+  // ---- the command line -------------------------------------------------------------------------
+  usageHint: (command: string) => `Run \`${command} --help\` for usage.`,
+  missingCommand: (command: string, choices: readonly string[]) =>
+    `\`${command}\` needs a command: ${choices.join(', ')}.`,
+  unknownCommand: (word: string, command: string, choices: readonly string[]) =>
+    `unknown command "${word}" for \`${command}\` (commands: ${choices.join(', ')}).`,
+  unknownOption: (option: string, command: string) => `unknown option ${option} for \`${command}\`.`,
+  optionNeedsValue: (option: string, valueName: string) => `option ${option} needs a value: ${option} ${valueName}.`,
+  optionTakesNoValue: (option: string) => `option ${option} takes no value.`,
+  missingArgument: (name: string) => `missing argument ${name}.`,
+  unexpectedArgument: (value: string) => `unexpected argument "${value}".`,
+  badState: (value: string, states: readonly string[]) =>
+    `--state: "${value}" is not a job state (${states.join(', ')}).`,
+  noDatabase: () =>
+    'no database given: set DATABASE_URL or pass --database-url postgres://user:password@host:5432/db.',
+
+  badDatabaseUrl: (source: string) =>
+    `${source} is not a PostgreSQL connection URL such as postgres://user:password@host:5432/db.`,
+
+  // ---- the database -----------------------------------------------------------------------------
+  connectionRefused: (target: string) =>
+    `cannot connect to PostgreSQL at ${target}: connection refused. Is the server running, and is the database URL right?`,
+  hostNotFound: (target: string) => `cannot connect to PostgreSQL at ${target}: the host name does not resolve.`,
+  connectionTimeout: (target: string, seconds: number) =>
+    `cannot connect to PostgreSQL at ${target}: no answer within ${seconds} s.`,
+  connectionFailed: (target: string, reason: string) => `cannot connect to PostgreSQL at ${target}: ${reason}.`,
+  databaseError: (target: string, reason: string) => `PostgreSQL at ${target} reported an error: ${reason}`,
+
+  // ---- schema -----------------------------------------------------------------------------------
+  schemaUpToDate: (version: number) => `Installed: version ${version}. This package: version ${version}. Up to date.`,
+  schemaAbsent: () => 'No workhorse schema in this database. Run `workhorse schema install`.',
+  schemaOlder: (installed: number, expected: number) =>
+    `Installed: version ${installed}. This package: version ${expected}. Out of date.\n` +
+    'The database holds an older workhorse schema than this package needs, and during 0.x there is no upgrade path. Either:\n' +
+    `  - use the nestjs-workhorse release that ships schema version ${installed}, or\n` +
+    '  - drop the schema and install it again, which DELETES every queued job and its history:\n' +
+    '      psql "$DATABASE_URL" -c \'DROP SCHEMA workhorse CASCADE\' && workhorse schema install',
+  schemaNewer: (installed: number, expected: number) =>
+    `Installed: version ${installed}. This package: version ${expected}. Out of date.\n` +
+    'The database holds a newer workhorse schema than this package ships: a service there probably runs a newer\n' +
+    `nestjs-workhorse. Upgrade this package to the release that ships schema version ${installed}; do not drop the\n` +
+    'schema while that service uses it.',
+  schemaInstalled: (version: number) => `Installed the workhorse schema, version ${version}.`,
+  schemaAlreadyInstalled: (version: number) =>
+    `The workhorse schema is already installed (version ${version}, the version this package ships). Nothing to do.`,
+  schemaMissingForJobs: () => 'No workhorse schema in this database. Run `workhorse schema install` first.',
+  schemaOtherVersionForJobs: (installed: number, expected: number) =>
+    `the workhorse schema in this database is version ${installed}, but this package needs version ${expected}. ` +
+    'Run `workhorse schema status` for what to do.',
+
+  // ---- jobs -------------------------------------------------------------------------------------
+  jobNotFound: (id: string) => `job ${id} not found`,
+  noJobs: () => 'No jobs match.',
+  noMoreJobs: () => 'No more jobs match.',
+  jobCount: (count: number) => (count === 1 ? '1 job.' : `${count} jobs.`),
+  noHistory: (id: string) =>
+    `Job ${id} has no history entries (retention may have dropped them; \`workhorse jobs get ${id}\` shows its state).`,
+  noMoreEntries: () => 'No more entries.',
+  entryCount: (count: number) => (count === 1 ? '1 entry.' : `${count} entries.`),
+  nextPage: (count: number, noun: string, command: string) =>
+    `${count} ${noun} shown; more remain. Next page: ${command}`,
+  cancelResult: (id: string, status: Exclude<CancelResult, 'not_found'>, state: JobState | null, workerId: string | null) => {
+    switch (status) {
+      case 'canceled':
+        return `Canceled job ${id}.`;
+      case 'cancel_requested':
+        return (
+          `Cancel requested for job ${id}: it is running${workerId ? ` on worker ${workerId}` : ''}. ` +
+          'The worker stops the handler when it next renews its lease, and the job ends canceled.'
+        );
+      case 'already_terminal':
+        return `Job ${id} already ended (${state ?? 'terminal'}); nothing to cancel.`;
+    }
+  },
+
+  // ---- anything else ----------------------------------------------------------------------------
+  unexpected: (reason: string) => `unexpected error: ${reason}`,
+};

@@ -1,0 +1,135 @@
+/**
+ * The CLI's connection to PostgreSQL: one small pool per run, and plain words for the ways
+ * connecting can fail. The URL itself is never printed, because it usually holds a password.
+ */
+import { Pool } from 'pg';
+import { CliUsageError } from './cli.errors';
+import { messages } from './cli.messages';
+
+/** A person at a terminal would rather read an error than wait on an unreachable host. */
+export const CONNECT_TIMEOUT_MS = 10_000;
+
+/**
+ * A pool for one command: two connections are plenty for a CLI that runs one query at a time.
+ * It shows up as `workhorse-cli` in `pg_stat_activity` unless the URL names an
+ * `application_name` of its own.
+ */
+export function openPool(url: string): Pool {
+  const pool = new Pool({
+    connectionString: url,
+    max: 2,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    application_name: 'workhorse-cli',
+  });
+  // A connection that breaks while idle must not crash the process; the next query reports it.
+  pool.on('error', () => undefined);
+  return pool;
+}
+
+const PROTOCOLS = new Set(['postgres:', 'postgresql:', 'socket:']);
+
+/**
+ * Refuses what node-postgres would misread: anything but a `postgres://` URL (or the
+ * `socket:` and socket-directory forms it also accepts), so a typo is a usage error instead of a
+ * confusing connection failure. `source` names where the URL came from.
+ */
+export function checkDatabaseUrl(url: string, source: string): void {
+  if (url.startsWith('/')) return;
+  let protocol: string | null = null;
+  try {
+    protocol = new URL(url).protocol;
+  } catch {
+    protocol = null;
+  }
+  if (protocol === null || !PROTOCOLS.has(protocol)) throw new CliUsageError(messages.badDatabaseUrl(source));
+}
+
+/** `host:port/database` of a connection URL, without user or password, for messages. */
+export function describeTarget(url: string): string {
+  if (url.startsWith('/')) {
+    const [directory, database] = url.split(' ');
+    return `the socket in ${directory}${database ? `, database ${database}` : ''}`;
+  }
+  try {
+    const parsed = new URL(url);
+    const host = parsed.hostname || parsed.searchParams.get('host') || 'localhost';
+    const database = decodeURIComponent(parsed.pathname.slice(1));
+    return `${host}:${parsed.port || '5432'}${database ? `/${database}` : ''}`;
+  } catch {
+    return 'the database in the given URL';
+  }
+}
+
+interface ErrorWithCode {
+  code?: unknown;
+  message: string;
+  errors?: unknown;
+}
+
+// Duck-typed rather than `instanceof Error`: errors raised inside Node's own modules come from
+// another realm when the CLI runs in a sandbox such as a Jest test.
+function asError(error: unknown): ErrorWithCode | null {
+  if (typeof error !== 'object' || error === null) return null;
+  const candidate = error as { message?: unknown };
+  return typeof candidate.message === 'string' ? (error as ErrorWithCode) : null;
+}
+
+/** The driver's or server's error code; for an `AggregateError` (several addresses), the first. */
+function errorCode(error: ErrorWithCode): string | undefined {
+  if (typeof error.code === 'string') return error.code;
+  if (Array.isArray(error.errors)) {
+    const first = error.errors[0] as ErrorWithCode | undefined;
+    if (first && typeof first.code === 'string') return first.code;
+  }
+  return undefined;
+}
+
+/** The message of anything error-like, else its text. */
+export function messageOf(error: unknown): string {
+  const e = asError(error);
+  return e === null ? String(error) : e.message || String(errorCode(e) ?? 'unknown error');
+}
+
+/** The PostgreSQL error code of `error`, when the server raised it. */
+export function sqlState(error: unknown): string | undefined {
+  const e = asError(error);
+  if (e === null) return undefined;
+  const code = errorCode(e);
+  return code !== undefined && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
+}
+
+/**
+ * A sentence for a failure to reach or use the database, or null when `error` is not one
+ * (a bug, or one of our own errors).
+ */
+export function describeDatabaseError(error: unknown, target: string): string | null {
+  const e = asError(error);
+  if (e === null) return null;
+  const code = errorCode(e);
+  const reason = e.message || code || 'unknown reason';
+  switch (code) {
+    case 'ECONNREFUSED':
+      return messages.connectionRefused(target);
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return messages.hostNotFound(target);
+    case 'ETIMEDOUT':
+      return messages.connectionTimeout(target, CONNECT_TIMEOUT_MS / 1000);
+    case 'ECONNRESET':
+    case 'EHOSTUNREACH':
+    case 'ENETUNREACH':
+    case 'EPIPE':
+    case 'ENOENT':
+    case 'EACCES':
+      return messages.connectionFailed(target, reason);
+  }
+  if (/connection timeout|timeout exceeded when trying to connect/i.test(e.message)) {
+    return messages.connectionTimeout(target, CONNECT_TIMEOUT_MS / 1000);
+  }
+  if (/^Connection terminated/i.test(e.message)) return messages.connectionFailed(target, reason);
+  const state = sqlState(e);
+  if (state === undefined) return null;
+  // Classes 08 (connection), 28 (authorization) and 3D (no such database) are failures to connect.
+  if (/^(08|28|3D)/.test(state)) return messages.connectionFailed(target, reason);
+  return messages.databaseError(target, `${reason} (SQLSTATE ${state})`);
+}

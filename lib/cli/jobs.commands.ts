@@ -1,0 +1,243 @@
+/**
+ * `workhorse jobs get|list|timeline|cancel`: the operator reads and the cancel action of
+ * `Admin`, from a shell. All checks of ids, names, limits and cursors are Admin's own, so the
+ * CLI refuses exactly what the API refuses, with the same words.
+ */
+import type { Pool } from 'pg';
+import { Admin } from '../core/admin';
+import { getSchemaStatus } from '../core/schema';
+import { JOB_STATES, type JobState, type ListJobsFilter } from '../core/types';
+import type { OptionSpec, ParsedArguments } from './argument-parser';
+import { CliError, CliUsageError, EXIT, type ExitCode } from './cli.errors';
+import { messages } from './cli.messages';
+import type { CommandContext, CommandSpec } from './command';
+import { sqlState } from './database-connection';
+import { formatJob, formatJobTable, formatTimeline } from './format';
+
+const ID = { name: 'ID', description: 'The job id (a UUID, as enqueue returned it).' };
+
+const LIMIT = (what: string, fallback: number): OptionSpec => ({
+  name: 'limit',
+  kind: 'string',
+  valueName: 'N',
+  description: `${what} per page, 1 to 1000 (default ${fallback}).`,
+});
+
+const CURSOR: OptionSpec = {
+  name: 'cursor',
+  kind: 'string',
+  valueName: 'C',
+  description: 'Read the page after the one that printed this cursor.',
+};
+
+// SQLSTATEs of a missing schema, table or function: the database lacks what this package calls.
+const MISSING_OBJECT = new Set(['3F000', '42P01', '42883']);
+
+/**
+ * Runs `work`; if the database lacks the workhorse objects it calls, the error says whether the
+ * schema is absent or another version, instead of quoting PostgreSQL's "function does not exist".
+ */
+async function explainingSchema<T>(pool: Pool, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    const state = sqlState(error);
+    if (state === undefined || !MISSING_OBJECT.has(state)) throw error;
+    const status = await getSchemaStatus(pool).catch(() => null);
+    if (status?.installed === null) throw new CliError(messages.schemaMissingForJobs(), EXIT.failure);
+    if (status && !status.upToDate && status.installed !== null) {
+      throw new CliError(messages.schemaOtherVersionForJobs(status.installed, status.expected), EXIT.failure);
+    }
+    throw error;
+  }
+}
+
+/**
+ * `--limit` as a number for Admin to check. Anything but an integer becomes NaN, so that Admin
+ * refuses it with its usual "limit: must be an integer from 1 to 1000".
+ */
+function limitOf(args: ParsedArguments): number | undefined {
+  const value = args.string('limit');
+  if (value === undefined) return undefined;
+  return /^-?\d+$/.test(value) ? Number(value) : Number.NaN;
+}
+
+/** `--state` values, repeated and/or comma-separated, checked against the seven states. */
+function statesOf(args: ParsedArguments): JobState[] | undefined {
+  const given = args.list('state');
+  if (given.length === 0) return undefined;
+  const states = given.flatMap((value) => value.split(',')).map((value) => value.trim());
+  for (const state of states) {
+    if (!(JOB_STATES as readonly string[]).includes(state)) throw new CliUsageError(messages.badState(state, JOB_STATES));
+  }
+  return [...new Set(states as JobState[])];
+}
+
+function notFound(id: string): CliError {
+  return new CliError(messages.jobNotFound(id), EXIT.failure);
+}
+
+// Names, states, numbers and cursors are shell-safe as they are; anything else is quoted.
+function shellWord(value: string): string {
+  return /^[A-Za-z0-9._:/,=@%+-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
+/** The command line that reads the next page: the same filters, and the new cursor. */
+function nextPageCommand(base: string[], args: ParsedArguments, names: readonly string[], cursor: string): string {
+  const words = [...base];
+  for (const name of names) {
+    const value = name === 'state' ? args.list(name).join(',') : args.string(name);
+    if (value) words.push(`--${name}`, value);
+  }
+  words.push('--cursor', cursor);
+  return words.map(shellWord).join(' ');
+}
+
+async function get({ args, pool, output }: CommandContext): Promise<ExitCode> {
+  const id = args.positionals[0];
+  const job = await explainingSchema(pool, () => new Admin(pool).getJob(id));
+  if (job === null) throw notFound(id);
+  if (output.json) output.document(job);
+  else output.text(formatJob(job));
+  return EXIT.ok;
+}
+
+async function list({ args, pool, output }: CommandContext): Promise<ExitCode> {
+  const cursor = args.string('cursor');
+  const filter: ListJobsFilter = {
+    queue: args.string('queue'),
+    type: args.string('type'),
+    states: statesOf(args),
+    limit: limitOf(args),
+    cursor,
+  };
+  const page = await explainingSchema(pool, () => new Admin(pool).listJobs(filter));
+  if (output.json) {
+    output.document(page);
+    return EXIT.ok;
+  }
+  if (page.items.length === 0) {
+    output.text(cursor === undefined ? messages.noJobs() : messages.noMoreJobs());
+    return EXIT.ok;
+  }
+  output.text(formatJobTable(page.items));
+  output.text('');
+  output.text(
+    page.nextCursor === null
+      ? messages.jobCount(page.items.length)
+      : messages.nextPage(
+          page.items.length,
+          'jobs',
+          nextPageCommand(['workhorse', 'jobs', 'list'], args, ['queue', 'type', 'state', 'limit'], page.nextCursor),
+        ),
+  );
+  return EXIT.ok;
+}
+
+async function timeline({ args, pool, output }: CommandContext): Promise<ExitCode> {
+  const id = args.positionals[0];
+  const admin = new Admin(pool);
+  const cursor = args.string('cursor');
+  const page = await explainingSchema(pool, () => admin.getJobTimeline(id, { limit: limitOf(args), cursor }));
+  // An unknown job and a job without history both have an empty timeline; only one exists.
+  if (page.items.length === 0 && (await admin.getJob(id)) === null) throw notFound(id);
+  if (output.json) {
+    output.document(page);
+    return EXIT.ok;
+  }
+  if (page.items.length === 0) {
+    output.text(cursor === undefined ? messages.noHistory(id) : messages.noMoreEntries());
+    return EXIT.ok;
+  }
+  output.text(formatTimeline(page.items));
+  output.text('');
+  output.text(
+    page.nextCursor === null
+      ? messages.entryCount(page.items.length)
+      : messages.nextPage(
+          page.items.length,
+          'entries',
+          nextPageCommand(['workhorse', 'jobs', 'timeline', id], args, ['limit'], page.nextCursor),
+        ),
+  );
+  return EXIT.ok;
+}
+
+async function cancel({ args, pool, output }: CommandContext): Promise<ExitCode> {
+  const id = args.positionals[0];
+  const reason = args.string('reason');
+  const admin = new Admin(pool);
+  const status = await explainingSchema(pool, () => admin.cancel(id, reason === undefined ? {} : { reason }));
+  if (status === 'not_found') throw notFound(id);
+  // Read back what the cancel did: the final state, or the worker that was told to stop.
+  const job = await admin.getJob(id);
+  if (output.json) output.document({ id, status, state: job?.state ?? null });
+  else output.text(messages.cancelResult(id, status, job?.state ?? null, job?.workerId ?? null));
+  return EXIT.ok;
+}
+
+export const jobsCommands: CommandSpec = {
+  name: 'jobs',
+  summary: 'Look at jobs and their history, and cancel them.',
+  subcommands: [
+    {
+      name: 'get',
+      summary: 'Show one job: state, attempts, payload, and result or error.',
+      description:
+        'Shows one job, whichever state it is in: state, attempts, queue, type, payload, timing,\n' +
+        'the owning worker while it runs, and its result or (last) error.',
+      positionals: [ID],
+      examples: ['workhorse jobs get 0192b1c4-6f0e-7c53-9a8e-2f1d5b7c9a10', 'workhorse jobs get 0192b1c4-6f0e-7c53-9a8e-2f1d5b7c9a10 --json | jq .state'],
+      run: get,
+    },
+    {
+      name: 'list',
+      summary: 'List jobs, newest first, filtered by queue, type and state.',
+      description:
+        'Lists jobs newest first, a page at a time, optionally filtered by queue, type and current state.\n' +
+        'Paging is stable: jobs enqueued meanwhile do not shift later pages.',
+      options: [
+        { name: 'queue', kind: 'string', valueName: 'Q', description: 'Only jobs of queue Q.' },
+        { name: 'type', kind: 'string', valueName: 'T', description: 'Only jobs of type T.' },
+        {
+          name: 'state',
+          kind: 'string',
+          multiple: true,
+          valueName: 'S',
+          description: `Only jobs in state S: ${JOB_STATES.join(', ')}.\nRepeat the option or give a comma list: --state ready,active.`,
+        },
+        LIMIT('Jobs', 50),
+        CURSOR,
+      ],
+      examples: [
+        'workhorse jobs list --queue emails --state failed',
+        'workhorse jobs list --state ready,active --limit 20',
+        'workhorse jobs list --type report.build --json | jq -r ".items[].id"',
+      ],
+      run: list,
+    },
+    {
+      name: 'timeline',
+      summary: "Show a job's history: lifecycle events and closed attempts.",
+      description:
+        "Shows a job's history in the order it was written: lifecycle events (enqueued, claimed,\n" +
+        'retry_scheduled, ...) and closed attempts (marked "attempt", with their error), a page at a time.',
+      positionals: [ID],
+      options: [LIMIT('Entries', 100), CURSOR],
+      examples: ['workhorse jobs timeline 0192b1c4-6f0e-7c53-9a8e-2f1d5b7c9a10', 'workhorse jobs timeline 0192b1c4-6f0e-7c53-9a8e-2f1d5b7c9a10 --limit 20 --json'],
+      run: timeline,
+    },
+    {
+      name: 'cancel',
+      summary: 'Cancel a job: at once if it is not running, otherwise ask its worker to stop.',
+      description:
+        'Cancels a job. A job that is not running ends canceled at once. For a running job the request is\n' +
+        "recorded; its worker aborts the handler's signal when it next renews the lease, and the job ends\n" +
+        'canceled. A job that already ended is left as it is (exit 0; the output says so).',
+      positionals: [ID],
+      options: [{ name: 'reason', kind: 'string', valueName: 'R', description: 'Why, stored with the job (at most 1000 characters).' }],
+      examples: ['workhorse jobs cancel 0192b1c4-6f0e-7c53-9a8e-2f1d5b7c9a10 --reason "customer withdrew the order"'],
+      run: cancel,
+    },
+  ],
+};

@@ -1,0 +1,663 @@
+/**
+ * The `workhorse` command line against real databases: exit codes, `--json` documents checked
+ * against the Admin API, the key facts of the text output, one-line errors, help for every
+ * command, and the `bin/workhorse.js` shim run as a real process from a source checkout.
+ */
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { Admin, getSchemaStatus, Queue, SCHEMA_VERSION, type JobSnapshot, type Page, type TimelineEntry } from '../../lib/core';
+import { runCli } from '../../lib/cli';
+import { createTestDatabase, type TestDatabase } from '../support/db';
+import { expectSplitInvariant } from '../support/invariants';
+
+const ROOT = resolve(__dirname, '..', '..');
+
+interface CliRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+type Env = Record<string, string | undefined>;
+
+function sink(): { write(text: string): boolean; text: string } {
+  return {
+    text: '',
+    write(text: string) {
+      this.text += text;
+      return true;
+    },
+  };
+}
+
+async function cli(args: string[], env: Env): Promise<CliRun> {
+  const stdout = sink();
+  const stderr = sink();
+  const code = await runCli(args, { stdout, stderr, env });
+  return { code, stdout: stdout.text, stderr: stderr.text };
+}
+
+/** The one JSON document a successful `--json` run printed. */
+function documentOf<T>(run: CliRun, code = 0): T {
+  expect(run.stderr).toBe('');
+  expect(run.code).toBe(code);
+  return JSON.parse(run.stdout) as T;
+}
+
+/** A failed run: the exit code, nothing on stdout, exactly one line on stderr; returns it. */
+function errorOf(run: CliRun, code: number): string {
+  expect(run).toMatchObject({ code, stdout: '' });
+  expect(run.stderr).toMatch(/^workhorse: [^\n]+\n$/);
+  return run.stderr.trimEnd();
+}
+
+/** What a value looks like after a trip through JSON: Dates become ISO strings. */
+function viaJson<T>(value: T): unknown {
+  return JSON.parse(JSON.stringify(value));
+}
+
+/**
+ * The rows of a key-value block as an object, after checking that every value starts in the
+ * same column.
+ */
+function fieldsOf(text: string): Record<string, string> {
+  const lines = text.trimEnd().split('\n');
+  const column = /^\S+(?: \S+)* {2,}/.exec(lines[0])?.[0].length ?? 0;
+  const fields: Record<string, string> = {};
+  let last = '';
+  for (const line of lines) {
+    const key = line.slice(0, column).trim();
+    expect(line.slice(column, column + 1)).not.toBe(' ');
+    if (key) fields[(last = key)] = line.slice(column);
+    else fields[last] += `\n${line.slice(column)}`;
+  }
+  return fields;
+}
+
+/** A loopback port nothing listens on. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  const address = server.address();
+  await new Promise((done) => server.close(done));
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  return address.port;
+}
+
+interface ClaimRow {
+  job_id: string;
+  fence_token: string;
+}
+
+const WORKER = 'cli-test-worker';
+
+async function claimOne(db: TestDatabase, queue: string): Promise<ClaimRow> {
+  const { rows } = await db.pool.query<ClaimRow>(
+    'SELECT job_id, fence_token FROM workhorse.claim_many_v1($1, $2, 1, 60000)',
+    [[queue], WORKER],
+  );
+  expect(rows).toHaveLength(1);
+  return rows[0];
+}
+
+async function complete(db: TestDatabase, job: ClaimRow, result: unknown): Promise<void> {
+  const { rows } = await db.pool.query<{ status: string }>('SELECT workhorse.complete_v1($1, $2, $3, $4::jsonb) AS status', [
+    job.job_id,
+    WORKER,
+    job.fence_token,
+    JSON.stringify(result),
+  ]);
+  expect(rows[0].status).toBe('succeeded');
+}
+
+async function fail(db: TestDatabase, job: ClaimRow, error: object, options: object): Promise<void> {
+  await db.pool.query('SELECT status FROM workhorse.fail_v1($1, $2, $3, $4::jsonb, $5::jsonb)', [
+    job.job_id,
+    WORKER,
+    job.fence_token,
+    JSON.stringify(error),
+    JSON.stringify(options),
+  ]);
+}
+
+/** Connections the CLI left on `db` (it names itself `workhorse-cli`); waits for backends to exit. */
+async function cliConnections(db: TestDatabase): Promise<number> {
+  const deadline = Date.now() + 5000;
+  for (;;) {
+    const { rows } = await db.pool.query<{ n: number }>(
+      "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND application_name = 'workhorse-cli'",
+      [db.name],
+    );
+    if (rows[0].n === 0 || Date.now() > deadline) return rows[0].n;
+    await new Promise((done) => setTimeout(done, 25));
+  }
+}
+
+describe('help and the command line', () => {
+  const helps: [string[], string, RegExp[]][] = [
+    [['--help'], 'Usage: workhorse <command> [options]', [/schema install/, /schema status/, /jobs get ID/, /jobs list/, /jobs timeline ID/, /jobs cancel ID/, /DATABASE_URL/, /Exit codes:/]],
+    [['-h'], 'Usage: workhorse <command> [options]', [/jobs cancel ID/]],
+    [['schema', '--help'], 'Usage: workhorse schema <command> [options]', [/install/, /status/]],
+    [['schema', 'install', '--help'], 'Usage: workhorse schema install [options]', [/--json/, /--database-url URL/]],
+    [['schema', 'status', '--help'], 'Usage: workhorse schema status [options]', [/Exits 0 when they match and 3/]],
+    [['jobs', '--help'], 'Usage: workhorse jobs <command> [options]', [/get ID/, /list/, /timeline ID/, /cancel ID/]],
+    [['jobs', 'get', '--help'], 'Usage: workhorse jobs get ID [options]', [/Arguments:\n {2}ID/]],
+    [['jobs', 'list', '--help'], 'Usage: workhorse jobs list [options]', [/--queue Q/, /--type T/, /--state S/, /comma list/, /--limit N/, /--cursor C/]],
+    [['jobs', 'timeline', '--help'], 'Usage: workhorse jobs timeline ID [options]', [/--limit N/, /default 100/, /--cursor C/]],
+    [['jobs', 'cancel', '--help'], 'Usage: workhorse jobs cancel ID [options]', [/--reason R/]],
+    // Help wins over everything else on the line, even a mistake.
+    [['jobs', 'list', '--queue', 'emails', '--bogus', '-h'], 'Usage: workhorse jobs list [options]', []],
+    [['--json', 'jobs', 'get', '--help'], 'Usage: workhorse jobs get ID [options]', []],
+  ];
+
+  it.each(helps)('workhorse %j prints its help and exits 0, without a database', async (args, usage, facts) => {
+    const run = await cli(args, {});
+    expect(run).toMatchObject({ code: 0, stderr: '' });
+    expect(run.stdout.startsWith(`${usage}\n`)).toBe(true);
+    for (const fact of facts) expect(run.stdout).toMatch(fact);
+    expect(run.stdout).toMatch(/Common options:\n {2}--database-url URL .*\n {2}--json .*\n {2}-h, --help/);
+    expect(run.stdout.split('\n').every((line) => line === line.trimEnd())).toBe(true);
+  });
+
+  const mistakes: [string[], string][] = [
+    [[], '`workhorse` needs a command: schema, jobs. Run `workhorse --help` for usage.'],
+    [['frob'], 'unknown command "frob" for `workhorse` (commands: schema, jobs). Run `workhorse --help` for usage.'],
+    [['jobs'], '`workhorse jobs` needs a command: get, list, timeline, cancel. Run `workhorse jobs --help` for usage.'],
+    [['jobs', 'lst'], 'unknown command "lst" for `workhorse jobs` (commands: get, list, timeline, cancel). Run `workhorse jobs --help` for usage.'],
+    [['jobs', 'list', '--bogus'], 'unknown option --bogus for `workhorse jobs list`. Run `workhorse jobs list --help` for usage.'],
+    [['jobs', 'list', '-q', 'x'], 'unknown option -q for `workhorse jobs list`. Run `workhorse jobs list --help` for usage.'],
+    [['--queue', 'x', 'jobs', 'list'], 'unknown option --queue for `workhorse`. Run `workhorse --help` for usage.'],
+    [['jobs', 'list', '--limit'], 'option --limit needs a value: --limit N. Run `workhorse jobs list --help` for usage.'],
+    [['jobs', 'list', '--queue', '--json'], 'option --queue needs a value: --queue Q. Run `workhorse jobs list --help` for usage.'],
+    [['jobs', 'list', '--json=yes'], 'option --json takes no value. Run `workhorse jobs list --help` for usage.'],
+    [['jobs', 'get'], 'missing argument ID. Run `workhorse jobs get --help` for usage.'],
+    [['jobs', 'cancel', randomUUID(), 'now'], 'unexpected argument "now". Run `workhorse jobs cancel --help` for usage.'],
+    [['schema', 'status', 'extra'], 'unexpected argument "extra". Run `workhorse schema status --help` for usage.'],
+  ];
+
+  it.each(mistakes)('workhorse %j exits 2 with one line that says what is wrong and where to look', async (args, message) => {
+    expect(errorOf(await cli(args, { DATABASE_URL: 'postgres://unused@127.0.0.1:1/x' }), 2)).toBe(`workhorse: ${message}`);
+  });
+
+  it('without DATABASE_URL or --database-url, exits 2 and says how to give one', async () => {
+    for (const env of [{}, { DATABASE_URL: '' }]) {
+      const line = errorOf(await cli(['schema', 'status'], env), 2);
+      expect(line).toMatch(/no database given: set DATABASE_URL or pass --database-url/);
+    }
+  });
+
+  it('refuses a database URL that is not a PostgreSQL URL with exit 2, without echoing it', async () => {
+    const cases: [string[], Env, string][] = [
+      [['schema', 'status'], { DATABASE_URL: 'mysql://root:pw@localhost/db' }, 'DATABASE_URL'],
+      [['schema', 'status'], { DATABASE_URL: 'postgres://u:pw@localhost:99999/db' }, 'DATABASE_URL'],
+      [['jobs', 'list', '--database-url', 'db.internal:5432'], { DATABASE_URL: 'postgres://ignored@127.0.0.1/x' }, '--database-url'],
+    ];
+    for (const [args, env, source] of cases) {
+      expect(errorOf(await cli(args, env), 2)).toBe(
+        `workhorse: ${source} is not a PostgreSQL connection URL such as postgres://user:password@host:5432/db. ` +
+          `Run \`workhorse ${args.slice(0, 2).join(' ')} --help\` for usage.`,
+      );
+    }
+  });
+
+  it('when nothing listens, exits 1 with one line naming host, port and database, never the password', async () => {
+    const port = await closedPort();
+    const url = `postgres://ops:s3cret-pw@127.0.0.1:${port}/queue_db`;
+    for (const args of [['schema', 'status'], ['jobs', 'get', randomUUID(), '--json'], ['schema', 'install', '--database-url', url]]) {
+      const line = errorOf(await cli(args, { DATABASE_URL: url }), 1);
+      expect(line).toBe(
+        `workhorse: cannot connect to PostgreSQL at 127.0.0.1:${port}/queue_db: connection refused. ` +
+          'Is the server running, and is the database URL right?',
+      );
+    }
+  });
+});
+
+describe('schema install and status', () => {
+  let db: TestDatabase;
+  let env: Env;
+
+  beforeAll(async () => {
+    db = await createTestDatabase({ installSchema: false });
+    env = { DATABASE_URL: db.url };
+  });
+
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  it('reports a database without the schema, installs it, then reports it up to date', async () => {
+    expect(documentOf(await cli(['schema', 'status', '--json'], env), 3)).toEqual({
+      installed: null,
+      expected: SCHEMA_VERSION,
+      upToDate: false,
+      status: 'not-installed',
+    });
+    expect(await cli(['schema', 'status'], env)).toEqual({
+      code: 3,
+      stdout: 'No workhorse schema in this database. Run `workhorse schema install`.\n',
+      stderr: '',
+    });
+    // Job commands say what is missing instead of quoting "schema does not exist".
+    expect(errorOf(await cli(['jobs', 'list'], env), 1)).toBe(
+      'workhorse: No workhorse schema in this database. Run `workhorse schema install` first.',
+    );
+    expect(errorOf(await cli(['jobs', 'get', randomUUID()], env), 1)).toMatch(/Run `workhorse schema install` first/);
+
+    expect(documentOf(await cli(['schema', 'install', '--json'], env))).toEqual({
+      installed: SCHEMA_VERSION,
+      expected: SCHEMA_VERSION,
+      upToDate: true,
+      changed: true,
+    });
+    expect(await getSchemaStatus(db.pool)).toEqual({ installed: SCHEMA_VERSION, expected: SCHEMA_VERSION, upToDate: true });
+
+    expect(await cli(['schema', 'install'], env)).toEqual({
+      code: 0,
+      stdout: `The workhorse schema is already installed (version ${SCHEMA_VERSION}, the version this package ships). Nothing to do.\n`,
+      stderr: '',
+    });
+    expect(documentOf(await cli(['schema', 'install', '--json'], env))).toMatchObject({ changed: false, upToDate: true });
+
+    expect(await cli(['schema', 'status'], env)).toEqual({
+      code: 0,
+      stdout: `Installed: version ${SCHEMA_VERSION}. This package: version ${SCHEMA_VERSION}. Up to date.\n`,
+      stderr: '',
+    });
+    // --database-url instead of the environment, and before the command's name.
+    expect(documentOf(await cli(['--database-url', db.url, 'schema', 'status', '--json'], {}))).toEqual({
+      installed: SCHEMA_VERSION,
+      expected: SCHEMA_VERSION,
+      upToDate: true,
+      status: 'up-to-date',
+    });
+    expect(await cliConnections(db)).toBe(0);
+  });
+
+  it('explains a version mismatch either way, and install refuses it without changing anything', async () => {
+    const other = await createTestDatabase();
+    try {
+      const otherEnv = { DATABASE_URL: other.url };
+      const newer = SCHEMA_VERSION + 1;
+      await other.pool.query('UPDATE workhorse.schema_version SET version = $1', [newer]);
+      expect(documentOf(await cli(['schema', 'status', '--json'], otherEnv), 3)).toEqual({
+        installed: newer,
+        expected: SCHEMA_VERSION,
+        upToDate: false,
+        status: 'newer',
+      });
+      const newerText = await cli(['schema', 'status'], otherEnv);
+      expect(newerText).toMatchObject({ code: 3, stderr: '' });
+      expect(newerText.stdout).toMatch(new RegExp(`^Installed: version ${newer}\\. This package: version ${SCHEMA_VERSION}\\. Out of date\\.\n`));
+      expect(newerText.stdout).toMatch(/newer workhorse schema than this package ships/);
+      expect(newerText.stdout).toMatch(new RegExp(`Upgrade this package to the release that ships schema version ${newer}`));
+
+      const line = errorOf(await cli(['schema', 'install'], otherEnv), 1);
+      expect(line).toMatch(new RegExp(`is version ${newer}, but this package needs version ${SCHEMA_VERSION}`));
+      expect((await other.pool.query('SELECT version FROM workhorse.schema_version')).rows).toEqual([{ version: newer }]);
+
+      const older = SCHEMA_VERSION - 1;
+      await other.pool.query('UPDATE workhorse.schema_version SET version = $1', [older]);
+      expect(documentOf(await cli(['schema', 'status', '--json'], otherEnv), 3)).toMatchObject({ installed: older, status: 'older' });
+      const olderText = await cli(['schema', 'status'], otherEnv);
+      expect(olderText.stdout).toMatch(new RegExp(`^Installed: version ${older}\\. This package: version ${SCHEMA_VERSION}\\. Out of date\\.\n`));
+      expect(olderText.stdout).toMatch(/no upgrade path/);
+      expect(olderText.stdout).toMatch(/DROP SCHEMA workhorse CASCADE/);
+      expect(olderText.stdout).toMatch(/DELETES every queued job/);
+    } finally {
+      await other.drop();
+    }
+  });
+});
+
+describe('jobs', () => {
+  let db: TestDatabase;
+  let env: Env;
+  let queue: Queue;
+  let admin: Admin;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    env = { DATABASE_URL: db.url };
+    queue = new Queue(db.pool);
+    admin = new Admin(db.pool);
+  });
+
+  afterEach(async () => {
+    await expectSplitInvariant(db.pool);
+  });
+
+  afterAll(async () => {
+    if (db) expect(await cliConnections(db)).toBe(0);
+    await db?.drop();
+  });
+
+  describe('get', () => {
+    it('--json prints the Admin snapshot; the text view shows its key facts', async () => {
+      const q = `get-${randomUUID().slice(0, 8)}`;
+      const id = await queue.enqueue('invoice.send', { invoiceId: 'inv-7', cents: 1250 }, { queue: q, priority: 5, maxAttempts: 3, tags: ['billing', 'eu'] });
+      const snapshot = await admin.getJob(id);
+      expect(documentOf(await cli(['jobs', 'get', id, '--json'], env))).toEqual(viaJson(snapshot));
+
+      const text = await cli(['jobs', 'get', id], env);
+      expect(text).toMatchObject({ code: 0, stderr: '' });
+      expect(fieldsOf(text.stdout)).toEqual({
+        ID: id,
+        State: 'ready',
+        Queue: q,
+        Type: 'invoice.send',
+        Priority: '5',
+        Attempts: '0 of 3',
+        'Retry policy': snapshot?.retryPolicy ? JSON.stringify(snapshot.retryPolicy) : "default (the handler's, else exponential)",
+        Tags: 'billing, eu',
+        Created: snapshot?.createdAt.toISOString(),
+        'Run at': snapshot?.runAt.toISOString(),
+        Payload: JSON.stringify(snapshot?.payload),
+      });
+    });
+
+    it('shows the owning worker of a running job, and the result or error of a finished one', async () => {
+      const q = `get-${randomUUID().slice(0, 8)}`;
+      const okId = await queue.enqueue('report.build', { month: '2024-05' }, { queue: q });
+      const claimed = await claimOne(db, q);
+      const running = await cli(['jobs', 'get', okId], env);
+      expect(running.stdout).toMatch(/^State +active$/m);
+      expect(running.stdout).toMatch(new RegExp(`^Worker +${WORKER}$`, 'm'));
+      expect(running.stdout).toMatch(/^Lease expires +\d{4}-\d\d-\d\dT/m);
+      await complete(db, claimed, { rows: 31 });
+      const done = await cli(['jobs', 'get', okId], env);
+      expect(done.stdout).toMatch(/^State +succeeded$/m);
+      expect(done.stdout).toMatch(/^Result +\{"rows":31\}$/m);
+      expect(done.stdout).toMatch(/^Finished +\d{4}-\d\d-\d\dT/m);
+
+      const badId = await queue.enqueue('report.build', null, { queue: q });
+      await fail(db, await claimOne(db, q), { name: 'BadData', message: 'column 3 is not a number', stack: 'BadData: column 3 is not a number\n    at parse (report.ts:10:5)' }, { nonRetryable: true });
+      const failed = await cli(['jobs', 'get', badId], env);
+      expect(failed.stdout).toMatch(/^State +failed$/m);
+      expect(failed.stdout).toMatch(/^Error +BadData: column 3 is not a number$/m);
+      expect(failed.stdout).toMatch(/^Stack +at parse \(report\.ts:10:5\)$/m);
+      expect(documentOf<JobSnapshot>(await cli(['jobs', 'get', badId, '--json'], env))).toMatchObject({
+        state: 'failed',
+        error: { name: 'BadData', message: 'column 3 is not a number' },
+      });
+    });
+
+    it('refuses a malformed id with exit 2 and the validation message', async () => {
+      for (const args of [['jobs', 'get', 'not-a-uuid'], ['jobs', 'get', '12345', '--json']]) {
+        expect(errorOf(await cli(args, env), 2)).toBe('workhorse: jobId: must be a job id (a UUID string)');
+      }
+    });
+
+    it('reports an unknown job with exit 1', async () => {
+      const id = randomUUID();
+      expect(errorOf(await cli(['jobs', 'get', id], env), 1)).toBe(`workhorse: job ${id} not found`);
+      expect(errorOf(await cli(['jobs', 'get', id, '--json'], env), 1)).toBe(`workhorse: job ${id} not found`);
+    });
+  });
+
+  describe('list', () => {
+    let q: string;
+    let all: string[];
+
+    beforeAll(async () => {
+      q = `list-${randomUUID().slice(0, 8)}`;
+      await queue.enqueue('mail.send', { n: 1 }, { queue: q });
+      await complete(db, await claimOne(db, q), 'sent');
+      await queue.enqueue('mail.send', { n: 2 }, { queue: q });
+      await queue.enqueue('pdf.render', { n: 3 }, { queue: q });
+      await queue.enqueue('pdf.render', { n: 4 }, { queue: q, runAt: new Date(Date.now() + 3_600_000) });
+      const canceled = await queue.enqueue('mail.send', { n: 5 }, { queue: q });
+      await admin.cancel(canceled);
+      await queue.enqueue('other.job', {}, { queue: `${q}-elsewhere` });
+      all = (await admin.listJobs({ queue: q })).items.map((job) => job.id);
+      expect(all).toHaveLength(5);
+    });
+
+    const ids = (run: CliRun): string[] => documentOf<Page<JobSnapshot>>(run).items.map((job) => job.id);
+
+    it('--json prints a page of snapshots, newest first, filtered by queue, type and state', async () => {
+      const page = documentOf<Page<JobSnapshot>>(await cli(['jobs', 'list', '--queue', q, '--json'], env));
+      expect(page).toEqual(viaJson(await admin.listJobs({ queue: q })));
+      expect(page.nextCursor).toBeNull();
+
+      expect(ids(await cli(['jobs', 'list', '--queue', q, '--type', 'pdf.render', '--json'], env))).toEqual(
+        (await admin.listJobs({ queue: q, type: 'pdf.render' })).items.map((job) => job.id),
+      );
+      const readyOrDone = (await admin.listJobs({ queue: q, states: ['ready', 'succeeded'] })).items.map((job) => job.id);
+      expect(readyOrDone).toHaveLength(3);
+      expect(ids(await cli(['jobs', 'list', '--queue', q, '--state', 'ready,succeeded', '--json'], env))).toEqual(readyOrDone);
+      expect(ids(await cli(['jobs', 'list', '--queue', q, '--state', 'ready', '--state', 'succeeded', '--json'], env))).toEqual(readyOrDone);
+      expect(ids(await cli(['jobs', 'list', '--json', '--queue', q, '--state=succeeded, ready'], env))).toEqual(readyOrDone);
+      expect(ids(await cli(['jobs', 'list', '--queue', q, '--type', 'mail.send', '--state', 'canceled', '--json'], env))).toEqual([all[0]]);
+      expect(ids(await cli(['jobs', 'list', '--queue', 'no-such-queue', '--json'], env))).toEqual([]);
+    });
+
+    it('pages with --limit and --cursor: the pages add up to the whole list', async () => {
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      let pages = 0;
+      do {
+        const args = ['jobs', 'list', '--queue', q, '--limit', '2', '--json', ...(cursor ? ['--cursor', cursor] : [])];
+        const page: Page<JobSnapshot> = documentOf(await cli(args, env));
+        seen.push(...page.items.map((job) => job.id));
+        cursor = page.nextCursor;
+        pages++;
+      } while (cursor !== null && pages < 10);
+      expect(seen).toEqual(all);
+      expect(pages).toBe(3);
+    });
+
+    it('prints an aligned table, a count, and the exact command for the next page', async () => {
+      const run = await cli(['jobs', 'list', '--queue', q], env);
+      expect(run).toMatchObject({ code: 0, stderr: '' });
+      const lines = run.stdout.trimEnd().split('\n');
+      expect(lines[0]).toMatch(/^ID {36}STATE {6}QUEUE +TYPE +ATTEMPTS +PRIORITY +CREATED$/);
+      expect(lines.slice(1, 6).map((line) => line.slice(0, 36))).toEqual(all);
+      const jobs = (await admin.listJobs({ queue: q })).items;
+      jobs.forEach((job, i) => {
+        expect(lines[i + 1].split(/ {2,}/)).toEqual([job.id, job.state, q, job.type, `${job.currentAttempt}/25`, '0', job.createdAt.toISOString()]);
+      });
+      expect(lines.slice(6)).toEqual(['', '5 jobs.']);
+
+      const first = await cli(['jobs', 'list', '--queue', q, '--state', 'ready', '--state', 'scheduled', '--limit', '1'], env);
+      const hint = /^1 jobs shown; more remain\. Next page: (workhorse jobs list .*)$/m.exec(first.stdout);
+      expect(hint?.[1]).toMatch(new RegExp(`^workhorse jobs list --queue ${q} --state ready,scheduled --limit 1 --cursor [A-Za-z0-9_-]+$`));
+      const second = await cli(hint?.[1].split(' ').slice(1) ?? [], env);
+      expect(second.code).toBe(0);
+      const expected = (await admin.listJobs({ queue: q, states: ['ready', 'scheduled'] })).items.map((job) => job.id);
+      expect(second.stdout.split('\n')[1].slice(0, 36)).toBe(expected[1]);
+
+      expect(await cli(['jobs', 'list', '--queue', 'no-such-queue'], env)).toEqual({ code: 0, stdout: 'No jobs match.\n', stderr: '' });
+    });
+
+    it('refuses bad filters with exit 2 and one line', async () => {
+      const cases: [string[], string][] = [
+        [['--state', 'done'], '--state: "done" is not a job state (blocked, scheduled, ready, active, succeeded, failed, canceled). Run `workhorse jobs list --help` for usage.'],
+        [['--state', 'ready,'], '--state: "" is not a job state (blocked, scheduled, ready, active, succeeded, failed, canceled). Run `workhorse jobs list --help` for usage.'],
+        [['--limit', 'ten'], 'limit: must be an integer from 1 to 1000'],
+        [['--limit', '0'], 'limit: must be an integer from 1 to 1000'],
+        [['--limit', '1001'], 'limit: must be an integer from 1 to 1000'],
+        [['--limit', '2.5'], 'limit: must be an integer from 1 to 1000'],
+        [['--cursor', 'bm90LWEtY3Vyc29y'], 'cursor: is not a cursor returned by this API'],
+        [['--queue', 'bad queue'], 'queue: must be 1 to 128 characters: a letter or digit, then letters, digits or . _ : / -'],
+      ];
+      for (const [args, message] of cases) {
+        expect(errorOf(await cli(['jobs', 'list', ...args], env), 2)).toBe(`workhorse: ${message}`);
+      }
+    });
+  });
+
+  describe('timeline', () => {
+    let id: string;
+
+    beforeAll(async () => {
+      const q = `timeline-${randomUUID().slice(0, 8)}`;
+      id = await queue.enqueue('sync.account', { account: 42 }, { queue: q, maxAttempts: 3 });
+      await fail(db, await claimOne(db, q), { name: 'Timeout', message: 'upstream slow' }, { retryDelayMs: 60_000 });
+      await db.pool.query('UPDATE workhorse.job_runtime SET run_at = clock_timestamp() WHERE job_id = $1', [id]);
+      await db.pool.query('SELECT workhorse.promote_v1()');
+      await complete(db, await claimOne(db, q), { synced: true });
+    });
+
+    it('--json prints the Admin timeline page; --limit and --cursor page through it', async () => {
+      const whole = await admin.getJobTimeline(id);
+      expect(whole.items.length).toBeGreaterThanOrEqual(6);
+      expect(documentOf(await cli(['jobs', 'timeline', id, '--json'], env))).toEqual(viaJson(whole));
+
+      const seen: TimelineEntry[] = [];
+      let cursor: string | null = null;
+      do {
+        const page: Page<TimelineEntry> = documentOf(await cli(['jobs', 'timeline', id, '--limit', '2', '--json', ...(cursor ? ['--cursor', cursor] : [])], env));
+        expect(page.items.length).toBeLessThanOrEqual(2);
+        seen.push(...page.items);
+        cursor = page.nextCursor;
+      } while (cursor !== null);
+      expect(seen).toEqual(viaJson(whole.items));
+    });
+
+    it('prints the history as a table with the attempt errors', async () => {
+      const run = await cli(['jobs', 'timeline', id], env);
+      expect(run).toMatchObject({ code: 0, stderr: '' });
+      const lines = run.stdout.trimEnd().split('\n');
+      expect(lines[0]).toMatch(/^AT {24}WHAT +ATTEMPT +WORKER +FENCE +DETAILS$/);
+      const whats = lines.slice(1, -2).map((line) => line.split(/ {2,}/)[1]);
+      expect(whats[0]).toBe('enqueued');
+      expect(whats).toEqual(expect.arrayContaining(['claimed', 'retry_scheduled', 'attempt failed', 'attempt succeeded', 'succeeded']));
+      expect(run.stdout).toMatch(new RegExp(`attempt failed +1 +${WORKER} +\\d+ +error="Timeout: upstream slow" took=\\d+ms\n`));
+      expect(run.stdout).toMatch(/retry_scheduled .*error="Timeout: upstream slow"/);
+      const total = (await admin.getJobTimeline(id)).items.length;
+      expect(lines.slice(-2)).toEqual(['', `${total} entries.`]);
+
+      const paged = await cli(['jobs', 'timeline', id, '--limit', '3'], env);
+      expect(paged.stdout).toMatch(new RegExp(`^3 entries shown; more remain\\. Next page: workhorse jobs timeline ${id} --limit 3 --cursor [A-Za-z0-9_-]+$`, 'm'));
+    });
+
+    it('reports an unknown job (exit 1) and a malformed id (exit 2)', async () => {
+      const unknown = randomUUID();
+      expect(errorOf(await cli(['jobs', 'timeline', unknown], env), 1)).toBe(`workhorse: job ${unknown} not found`);
+      expect(errorOf(await cli(['jobs', 'timeline', 'nope', '--json'], env), 2)).toBe('workhorse: jobId: must be a job id (a UUID string)');
+      expect(errorOf(await cli(['jobs', 'timeline', id, '--cursor', 'x'], env), 2)).toBe('workhorse: cursor: is not a cursor returned by this API');
+    });
+  });
+
+  describe('cancel', () => {
+    it('cancels a waiting job at once, with the reason stored', async () => {
+      const q = `cancel-${randomUUID().slice(0, 8)}`;
+      const id = await queue.enqueue('mail.send', null, { queue: q });
+      expect(documentOf(await cli(['jobs', 'cancel', id, '--reason', 'customer withdrew', '--json'], env))).toEqual({
+        id,
+        status: 'canceled',
+        state: 'canceled',
+      });
+      expect(await admin.getJob(id)).toMatchObject({ state: 'canceled', error: { name: 'Canceled', message: 'customer withdrew' } });
+
+      const other = await queue.enqueue('mail.send', null, { queue: q, runAt: new Date(Date.now() + 60_000) });
+      expect(await cli(['jobs', 'cancel', other], env)).toEqual({ code: 0, stdout: `Canceled job ${other}.\n`, stderr: '' });
+    });
+
+    it('asks the worker of a running job to stop, and leaves a finished job as it is', async () => {
+      const q = `cancel-${randomUUID().slice(0, 8)}`;
+      const id = await queue.enqueue('mail.send', null, { queue: q });
+      const claimed = await claimOne(db, q);
+      const text = await cli(['jobs', 'cancel', id], env);
+      expect(text).toMatchObject({ code: 0, stderr: '' });
+      expect(text.stdout).toBe(
+        `Cancel requested for job ${id}: it is running on worker ${WORKER}. ` +
+          'The worker stops the handler when it next renews its lease, and the job ends canceled.\n',
+      );
+      expect(documentOf(await cli(['jobs', 'cancel', id, '--json'], env))).toEqual({ id, status: 'cancel_requested', state: 'active' });
+      expect((await admin.getJob(id))?.cancelRequestedAt).toBeInstanceOf(Date);
+
+      await db.pool.query('SELECT workhorse.acknowledge_cancel_v1($1, $2, $3)', [id, WORKER, claimed.fence_token]);
+      expect((await admin.getJob(id))?.state).toBe('canceled');
+      expect(documentOf(await cli(['jobs', 'cancel', id, '--json'], env))).toEqual({ id, status: 'already_terminal', state: 'canceled' });
+
+      const doneId = await queue.enqueue('mail.send', null, { queue: q });
+      await complete(db, await claimOne(db, q), null);
+      expect(await cli(['jobs', 'cancel', doneId], env)).toEqual({
+        code: 0,
+        stdout: `Job ${doneId} already ended (succeeded); nothing to cancel.\n`,
+        stderr: '',
+      });
+    });
+
+    it('reports an unknown job (exit 1), a malformed id and an over-long reason (exit 2)', async () => {
+      const unknown = randomUUID();
+      expect(errorOf(await cli(['jobs', 'cancel', unknown], env), 1)).toBe(`workhorse: job ${unknown} not found`);
+      expect(errorOf(await cli(['jobs', 'cancel', 'abc'], env), 2)).toBe('workhorse: jobId: must be a job id (a UUID string)');
+      const id = await queue.enqueue('mail.send', null, { queue: 'cancel-reason' });
+      expect(errorOf(await cli(['jobs', 'cancel', id, '--reason', 'x'.repeat(1001)], env), 2)).toBe(
+        'workhorse: reason: must be a string of at most 1000 characters',
+      );
+      expect((await admin.getJob(id))?.state).toBe('ready');
+    });
+  });
+});
+
+describe('bin/workhorse.js as a real process', () => {
+  let db: TestDatabase;
+  const temporary: string[] = [];
+
+  beforeAll(async () => {
+    db = await createTestDatabase({ installSchema: false });
+  });
+
+  afterAll(async () => {
+    for (const dir of temporary) rmSync(dir, { recursive: true, force: true });
+    await db?.drop();
+  });
+
+  function run(script: string, args: string[], env: Env): Promise<CliRun> {
+    return new Promise((done, failed) => {
+      const child = spawn(process.execPath, [script, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.setEncoding('utf8').on('data', (text: string) => (stdout += text));
+      child.stderr.setEncoding('utf8').on('data', (text: string) => (stderr += text));
+      child.on('error', failed);
+      child.on('close', (code) => done({ code: code ?? -1, stdout, stderr }));
+    });
+  }
+
+  /** A copy of the checkout's shape without dist/: bin/ copied, lib/ (and node_modules/) linked. */
+  function sourceCheckout(withNodeModules: boolean): string {
+    const dir = mkdtempSync(join(tmpdir(), 'workhorse-cli-'));
+    temporary.push(dir);
+    mkdirSync(join(dir, 'bin'));
+    copyFileSync(join(ROOT, 'bin', 'workhorse.js'), join(dir, 'bin', 'workhorse.js'));
+    symlinkSync(join(ROOT, 'lib'), join(dir, 'lib'));
+    if (withNodeModules) symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
+    return dir;
+  }
+
+  it('`node bin/workhorse.js schema status --json` works and exits with the status code', async () => {
+    const env = { ...process.env, DATABASE_URL: db.url };
+    const before = await run(join(ROOT, 'bin', 'workhorse.js'), ['schema', 'status', '--json'], env);
+    expect(JSON.parse(before.stdout)).toEqual({ installed: null, expected: SCHEMA_VERSION, upToDate: false, status: 'not-installed' });
+    expect(before).toMatchObject({ code: 3, stderr: '' });
+
+    expect((await cli(['schema', 'install'], env)).code).toBe(0);
+
+    // Exactly the source-checkout path, whether or not someone has built dist/ meanwhile.
+    const checkout = sourceCheckout(true);
+    const after = await run(join(checkout, 'bin', 'workhorse.js'), ['schema', 'status', '--json'], env);
+    expect(after).toMatchObject({ code: 0, stderr: '' });
+    expect(JSON.parse(after.stdout)).toEqual({ installed: SCHEMA_VERSION, expected: SCHEMA_VERSION, upToDate: true, status: 'up-to-date' });
+
+    const missing = await run(join(checkout, 'bin', 'workhorse.js'), ['jobs', 'get', randomUUID()], env);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/^workhorse: job [0-9a-f-]{36} not found\n$/);
+  });
+
+  it('says to build when neither dist/ nor TypeScript is there', async () => {
+    const checkout = sourceCheckout(false);
+    const result = await run(join(checkout, 'bin', 'workhorse.js'), ['--help'], { PATH: process.env.PATH, NODE_PATH: '' });
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toMatch(/^workhorse: cannot start: .*run `npm install` and `npm run build` first\.\n$/);
+  });
+});
