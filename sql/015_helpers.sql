@@ -235,14 +235,22 @@ $$;
 -- Locks a job's runtime row and returns it only if the caller still owns the job: the row is
 -- active and worker id, fence token and an unexpired lease all match. The clock is read after
 -- the lock is granted, so a lease that ran out while we waited counts as lost.
-CREATE FUNCTION workhorse.lock_owned(p_job_id uuid, p_worker_id text, p_fence bigint)
+-- p_past_timeout lets the owner report its own timed-out attempt (the worker aborts the handler at
+-- the execution timeout, so its report necessarily arrives just after it) while the lease holds
+-- and recovery has not taken the job.
+CREATE FUNCTION workhorse.lock_owned(p_job_id uuid, p_worker_id text, p_fence bigint, p_past_timeout boolean DEFAULT false)
 RETURNS workhorse.job_runtime
 LANGUAGE plpgsql AS $$
 DECLARE
   r workhorse.job_runtime;
+  v_now timestamptz;
 BEGIN
   SELECT * INTO r FROM workhorse.job_runtime WHERE job_id = p_job_id FOR UPDATE;
-  IF NOT FOUND OR NOT workhorse.owns(r, p_worker_id, p_fence, clock_timestamp()) THEN
+  v_now := clock_timestamp();
+  IF NOT FOUND OR NOT (CASE WHEN p_past_timeout
+                            THEN r.state = 'active' AND r.worker_id = p_worker_id AND r.fence_token = p_fence
+                                 AND r.lease_expires_at > v_now
+                            ELSE workhorse.owns(r, p_worker_id, p_fence, v_now) END) THEN
     RETURN NULL;
   END IF;
   RETURN r;

@@ -79,7 +79,7 @@ $$;
 
 -- Takes the idempotency keys of a batch, in input order. For each keyed request it either
 -- reserves the key for a new job id, or finds a live reservation: an exact repeat (the same
--- given fields) becomes a replay of that job, anything else raises P1005 naming the differing
+-- fields, defaults filled in) becomes a replay of that job, anything else raises P1005 naming the differing
 -- fields, which rolls back the whole batch. Two transactions racing for one key serialise on
 -- the primary key: the second waits, then sees the first's row (or takes the key if the first
 -- rolled back). An expired reservation is taken over. Keys are stored as SHA-256 hashes.
@@ -103,7 +103,19 @@ BEGIN
   FOR v_req IN SELECT value FROM jsonb_array_elements(p_requests) LOOP
     v_ord := v_ord + 1;
     CONTINUE WHEN NOT v_req ? 'idempotencyKey';
-    v_fields := v_req - 'idempotencyKey' - 'idempotencyScope' - 'idempotencyTtlMs';
+    -- Compared with defaults filled in, so leaving an option out equals giving its default.
+    v_fields := jsonb_strip_nulls(jsonb_build_object(
+                  'type', v_req -> 'type',
+                  'queue', coalesce(v_req -> 'queue', '"default"'),
+                  'priority', coalesce(v_req -> 'priority', '0'),
+                  'maxAttempts', coalesce(v_req -> 'maxAttempts', '25'),
+                  'tags', coalesce(v_req -> 'tags', '[]'),
+                  'retryPolicy', CASE WHEN v_req -> 'retryPolicy' <> 'null'::jsonb
+                                      THEN workhorse.normalize_retry_policy(v_req -> 'retryPolicy', 'retryPolicy') END,
+                  'runAt', v_req -> 'runAt',
+                  'deadline', v_req -> 'deadline',
+                  'executionTimeoutMs', v_req -> 'executionTimeoutMs'))
+                || jsonb_build_object('payload', v_req -> 'payload');
     v_scope := coalesce(v_req ->> 'idempotencyScope', v_req ->> 'queue', 'default');
     v_hash := sha256(convert_to(v_req ->> 'idempotencyKey', 'UTF8'));
     v_new := workhorse.new_job_id();

@@ -322,7 +322,7 @@ BEGIN
     v_handler_policy := workhorse.normalize_retry_policy(p_options -> 'retryPolicy', 'options.retryPolicy');
   END IF;
 
-  r := workhorse.lock_owned(p_job_id, p_worker_id, p_fence);
+  r := workhorse.lock_owned(p_job_id, p_worker_id, p_fence, v_outcome = 'timeout');
   IF r.job_id IS NULL THEN
     RETURN QUERY SELECT 'stale'::text, NULL::timestamptz, NULL::bigint, NULL::text;
     RETURN;

@@ -212,7 +212,7 @@ describe('deadlines', () => {
       await Promise.race([released, untilAborted(ctx.signal)]);
       return { finished: true };
     });
-    const id = await queue.enqueue('policy.hang', {}, { queue: q, deadline: new Date(Date.now() + 1500), maxAttempts: 5 });
+    const id = await queue.enqueue('policy.hang', {}, { queue: q, deadline: new Date(Date.now() + 2000), maxAttempts: 5 });
     start(worker);
     await waitFor(async () => claimed, 5000, 'the handler to start');
     expect((await admin.getJob(id))?.state).toBe('active');
@@ -337,13 +337,9 @@ describe('execution timeout', () => {
     expect(eventsOf(events, id, 'job.succeeded')).toHaveLength(1);
   });
 
-  // PRODUCT BUG (reported): the worker's local timer fires at claim-send time + executionTimeoutMs,
-  // which is no earlier than a few ms before the server's attempt_deadline (claim time +
-  // executionTimeoutMs); by the time the handler has rethrown and fail_v1 has read the clock,
-  // owns() is already false, so fail_v1 answers `stale`. The worker then emits job.lease_lost,
-  // the handler's error and the handler's retry policy are lost, and the attempt is only closed by
-  // recover_expired_v1 (`timed_out`, default or job policy). Flip to `it` once fixed.
-  it.failing('records the timeout through the worker itself: retry_scheduled with attemptOutcome `timeout` and the handler policy', async () => {
+  // The worker aborts at the execution timeout, so its report arrives just after the server's
+  // attempt deadline; the owner may still record its own timed-out attempt while its lease holds.
+  it('records the timeout through the worker itself: retry_scheduled with attemptOutcome `timeout` and the handler policy', async () => {
     const q = 'timeout-worker-handler-policy';
     const { worker, events } = slowThenFast(q, { kind: 'fixed', delayMs: 100 });
     const id = await queue.enqueue('policy.slow-then-fast', {}, { queue: q, executionTimeoutMs: 1000, maxAttempts: 3 });
@@ -361,6 +357,28 @@ describe('execution timeout', () => {
     expect(eventsOf(events, id, 'job.retry_scheduled')).toHaveLength(1);
     expect(eventsOf(events, id, 'job.retry_scheduled')[0]).toMatchObject({ attempt: 1, delayMs: 100 });
     expect(eventsOf(events, id, 'job.lease_lost')).toEqual([]);
+  });
+
+  it('fail_v1 with attemptOutcome `timeout` closes the attempt as `timeout` and applies the handler policy', async () => {
+    const q = 'timeout-protocol';
+    const workerId = 'timeout-protocol-worker';
+    const id = await queue.enqueue('policy.noop', {}, { queue: q, executionTimeoutMs: 60_000, maxAttempts: 3 });
+    const [job] = await claimSql(q, workerId);
+    const { rows } = await db.pool.query<{ status: string; delay_ms: string; delay_source: string }>(
+      'SELECT status, delay_ms, delay_source FROM workhorse.fail_v1($1, $2, $3, $4::jsonb, $5::jsonb)',
+      [
+        id,
+        workerId,
+        job.fence_token,
+        JSON.stringify({ name: 'ExecutionTimeoutError', message: 'too slow' }),
+        JSON.stringify({ attemptOutcome: 'timeout', retryPolicy: { kind: 'fixed', delayMs: 250 } }),
+      ],
+    );
+    expect(rows[0]).toMatchObject({ status: 'retry_scheduled', delay_source: 'handler' });
+    expect(Number(rows[0].delay_ms)).toBe(250);
+    expect(await attemptsOf(id)).toEqual([{ attempt: 1, outcome: 'timeout', error: { name: 'ExecutionTimeoutError', message: 'too slow' } }]);
+    const [retry] = await retryEvents(id);
+    expect(retry.data).toMatchObject({ attemptOutcome: 'timeout', delaySource: 'handler', delayMs: 250, state: 'scheduled' });
   });
 
   it('is enforced by the server clock: owner writes go stale and recovery closes the attempt as `timeout`', async () => {
