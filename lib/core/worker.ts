@@ -13,6 +13,7 @@ import {
   WorkhorseValidationError,
 } from './errors';
 import type { WorkerEvent, WorkerEventListener } from './events';
+import { failpoint } from './failpoints';
 import { Heartbeater, leasesJson } from './heartbeater';
 import { Notifier } from './notifier';
 import type { Queue } from './queue';
@@ -431,6 +432,7 @@ export class Worker {
       throw error;
     }
     const claimedAt = Date.now();
+    if (rows.length > 0) failpoint('after-claim');
     for (const row of rows) this.start(row, sentAt, claimedAt);
     return rows.length;
   }
@@ -535,7 +537,9 @@ export class Worker {
     ctx: HandlerContext,
   ): Promise<{ ok: true; resultText: string } | { ok: false; thrown: unknown }> {
     try {
+      failpoint('before-handler');
       const result: unknown = await fn(payload, ctx);
+      failpoint('after-handler');
       if (run.outcome === 'lost' || run.outcome === 'abandoned' || run.outcome === 'sleeping') {
         return { ok: false, thrown: run.controller.signal.reason };
       }
@@ -556,6 +560,7 @@ export class Worker {
       const ctx = this.context(run, client, client);
       const outcome = await this.invoke(run, fn, payload, ctx);
       if (outcome.ok) {
+        failpoint('before-complete');
         const result = await client.query<{ status: string }>(
           'SELECT workhorse.complete_v1($1, $2, $3, $4::jsonb) AS status',
           [job.jobId, this.workerId, job.fenceToken, outcome.resultText],
@@ -566,6 +571,7 @@ export class Worker {
       }
       if (status === 'succeeded') {
         await client.query('COMMIT');
+        failpoint('after-complete');
       } else {
         // Failed, stale or canceled meanwhile: none of the handler's writes may stay.
         await client.query('ROLLBACK');
@@ -700,10 +706,12 @@ export class Worker {
         const items = leasesJson(
           batch.map((p) => ({ jobId: p.run.job.jobId, fenceToken: p.run.job.fenceToken, extra: `"result":${p.resultText}` })),
         );
+        failpoint('before-complete');
         const result = await this.pool.query<{ job_id: string; status: string }>(
           'SELECT job_id, status FROM workhorse.complete_many_v1($1, $2::jsonb)',
           [this.workerId, items],
         );
+        failpoint('after-complete');
         failures = 0;
         const byId = new Map(result.rows.map((r) => [r.job_id, r.status]));
         for (const p of batch) p.resolve(byId.get(p.run.job.jobId) ?? 'stale');
