@@ -3,9 +3,12 @@
 -- Creates the partition of one history table for one UTC day, unless it exists. Rows that
 -- already fell into the default partition for that day are moved into the new partition, so
 -- preparation can always catch up after a long pause.
+-- Partition DDL needs the schema owner's rights; these functions run with them (SECURITY DEFINER,
+-- with a fixed search_path) so an application role that may only use the queue can still
+-- prepare partitions from tick_v1.
 CREATE FUNCTION workhorse.ensure_history_partition(p_table text, p_column text, p_day date)
 RETURNS boolean
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
   v_name text := p_table || '_p' || to_char(p_day, 'YYYYMMDD');
   v_from timestamptz := p_day::timestamp AT TIME ZONE 'UTC';
@@ -39,7 +42,7 @@ $$;
 -- Returns how many partitions it created.
 CREATE FUNCTION workhorse.prepare_partitions_v1(p_days integer DEFAULT 7)
 RETURNS integer
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
   v_today date := (clock_timestamp() AT TIME ZONE 'UTC')::date;
   v_created integer := 0;
@@ -93,3 +96,6 @@ BEGIN
   RETURN v_dropped;
 END
 $$;
+
+-- Only prepare_partitions_v1 (and so tick_v1) may use the owner's rights to create partitions.
+REVOKE EXECUTE ON FUNCTION workhorse.ensure_history_partition(text, text, date) FROM PUBLIC;

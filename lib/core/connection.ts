@@ -1,8 +1,8 @@
-import { Client, type Pool } from 'pg';
+import { Client, type ClientConfig } from 'pg';
 
 /**
  * One long-lived connection of its own (for LISTEN and for heartbeats), opened with the pool's
- * settings. A broken connection is dropped and opened again on next use, so a database restart
+ * settings (or, for LISTEN, a direct connection that bypasses a pooler). A broken connection is dropped and opened again on next use, so a database restart
  * or a killed backend costs one failed round, never the process.
  */
 export class DedicatedConnection {
@@ -11,7 +11,7 @@ export class DedicatedConnection {
   private closed = false;
 
   constructor(
-    private readonly pool: Pool,
+    private readonly config: ClientConfig,
     private readonly onError: (error: Error) => void,
     private readonly onConnect?: (client: Client) => Promise<void>,
   ) {}
@@ -50,7 +50,7 @@ export class DedicatedConnection {
   }
 
   private async open(): Promise<Client> {
-    const client = new Client(this.pool.options);
+    const client = new Client(this.config);
     client.on('error', (error: Error) => {
       this.drop(client);
       this.onError(error);

@@ -35,7 +35,7 @@ export class Heartbeater {
     private readonly intervalMs: number,
     private readonly onError: (error: Error) => void,
   ) {
-    this.connection = new DedicatedConnection(pool, onError);
+    this.connection = new DedicatedConnection(pool.options, onError);
   }
 
   add(lease: HeldLease): void {

@@ -1,4 +1,4 @@
-import type { Pool } from 'pg';
+import type { ClientConfig } from 'pg';
 import { DedicatedConnection } from './connection';
 
 export const NOTIFY_CHANNEL = 'workhorse_jobs';
@@ -16,13 +16,13 @@ export class Notifier {
   private stopped = false;
 
   constructor(
-    pool: Pool,
+    config: ClientConfig,
     private readonly queues: ReadonlySet<string>,
     private readonly wake: () => void,
     private readonly onError: (error: Error) => void,
   ) {
     this.connection = new DedicatedConnection(
-      pool,
+      config,
       (error) => {
         this.onError(error);
         this.scheduleReconnect();

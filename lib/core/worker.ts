@@ -64,8 +64,12 @@ export interface WorkerOptions {
   tickMs?: number;
   /** How long `stop()` lets running handlers finish before aborting them, default 25 000 ms. */
   shutdownTimeoutMs?: number;
-  /** Wake up on LISTEN/NOTIFY (default true). Turn off behind a transaction-pooling PgBouncer. */
-  listen?: boolean;
+  /**
+   * Wake up on LISTEN/NOTIFY (default true). Behind a transaction-pooling PgBouncer, NOTIFY does
+   * not reach a pooled LISTEN: either give `{ connectionString }` of a direct connection to the
+   * server for the listener alone, or `false` for polling only (latency = `pollMs`).
+   */
+  listen?: boolean | { connectionString: string };
   /** Identifies this worker in leases and history. Default `host:pid:random`. */
   workerId?: string;
   /** Delay before a job of a type this worker has no handler for may be claimed again, default 5000 ms. */
@@ -163,7 +167,7 @@ export class Worker {
   private readonly pollMs: number;
   private readonly tickMs: number;
   private readonly shutdownTimeoutMs: number;
-  private readonly listen: boolean;
+  private readonly listen: boolean | { connectionString: string };
   private readonly unknownTypeDelayMs: number;
   private readonly handlers = new Map<string, Registered>();
   private readonly listeners = new Set<WorkerEventListener>();
@@ -202,8 +206,13 @@ export class Worker {
     this.tickMs = checkInteger(options.tickMs ?? 1000, 'tickMs', 10, 600_000);
     this.shutdownTimeoutMs = checkInteger(options.shutdownTimeoutMs ?? 25_000, 'shutdownTimeoutMs', 0, 3_600_000);
     this.unknownTypeDelayMs = checkInteger(options.unknownTypeDelayMs ?? 5000, 'unknownTypeDelayMs', 0, 604_800_000);
-    if (options.listen !== undefined && typeof options.listen !== 'boolean') {
-      throw new WorkhorseValidationError('listen', 'must be true or false');
+    const listen: unknown = options.listen;
+    if (
+      listen !== undefined &&
+      typeof listen !== 'boolean' &&
+      !(typeof listen === 'object' && listen !== null && typeof (listen as { connectionString?: unknown }).connectionString === 'string')
+    ) {
+      throw new WorkhorseValidationError('listen', 'must be true, false or { connectionString } of a direct connection');
     }
     this.listen = options.listen ?? true;
     const id = options.workerId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
@@ -274,7 +283,9 @@ export class Worker {
     });
     this.startServices();
     if (this.listen) {
-      this.notifier = new Notifier(this.pool, new Set(this.queues), () => this.wake(), (e) => this.reportError('listen', e));
+      const config =
+        typeof this.listen === 'object' ? { ...this.pool.options, connectionString: this.listen.connectionString } : this.pool.options;
+      this.notifier = new Notifier(config, new Set(this.queues), () => this.wake(), (e) => this.reportError('listen', e));
       this.notifier.start();
     }
     this.scheduleTick(0);
