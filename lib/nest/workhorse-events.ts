@@ -4,6 +4,9 @@ import type { WorkerEvent, WorkerEventName, WorkerEventOf } from '../core/events
 /**
  * Every worker event name, in lifecycle order. Typed so that the build breaks when the core
  * event union gains or loses a name and this list (and the table in docs/nest.md) is not updated.
+ *
+ * @example
+ * for (const name of WORKHORSE_EVENT_NAMES) counters.set(name, 0);
  */
 export const WORKHORSE_EVENT_NAMES = [
   'worker.started',

@@ -1,0 +1,21 @@
+/**
+ * The Nest integration: `WorkhorseModule`, `@JobHandler`, transactions (`@Transactional()`,
+ * `WorkhorseTransactionHost`, `WorkhorseTransactionInterceptor`) and the lifecycle-managed
+ * `WorkhorseWorker` with its event stream. Inject `Queue` and `Admin` by the core classes.
+ */
+export { JobHandler } from './job-handler.decorator';
+export { OnWorkhorseEvent } from './on-workhorse-event.decorator';
+export { Transactional } from './transactional.decorator';
+export { WorkhorseConfigurationError } from './workhorse-configuration.error';
+export { ofWorkhorseEvent, WORKHORSE_EVENT_NAMES } from './workhorse-events';
+export type { JobHandlerOptions, WorkhorseModuleOptions, WorkhorseWorkerOptions } from './workhorse-module-options.interface';
+export { WorkhorseModule } from './workhorse.module';
+export {
+  WORKHORSE_MODULE_OPTIONS,
+  type WorkhorseModuleAsyncOptions,
+  type WorkhorseOptionsFactory,
+} from './workhorse.module-definition';
+export { WorkhorseTransactionError } from './workhorse-transaction.error';
+export { WorkhorseTransactionHost } from './workhorse-transaction.host';
+export { WorkhorseTransactionInterceptor } from './workhorse-transaction.interceptor';
+export { WorkhorseWorker, type RunOnceOptions } from './workhorse.worker';

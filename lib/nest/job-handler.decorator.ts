@@ -1,0 +1,70 @@
+import { WorkhorseValidationError } from '../core/errors';
+import { checkName } from '../core/validation';
+import { JOB_HANDLER_METADATA } from './workhorse.constants';
+import { WorkhorseConfigurationError } from './workhorse-configuration.error';
+import type { JobHandlerOptions } from './workhorse-module-options.interface';
+import { messages } from './workhorse.messages';
+
+/** One `@JobHandler` registration, as stored on the method. */
+export interface JobHandlerMetadata {
+  type: string;
+  queue: string | undefined;
+  transactional: boolean;
+}
+
+function checked(value: unknown, label: string, report: (detail: string) => string): string {
+  try {
+    return checkName(value, label);
+  } catch (error) {
+    if (error instanceof WorkhorseValidationError) throw new WorkhorseConfigurationError(report(error.message.slice(label.length + 2)));
+    throw error;
+  }
+}
+
+/**
+ * Makes the method the handler of one job type. WorkhorseModule finds it at start-up on any
+ * singleton provider (class, `useFactory` or `useValue`) and registers it with the worker; it is
+ * called with `this` bound to the provider and receives `(payload, ctx)` (ctx: `HandlerContext`).
+ * What it returns is the job's result. A method may handle several types (one decorator each);
+ * a type has exactly one handler in an application.
+ *
+ * Options: `queue` (the queue of this job type: the worker claims from it and `Queue.enqueue`
+ * puts the type there by default) and `transactional` (run inside the transaction that records
+ * the job's completion).
+ *
+ * @example
+ * @Injectable()
+ * export class EmailHandlers {
+ *   constructor(private readonly mailer: Mailer) {}
+ *
+ *   @JobHandler('email.send', { queue: 'emails' })
+ *   async send(payload: { to: string }, ctx: HandlerContext): Promise<{ messageId: string }> {
+ *     return ctx.checkpoint('send', () => this.mailer.send(payload.to, { idempotencyKey: ctx.jobId }));
+ *   }
+ * }
+ */
+export function JobHandler(type: string, options: JobHandlerOptions = {}): MethodDecorator {
+  return (target, key, descriptor) => {
+    const name = `${(target as { constructor: { name: string } }).constructor.name}.${String(key)}`;
+    if (typeof descriptor.value !== 'function') throw new WorkhorseConfigurationError(messages.notAMethod('JobHandler', name));
+    const checkedType = checked(type, 'type', (detail) => messages.badHandlerType(name, type, detail));
+    if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+      throw new WorkhorseConfigurationError(messages.badHandlerOptions(name, options));
+    }
+    for (const optionKey of Object.keys(options)) {
+      if (optionKey !== 'queue' && optionKey !== 'transactional') {
+        throw new WorkhorseConfigurationError(messages.unknownHandlerOption(name, optionKey));
+      }
+    }
+    const queue =
+      options.queue === undefined ? undefined : checked(options.queue, 'queue', (detail) => messages.badHandlerQueue(name, options.queue, detail));
+    if (options.transactional !== undefined && typeof options.transactional !== 'boolean') {
+      throw new WorkhorseConfigurationError(messages.badHandlerTransactional(name, options.transactional));
+    }
+    const method = descriptor.value as object;
+    const existing = (Reflect.getOwnMetadata(JOB_HANDLER_METADATA, method) as JobHandlerMetadata[] | undefined) ?? [];
+    const entry: JobHandlerMetadata = { type: checkedType, queue, transactional: options.transactional ?? false };
+    Reflect.defineMetadata(JOB_HANDLER_METADATA, [...existing, entry], method);
+    return descriptor;
+  };
+}

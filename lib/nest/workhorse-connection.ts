@@ -1,0 +1,82 @@
+import { Logger } from '@nestjs/common';
+import { Pool } from 'pg';
+import { SchemaNotInstalledError, SchemaVersionMismatchError, WorkhorseValidationError } from '../core/errors';
+import { Queue } from '../core/queue';
+import { installSchema, verifySchema } from '../core/schema';
+import { Worker } from '../core/worker';
+import { WorkhorseConfigurationError } from './workhorse-configuration.error';
+import type { WorkhorseModuleOptions } from './workhorse-module-options.interface';
+import { validateModuleOptions } from './workhorse-options.validator';
+import { messages } from './workhorse.messages';
+
+/**
+ * The module's database connection: the pool (created from `connectionString`, or the one the
+ * options gave), whether the module owns it, and the schema check that gates start-up. Created
+ * by an async provider, so nothing that injects it runs before the schema is in place.
+ */
+export class WorkhorseConnection {
+  private static readonly logger = new Logger('Workhorse');
+  private closing: Promise<void> | null = null;
+
+  private constructor(
+    readonly pool: Pool,
+    /** True when the module created the pool and so must close it. */
+    readonly owned: boolean,
+  ) {}
+
+  /**
+   * Validates the options, creates the pool if needed and installs or verifies the schema. On
+   * any failure a pool it created is closed again before the error is thrown, so a refused
+   * start-up leaves nothing open.
+   */
+  static async open(rawOptions: unknown): Promise<WorkhorseConnection> {
+    const options = validateModuleOptions(rawOptions);
+    const owned = options.pool === undefined;
+    const pool = options.pool ?? new Pool({ ...options.poolConfig, connectionString: options.connectionString });
+    if (owned) {
+      // An idle client whose connection breaks makes the pool emit `error`; unheard, it kills the process.
+      pool.on('error', (error: Error) => WorkhorseConnection.logger.warn(`Idle database connection failed: ${error.message}`));
+    }
+    const connection = new WorkhorseConnection(pool, owned);
+    try {
+      if (options.worker) checkWorkerOptions(pool, options);
+      await prepareSchema(pool, options.schema ?? 'install');
+    } catch (error) {
+      await connection.close();
+      throw error;
+    }
+    return connection;
+  }
+
+  /** Closes the pool if the module created it; a pool given in the options stays open. */
+  close(): Promise<void> {
+    if (!this.owned) return Promise.resolve();
+    this.closing ??= this.pool.end();
+    return this.closing;
+  }
+}
+
+// The core Worker owns the rules for its settings; building one (it opens nothing until run) checks
+// them now, at start-up, instead of at bootstrap after the rest of the application has started.
+function checkWorkerOptions(pool: Pool, options: WorkhorseModuleOptions): void {
+  try {
+    new Worker(new Queue(pool), options.worker || {});
+  } catch (error) {
+    if (error instanceof WorkhorseValidationError) throw new WorkhorseConfigurationError(messages.badWorkerOption(error.message));
+    throw error;
+  }
+}
+
+async function prepareSchema(pool: Pool, mode: 'install' | 'verify'): Promise<void> {
+  try {
+    if (mode === 'install') await installSchema(pool);
+    else await verifySchema(pool);
+  } catch (error) {
+    if (error instanceof SchemaNotInstalledError) throw new WorkhorseConfigurationError(messages.schemaNotInstalled(error.message));
+    if (error instanceof SchemaVersionMismatchError) {
+      throw new WorkhorseConfigurationError(messages.schemaMismatch(mode, error.message));
+    }
+    const detail = error instanceof Error ? error.message : String(error);
+    throw new WorkhorseConfigurationError(messages.schemaUnreachable(mode, detail));
+  }
+}

@@ -1,0 +1,70 @@
+import type { Pool, PoolConfig } from 'pg';
+import type { WorkerOptions } from '../core/worker';
+
+/**
+ * Options of this process's worker: exactly the core `WorkerOptions`. `queues` is merged with
+ * the queues that the discovered `@JobHandler`s declare.
+ *
+ * @example
+ * const worker: WorkhorseWorkerOptions = { concurrency: 20, leaseMs: 60_000, shutdownTimeoutMs: 20_000 };
+ * WorkhorseModule.forRoot({ connectionString: process.env.DATABASE_URL, worker });
+ */
+export type WorkhorseWorkerOptions = WorkerOptions;
+
+/**
+ * Options of `WorkhorseModule.forRoot` (and what a `forRootAsync` factory returns).
+ *
+ * @example
+ * WorkhorseModule.forRoot({
+ *   connectionString: process.env.DATABASE_URL,
+ *   poolConfig: { max: 20 },
+ *   schema: 'verify',
+ *   worker: { concurrency: 10, shutdownTimeoutMs: 20_000 },
+ *   requestTransactions: true,
+ * });
+ */
+export interface WorkhorseModuleOptions {
+  /**
+   * The database to connect to. The module creates a pool for it and closes that pool when the
+   * application shuts down. Give either this or `pool`.
+   */
+  connectionString?: string;
+  /** An existing pool to use instead. The module never closes a pool it was given. */
+  pool?: Pool;
+  /** Settings of the pool the module creates (with `connectionString` only), e.g. `{ max: 20 }`. */
+  poolConfig?: Omit<PoolConfig, 'connectionString'>;
+  /**
+   * `'install'` (default): install the `workhorse` schema at start-up if it is absent.
+   * `'verify'`: change nothing, and refuse to start unless the schema is installed in the
+   * version this package needs (for deployments that migrate separately).
+   */
+  schema?: 'install' | 'verify';
+  /**
+   * Worker settings. Absent or `false`: this process runs no worker (a web-only process still
+   * enqueues). An object (even `{}`) starts a worker on application bootstrap.
+   */
+  worker?: WorkhorseWorkerOptions | false;
+  /** Give every HTTP request its own transaction (see `WorkhorseTransactionInterceptor`). Default false. */
+  requestTransactions?: boolean;
+}
+
+/**
+ * Per-handler options of `@JobHandler(type, options)`.
+ *
+ * @example
+ * @JobHandler('invoice.book', { queue: 'billing', transactional: true })
+ * async book(payload: { invoiceId: string }): Promise<void> { ... }
+ */
+export interface JobHandlerOptions {
+  /**
+   * The queue this job type lives in. The worker claims from it, and the Nest `Queue` enqueues
+   * jobs of this type into it when the caller names no queue. Default `default`.
+   */
+  queue?: string;
+  /**
+   * Run the handler in the transaction that also records the job's completion: writes made
+   * through `WorkhorseTransactionHost`, `Queue` and `Admin` inside it commit exactly when the
+   * job succeeds and roll back when it throws. Default false.
+   */
+  transactional?: boolean;
+}

@@ -1,0 +1,53 @@
+import { WorkhorseConfigurationError } from './workhorse-configuration.error';
+import type { WorkhorseModuleOptions } from './workhorse-module-options.interface';
+import { messages } from './workhorse.messages';
+
+const OPTION_KEYS = ['connectionString', 'pool', 'poolConfig', 'schema', 'worker', 'requestTransactions'] as const;
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function looksLikePool(value: unknown): boolean {
+  const pool = value as { connect?: unknown; query?: unknown; end?: unknown } | null;
+  return (
+    typeof pool === 'object' &&
+    pool !== null &&
+    typeof pool.connect === 'function' &&
+    typeof pool.query === 'function' &&
+    typeof pool.end === 'function'
+  );
+}
+
+/**
+ * Checks the module options' shape before anything is created. The worker settings' values are
+ * checked by the core `Worker` itself (see `WorkhorseConnection.open`), so the rules live in one
+ * place.
+ */
+export function validateModuleOptions(options: unknown): WorkhorseModuleOptions {
+  const fail = (message: string): never => {
+    throw new WorkhorseConfigurationError(message);
+  };
+  if (!isPlainObject(options)) return fail(messages.optionsNotObject(options));
+  for (const key of Object.keys(options)) {
+    if (!(OPTION_KEYS as readonly string[]).includes(key)) fail(messages.unknownOption(key, OPTION_KEYS));
+  }
+  const { connectionString, pool, poolConfig, schema, worker, requestTransactions } = options;
+  if (connectionString === undefined && pool === undefined) fail(messages.noDatabase());
+  if (connectionString !== undefined && pool !== undefined) fail(messages.twoDatabases());
+  if (connectionString !== undefined && (typeof connectionString !== 'string' || connectionString.length === 0)) {
+    fail(messages.badConnectionString(connectionString));
+  }
+  if (pool !== undefined && !looksLikePool(pool)) fail(messages.badPool(pool));
+  if (poolConfig !== undefined) {
+    if (pool !== undefined) fail(messages.poolConfigWithPool());
+    if (!isPlainObject(poolConfig)) fail(messages.badPoolConfig(poolConfig));
+    if ((poolConfig as Record<string, unknown>).connectionString !== undefined) fail(messages.poolConfigConnectionString());
+  }
+  if (schema !== undefined && schema !== 'install' && schema !== 'verify') fail(messages.badSchemaMode(schema));
+  if (worker !== undefined && worker !== false && !isPlainObject(worker)) fail(messages.badWorker(worker));
+  if (requestTransactions !== undefined && typeof requestTransactions !== 'boolean') {
+    fail(messages.badRequestTransactions(requestTransactions));
+  }
+  return options as WorkhorseModuleOptions;
+}

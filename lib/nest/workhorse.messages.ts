@@ -1,0 +1,137 @@
+/**
+ * Every message the Nest integration and the testing helpers show to users: errors, warnings
+ * and log lines. Each error says what is wrong and what to do about it.
+ */
+import type { ErrorEnvelope, JobSnapshot, JobState } from '../core/types';
+
+const MODULE = 'WorkhorseModule';
+
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'string') return JSON.stringify(value);
+  return typeof value === 'object' ? 'an object' : `${typeof value} ${String(value)}`;
+}
+
+function errorText(error: ErrorEnvelope | null): string {
+  return error ? `${error.name}: ${error.message}` : 'none';
+}
+
+export const messages = {
+  // ---- module options ---------------------------------------------------------------------------
+  optionsNotObject: (value: unknown) =>
+    `${MODULE} options must be an object such as { connectionString: process.env.DATABASE_URL }, got ${describe(value)}. ` +
+    'With forRootAsync, check that the factory returns the options.',
+  unknownOption: (key: string, known: readonly string[]) =>
+    `${MODULE}: "${key}" is not an option (${known.join(', ')}). Check its spelling; worker settings go under "worker".`,
+  noDatabase: () =>
+    `${MODULE} needs a database: give connectionString (the module creates a pool and closes it on shutdown) ` +
+    'or pool (an existing pg Pool, which you close yourself).',
+  twoDatabases: () =>
+    `${MODULE}: give connectionString or pool, not both: with pool the module would ignore connectionString.`,
+  badConnectionString: (value: unknown) =>
+    `${MODULE}: connectionString must be a non-empty string such as "postgres://user:password@host:5432/db", got ${describe(value)}.`,
+  badPool: (value: unknown) =>
+    `${MODULE}: pool must be a pg Pool (new Pool({ ... }) from "pg" or "nestjs-workhorse"), got ${describe(value)}.`,
+  poolConfigWithPool: () =>
+    `${MODULE}: poolConfig configures the pool the module creates from connectionString; with your own pool, configure that pool instead.`,
+  badPoolConfig: (value: unknown) =>
+    `${MODULE}: poolConfig must be an object of pg PoolConfig settings such as { max: 20 }, got ${describe(value)}.`,
+  poolConfigConnectionString: () =>
+    `${MODULE}: put the connection string in the connectionString option, not in poolConfig.`,
+  badSchemaMode: (value: unknown) =>
+    `${MODULE}: schema must be 'install' (create the schema if it is absent) or 'verify' (only check it), got ${describe(value)}.`,
+  badWorker: (value: unknown) =>
+    `${MODULE}: worker must be an object of worker settings (even {}) to run a worker in this process, ` +
+    `or false / absent for a process that only enqueues, got ${describe(value)}.`,
+  badWorkerOption: (detail: string) => `${MODULE}: worker.${detail}`,
+  badRequestTransactions: (value: unknown) =>
+    `${MODULE}: requestTransactions must be true or false, got ${describe(value)}.`,
+  schemaNotInstalled: (detail: string) =>
+    `${MODULE} (schema: 'verify') refuses to start: ${detail} ` +
+    "Or let this process install the schema with schema: 'install'.",
+  schemaMismatch: (mode: string, detail: string) => `${MODULE} (schema: '${mode}') refuses to start: ${detail}`,
+  schemaUnreachable: (mode: string, detail: string) =>
+    `${MODULE} could not ${mode} the workhorse schema: ${detail}. Check connectionString / pool and that the database is up.`,
+
+  // ---- decorators and discovery -----------------------------------------------------------------
+  notAMethod: (decorator: string, target: string) =>
+    `@${decorator}() decorates methods only, but ${target} is not a method.`,
+  badHandlerType: (target: string, value: unknown, detail: string) =>
+    `@JobHandler on ${target}: the job type (${describe(value)}) ${detail}.`,
+  badHandlerOptions: (target: string, value: unknown) =>
+    `@JobHandler on ${target}: options must be an object such as { queue: 'emails', transactional: true }, got ${describe(value)}.`,
+  unknownHandlerOption: (target: string, key: string) =>
+    `@JobHandler on ${target}: "${key}" is not a handler option (queue, transactional).`,
+  badHandlerQueue: (target: string, value: unknown, detail: string) =>
+    `@JobHandler on ${target}: the queue (${describe(value)}) ${detail}.`,
+  badHandlerTransactional: (target: string, value: unknown) =>
+    `@JobHandler on ${target}: transactional must be true or false, got ${describe(value)}.`,
+  unknownEvent: (target: string, name: unknown, known: readonly string[]) =>
+    `@OnWorkhorseEvent on ${target}: ${describe(name)} is not a worker event (${known.join(', ')}).`,
+  duplicateHandler: (type: string, first: string, second: string) =>
+    `Two handlers for job type "${type}": ${first} and ${second}. A job type has exactly one handler: ` +
+    'remove one, or give one of them another type.',
+  scopedHost: (decorator: string, target: string, scope: string) =>
+    `@${decorator} on ${target}: the provider is ${scope}, so no single instance of it exists outside a request ` +
+    'for the worker to call. Job handlers and event subscribers must live on singleton providers: move the method ' +
+    'to a default-scoped provider (it can still start request-independent work), and carry per-job state in the ' +
+    'payload and the HandlerContext instead of in request-scoped providers.',
+  transactionalWithoutHost: (target: string) =>
+    `@Transactional() ${target} found no transaction host: it was called on an object that WorkhorseModule did not ` +
+    'set up. Call it on the instance Nest injects (not on one made with `new`, nor on a detached method), after the ' +
+    'application has initialised; on request-scoped or transient classes, call it inside a request transaction ' +
+    '(requestTransactions: true or WorkhorseTransactionInterceptor), or move it to a singleton provider.',
+
+  // ---- transactions -----------------------------------------------------------------------------
+  transactionEnded: () =>
+    'This transaction has already ended (committed or rolled back), so it cannot run more queries. A query that ' +
+    'runs late usually means a missing `await` (for example on queue.enqueue) inside a transaction.',
+  commitRolledBack: () =>
+    'The transaction was rolled back instead of committed: a statement inside it failed (and the error was caught), ' +
+    'so PostgreSQL discarded all of its writes. Let the error propagate, or use a SAVEPOINT around the statement.',
+  transactionalHandlerWithoutClient: (type: string) =>
+    `The transactional handler for "${type}" received no transaction client (ctx.client) from the worker.`,
+
+  // ---- worker logs ------------------------------------------------------------------------------
+  workerWithoutHandlers: (queues: readonly string[]) =>
+    `The worker found no @JobHandler methods; it will claim jobs from ${queues.join(', ')} only to release them. ` +
+    'Add handlers, or set worker: false in a process that should only enqueue.',
+  workerStarted: (workerId: string, queues: readonly string[], concurrency: number) =>
+    `Worker ${workerId} started on queue(s) ${queues.join(', ')} with concurrency ${concurrency}.`,
+  workerStopped: (workerId: string) => `Worker ${workerId} stopped.`,
+  workerError: (during: string, error: Error) => `Worker error while doing "${during}": ${error.message}`,
+  workerCrashed: (error: unknown) => `The worker stopped unexpectedly: ${error instanceof Error ? error.message : String(error)}`,
+  jobRetry: (jobId: string, type: string, attempt: number, error: ErrorEnvelope, runAt: Date) =>
+    `Job ${jobId} (${type}) attempt ${attempt} failed with ${errorText(error)}; next attempt at ${runAt.toISOString()}.`,
+  jobFailed: (jobId: string, type: string, attempt: number, error: ErrorEnvelope) =>
+    `Job ${jobId} (${type}) failed for good on attempt ${attempt}: ${errorText(error)}.`,
+  jobCanceled: (jobId: string, type: string) => `Job ${jobId} (${type}) was canceled while running.`,
+  jobLeaseLost: (jobId: string, type: string) =>
+    `Job ${jobId} (${type}): this worker lost its lease; the job's outcome is left to whichever worker owns it now.`,
+  jobReleased: (jobId: string, type: string, reason: string) => `Job ${jobId} (${type}) released: ${reason}.`,
+  jobAbandoned: (jobId: string, type: string) =>
+    `Job ${jobId} (${type}) did not finish within shutdownTimeoutMs; it was aborted and will run again after its lease expires.`,
+  subscriberFailed: (target: string, event: string, error: unknown) =>
+    `@OnWorkhorseEvent('${event}') ${target} threw: ${error instanceof Error ? error.message : String(error)}. ` +
+    'The worker goes on; handle errors inside the subscriber.',
+
+  // ---- testing helpers --------------------------------------------------------------------------
+  drainTimeout: (timeoutMs: number, due: readonly JobSnapshot[]) =>
+    `drainWorkhorse: work was still due after ${timeoutMs} ms: ` +
+    (due.length === 0
+      ? 'a handler was still running.'
+      : due
+          .slice(0, 10)
+          .map((job) => `${job.id} (${job.type} on ${job.queue}, ${job.state}, attempt ${job.currentAttempt})`)
+          .join('; ') + (due.length > 10 ? `; and ${due.length - 10} more.` : '.')) +
+    ' A handler that never returns, or jobs enqueued as fast as they run, keep a queue busy.',
+  jobNotFound: (jobId: string) => `waitForJobState: no job ${jobId} exists (was its transaction rolled back?).`,
+  jobStateTimeout: (jobId: string, wanted: readonly JobState[], timeoutMs: number, job: JobSnapshot) =>
+    `waitForJobState: job ${jobId} (${job.type}) did not reach ${wanted.join(' or ')} within ${timeoutMs} ms; ` +
+    `it is ${job.state} (attempt ${job.currentAttempt} of ${job.maxAttempts}, run at ${job.runAt.toISOString()}, ` +
+    `last error: ${errorText(job.error)}).`,
+  jobEndedElsewhere: (jobId: string, wanted: readonly JobState[], job: JobSnapshot) =>
+    `waitForJobState: job ${jobId} (${job.type}) ended ${job.state} and will never reach ${wanted.join(' or ')} ` +
+    `(attempt ${job.currentAttempt} of ${job.maxAttempts}, error: ${errorText(job.error)}).`,
+};

@@ -1,0 +1,207 @@
+/**
+ * Module set-up: forRoot / forRootAsync (useFactory with an injected config provider,
+ * useClass, useExisting), who closes which pool, `isGlobal`, `schema: 'install' | 'verify'`,
+ * and the start-up validation of the options.
+ */
+import { Inject, Injectable, Module } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import {
+  Pool,
+  Queue,
+  WorkhorseConfigurationError,
+  WorkhorseModule,
+  type WorkhorseModuleOptions,
+  type WorkhorseOptionsFactory,
+} from 'nestjs-workhorse';
+import { createTestDatabase, databaseUrl, type TestDatabase } from '../support/db';
+import { quietNestLogs, startModule, stateOf } from './support';
+
+/** Stands in for @nestjs/config: a provider module that other modules import for settings. */
+@Injectable()
+class AppConfig {
+  private readonly values = new Map<string, string>();
+
+  set(key: string, value: string): void {
+    this.values.set(key, value);
+  }
+
+  get(key: string): string {
+    const value = this.values.get(key);
+    if (value === undefined) throw new Error(`missing setting ${key}`);
+    return value;
+  }
+}
+
+const sharedConfig = new AppConfig();
+
+@Module({ providers: [{ provide: AppConfig, useValue: sharedConfig }], exports: [AppConfig] })
+class AppConfigModule {}
+
+@Injectable()
+class WorkhorseSettings implements WorkhorseOptionsFactory {
+  constructor(@Inject(AppConfig) private readonly config: AppConfig) {}
+
+  createWorkhorseOptions(): WorkhorseModuleOptions {
+    return { connectionString: this.config.get('DATABASE_URL') };
+  }
+}
+
+@Module({ imports: [AppConfigModule], providers: [WorkhorseSettings], exports: [WorkhorseSettings] })
+class WorkhorseSettingsModule {}
+
+@Injectable()
+class FeatureService {
+  constructor(readonly queue: Queue) {}
+}
+
+@Module({ providers: [FeatureService] })
+class FeatureModule {}
+
+let db: TestDatabase;
+
+beforeAll(async () => {
+  quietNestLogs();
+  db = await createTestDatabase();
+  sharedConfig.set('DATABASE_URL', db.url);
+});
+
+afterAll(async () => {
+  await db?.drop();
+});
+
+async function enqueueWorks(queue: Queue): Promise<void> {
+  const jobId = await queue.enqueue('ping', {});
+  expect(await stateOf(db.pool, jobId)).toBe('ready');
+}
+
+describe('forRootAsync', () => {
+  it('takes its options from a factory with injected config, and closes the pool it created', async () => {
+    const moduleRef = await startModule({
+      imports: [
+        WorkhorseModule.forRootAsync({
+          imports: [AppConfigModule],
+          inject: [AppConfig],
+          useFactory: async (config: AppConfig) => ({ connectionString: config.get('DATABASE_URL'), poolConfig: { max: 3 } }),
+        }),
+        FeatureModule,
+      ],
+    });
+    // Global by default: FeatureModule injects Queue without importing WorkhorseModule.
+    const queue = moduleRef.get(FeatureService).queue;
+    await enqueueWorks(queue);
+    expect(queue.pool.options.max).toBe(3);
+    await moduleRef.close();
+    expect(queue.pool.ended).toBe(true);
+    expect(queue.pool.totalCount).toBe(0);
+  });
+
+  it('accepts useClass and useExisting option factories', async () => {
+    for (const asyncOptions of [
+      { imports: [AppConfigModule], useClass: WorkhorseSettings },
+      { imports: [WorkhorseSettingsModule], useExisting: WorkhorseSettings },
+    ]) {
+      const moduleRef = await startModule({ imports: [WorkhorseModule.forRootAsync(asyncOptions)] });
+      await enqueueWorks(moduleRef.get(Queue));
+      await moduleRef.close();
+    }
+  });
+
+  it('leaves a pool it was given open on close', async () => {
+    const pool = new Pool({ connectionString: db.url, max: 2 });
+    try {
+      const moduleRef = await startModule({ imports: [WorkhorseModule.forRootAsync({ useFactory: () => ({ pool }) })] });
+      expect(moduleRef.get(Queue).pool).toBe(pool);
+      await moduleRef.close();
+      expect(pool.ended).toBe(false);
+      await expect(pool.query('SELECT 1 AS one')).resolves.toHaveProperty('rows', [{ one: 1 }]);
+    } finally {
+      await pool.end();
+    }
+  });
+
+  it('is not global with isGlobal: false', async () => {
+    const attempt = Test.createTestingModule({
+      imports: [WorkhorseModule.forRoot({ connectionString: db.url, isGlobal: false }), FeatureModule],
+    }).compile();
+    await expect(attempt).rejects.toThrow(/Queue/);
+  });
+});
+
+describe("schema: 'install' | 'verify'", () => {
+  it("'verify' refuses to start on a database without the schema, saying what to do", async () => {
+    const empty = await createTestDatabase({ installSchema: false });
+    try {
+      const attempt = startModule({ imports: [WorkhorseModule.forRoot({ connectionString: empty.url, schema: 'verify' })] });
+      await expect(attempt).rejects.toBeInstanceOf(WorkhorseConfigurationError);
+      await expect(attempt).rejects.toThrow(
+        "WorkhorseModule (schema: 'verify') refuses to start: The workhorse schema is not installed in this database",
+      );
+      await expect(attempt).rejects.toThrow("Or let this process install the schema with schema: 'install'.");
+      // It changed nothing.
+      const { rows } = await empty.pool.query("SELECT to_regclass('workhorse.job') AS t");
+      expect(rows[0].t).toBeNull();
+    } finally {
+      await empty.drop();
+    }
+  });
+
+  it("'verify' refuses a schema of another version, and 'install' does too", async () => {
+    const other = await createTestDatabase();
+    try {
+      await other.pool.query('UPDATE workhorse.schema_version SET version = 999');
+      for (const schema of ['verify', 'install'] as const) {
+        const attempt = startModule({ imports: [WorkhorseModule.forRoot({ connectionString: other.url, schema })] });
+        await expect(attempt).rejects.toThrow(`(schema: '${schema}') refuses to start: The workhorse schema in this database is version 999`);
+      }
+    } finally {
+      await other.drop();
+    }
+  });
+
+  it("'verify' starts on an installed schema, and 'install' installs a missing one", async () => {
+    const verified = await startModule({ imports: [WorkhorseModule.forRoot({ connectionString: db.url, schema: 'verify' })] });
+    await verified.close();
+
+    const empty = await createTestDatabase({ installSchema: false });
+    try {
+      const installed = await startModule({ imports: [WorkhorseModule.forRoot({ connectionString: empty.url })] });
+      const jobId = await installed.get(Queue).enqueue('ping', {});
+      expect(await stateOf(empty.pool, jobId)).toBe('ready');
+      await installed.close();
+    } finally {
+      await empty.drop();
+    }
+  });
+});
+
+describe('option validation at start-up', () => {
+  const cases: [string, unknown, string][] = [
+    ['an unknown key', { connectionString: 'postgres://x/y', concurrency: 5 }, '"concurrency" is not an option'],
+    ['no database', { worker: {} }, 'needs a database: give connectionString'],
+    ['two databases', { connectionString: 'postgres://x/y', pool: new Pool() }, 'give connectionString or pool, not both'],
+    ['an empty connection string', { connectionString: '' }, 'connectionString must be a non-empty string'],
+    ['a pool that is no pool', { pool: { query: 1 } }, 'pool must be a pg Pool'],
+    ['poolConfig with a given pool', { pool: new Pool(), poolConfig: { max: 1 } }, 'poolConfig configures the pool the module creates'],
+    ['a connection string in poolConfig', { connectionString: 'postgres://x/y', poolConfig: { connectionString: 'postgres://x/z' } }, 'put the connection string in the connectionString option'],
+    ['a bad schema mode', { connectionString: 'postgres://x/y', schema: 'migrate' }, `schema must be 'install'`],
+    ['a bad worker value', { connectionString: 'postgres://x/y', worker: true }, 'worker must be an object of worker settings'],
+    ['a bad worker setting', { connectionString: 'postgres://x/y', worker: { concurrency: 0 } }, 'worker.concurrency: must be an integer from 1 to 1000'],
+    ['an unknown worker setting', { connectionString: 'postgres://x/y', worker: { concurency: 5 } }, 'worker.concurency: is not a worker option'],
+    ['a bad requestTransactions', { connectionString: 'postgres://x/y', requestTransactions: 'yes' }, 'requestTransactions must be true or false'],
+  ];
+
+  it.each(cases)('refuses %s with a clear message, before connecting', async (_label, options, message) => {
+    const attempt = Test.createTestingModule({
+      imports: [WorkhorseModule.forRoot(options as WorkhorseModuleOptions)],
+    }).compile();
+    await expect(attempt).rejects.toBeInstanceOf(WorkhorseConfigurationError);
+    await expect(attempt).rejects.toThrow(message);
+  });
+
+  it('reports a database it cannot reach', async () => {
+    const unreachable = new URL(databaseUrl('nope'));
+    unreachable.port = '1';
+    const attempt = startModule({ imports: [WorkhorseModule.forRoot({ connectionString: unreachable.toString() })] });
+    await expect(attempt).rejects.toThrow('WorkhorseModule could not install the workhorse schema');
+  });
+});
