@@ -80,6 +80,35 @@ export const messages = {
     }
   },
 
+  // ---- dead letters and redrive -----------------------------------------------------------------
+  badTime: (option: string, value: string) =>
+    `${option}: "${value}" is not an ISO 8601 time such as 2026-11-29T09:00:00Z or 2026-11-29 (a time needs Z or an offset).`,
+  noDeadLetters: () => 'No dead letters match.',
+  noMoreDeadLetters: () => 'No more dead letters match.',
+  deadLetterCount: (count: number) => (count === 1 ? '1 dead letter.' : `${count} dead letters.`),
+  requestIdRequired: () =>
+    'option --request-id R is required: it makes the redrive safe to repeat (run it again with the same R after a failure).',
+  idOrAll: () => 'give a job ID, or --all with optional filters.',
+  idAndAll: () => 'give either a job ID or --all, not both.',
+  onlyWithAll: (option: string) => `option ${option} only goes with --all.`,
+  notDeadLetter: (id: string, state: JobState) => `job ${id} is ${state}, not a dead letter: only failed jobs can be redriven.`,
+  redriven: (source: string, created: string) => `Redrove job ${source}: new job ${created}.`,
+  noneToRedrive: (dryRun: boolean) =>
+    dryRun ? 'No dead letters match. Dry run: nothing was written.' : 'No dead letters match; nothing redriven.',
+  redrivenMany: (count: number) => (count === 1 ? 'Redrove 1 dead letter.' : `Redrove ${count} dead letters.`),
+  wouldRedrive: (count: number) =>
+    `Dry run: would redrive ${count === 1 ? '1 dead letter' : `${count} dead letters`}; nothing was written.`,
+
+  // ---- queues -----------------------------------------------------------------------------------
+  noQueues: () => 'No queues: no live jobs and no pause records.',
+  queueCount: (count: number) => (count === 1 ? '1 queue.' : `${count} queues.`),
+  queuePaused: (queue: string) =>
+    `Paused queue ${queue}: workers stop claiming its jobs; running jobs finish and enqueue goes on.`,
+  queueAlreadyPaused: (queue: string, since: string, by: string | null) =>
+    `Queue ${queue} is already paused (since ${since}${by ? ` by ${by}` : ''}); nothing changed.`,
+  queueResumed: (queue: string) => `Resumed queue ${queue}: workers claim its jobs again.`,
+  queueNotPaused: (queue: string) => `Queue ${queue} was not paused; workers claim its jobs as before.`,
+
   // ---- anything else ----------------------------------------------------------------------------
   unexpected: (reason: string) => `unexpected error: ${reason}`,
 };

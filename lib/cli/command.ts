@@ -11,6 +11,8 @@ export interface PositionalSpec {
   /** As help shows it: `ID`. */
   name: string;
   description: string;
+  /** May be left out (help shows `[ID]`); optional positionals come after the required ones. */
+  optional?: boolean;
 }
 
 /** What a command's `run` gets. */
@@ -27,7 +29,7 @@ export interface CommandSpec {
   summary: string;
   /** A paragraph at the top of the command's own help; defaults to the summary. */
   description?: string;
-  /** Required positional arguments, in order. */
+  /** Positional arguments, in order. */
   positionals?: readonly PositionalSpec[];
   /** The command's own options; the common ones (`--database-url`, `--json`, `--help`) come on top. */
   options?: readonly OptionSpec[];

@@ -4,6 +4,7 @@
 import type { OptionSpec } from './argument-parser';
 import type { CommandSpec } from './command';
 import { jobsCommands } from './jobs.commands';
+import { queuesCommands } from './queues.commands';
 import { schemaCommands } from './schema.commands';
 
 /** Accepted by every command, also before the command's name (`workhorse --json jobs list`). */
@@ -21,5 +22,5 @@ export const COMMON_OPTIONS: readonly OptionSpec[] = [
 export const rootCommand: CommandSpec = {
   name: 'workhorse',
   summary: 'Operate a nestjs-workhorse job queue inside PostgreSQL.',
-  subcommands: [schemaCommands, jobsCommands],
+  subcommands: [schemaCommands, jobsCommands, queuesCommands],
 };

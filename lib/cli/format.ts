@@ -2,7 +2,7 @@
  * Text views for people: aligned tables and key-value blocks of jobs and timelines. Scripts
  * should use `--json` instead; these layouts may change between releases.
  */
-import type { ErrorEnvelope, JobSnapshot, TimelineEntry } from '../core/types';
+import type { ErrorEnvelope, JobSnapshot, QueueInfo, RedriveResult, TimelineEntry } from '../core/types';
 import { oneLine } from './output';
 
 const GAP = '  ';
@@ -108,6 +108,47 @@ export function formatJobTable(jobs: readonly JobSnapshot[]): string {
       `${job.currentAttempt}/${job.maxAttempts}`,
       String(job.priority),
       formatDate(job.createdAt),
+    ]),
+  );
+}
+
+/** Dead letters as a table: what failed, where, with which final error, and when. */
+export function formatDeadLetterTable(jobs: readonly JobSnapshot[]): string {
+  return formatTable(
+    ['ID', 'TYPE', 'QUEUE', 'ERROR', 'FINISHED', 'ATTEMPTS'],
+    jobs.map((job) => [
+      job.id,
+      job.type,
+      job.queue,
+      job.error?.name ?? NONE,
+      formatDate(job.finishedAt),
+      `${job.currentAttempt}/${job.maxAttempts}`,
+    ]),
+  );
+}
+
+/** Redrive pairs: each dead letter and the job created from it (`-` in a dry run). */
+export function formatRedriveTable(results: readonly RedriveResult[]): string {
+  return formatTable(
+    ['SOURCE JOB', 'NEW JOB'],
+    results.map((result) => [result.sourceJobId, result.newJobId ?? NONE]),
+  );
+}
+
+/** Queues with their pause state and live counts; the reason comes last, as free text. */
+export function formatQueueTable(queues: readonly QueueInfo[]): string {
+  return formatTable(
+    ['QUEUE', 'PAUSED', 'READY', 'SCHEDULED', 'ACTIVE', 'BLOCKED', 'CHANGED AT', 'CHANGED BY', 'REASON'],
+    queues.map((queue) => [
+      queue.queue,
+      queue.paused ? 'yes' : 'no',
+      String(queue.ready),
+      String(queue.scheduled),
+      String(queue.active),
+      String(queue.blocked),
+      formatDate(queue.changedAt),
+      queue.changedBy ?? NONE,
+      queue.reason === null ? NONE : oneLine(queue.reason),
     ]),
   );
 }

@@ -24,7 +24,7 @@ function optionRows(options: readonly OptionSpec[]): string[][] {
 }
 
 function usageWords(command: CommandSpec): string {
-  return (command.positionals ?? []).map((positional) => positional.name).join(' ');
+  return (command.positionals ?? []).map((p) => (p.optional ? `[${p.name}]` : p.name)).join(' ');
 }
 
 /** Every runnable command under `command`, as `[words after command's name, summary]`. */
@@ -38,7 +38,7 @@ function leaves(command: CommandSpec, prefix: string[] = []): string[][] {
 
 const EXIT_CODES = [
   ['0', 'success'],
-  ['1', 'the command failed: database unreachable, job not found, schema refused'],
+  ['1', 'the command failed: database unreachable, job not found or not a dead letter, schema refused'],
   ['2', 'bad command line or input: unknown command or option, invalid id or value, no database given'],
   ['3', '`schema status` only: the schema is absent or another version'],
 ];

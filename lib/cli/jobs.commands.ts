@@ -1,66 +1,17 @@
 /**
  * `workhorse jobs get|list|timeline|cancel`: the operator reads and the cancel action of
- * `Admin`, from a shell. All checks of ids, names, limits and cursors are Admin's own, so the
+ * `Admin`, from a shell (`dead-letters` and `redrive` live in redrive.commands.ts). All checks of ids, names, limits and cursors are Admin's own, so the
  * CLI refuses exactly what the API refuses, with the same words.
  */
-import type { Pool } from 'pg';
 import { Admin } from '../core/admin';
-import { getSchemaStatus } from '../core/schema';
 import { JOB_STATES, type JobState, type ListJobsFilter } from '../core/types';
-import type { OptionSpec, ParsedArguments } from './argument-parser';
-import { CliError, CliUsageError, EXIT, type ExitCode } from './cli.errors';
+import type { ParsedArguments } from './argument-parser';
+import { CliUsageError, EXIT, type ExitCode } from './cli.errors';
 import { messages } from './cli.messages';
 import type { CommandContext, CommandSpec } from './command';
-import { sqlState } from './database-connection';
+import { CURSOR, explainingSchema, ID, LIMIT, limitOf, nextPageCommand, notFound } from './command-helpers';
 import { formatJob, formatJobTable, formatTimeline } from './format';
-
-const ID = { name: 'ID', description: 'The job id (a UUID, as enqueue returned it).' };
-
-const LIMIT = (what: string, fallback: number): OptionSpec => ({
-  name: 'limit',
-  kind: 'string',
-  valueName: 'N',
-  description: `${what} per page, 1 to 1000 (default ${fallback}).`,
-});
-
-const CURSOR: OptionSpec = {
-  name: 'cursor',
-  kind: 'string',
-  valueName: 'C',
-  description: 'Read the page after the one that printed this cursor.',
-};
-
-// SQLSTATEs of a missing schema, table or function: the database lacks what this package calls.
-const MISSING_OBJECT = new Set(['3F000', '42P01', '42883']);
-
-/**
- * Runs `work`; if the database lacks the workhorse objects it calls, the error says whether the
- * schema is absent or another version, instead of quoting PostgreSQL's "function does not exist".
- */
-async function explainingSchema<T>(pool: Pool, work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (error) {
-    const state = sqlState(error);
-    if (state === undefined || !MISSING_OBJECT.has(state)) throw error;
-    const status = await getSchemaStatus(pool).catch(() => null);
-    if (status?.installed === null) throw new CliError(messages.schemaMissingForJobs(), EXIT.failure);
-    if (status && !status.upToDate && status.installed !== null) {
-      throw new CliError(messages.schemaOtherVersionForJobs(status.installed, status.expected), EXIT.failure);
-    }
-    throw error;
-  }
-}
-
-/**
- * `--limit` as a number for Admin to check. Anything but an integer becomes NaN, so that Admin
- * refuses it with its usual "limit: must be an integer from 1 to 1000".
- */
-function limitOf(args: ParsedArguments): number | undefined {
-  const value = args.string('limit');
-  if (value === undefined) return undefined;
-  return /^-?\d+$/.test(value) ? Number(value) : Number.NaN;
-}
+import { deadLettersCommand, redriveCommand } from './redrive.commands';
 
 /** `--state` values, repeated and/or comma-separated, checked against the seven states. */
 function statesOf(args: ParsedArguments): JobState[] | undefined {
@@ -71,26 +22,6 @@ function statesOf(args: ParsedArguments): JobState[] | undefined {
     if (!(JOB_STATES as readonly string[]).includes(state)) throw new CliUsageError(messages.badState(state, JOB_STATES));
   }
   return [...new Set(states as JobState[])];
-}
-
-function notFound(id: string): CliError {
-  return new CliError(messages.jobNotFound(id), EXIT.failure);
-}
-
-// Names, states, numbers and cursors are shell-safe as they are; anything else is quoted.
-function shellWord(value: string): string {
-  return /^[A-Za-z0-9._:/,=@%+-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
-}
-
-/** The command line that reads the next page: the same filters, and the new cursor. */
-function nextPageCommand(base: string[], args: ParsedArguments, names: readonly string[], cursor: string): string {
-  const words = [...base];
-  for (const name of names) {
-    const value = name === 'state' ? args.list(name).join(',') : args.string(name);
-    if (value) words.push(`--${name}`, value);
-  }
-  words.push('--cursor', cursor);
-  return words.map(shellWord).join(' ');
 }
 
 async function get({ args, pool, output }: CommandContext): Promise<ExitCode> {
@@ -178,7 +109,7 @@ async function cancel({ args, pool, output }: CommandContext): Promise<ExitCode>
 
 export const jobsCommands: CommandSpec = {
   name: 'jobs',
-  summary: 'Look at jobs and their history, and cancel them.',
+  summary: 'Look at jobs and their history, cancel them, and redrive dead letters.',
   subcommands: [
     {
       name: 'get',
@@ -239,5 +170,7 @@ export const jobsCommands: CommandSpec = {
       examples: ['workhorse jobs cancel 0192b1c4-6f0e-7c53-9a8e-2f1d5b7c9a10 --reason "customer withdrew the order"'],
       run: cancel,
     },
+    deadLettersCommand,
+    redriveCommand,
   ],
 };

@@ -98,7 +98,8 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       throw new CliUsageError(messages.missingCommand(commandName(path), (command.subcommands ?? []).map((c) => c.name)));
     }
     const expected = command.positionals ?? [];
-    if (args.positionals.length < expected.length) {
+    const required = expected.filter((positional) => !positional.optional).length;
+    if (args.positionals.length < required) {
       throw new CliUsageError(messages.missingArgument(expected[args.positionals.length].name));
     }
     if (args.positionals.length > expected.length) {

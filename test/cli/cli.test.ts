@@ -10,55 +10,11 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Admin, getSchemaStatus, Queue, SCHEMA_VERSION, type JobSnapshot, type Page, type TimelineEntry } from '../../lib/core';
-import { runCli } from '../../lib/cli';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
+import { claimOne, cli, cliConnections, complete, documentOf, errorOf, fail, viaJson, type CliRun, type Env, WORKER } from './cli-harness';
 
 const ROOT = resolve(__dirname, '..', '..');
-
-interface CliRun {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-type Env = Record<string, string | undefined>;
-
-function sink(): { write(text: string): boolean; text: string } {
-  return {
-    text: '',
-    write(text: string) {
-      this.text += text;
-      return true;
-    },
-  };
-}
-
-async function cli(args: string[], env: Env): Promise<CliRun> {
-  const stdout = sink();
-  const stderr = sink();
-  const code = await runCli(args, { stdout, stderr, env });
-  return { code, stdout: stdout.text, stderr: stderr.text };
-}
-
-/** The one JSON document a successful `--json` run printed. */
-function documentOf<T>(run: CliRun, code = 0): T {
-  expect(run.stderr).toBe('');
-  expect(run.code).toBe(code);
-  return JSON.parse(run.stdout) as T;
-}
-
-/** A failed run: the exit code, nothing on stdout, exactly one line on stderr; returns it. */
-function errorOf(run: CliRun, code: number): string {
-  expect(run).toMatchObject({ code, stdout: '' });
-  expect(run.stderr).toMatch(/^workhorse: [^\n]+\n$/);
-  return run.stderr.trimEnd();
-}
-
-/** What a value looks like after a trip through JSON: Dates become ISO strings. */
-function viaJson<T>(value: T): unknown {
-  return JSON.parse(JSON.stringify(value));
-}
 
 /**
  * The rows of a key-value block as an object, after checking that every value starts in the
@@ -88,63 +44,14 @@ async function closedPort(): Promise<number> {
   return address.port;
 }
 
-interface ClaimRow {
-  job_id: string;
-  fence_token: string;
-}
-
-const WORKER = 'cli-test-worker';
-
-async function claimOne(db: TestDatabase, queue: string): Promise<ClaimRow> {
-  const { rows } = await db.pool.query<ClaimRow>(
-    'SELECT job_id, fence_token FROM workhorse.claim_many_v1($1, $2, 1, 60000)',
-    [[queue], WORKER],
-  );
-  expect(rows).toHaveLength(1);
-  return rows[0];
-}
-
-async function complete(db: TestDatabase, job: ClaimRow, result: unknown): Promise<void> {
-  const { rows } = await db.pool.query<{ status: string }>('SELECT workhorse.complete_v1($1, $2, $3, $4::jsonb) AS status', [
-    job.job_id,
-    WORKER,
-    job.fence_token,
-    JSON.stringify(result),
-  ]);
-  expect(rows[0].status).toBe('succeeded');
-}
-
-async function fail(db: TestDatabase, job: ClaimRow, error: object, options: object): Promise<void> {
-  await db.pool.query('SELECT status FROM workhorse.fail_v1($1, $2, $3, $4::jsonb, $5::jsonb)', [
-    job.job_id,
-    WORKER,
-    job.fence_token,
-    JSON.stringify(error),
-    JSON.stringify(options),
-  ]);
-}
-
-/** Connections the CLI left on `db` (it names itself `workhorse-cli`); waits for backends to exit. */
-async function cliConnections(db: TestDatabase): Promise<number> {
-  const deadline = Date.now() + 5000;
-  for (;;) {
-    const { rows } = await db.pool.query<{ n: number }>(
-      "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND application_name = 'workhorse-cli'",
-      [db.name],
-    );
-    if (rows[0].n === 0 || Date.now() > deadline) return rows[0].n;
-    await new Promise((done) => setTimeout(done, 25));
-  }
-}
-
 describe('help and the command line', () => {
   const helps: [string[], string, RegExp[]][] = [
-    [['--help'], 'Usage: workhorse <command> [options]', [/schema install/, /schema status/, /jobs get ID/, /jobs list/, /jobs timeline ID/, /jobs cancel ID/, /DATABASE_URL/, /Exit codes:/]],
+    [['--help'], 'Usage: workhorse <command> [options]', [/schema install/, /schema status/, /jobs get ID/, /jobs list/, /jobs timeline ID/, /jobs cancel ID/, /jobs dead-letters/, /jobs redrive \[ID\]/, /queues list/, /queues pause Q/, /queues resume Q/, /DATABASE_URL/, /Exit codes:/]],
     [['-h'], 'Usage: workhorse <command> [options]', [/jobs cancel ID/]],
     [['schema', '--help'], 'Usage: workhorse schema <command> [options]', [/install/, /status/]],
     [['schema', 'install', '--help'], 'Usage: workhorse schema install [options]', [/--json/, /--database-url URL/]],
     [['schema', 'status', '--help'], 'Usage: workhorse schema status [options]', [/Exits 0 when they match and 3/]],
-    [['jobs', '--help'], 'Usage: workhorse jobs <command> [options]', [/get ID/, /list/, /timeline ID/, /cancel ID/]],
+    [['jobs', '--help'], 'Usage: workhorse jobs <command> [options]', [/get ID/, /list/, /timeline ID/, /cancel ID/, /dead-letters/, /redrive \[ID\]/]],
     [['jobs', 'get', '--help'], 'Usage: workhorse jobs get ID [options]', [/Arguments:\n {2}ID/]],
     [['jobs', 'list', '--help'], 'Usage: workhorse jobs list [options]', [/--queue Q/, /--type T/, /--state S/, /comma list/, /--limit N/, /--cursor C/]],
     [['jobs', 'timeline', '--help'], 'Usage: workhorse jobs timeline ID [options]', [/--limit N/, /default 100/, /--cursor C/]],
@@ -164,10 +71,10 @@ describe('help and the command line', () => {
   });
 
   const mistakes: [string[], string][] = [
-    [[], '`workhorse` needs a command: schema, jobs. Run `workhorse --help` for usage.'],
-    [['frob'], 'unknown command "frob" for `workhorse` (commands: schema, jobs). Run `workhorse --help` for usage.'],
-    [['jobs'], '`workhorse jobs` needs a command: get, list, timeline, cancel. Run `workhorse jobs --help` for usage.'],
-    [['jobs', 'lst'], 'unknown command "lst" for `workhorse jobs` (commands: get, list, timeline, cancel). Run `workhorse jobs --help` for usage.'],
+    [[], '`workhorse` needs a command: schema, jobs, queues. Run `workhorse --help` for usage.'],
+    [['frob'], 'unknown command "frob" for `workhorse` (commands: schema, jobs, queues). Run `workhorse --help` for usage.'],
+    [['jobs'], '`workhorse jobs` needs a command: get, list, timeline, cancel, dead-letters, redrive. Run `workhorse jobs --help` for usage.'],
+    [['jobs', 'lst'], 'unknown command "lst" for `workhorse jobs` (commands: get, list, timeline, cancel, dead-letters, redrive). Run `workhorse jobs --help` for usage.'],
     [['jobs', 'list', '--bogus'], 'unknown option --bogus for `workhorse jobs list`. Run `workhorse jobs list --help` for usage.'],
     [['jobs', 'list', '-q', 'x'], 'unknown option -q for `workhorse jobs list`. Run `workhorse jobs list --help` for usage.'],
     [['--queue', 'x', 'jobs', 'list'], 'unknown option --queue for `workhorse`. Run `workhorse --help` for usage.'],
