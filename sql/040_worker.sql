@@ -531,3 +531,36 @@ BEGIN
   RETURN QUERY SELECT 'sleeping'::text, v_wake;
 END
 $$;
+
+-- The worker's hot path in one statement and one commit: records a batch of completions
+-- (exactly as complete_many_v1) and then claims up to p_limit jobs (exactly as claim_many_v1).
+-- Rows of the first kind carry the completion's status; claimed jobs have status `claimed`.
+-- A durable queue pays a WAL flush per commit, so sharing one commit between the completions of
+-- a batch and the next claim halves the commits per job. Either part may be empty
+-- (`[]`, p_limit 0).
+CREATE FUNCTION workhorse.complete_and_claim_v1(
+  p_worker_id text, p_items jsonb, p_queues text[], p_limit integer, p_lease_ms integer)
+RETURNS TABLE (
+  job_id uuid, status text, queue text, type text, payload jsonb, attempt integer, max_attempts integer,
+  fence_token bigint, lease_expires_at timestamptz, execution_timeout_ms integer, checkpoints jsonb, waits jsonb)
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF p_limit IS NULL OR p_limit < 0 THEN
+    PERFORM workhorse.raise_invalid('limit', 'must be an integer from 0 to 100');
+  END IF;
+  IF jsonb_typeof(p_items) = 'array' AND jsonb_array_length(p_items) = 0 THEN
+    NULL;
+  ELSE
+    RETURN QUERY
+    SELECT c.job_id, c.status, NULL::text, NULL::text, NULL::jsonb, NULL::integer, NULL::integer,
+           NULL::bigint, NULL::timestamptz, NULL::integer, NULL::jsonb, NULL::jsonb
+    FROM workhorse.complete_many_v1(p_worker_id, p_items) AS c;
+  END IF;
+  IF p_limit > 0 THEN
+    RETURN QUERY
+    SELECT c.job_id, 'claimed'::text, c.queue, c.type, c.payload, c.attempt, c.max_attempts, c.fence_token,
+           c.lease_expires_at, c.execution_timeout_ms, c.checkpoints, c.waits
+    FROM workhorse.claim_many_v1(p_queues, p_worker_id, p_limit, p_lease_ms) AS c;
+  END IF;
+END
+$$;

@@ -89,8 +89,10 @@ const OPTION_KEYS = new Set([
   'unknownTypeDelayMs',
 ]);
 
-interface ClaimRow {
+/** A row of `complete_and_claim_v1`: a completion's status, or (status `claimed`) a claimed job. */
+interface PumpRow {
   job_id: string;
+  status: string;
   queue: string;
   type: string;
   payload: JsonValue;
@@ -109,6 +111,12 @@ interface Running {
   /** Why the worker stopped the handler or stopped caring about its outcome, if it did. */
   outcome: 'lost' | 'canceled' | 'abandoned' | 'timeout' | 'sleeping' | null;
   done: Promise<void>;
+}
+
+function completionItems(batch: PendingCompletion[]): string {
+  return leasesJson(
+    batch.map((p) => ({ jobId: p.run.job.jobId, fenceToken: p.run.job.fenceToken, extra: `"result":${p.resultText}` })),
+  );
 }
 
 interface PendingCompletion {
@@ -176,14 +184,14 @@ export class Worker {
   private paused = false;
   private heartbeater: Heartbeater | null = null;
   private notifier: Notifier | null = null;
-  private claimInFlight: Promise<number> | null = null;
-  private claimAgain = false;
+  private pumping: Promise<void> | null = null;
+  private pumpScheduled = false;
+  private pumpAgain = false;
   private idleRounds = 0;
   private pollTimer: NodeJS.Timeout | null = null;
   private tickTimer: NodeJS.Timeout | null = null;
   private tickInFlight: Promise<void> | null = null;
   private pending: PendingCompletion[] = [];
-  private flushing: Promise<void> | null = null;
   private stopPromise: Promise<void> | null = null;
   private resolveRun: (() => void) | null = null;
   private readonly onPoolError = (error: Error) => this.reportError('pool', error);
@@ -303,7 +311,7 @@ export class Worker {
     this.startServices();
     try {
       await this.tick();
-      const claimed = await this.claim(this.concurrency);
+      const claimed = await this.claimOnce(this.concurrency);
       await Promise.all([...this.running.values()].map((r) => r.done));
       await this.flush();
       return claimed;
@@ -347,7 +355,6 @@ export class Worker {
     if (this.pollTimer) clearTimeout(this.pollTimer);
     if (this.tickTimer) clearTimeout(this.tickTimer);
     this.pollTimer = this.tickTimer = null;
-    await this.claimInFlight?.catch(() => undefined);
     await this.tickInFlight;
     const all = Promise.all([...this.running.values()].map((r) => r.done));
     let timer: NodeJS.Timeout | undefined;
@@ -376,42 +383,111 @@ export class Worker {
     this.resolveRun = null;
   }
 
-  // ---- claiming -------------------------------------------------------------------------------
+  // ---- claiming and completing ----------------------------------------------------------------
+  //
+  // One "pump" talks to the database for the hot path: each round trip records the completions
+  // that gathered since the last one AND claims as many jobs as slots will then be free, in one
+  // statement and one commit (`complete_and_claim_v1`). Commits are what a durable queue pays
+  // for; sharing one between a batch of completions and the next claim halves them. Completions
+  // that arrive while a round trip is in flight simply go in the next one, and a slot freed by a
+  // failure or release wakes the pump too.
 
-  /** Claims now if there are free slots and no claim is in flight; otherwise claims right after. */
+  /** Asks the pump for a round as soon as possible (coalescing everything that happens meanwhile). */
   private wake(): void {
-    if (this.lifecycle !== 'running' || this.paused || !this.resolveRun) return;
-    if (this.claimInFlight) {
-      this.claimAgain = true;
+    if (this.pumping) {
+      this.pumpAgain = true;
       return;
     }
-    // One claim asks for at most 100 jobs (the protocol's limit); a full claim is followed by another.
-    const want = Math.min(this.concurrency - this.running.size, 100);
-    if (want <= 0) return;
-    if (this.pollTimer) clearTimeout(this.pollTimer);
-    this.pollTimer = null;
-    void this.claim(want).then(
-      (claimed) => this.afterClaim(claimed === want),
-      () => this.afterClaim(false),
-    );
+    if (this.pumpScheduled) return;
+    this.pumpScheduled = true;
+    // setImmediate lets every handler that finishes in this turn of the event loop join the batch.
+    setImmediate(() => {
+      this.pumpScheduled = false;
+      this.pumping ??= this.pump().finally(() => {
+        this.pumping = null;
+        if (this.pumpAgain) {
+          this.pumpAgain = false;
+          this.wake();
+        }
+      });
+    });
   }
 
-  private afterClaim(full: boolean): void {
-    if (this.lifecycle !== 'running') return;
-    if (full || this.claimAgain) {
-      this.idleRounds = 0;
-      this.claimAgain = false;
-      this.wake();
-      if (this.claimInFlight || this.concurrency - this.running.size <= 0) return;
-    } else {
-      this.idleRounds++;
+  private get claiming(): boolean {
+    return this.lifecycle === 'running' && !this.paused && this.resolveRun !== null;
+  }
+
+  private async pump(): Promise<void> {
+    let failures = 0;
+    for (;;) {
+      this.pumpAgain = false;
+      const batch = this.pending.splice(0, 500);
+      // Slots held by the runs in this batch are free once the batch is recorded.
+      const want = this.claiming ? Math.min(100, this.concurrency - this.running.size + batch.length) : 0;
+      if (batch.length === 0 && want <= 0) return;
+      if (this.pollTimer && want > 0) clearTimeout(this.pollTimer);
+      if (want > 0) this.pollTimer = null;
+      const sentAt = Date.now();
+      let rows: PumpRow[];
+      try {
+        if (batch.length > 0) failpoint('before-complete');
+        const result = await this.pool.query<PumpRow>(
+          'SELECT * FROM workhorse.complete_and_claim_v1($1, $2::jsonb, $3, $4, $5)',
+          [this.workerId, completionItems(batch), this.queues, Math.max(want, 0), this.leaseMs],
+        );
+        rows = result.rows;
+        if (batch.length > 0) failpoint('after-complete');
+      } catch (error) {
+        const typed = fromPgError(error);
+        if (typed instanceof WorkhorseError) {
+          for (const p of batch) p.reject(typed);
+          continue;
+        }
+        // The database could not be reached, or the commit's fate is unknown. Completions are
+        // tried again while we still hold their leases (heartbeats keep them alive meanwhile):
+        // one that did commit is recognised by its fence and answers `succeeded` again, never a
+        // second outcome. Jobs a lost claim may have taken are recovered when their leases expire.
+        this.reportError(batch.length > 0 ? 'complete' : 'claim', error as Error);
+        failures++;
+        const owned = batch.filter((p) => p.run.outcome !== 'lost' && p.run.outcome !== 'abandoned');
+        for (const p of batch) if (!owned.includes(p)) p.resolve('stale');
+        this.pending.unshift(...owned);
+        if (owned.length === 0 && !this.claiming) return;
+        if (owned.length === 0) {
+          this.idleRounds++;
+          this.schedulePoll();
+          return;
+        }
+        await delay(Math.min(2000, 50 * 2 ** failures) * (0.5 + Math.random() / 2));
+        continue;
+      }
+      failures = 0;
+      const statuses = new Map<string, string>();
+      const claimed: PumpRow[] = [];
+      for (const row of rows) {
+        if (row.status === 'claimed') claimed.push(row);
+        else statuses.set(row.job_id, row.status);
+      }
+      for (const p of batch) p.resolve(statuses.get(p.run.job.jobId) ?? 'stale');
+      const claimedAt = Date.now();
+      if (claimed.length > 0) failpoint('after-claim');
+      for (const row of claimed) this.start(row, sentAt, claimedAt);
+      if (want > 0) {
+        if (claimed.length < want) {
+          // The queues ran dry: wait for a notification or the next poll.
+          this.idleRounds++;
+          this.schedulePoll();
+          if (this.pending.length === 0) return;
+        } else {
+          this.idleRounds = 0;
+        }
+      }
     }
-    this.schedulePoll();
   }
 
   // Idle backoff: each empty claim stretches the next poll, up to five times pollMs.
   private schedulePoll(): void {
-    if (this.pollTimer || this.lifecycle !== 'running') return;
+    if (this.pollTimer || !this.claiming) return;
     const base = this.pollMs * Math.min(5, 1 + this.idleRounds / 4);
     this.pollTimer = setTimeout(() => {
       this.pollTimer = null;
@@ -419,38 +495,21 @@ export class Worker {
     }, base * (0.8 + Math.random() * 0.4));
   }
 
-  private claim(limit: number): Promise<number> {
-    const attempt = this.claimBatch(limit).finally(() => {
-      this.claimInFlight = null;
-    });
-    this.claimInFlight = attempt;
-    return attempt;
-  }
-
-  private async claimBatch(limit: number): Promise<number> {
-    let rows: ClaimRow[];
-    // The lease runs from the server's clock at claim time, which is after this moment: a local
-    // deadline counted from here can only be early, never late.
+  /** For `runOnce`: one claim of up to `limit` jobs, started at once. */
+  private async claimOnce(limit: number): Promise<number> {
     const sentAt = Date.now();
-    try {
-      const result = await this.pool.query<ClaimRow>(
-        'SELECT job_id, queue, type, payload, attempt, max_attempts, fence_token, execution_timeout_ms, checkpoints, waits FROM workhorse.claim_many_v1($1, $2, $3, $4)',
-        [this.queues, this.workerId, limit, this.leaseMs],
-      );
-      rows = result.rows;
-    } catch (error) {
-      this.reportError('claim', error as Error);
-      throw error;
-    }
+    const result = await this.pool.query<PumpRow>(
+      'SELECT * FROM workhorse.complete_and_claim_v1($1, $2::jsonb, $3, $4, $5)',
+      [this.workerId, '[]', this.queues, Math.min(limit, 100), this.leaseMs],
+    );
     const claimedAt = Date.now();
-    if (rows.length > 0) failpoint('after-claim');
-    for (const row of rows) this.start(row, sentAt, claimedAt);
-    return rows.length;
+    for (const row of result.rows) this.start(row, sentAt, claimedAt);
+    return result.rows.length;
   }
 
   // ---- executing ------------------------------------------------------------------------------
 
-  private start(row: ClaimRow, sentAt: number, claimedAt: number): void {
+  private start(row: PumpRow, sentAt: number, claimedAt: number): void {
     const job: ClaimedJob = {
       jobId: row.job_id,
       queue: row.queue,
@@ -690,58 +749,21 @@ export class Worker {
     }
   }
 
-  // ---- completion batching --------------------------------------------------------------------
+  // ---- completion -----------------------------------------------------------------------------
 
-  /**
-   * Queues a completion. While one `complete_many_v1` round trip is in flight, completions
-   * gather and go together in the next: batching without added latency.
-   */
+  /** Queues a completion for the pump's next round trip; resolves with its status. */
   private complete(run: Running, resultText: string): Promise<string> {
     return new Promise((resolve, reject) => {
       this.pending.push({ run, resultText, resolve, reject });
-      this.flushing ??= this.flushLoop().finally(() => {
-        this.flushing = null;
-      });
+      this.wake();
     });
   }
 
+  /** Waits until every queued completion is recorded (or given up). */
   private async flush(): Promise<void> {
-    await this.flushing;
-  }
-
-  private async flushLoop(): Promise<void> {
-    let failures = 0;
-    while (this.pending.length > 0) {
-      const batch = this.pending.splice(0, 500);
-      try {
-        const items = leasesJson(
-          batch.map((p) => ({ jobId: p.run.job.jobId, fenceToken: p.run.job.fenceToken, extra: `"result":${p.resultText}` })),
-        );
-        failpoint('before-complete');
-        const result = await this.pool.query<{ job_id: string; status: string }>(
-          'SELECT job_id, status FROM workhorse.complete_many_v1($1, $2::jsonb)',
-          [this.workerId, items],
-        );
-        failpoint('after-complete');
-        failures = 0;
-        const byId = new Map(result.rows.map((r) => [r.job_id, r.status]));
-        for (const p of batch) p.resolve(byId.get(p.run.job.jobId) ?? 'stale');
-      } catch (error) {
-        const typed = fromPgError(error);
-        if (typed instanceof WorkhorseError) {
-          for (const p of batch) p.reject(typed);
-          continue;
-        }
-        // The database could not be reached, or the commit's fate is unknown. Try again while
-        // we still hold the leases (heartbeats keep them alive meanwhile): a completion that did
-        // commit is recognised by its fence and answers `succeeded` again, never a second outcome.
-        this.reportError('complete', error as Error);
-        failures++;
-        const owned = batch.filter((p) => p.run.outcome !== 'lost' && p.run.outcome !== 'abandoned');
-        for (const p of batch) if (!owned.includes(p)) p.resolve('stale');
-        this.pending.unshift(...owned);
-        await delay(Math.min(2000, 50 * 2 ** failures) * (0.5 + Math.random() / 2));
-      }
+    while (this.pending.length > 0 || this.pumping || this.pumpScheduled) {
+      if (this.pumping) await this.pumping;
+      else await new Promise<void>((resolve) => setImmediate(resolve));
     }
   }
 
