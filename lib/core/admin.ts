@@ -372,9 +372,17 @@ export class Admin {
     };
   }
 
+  /**
+   * Where a call runs when the caller passes no client: the pool. Integrations override it (the
+   * Nest `Admin` answers with the current transaction).
+   */
+  protected runner(client?: Queryable): Queryable {
+    return client ?? this.pool;
+  }
+
   private async run<R>(client: Queryable | undefined, text: string, values: unknown[]): Promise<R[]> {
     try {
-      const result = await (client ?? this.pool).query(text, values);
+      const result = await this.runner(client).query(text, values);
       return result.rows as R[];
     } catch (error) {
       throw fromPgError(error);

@@ -47,10 +47,17 @@ export class Queue {
     return this.send(wire, client);
   }
 
+  /**
+   * Where an enqueue runs when the caller passes no client: the pool. Integrations override it
+   * (the Nest `Queue` answers with the current transaction).
+   */
+  protected runner(client?: Queryable): Queryable {
+    return client ?? this.pool;
+  }
+
   private async send(requests: WireEnqueueRequest[], client?: Queryable): Promise<string[]> {
-    const runner: Queryable = client ?? this.pool;
     try {
-      const result = await runner.query('SELECT job_id FROM workhorse.enqueue_many_v1($1::jsonb)', [
+      const result = await this.runner(client).query('SELECT job_id FROM workhorse.enqueue_many_v1($1::jsonb)', [
         JSON.stringify(requests),
       ]);
       return (result.rows as { job_id: string }[]).map((row) => row.job_id);

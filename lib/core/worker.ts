@@ -623,6 +623,10 @@ export class Worker {
   private async executeInTransaction(run: Running, fn: JobHandlerFn, payload: JsonValue): Promise<void> {
     const { job } = run;
     const client = await this.pool.connect();
+    // A checked-out client whose connection breaks emits `error`; without a listener that would
+    // crash the process. The failure reaches us through the next query instead.
+    const onClientError = (error: Error) => this.reportError('transaction', error);
+    client.on('error', onClientError);
     let status: string | null = null;
     let thrown: unknown = null;
     try {
@@ -651,6 +655,7 @@ export class Worker {
       thrown ??= error;
       status = null;
     } finally {
+      client.off('error', onClientError);
       client.release();
     }
     if (status === 'succeeded' || status === 'stale') {

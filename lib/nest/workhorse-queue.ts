@@ -10,7 +10,7 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 
 /**
  * The `Queue` that Nest injects: with no client argument it enqueues in the current transaction
- * of the host (the pool outside one), and with no `queue` option it puts a job type into the
+ * of the host (the pool outside one; see `runner`), and with no `queue` option it puts a job type into the
  * queue its `@JobHandler` declares. Anything it is not sure about goes to the core unchanged,
  * so the core's validation reports it.
  */
@@ -24,14 +24,18 @@ export class WorkhorseQueue extends Queue {
   }
 
   override enqueue<P = unknown>(type: string, payload: P, options?: EnqueueOptions, client?: Queryable): Promise<string> {
-    return super.enqueue(type, payload, this.route(type, options), client ?? this.host.client);
+    return super.enqueue(type, payload, this.route(type, options), client);
   }
 
   override enqueueMany(requests: EnqueueRequest[], client?: Queryable): Promise<string[]> {
     const routed = Array.isArray(requests)
       ? requests.map((request) => (isPlainObject(request) ? (this.route(request.type, request) ?? request) : request))
       : requests;
-    return super.enqueueMany(routed, client ?? this.host.client);
+    return super.enqueueMany(routed, client);
+  }
+
+  protected override runner(client?: Queryable): Queryable {
+    return client ?? this.host.client ?? this.pool;
   }
 
   private route<O extends EnqueueOptions>(type: unknown, options: O | undefined): O | undefined {
