@@ -625,7 +625,11 @@ export class Worker {
     const client = await this.pool.connect();
     // A checked-out client whose connection breaks emits `error`; without a listener that would
     // crash the process. The failure reaches us through the next query instead.
-    const onClientError = (error: Error) => this.reportError('transaction', error);
+    let broken: Error | undefined;
+    const onClientError = (error: Error) => {
+      broken = error;
+      this.reportError('transaction', error);
+    };
     client.on('error', onClientError);
     let status: string | null = null;
     let thrown: unknown = null;
@@ -656,7 +660,8 @@ export class Worker {
       status = null;
     } finally {
       client.off('error', onClientError);
-      client.release();
+      // A broken connection is destroyed rather than given back to the pool.
+      client.release(broken);
     }
     if (status === 'succeeded' || status === 'stale') {
       this.settleStatus(run, status, null);
