@@ -1,5 +1,6 @@
 import { WorkhorseValidationError } from '../core/errors';
-import { checkName } from '../core/validation';
+import type { RetryPolicy } from '../core/types';
+import { checkName, checkRetryPolicy } from '../core/validation';
 import { JOB_HANDLER_METADATA } from './workhorse.constants';
 import { WorkhorseConfigurationError } from './workhorse-configuration.error';
 import type { JobHandlerOptions } from './workhorse-module-options.interface';
@@ -10,6 +11,7 @@ export interface JobHandlerMetadata {
   type: string;
   queue: string | undefined;
   transactional: boolean;
+  retry: RetryPolicy | undefined;
 }
 
 function checked(value: unknown, label: string, report: (detail: string) => string): string {
@@ -29,8 +31,8 @@ function checked(value: unknown, label: string, report: (detail: string) => stri
  * a type has exactly one handler in an application.
  *
  * Options: `queue` (the queue of this job type: the worker claims from it and `Queue.enqueue`
- * puts the type there by default) and `transactional` (run inside the transaction that records
- * the job's completion).
+ * puts the type there by default), `transactional` (run inside the transaction that records
+ * the job's completion) and `retry` (the retry policy of jobs enqueued without one).
  *
  * @example
  * @Injectable()
@@ -52,7 +54,7 @@ export function JobHandler(type: string, options: JobHandlerOptions = {}): Metho
       throw new WorkhorseConfigurationError(messages.badHandlerOptions(name, options));
     }
     for (const optionKey of Object.keys(options)) {
-      if (optionKey !== 'queue' && optionKey !== 'transactional') {
+      if (optionKey !== 'queue' && optionKey !== 'transactional' && optionKey !== 'retry') {
         throw new WorkhorseConfigurationError(messages.unknownHandlerOption(name, optionKey));
       }
     }
@@ -61,9 +63,16 @@ export function JobHandler(type: string, options: JobHandlerOptions = {}): Metho
     if (options.transactional !== undefined && typeof options.transactional !== 'boolean') {
       throw new WorkhorseConfigurationError(messages.badHandlerTransactional(name, options.transactional));
     }
+    let retry: RetryPolicy | undefined;
+    try {
+      retry = options.retry === undefined ? undefined : checkRetryPolicy(options.retry, 'retry');
+    } catch (error) {
+      if (error instanceof WorkhorseValidationError) throw new WorkhorseConfigurationError(messages.badHandlerRetry(name, error.message));
+      throw error;
+    }
     const method = descriptor.value as object;
     const existing = (Reflect.getOwnMetadata(JOB_HANDLER_METADATA, method) as JobHandlerMetadata[] | undefined) ?? [];
-    const entry: JobHandlerMetadata = { type: checkedType, queue, transactional: options.transactional ?? false };
+    const entry: JobHandlerMetadata = { type: checkedType, queue, transactional: options.transactional ?? false, retry };
     Reflect.defineMetadata(JOB_HANDLER_METADATA, [...existing, entry], method);
     return descriptor;
   };

@@ -1,3 +1,4 @@
+import type { RetryPolicy } from '../core/types';
 import type { Pool, PoolConfig } from 'pg';
 import type { WorkerOptions } from '../core/worker';
 
@@ -67,4 +68,9 @@ export interface JobHandlerOptions {
    * job succeeds and roll back when it throws. Default false.
    */
   transactional?: boolean;
+  /**
+   * Retry policy for jobs of this type that were enqueued without one of their own (the job's
+   * policy wins; without either the default applies).
+   */
+  retry?: RetryPolicy;
 }

@@ -62,7 +62,8 @@ export const messages = {
   badHandlerOptions: (target: string, value: unknown) =>
     `@JobHandler on ${target}: options must be an object such as { queue: 'emails', transactional: true }, got ${describe(value)}.`,
   unknownHandlerOption: (target: string, key: string) =>
-    `@JobHandler on ${target}: "${key}" is not a handler option (queue, transactional).`,
+    `@JobHandler on ${target}: "${key}" is not a handler option (queue, transactional, retry).`,
+  badHandlerRetry: (target: string, detail: string) => `@JobHandler on ${target}: ${detail}.`,
   badHandlerQueue: (target: string, value: unknown, detail: string) =>
     `@JobHandler on ${target}: the queue (${describe(value)}) ${detail}.`,
   badHandlerTransactional: (target: string, value: unknown) =>

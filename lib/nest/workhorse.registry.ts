@@ -1,3 +1,4 @@
+import type { RetryPolicy } from '../core/types';
 import type { WorkerEvent, WorkerEventName } from '../core/events';
 import type { JobHandlerFn } from '../core/worker';
 import { WorkhorseConfigurationError } from './workhorse-configuration.error';
@@ -9,6 +10,7 @@ export interface DiscoveredHandler {
   /** The queue the handler declared, if any. */
   queue: string | undefined;
   transactional: boolean;
+  retry: RetryPolicy | undefined;
   /** `Class.method`, for messages. */
   target: string;
   fn: JobHandlerFn;
