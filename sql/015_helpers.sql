@@ -83,6 +83,17 @@ BEGIN
                        - (length(v_text) - length(replace(v_text, '": ', '":')));
   END IF;
   IF v_bytes > p_limit THEN
+    -- jsonb writes numbers out in full (1e308 as 309 digits); count each as its shortest form,
+    -- as JSON.stringify does.
+    SELECT v_bytes - coalesce(sum(length(n.v::text) - length(((n.v::text)::numeric::float8)::text)), 0)
+      INTO v_bytes
+    FROM jsonb_path_query(p_value, 'lax $.**') AS n (v)
+    WHERE jsonb_typeof(n.v) = 'number'
+      -- Only numbers a double can hold (those a JavaScript client can send at all).
+      AND abs((n.v::text)::numeric) <= 1.7976931348623157e308
+      AND (abs((n.v::text)::numeric) >= 4.9e-324 OR (n.v::text)::numeric = 0);
+  END IF;
+  IF v_bytes > p_limit THEN
     PERFORM workhorse.raise_invalid(p_field, format('is larger than the %s limit (%s bytes of JSON)',
       CASE WHEN p_limit = 1048576 THEN '1 MiB' ELSE (p_limit / 1024) || ' KiB' END, p_limit));
   END IF;

@@ -122,7 +122,7 @@ BEGIN
     v_taken := NULL;
     INSERT INTO workhorse.enqueue_idempotency AS i (scope, key_hash, request, job_id, created_at, expires_at)
     VALUES (v_scope, v_hash, v_fields, v_new, p_now,
-            p_now + coalesce((v_req ->> 'idempotencyTtlMs')::bigint, 86400000) * interval '1 millisecond')
+            p_now + coalesce((v_req ->> 'idempotencyTtlMs')::numeric::bigint, 86400000) * interval '1 millisecond')
     ON CONFLICT (scope, key_hash) DO UPDATE
       SET request = EXCLUDED.request, job_id = EXCLUDED.job_id, created_at = EXCLUDED.created_at,
           expires_at = EXCLUDED.expires_at
@@ -190,12 +190,13 @@ BEGIN
            x.e ->> 'type' AS type,
            coalesce(x.e ->> 'queue', 'default') AS queue,
            x.e -> 'payload' AS payload,
-           coalesce((x.e ->> 'priority')::smallint, 0) AS priority,
-           coalesce((x.e ->> 'maxAttempts')::integer, 25) AS max_attempts,
+           -- Through numeric: JSON encoders may write a whole number as 50.0 or 5e1.
+           coalesce((x.e ->> 'priority')::numeric::smallint, 0) AS priority,
+           coalesce((x.e ->> 'maxAttempts')::numeric::integer, 25) AS max_attempts,
            CASE WHEN x.e -> 'retryPolicy' <> 'null'::jsonb
                 THEN workhorse.normalize_retry_policy(x.e -> 'retryPolicy', 'retryPolicy') END AS retry_policy,
            (x.e ->> 'deadline')::timestamptz AS deadline,
-           (x.e ->> 'executionTimeoutMs')::integer AS execution_timeout_ms,
+           (x.e ->> 'executionTimeoutMs')::numeric::integer AS execution_timeout_ms,
            coalesce(ARRAY(SELECT jsonb_array_elements_text(x.e -> 'tags')), '{}') AS tags,
            greatest(coalesce((x.e ->> 'runAt')::timestamptz, v_now), v_now) AS run_at
     FROM jsonb_array_elements(p_requests) WITH ORDINALITY AS x (e, ord)

@@ -122,6 +122,8 @@ function completionItems(batch: PendingCompletion[]): string {
 interface PendingCompletion {
   run: Running;
   resultText: string;
+  /** Sent in a batch of its own: a batch it was in was refused, and the culprit must be found. */
+  alone?: boolean;
   resolve(status: string): void;
   reject(error: unknown): void;
 }
@@ -421,7 +423,7 @@ export class Worker {
     let failures = 0;
     for (;;) {
       this.pumpAgain = false;
-      const batch = this.pending.splice(0, 500);
+      const batch = this.pending.splice(0, this.pending[0]?.alone ? 1 : 500);
       // Slots held by the runs in this batch are free once the batch is recorded.
       const want = this.claiming ? Math.min(100, this.concurrency - this.running.size + batch.length) : 0;
       if (batch.length === 0 && want <= 0) return;
@@ -440,7 +442,14 @@ export class Worker {
       } catch (error) {
         const typed = fromPgError(error);
         if (typed instanceof WorkhorseError) {
-          for (const p of batch) p.reject(typed);
+          if (batch.length === 1) {
+            batch[0].reject(typed);
+          } else {
+            // One refused result (e.g. over the size limit) fails the whole statement: send each
+            // completion of the batch on its own so only the culprit is refused.
+            for (const p of batch) p.alone = true;
+            this.pending.unshift(...batch);
+          }
           continue;
         }
         // The database could not be reached, or the commit's fate is unknown. Completions are
@@ -579,8 +588,17 @@ export class Worker {
       } else {
         const ctx = this.context(run, this.pool);
         const outcome = await this.invoke(run, handler.fn, payload, ctx);
-        if (outcome.ok) this.settleStatus(run, await this.complete(run, outcome.resultText), null);
-        else await this.settleFailure(run, outcome.thrown);
+        if (!outcome.ok) {
+          await this.settleFailure(run, outcome.thrown);
+        } else {
+          const status = await this.complete(run, outcome.resultText).catch((refused: unknown) => {
+            // The database refused the result itself (a typed error): that fails the attempt.
+            if (refused instanceof WorkhorseError) return refused;
+            throw refused;
+          });
+          if (typeof status === 'string') this.settleStatus(run, status, null);
+          else await this.settleFailure(run, status);
+        }
       }
     } catch (error) {
       // A write that could not reach the database: the lease will expire and the job run again.

@@ -1,0 +1,40 @@
+import { Module, type DynamicModule } from '@nestjs/common';
+import { WorkhorseModule, type WorkhorseWorkerOptions } from 'nestjs-workhorse';
+import { OrdersModule } from './orders/orders.module';
+
+export interface AppOptions {
+  /** The database of the orders and of the queue. */
+  databaseUrl: string;
+  /**
+   * This process's worker: its options, or `false` for a process that serves HTTP and enqueues
+   * but never claims a job (`api.ts`).
+   */
+  worker: WorkhorseWorkerOptions | false;
+  /** Shows in `pg_stat_activity`: which process holds which connection. */
+  applicationName: string;
+  /** See `OrdersModuleOptions.labelDelayMs`. Default 0. */
+  labelDelayMs?: number;
+}
+
+/**
+ * The sample application: one module, run three ways (`main.ts`: HTTP and worker in one process;
+ * `api.ts`: HTTP only; `worker.ts`: worker only). Only the `worker` option differs.
+ */
+@Module({})
+export class AppModule {
+  static register(options: AppOptions): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [
+        WorkhorseModule.forRoot({
+          connectionString: options.databaseUrl,
+          // Room above the worker's concurrency for claims, completions, maintenance and requests.
+          poolConfig: { max: 10, application_name: options.applicationName },
+          schema: 'install',
+          worker: options.worker,
+        }),
+        OrdersModule.register({ labelDelayMs: options.labelDelayMs ?? 0 }),
+      ],
+    };
+  }
+}

@@ -1,0 +1,199 @@
+/**
+ * The README stays true to the code: every ```ts block of README.md (and of docs/workers.md) is
+ * type-checked with the TypeScript compiler, with `nestjs-workhorse` resolving to lib/ through
+ * the paths of tsconfig.json, and any diagnostic fails. Besides, the two newcomer commands stand
+ * near the top, every `npm run` script the documents mention exists, and every relative link
+ * points at a file that exists.
+ *
+ * Each block is a module of its own. A block whose first line is a comment naming a file
+ * (`// src/app.module.ts`) becomes that file, so blocks can import each other the way the files
+ * of an application do. Names a block takes from its surroundings (your own providers, an
+ * existing pool) are declared by PRELUDE below.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import * as ts from 'typescript';
+
+const ROOT = resolve(__dirname, '..');
+const CHECKED_DOCUMENTS = ['README.md', 'docs/workers.md'];
+const LINKED_DOCUMENTS = ['README.md', 'docs/README.md', 'docs/workers.md'];
+/** Where the blocks live, virtually: inside the repository, so node_modules and paths resolve. */
+const VIRTUAL_ROOT = join(ROOT, '.readme-blocks');
+
+/**
+ * What the examples may use without defining it: stand-ins for the reader's own code. Keep it
+ * small; an example that needs more should define it.
+ */
+const PRELUDE = `
+declare class PaymentsClient {
+  charge(orderId: string, options: { idempotencyKey: string }): Promise<{ chargeId: string }>;
+}
+declare class LabelsClient {
+  print(orderId: string, options: { idempotencyKey: string }): Promise<{ labelId: string }>;
+}
+declare const payments: PaymentsClient;
+declare const labels: LabelsClient;
+declare const orderId: string;
+declare const jobId: string;
+declare class OrderHandlers {}
+`;
+
+interface Block {
+  document: string;
+  /** 1-based line of the block's first code line in the document. */
+  line: number;
+  language: string;
+  code: string;
+}
+
+function fencedBlocks(document: string): Block[] {
+  const lines = readFileSync(join(ROOT, document), 'utf8').split('\n');
+  const blocks: Block[] = [];
+  let open: { language: string; line: number; code: string[] } | null = null;
+  lines.forEach((text, index) => {
+    const fence = /^```(\S*)\s*$/.exec(text);
+    if (open === null) {
+      if (fence) open = { language: fence[1], line: index + 2, code: [] };
+    } else if (text === '```') {
+      blocks.push({ document, line: open.line, language: open.language, code: open.code.join('\n') });
+      open = null;
+    } else {
+      open.code.push(text);
+    }
+  });
+  if (open !== null) throw new Error(`${document}: a code block is never closed`);
+  return blocks;
+}
+
+/** The block's file: the one its first-line comment names, or one named after its place. */
+function virtualPath(block: Block): string {
+  const named = /^\/\/ (\S+\.ts)$/.exec(block.code.split('\n')[0]);
+  const base = join(VIRTUAL_ROOT, block.document.replace(/[^\w]+/g, '-'));
+  return named ? join(base, named[1]) : join(base, `line-${block.line}.ts`);
+}
+
+function compilerOptions(): ts.CompilerOptions {
+  const config = ts.readConfigFile(join(ROOT, 'tsconfig.json'), ts.sys.readFile);
+  if (config.error) throw new Error(ts.flattenDiagnosticMessageText(config.error.messageText, '\n'));
+  const parsed = ts.parseJsonConfigFileContent(config.config, ts.sys, ROOT);
+  return {
+    ...parsed.options,
+    // ES modules, so that examples may use top-level await as README snippets do.
+    module: ts.ModuleKind.ES2022,
+    moduleResolution: ts.ModuleResolutionKind.Bundler,
+    noEmit: true,
+    sourceMap: false,
+    declaration: false,
+  };
+}
+
+interface Checked {
+  program: ts.Program;
+  files: Map<string, Block>;
+}
+
+function checkBlocks(blocks: Block[]): Checked {
+  const files = new Map<string, Block>();
+  const sources = new Map<string, string>();
+  for (const block of blocks) {
+    const path = virtualPath(block);
+    if (files.has(path)) throw new Error(`${block.document}:${block.line}: two blocks are named ${relative(VIRTUAL_ROOT, path)}`);
+    files.set(path, block);
+    // `export {}` makes a block without imports a module too, so blocks never share top-level names.
+    sources.set(path, `${block.code}\nexport {};\n`);
+  }
+  const prelude = join(VIRTUAL_ROOT, 'prelude.d.ts');
+  sources.set(prelude, PRELUDE);
+
+  const options = compilerOptions();
+  const host = ts.createCompilerHost(options);
+  const virtualDirectories = new Set<string>();
+  for (const path of sources.keys()) {
+    for (let dir = dirname(path); dir.startsWith(VIRTUAL_ROOT); dir = dirname(dir)) virtualDirectories.add(dir);
+  }
+  const { getSourceFile, fileExists, readFile, directoryExists } = host;
+  host.getSourceFile = (fileName, languageVersion, onError, shouldCreate) => {
+    const text = sources.get(fileName);
+    return text === undefined
+      ? getSourceFile.call(host, fileName, languageVersion, onError, shouldCreate)
+      : ts.createSourceFile(fileName, text, languageVersion, true);
+  };
+  host.fileExists = (fileName) => sources.has(fileName) || fileExists.call(host, fileName);
+  host.readFile = (fileName) => sources.get(fileName) ?? readFile.call(host, fileName);
+  host.directoryExists = (dir) => virtualDirectories.has(dir) || (directoryExists?.call(host, dir) ?? ts.sys.directoryExists(dir));
+
+  const program = ts.createProgram({ rootNames: [...sources.keys()], options, host });
+  return { program, files };
+}
+
+function describeDiagnostic(diagnostic: ts.Diagnostic, files: Map<string, Block>): string {
+  const message = ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n');
+  if (!diagnostic.file || diagnostic.start === undefined) return message;
+  const { line, character } = diagnostic.file.getLineAndCharacterOfPosition(diagnostic.start);
+  const block = files.get(diagnostic.file.fileName);
+  const where = block
+    ? `${block.document}:${block.line + line}:${character + 1}`
+    : `${relative(ROOT, diagnostic.file.fileName)}:${line + 1}:${character + 1}`;
+  return `${where}: ${message}`;
+}
+
+describe('README.md', () => {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+
+  it('puts the two newcomer commands near the top', () => {
+    const top = readme.split('\n').slice(0, 30);
+    expect(top).toContain('npm install && npm run demo');
+    expect(top).toContain('npm install && npm test');
+  });
+
+  it('has TypeScript examples, all in ```ts blocks that this file checks', () => {
+    const blocks = CHECKED_DOCUMENTS.flatMap(fencedBlocks);
+    expect(blocks.filter((block) => block.document === 'README.md' && block.language === 'ts').length).toBeGreaterThanOrEqual(5);
+    const unchecked = blocks.filter((block) => ['typescript', 'tsx', 'js', 'javascript', 'mts', 'cts'].includes(block.language));
+    expect(unchecked.map((block) => `${block.document}:${block.line} (${block.language})`)).toEqual([]);
+  });
+});
+
+describe('TypeScript examples of the documents', () => {
+  const blocks = CHECKED_DOCUMENTS.flatMap(fencedBlocks).filter((block) => block.language === 'ts');
+  let checked: Checked;
+
+  beforeAll(() => {
+    checked = checkBlocks(blocks);
+  }, 120_000);
+
+  it('compile with the compiler options as such', () => {
+    const { program, files } = checked;
+    const diagnostics = [...program.getOptionsDiagnostics(), ...program.getGlobalDiagnostics()];
+    expect(diagnostics.map((d) => describeDiagnostic(d, files))).toEqual([]);
+  });
+
+  it.each(blocks.map((block) => [`${block.document}:${block.line}`, block] as const))('%s type-checks', (_where, block) => {
+    const { program, files } = checked;
+    const source = program.getSourceFile(virtualPath(block));
+    expect(source).toBeDefined();
+    const diagnostics = [...program.getSyntacticDiagnostics(source), ...program.getSemanticDiagnostics(source)];
+    expect(diagnostics.map((d) => describeDiagnostic(d, files))).toEqual([]);
+  });
+});
+
+describe('links and commands in the documents', () => {
+  const scripts = Object.keys((JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: object }).scripts);
+
+  it.each(LINKED_DOCUMENTS)('%s names only npm scripts that exist', (document) => {
+    const text = readFileSync(join(ROOT, document), 'utf8');
+    const named = [...text.matchAll(/npm run ([\w:-]+)/g)].map((match) => match[1]);
+    if (/\bnpm start\b/.test(text)) named.push('start');
+    expect(named.filter((name) => !scripts.includes(name))).toEqual([]);
+  });
+
+  it.each(LINKED_DOCUMENTS)('%s links only to files that exist', (document) => {
+    const text = readFileSync(join(ROOT, document), 'utf8').replace(/```[\s\S]*?```/g, '');
+    const targets = [...text.matchAll(/\]\(([^)\s]+)\)/g)]
+      .map((match) => match[1])
+      .filter((target) => !/^[a-z]+:/.test(target) && !target.startsWith('#'))
+      .map((target) => target.split('#')[0]);
+    const missing = targets.filter((target) => !existsSync(resolve(ROOT, dirname(document), target)));
+    expect(missing).toEqual([]);
+  });
+});

@@ -1,0 +1,448 @@
+/**
+ * Least privilege (issue 6, item 5): the schema is installed by a superuser, an application
+ * role gets only what `grantAppRole` (= docs/least-privilege.sql) grants, and everything the
+ * library does at run time works as that role: enqueue, workers (claims, heartbeats, checkpoints,
+ * progress, retries, durable sleeps, releases, transactional handlers, cancellation), maintenance
+ * ticks, admin reads and actions. The role cannot change the schema (42501 for ALTER, DROP,
+ * CREATE, TRUNCATE) nor rewrite write-once rows.
+ *
+ * The installation prepares history partitions for today and the next seven days, so the
+ * workers' ticks never reach partition preparation here; one test removes a prepared day on
+ * purpose to show that a tick by the role can still prepare it, which needs
+ * prepare_partitions_v1 to run with its owner's rights (SECURITY DEFINER).
+ */
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { accessSync, constants, readFileSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
+import { Client, Pool, type DatabaseError } from 'pg';
+import {
+  Admin,
+  installSchema,
+  Queue,
+  verifySchema,
+  Worker,
+  WorkhorseValidationError,
+  type WorkerEvent,
+} from '../../lib/core';
+import { GRANT_APP_ROLE_SQL, grantAppRole } from '../../lib/core/grants';
+import { createTestDatabase, withAdminClient, type TestDatabase } from '../support/db';
+import { expectSplitInvariant } from '../support/invariants';
+
+const DOCS_SCRIPT = join(__dirname, '..', '..', 'docs', 'least-privilege.sql');
+
+async function waitFor<T>(probe: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs: number, what: string): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+function findPsql(): string | null {
+  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
+    if (!dir) continue;
+    try {
+      accessSync(join(dir, 'psql'), constants.X_OK);
+      return join(dir, 'psql');
+    } catch {
+      // not here
+    }
+  }
+  return null;
+}
+
+/** Resolves with the SQLSTATE the statement failed with (fails the test if it succeeded). */
+async function sqlstateOf(client: Client, text: string, values: unknown[] = []): Promise<string> {
+  try {
+    await client.query(text, values);
+  } catch (error) {
+    return (error as DatabaseError).code ?? `no code: ${String(error)}`;
+  }
+  throw new Error(`expected "${text}" to fail, but it succeeded`);
+}
+
+let db: TestDatabase;
+/** Connected as the application role. */
+let appPool: Pool;
+/**
+ * Also the application role, for statements meant to fail: a pool replaces the connection of
+ * every failed query with a new login.
+ */
+let appClient: Client;
+let queue: Queue;
+let admin: Admin;
+const roles: string[] = [];
+const workers: { worker: Worker; done: Promise<void> }[] = [];
+
+async function createLoginRole(): Promise<{ role: string; password: string }> {
+  const role = `wh_app_${randomBytes(6).toString('hex')}`;
+  const password = randomBytes(12).toString('hex');
+  await withAdminClient((client) =>
+    client.query(`CREATE ROLE ${client.escapeIdentifier(role)} LOGIN PASSWORD ${client.escapeLiteral(password)}`),
+  );
+  roles.push(role);
+  return { role, password };
+}
+
+let appRole: string;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  const { role, password } = await createLoginRole();
+  appRole = role;
+  await grantAppRole(db.pool, role);
+  const url = new URL(db.url);
+  url.username = role;
+  url.password = password;
+  appPool = new Pool({ connectionString: url.toString(), max: 10 });
+  appPool.on('error', () => undefined);
+  appClient = new Client({ connectionString: url.toString() });
+  appClient.on('error', () => undefined);
+  await appClient.connect();
+  queue = new Queue(appPool);
+  admin = new Admin(appPool);
+  // A table of the application's own, for a transactional handler's writes.
+  await db.pool.query('CREATE TABLE public.app_effects (job_id uuid PRIMARY KEY, note text NOT NULL)');
+  await db.pool.query(`GRANT SELECT, INSERT ON public.app_effects TO ${role}`);
+});
+
+afterEach(async () => {
+  for (const { worker, done } of workers.splice(0)) {
+    await worker.stop();
+    await done;
+  }
+  await expectSplitInvariant(db.pool);
+});
+
+afterAll(async () => {
+  await appClient?.end().catch(() => undefined);
+  await appPool?.end().catch(() => undefined);
+  await db?.drop();
+  // Privileges inside the dropped database went with it; the roles are cluster-wide.
+  for (const role of roles) {
+    await withAdminClient((client) => client.query(`DROP ROLE IF EXISTS ${client.escapeIdentifier(role)}`));
+  }
+});
+
+function start(worker: Worker): WorkerEvent[] {
+  const events: WorkerEvent[] = [];
+  worker.on((event) => events.push(event));
+  workers.push({ worker, done: worker.run() });
+  return events;
+}
+
+describe('an application role with the least-privilege grants', () => {
+  it('is an ordinary role: no superuser, owns nothing in the schema, cannot create in it', async () => {
+    const { rows } = await appPool.query<{ who: string; superuser: boolean; create: boolean; owned: number }>(
+      `SELECT current_user AS who,
+              (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) AS superuser,
+              has_schema_privilege('workhorse', 'CREATE') AS create,
+              (SELECT count(*)::int FROM pg_class WHERE relnamespace = 'workhorse'::regnamespace
+                 AND relowner = (SELECT oid FROM pg_roles WHERE rolname = current_user)) AS owned`,
+    );
+    expect(rows[0]).toEqual({ who: appRole, superuser: false, create: false, owned: 0 });
+  });
+
+  it('lets installSchema and verifySchema run as the role once the schema is installed (they write nothing)', async () => {
+    await expect(installSchema(appPool)).resolves.toBeUndefined();
+    await expect(verifySchema(appPool)).resolves.toBeUndefined();
+  });
+
+  it('enqueues, runs workers (claims, heartbeats, checkpoints, progress, retries, sleeps, releases, transactional handlers, cancel) and reads', async () => {
+    const q = 'app-main';
+    const client = await appPool.connect();
+    let txId: string;
+    try {
+      await client.query('BEGIN');
+      txId = await queue.enqueue('app.tx', { note: 'written with the job' }, { queue: q }, client);
+      await client.query('COMMIT');
+    } finally {
+      client.release();
+    }
+    const workIds = await queue.enqueueMany(
+      Array.from({ length: 20 }, (_, n) => ({ type: 'app.work', payload: { n }, queue: q, retryPolicy: { kind: 'fixed' as const, delayMs: 0 } })),
+    );
+    const keyed = await queue.enqueue('app.work', { n: 100 }, { queue: q, idempotencyKey: 'order-100', retryPolicy: { kind: 'fixed', delayMs: 0 } });
+    expect(await queue.enqueue('app.work', { n: 100 }, { queue: q, idempotencyKey: 'order-100', retryPolicy: { kind: 'fixed', delayMs: 0 } })).toBe(keyed);
+    const slowId = await queue.enqueue('app.slow', {}, { queue: q });
+    const sleepId = await queue.enqueue('app.sleep', {}, { queue: q });
+    const cancelId = await queue.enqueue('app.cancel', {}, { queue: q });
+    const deadId = await queue.enqueue('app.fail', {}, { queue: q, maxAttempts: 1 });
+    const unknownId = await queue.enqueue('app.unknown', {}, { queue: q });
+
+    const worker = new Worker(queue, {
+      queues: [q],
+      concurrency: 8,
+      leaseMs: 3000,
+      heartbeatMs: 200,
+      pollMs: 50,
+      tickMs: 100,
+      unknownTypeDelayMs: 3_600_000,
+    })
+      .handle('app.work', async (payload: { n: number }, ctx) => {
+        const doubled = await ctx.checkpoint('double', () => payload.n * 2);
+        await ctx.setProgress({ stage: 'doubled' });
+        if (payload.n % 5 === 0 && ctx.attempt === 1) throw new Error('planned failure');
+        return { doubled, attempt: ctx.attempt };
+      })
+      .handle('app.slow', async (_payload, ctx) => {
+        await waitFor(
+          async () => {
+            const { rows } = await db.pool.query<{ renewed: boolean }>(
+              'SELECT heartbeat_at > attempt_started_at AS renewed FROM workhorse.job_runtime WHERE job_id = $1',
+              [ctx.jobId],
+            );
+            return rows[0]?.renewed === true;
+          },
+          15_000,
+          'a heartbeat by the role',
+        );
+        return 'renewed';
+      })
+      .handle('app.sleep', async (_payload, ctx) => {
+        await ctx.sleep('nap', 200);
+        return 'woke';
+      })
+      .handle('app.cancel', async (_payload, ctx) => {
+        await new Promise<void>((resolve) => {
+          if (ctx.signal.aborted) resolve();
+          ctx.signal.addEventListener('abort', () => resolve(), { once: true });
+        });
+        throw ctx.signal.reason;
+      })
+      .handle('app.fail', async () => {
+        throw new Error('always fails');
+      })
+      .handle(
+        'app.tx',
+        async (payload: { note: string }, ctx) => {
+          await ctx.client?.query('INSERT INTO public.app_effects (job_id, note) VALUES ($1, $2)', [ctx.jobId, payload.note]);
+          return 'stored';
+        },
+        { transactional: true },
+      );
+    const events = start(worker);
+
+    await waitFor(async () => (await admin.getJob(cancelId))?.state === 'active', 15_000, 'the cancel job to run');
+    expect(await admin.cancel(cancelId, { reason: 'by the app role' })).toBe('cancel_requested');
+
+    const ended = [txId, ...workIds, keyed, slowId, sleepId, cancelId, deadId];
+    await waitFor(
+      async () => {
+        const { rows } = await db.pool.query<{ n: number }>(
+          'SELECT count(*)::int AS n FROM workhorse.job_outcome WHERE job_id = ANY ($1::uuid[])',
+          [ended],
+        );
+        return rows[0].n === ended.length;
+      },
+      30_000,
+      'every job to end',
+    );
+    await waitFor(async () => (await admin.getJob(unknownId))?.state === 'scheduled', 15_000, 'the unknown type to be released');
+    await worker.stop();
+    expect(events.filter((e) => e.name === 'worker.error')).toEqual([]);
+
+    for (const [n, id] of workIds.entries()) {
+      expect(await admin.getJob(id)).toMatchObject({
+        state: 'succeeded',
+        result: { doubled: n * 2, attempt: n % 5 === 0 ? 2 : 1 },
+        progress: { stage: 'doubled' },
+      });
+    }
+    expect(await admin.getJob(keyed)).toMatchObject({ state: 'succeeded', result: { doubled: 200, attempt: 2 } });
+    expect(await admin.getJob(slowId)).toMatchObject({ state: 'succeeded', result: 'renewed' });
+    expect(await admin.getJob(sleepId)).toMatchObject({ state: 'succeeded', result: 'woke', currentAttempt: 1 });
+    expect(await admin.getJob(cancelId)).toMatchObject({ state: 'canceled', error: { message: 'by the app role' } });
+    expect(await admin.getJob(txId)).toMatchObject({ state: 'succeeded', result: 'stored' });
+    const { rows: effects } = await appPool.query('SELECT note FROM public.app_effects WHERE job_id = $1', [txId]);
+    expect(effects).toEqual([{ note: 'written with the job' }]);
+    const sleepTimeline = await admin.getJobTimeline(sleepId);
+    expect(sleepTimeline.items.map((e) => e.kind)).toEqual(expect.arrayContaining(['sleeping', 'woke']));
+    const released = await admin.getJobTimeline(unknownId);
+    expect(released.items.map((e) => `${e.source}:${e.kind}`)).toEqual(expect.arrayContaining(['event:released', 'attempt:released']));
+    expect(await admin.cancel(unknownId)).toBe('canceled');
+
+    // Dead letters, redrive and queue control are admin actions the role may take too.
+    expect(await admin.getJob(deadId)).toMatchObject({ state: 'failed', error: { message: 'always fails' } });
+    const dead = await admin.listDeadLetters({ queue: q });
+    expect(dead.items.map((j) => j.id)).toEqual([deadId]);
+    const redriven = await admin.redrive(deadId, { requestId: 'app-redrive-1', actor: 'ops' });
+    expect(await admin.redrive(deadId, { requestId: 'app-redrive-1', actor: 'ops' })).toBe(redriven);
+    expect(await admin.getJob(redriven)).toMatchObject({ state: 'ready', redrivenFrom: deadId });
+    expect((await admin.pauseQueue(q, { actor: 'ops' })).paused).toBe(true);
+    expect((await admin.resumeQueue(q)).paused).toBe(false);
+    expect((await admin.listQueues()).map((info) => info.queue)).toContain(q);
+    const listed = await admin.listJobs({ queue: q, states: ['succeeded'], limit: 1000 });
+    expect(listed.items).toHaveLength(workIds.length + 4);
+    expect(await admin.cancel(redriven)).toBe('canceled');
+  });
+
+  it('runs tick_v1: deadlines, promotion, lease recovery and the expiry of idempotency keys', async () => {
+    const q = 'app-tick';
+    const later = await queue.enqueue('app.tick', {}, { queue: q, runAt: new Date(Date.now() + 3_600_000) });
+    const doomed = await queue.enqueue('app.tick', {}, { queue: q, runAt: new Date(Date.now() + 3_600_000), deadline: new Date(Date.now() + 7_200_000) });
+    await queue.enqueue('app.tick', { keyed: true }, { queue: 'app-tick-keys', idempotencyKey: 'short-lived', idempotencyTtlMs: 1000 });
+    // Time is simulated (the superuser moves the clocks of these rows into the past) so the test
+    // is about privileges, not about waiting.
+    await db.pool.query("UPDATE workhorse.job_runtime SET run_at = clock_timestamp() - interval '1 second' WHERE job_id = $1", [later]);
+    await db.pool.query("UPDATE workhorse.job_runtime SET deadline = clock_timestamp() - interval '1 second' WHERE job_id = $1", [doomed]);
+    await db.pool.query("UPDATE workhorse.enqueue_idempotency SET expires_at = clock_timestamp() - interval '1 second'");
+
+    const first = await appPool.query<{ tick: Record<string, unknown> }>('SELECT workhorse.tick_v1() AS tick');
+    expect(first.rows[0].tick).toMatchObject({ skipped: false, promoted: 1, deadlinesExpired: 1, partitionsCreated: 0 });
+    expect(await admin.getJob(doomed)).toMatchObject({ state: 'failed', error: { name: 'DeadlineExceeded' } });
+    expect((await admin.getJob(later))?.state).toBe('ready');
+    const { rows: keys } = await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM workhorse.enqueue_idempotency');
+    expect(keys[0].n).toBe(0);
+
+    const { rows: claimed } = await appPool.query<{ job_id: string }>('SELECT job_id FROM workhorse.claim_many_v1($1, $2, $3, $4)', [
+      [q],
+      'app-crashed-worker',
+      1,
+      1000,
+    ]);
+    expect(claimed.map((r) => r.job_id)).toEqual([later]);
+    await db.pool.query("UPDATE workhorse.job_runtime SET lease_expires_at = clock_timestamp() - interval '1 second' WHERE job_id = $1", [later]);
+    const second = await appPool.query<{ tick: Record<string, unknown> }>('SELECT workhorse.tick_v1() AS tick');
+    expect(second.rows[0].tick).toMatchObject({ skipped: false, recovered: 1 });
+    expect(await admin.getJob(later)).toMatchObject({ state: 'ready', error: { name: 'LeaseExpired' } });
+    expect(await admin.cancel(later)).toBe('canceled');
+  });
+
+  it('prepares missing history partitions from tick_v1 (prepare_partitions_v1 runs with the owner\u2019s rights)', async () => {
+    const { rows } = await db.pool.query<{ day: string; owner: string }>(
+      `SELECT to_char((clock_timestamp() AT TIME ZONE 'UTC')::date + 2, 'YYYYMMDD') AS day,
+              (SELECT nspowner::regrole::text FROM pg_namespace WHERE nspname = 'workhorse') AS owner`,
+    );
+    const { day, owner } = rows[0];
+    // The day after tomorrow's partitions are what a tick checks for; remove them (they are empty).
+    await db.pool.query(`DROP TABLE workhorse.job_event_p${day}, workhorse.attempt_history_p${day}`);
+
+    const tick = await appPool.query<{ tick: Record<string, unknown> }>('SELECT workhorse.tick_v1() AS tick');
+    expect(tick.rows[0].tick).toMatchObject({ skipped: false, partitionsCreated: 2 });
+    const { rows: parts } = await db.pool.query<{ name: string; owner: string }>(
+      `SELECT relname AS name, relowner::regrole::text AS owner FROM pg_class
+       WHERE relnamespace = 'workhorse'::regnamespace AND relname IN ($1, $2) ORDER BY relname`,
+      [`attempt_history_p${day}`, `job_event_p${day}`],
+    );
+    expect(parts).toEqual([
+      { name: `attempt_history_p${day}`, owner },
+      { name: `job_event_p${day}`, owner },
+    ]);
+  });
+
+  it('cannot alter, drop, truncate or create anything in the schema, nor rewrite write-once rows (42501)', async () => {
+    const id = await queue.enqueue('app.guarded', {}, { queue: 'app-guarded' });
+    expect(await admin.cancel(id)).toBe('canceled');
+    const refused = [
+      'ALTER TABLE workhorse.job ADD COLUMN evil integer',
+      'ALTER TABLE workhorse.job_runtime DROP CONSTRAINT job_runtime_owner_check',
+      'DROP TABLE workhorse.job_runtime',
+      'DROP TABLE workhorse.job_event_default',
+      'DROP SCHEMA workhorse CASCADE',
+      'CREATE TABLE workhorse.evil (id integer)',
+      'CREATE FUNCTION workhorse.evil() RETURNS integer LANGUAGE sql AS $$ SELECT 1 $$',
+      "CREATE OR REPLACE FUNCTION workhorse.tick_v1() RETURNS jsonb LANGUAGE sql AS $$ SELECT '{}'::jsonb $$",
+      'ALTER FUNCTION workhorse.claim_many_v1(text[], text, integer, integer) RENAME TO evil',
+      'CREATE INDEX evil_idx ON workhorse.job (payload)',
+      'TRUNCATE workhorse.job_event',
+      "UPDATE workhorse.job SET payload = '{}'",
+      "UPDATE workhorse.job_outcome SET result = '\"forged\"'",
+      'DELETE FROM workhorse.job_outcome',
+      'DELETE FROM workhorse.job_event',
+      'DELETE FROM workhorse.job_checkpoint',
+      // Internal SECURITY DEFINER helper: only prepare_partitions_v1 may call it.
+      "SELECT workhorse.ensure_history_partition('job_event', 'at', current_date + 40)",
+      // Retention drops partitions: the schema owner's job.
+      'SELECT workhorse.drop_history_before_v1(clock_timestamp())',
+    ];
+    const codes: Record<string, string> = {};
+    for (const text of refused) codes[text] = await sqlstateOf(appClient, text);
+    expect(codes).toEqual(Object.fromEntries(refused.map((text) => [text, '42501'])));
+    // And nothing changed.
+    expect(await admin.getJob(id)).toMatchObject({ state: 'canceled', payload: {} });
+  });
+
+  it('grants something on every relation of the schema, and only what the protocol needs', async () => {
+    const { rows } = await db.pool.query<{ name: string; privileges: string }>(
+      `SELECT c.relname AS name,
+              concat_ws(',',
+                CASE WHEN c.relkind = 'S' THEN
+                  concat_ws(',', CASE WHEN has_sequence_privilege($1, c.oid, 'USAGE') THEN 'USAGE' END,
+                                 CASE WHEN has_sequence_privilege($1, c.oid, 'SELECT') THEN 'SELECT' END,
+                                 CASE WHEN has_sequence_privilege($1, c.oid, 'UPDATE') THEN 'UPDATE' END)
+                ELSE
+                  concat_ws(',', CASE WHEN has_table_privilege($1, c.oid, 'SELECT') THEN 'SELECT' END,
+                                 CASE WHEN has_table_privilege($1, c.oid, 'INSERT') THEN 'INSERT' END,
+                                 CASE WHEN has_table_privilege($1, c.oid, 'UPDATE') THEN 'UPDATE' END,
+                                 CASE WHEN has_table_privilege($1, c.oid, 'DELETE') THEN 'DELETE' END,
+                                 CASE WHEN has_table_privilege($1, c.oid, 'TRUNCATE') THEN 'TRUNCATE' END,
+                                 CASE WHEN has_table_privilege($1, c.oid, 'REFERENCES') THEN 'REFERENCES' END,
+                                 CASE WHEN has_table_privilege($1, c.oid, 'TRIGGER') THEN 'TRIGGER' END)
+                END) AS privileges
+       FROM pg_class c
+       WHERE c.relnamespace = 'workhorse'::regnamespace AND c.relkind IN ('r', 'p', 'v', 'S') AND NOT c.relispartition
+       ORDER BY c.relname`,
+      [appRole],
+    );
+    // A table added to the schema without a grant shows up here as an empty string.
+    expect(Object.fromEntries(rows.map((r) => [r.name, r.privileges]))).toEqual({
+      attempt_history: 'SELECT,INSERT',
+      enqueue_idempotency: 'SELECT,INSERT,UPDATE,DELETE',
+      fence_seq: 'USAGE,SELECT',
+      history_seq: 'USAGE,SELECT',
+      job: 'SELECT,INSERT',
+      job_checkpoint: 'SELECT,INSERT',
+      job_event: 'SELECT,INSERT',
+      job_outcome: 'SELECT,INSERT',
+      job_query: 'SELECT,INSERT',
+      job_redrive: 'SELECT,INSERT',
+      job_runtime: 'SELECT,INSERT,UPDATE,DELETE',
+      job_seq: 'USAGE,SELECT',
+      job_snapshot: 'SELECT',
+      job_wait: 'SELECT,INSERT',
+      queue_control: 'SELECT,INSERT,UPDATE',
+      schema_version: 'SELECT',
+    });
+    const { rows: functions } = await db.pool.query<{ name: string }>(
+      `SELECT p.proname AS name FROM pg_proc p
+       WHERE p.pronamespace = 'workhorse'::regnamespace AND NOT has_function_privilege($1, p.oid, 'EXECUTE')
+       ORDER BY 1`,
+      [appRole],
+    );
+    expect(functions.map((f) => f.name)).toEqual(['ensure_history_partition']);
+  });
+
+  it('refuses a role that does not exist, or no role name at all, and is idempotent', async () => {
+    await expect(grantAppRole(db.pool, `wh_missing_${randomBytes(4).toString('hex')}`)).rejects.toMatchObject({ code: '42704' });
+    await expect(grantAppRole(db.pool, '')).rejects.toBeInstanceOf(WorkhorseValidationError);
+    await expect(grantAppRole(db.pool, appRole)).resolves.toBeUndefined();
+  });
+});
+
+describe('docs/least-privilege.sql', () => {
+  it('holds exactly the grants that grantAppRole runs', () => {
+    const script = readFileSync(DOCS_SCRIPT, 'utf8').replace(/\r\n/g, '\n');
+    expect(script).toContain(GRANT_APP_ROLE_SQL);
+    expect(script).toContain("SELECT set_config('workhorse.grant_role', :'role', false);");
+  });
+
+  const psql = findPsql();
+  (psql ? it : it.skip)(`runs under psql -v role=... ${psql ? '' : '(SKIPPED: psql is not installed)'}`, async () => {
+    const { role } = await createLoginRole();
+    const result = spawnSync(psql as string, [db.url, '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-v', `role=${role}`, '-f', DOCS_SCRIPT], {
+      encoding: 'utf8',
+    });
+    expect({ status: result.status, stderr: result.stderr }).toEqual({ status: 0, stderr: '' });
+    const { rows } = await db.pool.query<{ runtime: boolean; job: boolean; create: boolean }>(
+      `SELECT has_table_privilege($1, 'workhorse.job_runtime', 'UPDATE') AS runtime,
+              has_table_privilege($1, 'workhorse.job', 'UPDATE') AS job,
+              has_schema_privilege($1, 'workhorse', 'CREATE') AS create`,
+      [role],
+    );
+    expect(rows[0]).toEqual({ runtime: true, job: false, create: false });
+  });
+});

@@ -1,0 +1,187 @@
+/**
+ * The sample app end to end, in process: its real AppModule (HTTP and a worker) on a fresh test
+ * database, driven over real HTTP. An order is stored with its job in one transaction and
+ * fulfilled by the worker; invalid orders and failed transactions leave nothing behind; closing
+ * the application leaves no connection and no server open.
+ */
+import type { INestApplication } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import type { JobSnapshot, TimelineEntry } from 'nestjs-workhorse';
+import { AppModule } from '../../sample-app/app.module';
+import { createTestDatabase, type TestDatabase } from '../support/db';
+import { expectSplitInvariant } from '../support/invariants';
+
+const APPLICATION_NAME = 'sample-e2e';
+const ORDER = { customer: 'Ada Lovelace', item: 'Loom cards', amountCents: 4200 };
+
+interface OrderResponse {
+  order: { id: string; customer: string; item: string; amountCents: number; jobId: string; createdAt: string };
+  job: (Omit<JobSnapshot, 'createdAt'> & { state: string }) | null;
+  timeline: Array<Omit<TimelineEntry, 'at'> & { at: string }>;
+}
+
+async function waitFor<T>(probe: () => Promise<T | null>, what: string, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== null) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+describe('sample app over HTTP', () => {
+  let db: TestDatabase;
+  let app: INestApplication | undefined;
+  let url: string;
+
+  const post = (body: unknown) =>
+    fetch(`${url}/orders`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
+  const counts = async () => {
+    const { rows } = await db.pool.query<{ orders: number; jobs: number }>(
+      "SELECT (SELECT count(*)::int FROM orders) AS orders, (SELECT count(*)::int FROM workhorse.job WHERE type = 'order.fulfill') AS jobs",
+    );
+    return rows[0];
+  };
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    app = await NestFactory.create(
+      AppModule.register({
+        databaseUrl: db.url,
+        applicationName: APPLICATION_NAME,
+        worker: { concurrency: 2, pollMs: 50 },
+      }),
+      { logger: false, abortOnError: false },
+    );
+    await app.listen(0, '127.0.0.1');
+    url = await app.getUrl();
+  });
+
+  afterEach(async () => {
+    await expectSplitInvariant(db.pool);
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await db?.drop();
+  });
+
+  it('creates its tables at start-up', async () => {
+    const { rows } = await db.pool.query<{ name: string }>(
+      "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1",
+    );
+    expect(rows.map((row) => row.name)).toEqual(['orders', 'provider_calls']);
+  });
+
+  it('places an order, the worker fulfils it, and GET /orders/:id shows the job succeeded with its result', async () => {
+    const created = await post(ORDER);
+    expect(created.status).toBe(201);
+    const { orderId, jobId } = (await created.json()) as { orderId: string; jobId: string };
+    expect(orderId).toMatch(/^[0-9a-f-]{36}$/);
+
+    const shown = await waitFor(async () => {
+      const response = await fetch(`${url}/orders/${orderId}`);
+      expect(response.status).toBe(200);
+      const body = (await response.json()) as OrderResponse;
+      return body.job?.state === 'succeeded' ? body : null;
+    }, 'the order to be fulfilled');
+
+    expect(shown.order).toEqual({ id: orderId, ...ORDER, jobId, createdAt: expect.any(String) });
+    expect(shown.job).toMatchObject({
+      id: jobId,
+      type: 'order.fulfill',
+      queue: 'orders',
+      payload: { orderId },
+      state: 'succeeded',
+      currentAttempt: 1,
+      result: { chargeId: expect.stringMatching(/^ch_/), labelId: expect.stringMatching(/^lb_/) },
+    });
+    const kinds = shown.timeline.map((entry) => `${entry.source}:${entry.kind}${entry.data?.name ? `:${String(entry.data.name)}` : ''}`);
+    expect(kinds).toEqual([
+      'event:enqueued',
+      'event:claimed',
+      'event:checkpoint_saved:charge',
+      'event:checkpoint_saved:label',
+      'event:succeeded',
+      'attempt:succeeded',
+    ]);
+
+    const calls = await db.pool.query<{ operation: string; reference: string; idempotency_key: string }>(
+      'SELECT operation, reference, idempotency_key FROM provider_calls WHERE order_id = $1 ORDER BY id',
+      [orderId],
+    );
+    const result = shown.job?.result as { chargeId: string; labelId: string };
+    expect(calls.rows).toEqual([
+      { operation: 'charge', reference: result.chargeId, idempotency_key: `order:${orderId}:charge` },
+      { operation: 'label', reference: result.labelId, idempotency_key: `order:${orderId}:label` },
+    ]);
+  });
+
+  it.each<[string, unknown, RegExp]>([
+    ['a negative amount', { ...ORDER, amountCents: -5 }, /^amountCents: must be a positive integer/],
+    ['a zero amount', { ...ORDER, amountCents: 0 }, /^amountCents: /],
+    ['a fractional amount', { ...ORDER, amountCents: 42.5 }, /^amountCents: /],
+    ['an amount as a string', { ...ORDER, amountCents: '4200' }, /^amountCents: /],
+    ['an amount above the limit', { ...ORDER, amountCents: 100_000_001 }, /^amountCents: .*at most 100000000/],
+    ['no customer', { item: ORDER.item, amountCents: 4200 }, /^customer: must be a non-empty string/],
+    ['a blank customer', { ...ORDER, customer: '   ' }, /^customer: /],
+    ['a customer with a NUL character', { ...ORDER, customer: 'Ada\u0000' }, /^customer: must not contain control characters/],
+    ['an item of 201 characters', { ...ORDER, item: 'x'.repeat(201) }, /^item: .*at most 200 characters/],
+    ['an unknown field', { ...ORDER, coupon: 'FREE' }, /^coupon: unknown field/],
+    ['an array', [ORDER], /^body: must be a JSON object/],
+  ])('answers 400 naming the field for %s, and writes nothing', async (_case, body, message) => {
+    const before = await counts();
+    const response = await post(body);
+    expect(response.status).toBe(400);
+    const answer = (await response.json()) as { message: string[] };
+    expect(answer.message).toEqual([expect.stringMatching(message)]);
+    expect(await counts()).toEqual(before);
+  });
+
+  it('reports every bad field at once', async () => {
+    const response = await post({ amountCents: 1.5 });
+    expect(response.status).toBe(400);
+    const answer = (await response.json()) as { message: string[] };
+    expect(answer.message.map((line) => line.split(':')[0])).toEqual(['customer', 'item', 'amountCents']);
+  });
+
+  it('rolls the job back with the order when the transaction fails after the enqueue', async () => {
+    // The order INSERT runs after the enqueue in the same transaction; make it fail.
+    await db.pool.query(`
+      CREATE FUNCTION refuse_order() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN RAISE EXCEPTION 'orders are closed'; END $$;
+      CREATE TRIGGER refuse_order BEFORE INSERT ON orders FOR EACH ROW EXECUTE FUNCTION refuse_order();`);
+    try {
+      const before = await counts();
+      const response = await post(ORDER);
+      expect(response.status).toBe(500);
+      expect(await counts()).toEqual(before);
+    } finally {
+      await db.pool.query('DROP TRIGGER refuse_order ON orders; DROP FUNCTION refuse_order()');
+    }
+  });
+
+  it('answers 404 for an unknown order and 400 for an id that is not a UUID', async () => {
+    const unknown = await fetch(`${url}/orders/6f1c0a52-3a4e-4c8e-9a57-2a0e7d1e9b11`);
+    expect(unknown.status).toBe(404);
+    expect(((await unknown.json()) as { message: string }).message).toBe('order 6f1c0a52-3a4e-4c8e-9a57-2a0e7d1e9b11 not found');
+    expect((await fetch(`${url}/orders/not-an-id`)).status).toBe(400);
+  });
+
+  it('closes everything: no HTTP server, no connection of the app left', async () => {
+    const closing = app;
+    app = undefined;
+    await closing?.close();
+    await expect(fetch(`${url}/orders/6f1c0a52-3a4e-4c8e-9a57-2a0e7d1e9b11`)).rejects.toThrow();
+    // A closed connection's backend goes away a moment after the client hangs up.
+    await waitFor(async () => {
+      const { rows } = await db.pool.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1',
+        [APPLICATION_NAME],
+      );
+      return rows[0].n === 0 ? true : null;
+    }, 'the app connections to close', 5_000);
+  });
+});
