@@ -31,6 +31,7 @@ export {
 } from './errors';
 export type { WorkerEvent, WorkerEventListener, WorkerEventName, WorkerEventOf } from './events';
 export { Queue } from './queue';
+export { GRANT_APP_ROLE_SQL, grantAppRole } from './grants';
 export { getSchemaStatus, installSchema, SCHEMA_VERSION, verifySchema, type SchemaStatus } from './schema';
 export * from './types';
 export { LIMITS } from './validation';
