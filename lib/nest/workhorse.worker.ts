@@ -169,6 +169,23 @@ export class WorkhorseWorker implements OnApplicationBootstrap, BeforeApplicatio
   }
 
   // Problems are logged; successes and claims are not (they would flood the log).
+  // While the database is down every tick, claim and reconnect fails: log the first failure of
+  // each kind with its stack, then at most one line per kind every 30 s with the count since.
+  private readonly errorLog = new Map<string, { lastAt: number; suppressed: number }>();
+
+  private logError(during: string, error: Error): void {
+    const now = Date.now();
+    const seen = this.errorLog.get(during);
+    if (seen && now - seen.lastAt < 30_000) {
+      seen.suppressed++;
+      return;
+    }
+    const suppressed = seen?.suppressed ?? 0;
+    this.errorLog.set(during, { lastAt: now, suppressed: 0 });
+    const message = messages.workerError(during, error);
+    this.logger.error(suppressed > 0 ? `${message} (${suppressed} more since the last report)` : message, seen ? undefined : error.stack);
+  }
+
   private log(event: WorkerEvent): void {
     switch (event.name) {
       case 'worker.started':
@@ -178,7 +195,7 @@ export class WorkhorseWorker implements OnApplicationBootstrap, BeforeApplicatio
         this.logger.log(messages.workerStopped(event.workerId));
         break;
       case 'worker.error':
-        this.logger.error(messages.workerError(event.during, event.error), event.error.stack);
+        this.logError(event.during, event.error);
         break;
       case 'job.retry_scheduled':
         this.logger.warn(messages.jobRetry(event.jobId, event.type, event.attempt, event.error, event.runAt));
