@@ -6,16 +6,8 @@ import { randomUUID } from 'node:crypto';
 import { Admin, JobCanceledError, Queue, Worker, type WorkerEvent } from '../../lib/core';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
+import { waitFor } from '../support/wait';
 
-async function waitFor<T>(probe: () => Promise<T | null | undefined | false>, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 interface ClaimRow {
   job_id: string;

@@ -7,6 +7,7 @@ import { Pool } from 'pg';
 import { Queue, Worker, type WorkerEvent } from '../../lib/core';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
+import { waitFor } from '../support/wait';
 
 interface ClaimRow {
   job_id: string;
@@ -20,15 +21,6 @@ interface ClaimRow {
 const CLAIM_SQL =
   'SELECT job_id, queue, type, attempt, fence_token, lease_expires_at FROM workhorse.claim_many_v1($1, $2, $3, $4)';
 
-async function waitFor<T>(probe: () => Promise<T | null | undefined | false>, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -10,6 +10,7 @@ import type { Pool } from 'pg';
 import { Admin, Queue } from '../../lib/core';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
+import { waitFor } from '../support/wait';
 
 const FIXTURE = join(__dirname, '..', 'fixtures', 'crash-worker.ts');
 const REGISTER = require.resolve('../support/ts-register.js');
@@ -66,15 +67,6 @@ function startChild(workerId: string, mode: 'hang' | 'finish'): Child {
   return child;
 }
 
-async function waitFor<T>(probe: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
 
 function waitForLine(child: Child, prefix: string, timeoutMs: number): Promise<string> {
   return waitFor(

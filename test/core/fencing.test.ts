@@ -7,6 +7,7 @@ import type { Pool, PoolClient } from 'pg';
 import { Admin, LeaseLostError, Queue, Worker, type HandlerContext, type WorkerEvent } from '../../lib/core';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
+import { waitFor } from '../support/wait';
 
 let db: TestDatabase;
 let pool: Pool;
@@ -35,15 +36,6 @@ afterEach(async () => {
   await expectSplitInvariant(pool);
 });
 
-async function waitFor<T>(probe: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
 
 interface Claimed {
   jobId: string;

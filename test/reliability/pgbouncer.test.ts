@@ -22,6 +22,7 @@ import {
 import { adminUrl, createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
 import { findPgBouncer, startPgBouncer, type PgBouncer } from '../support/pgbouncer';
+import { waitFor } from '../support/wait';
 
 const POOL_SIZE = 3;
 const installed = findPgBouncer() !== null;
@@ -33,15 +34,6 @@ if (!installed) {
 }
 const describeWithPgBouncer = installed ? describe : describe.skip;
 
-async function waitFor<T>(probe: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
 
 describeWithPgBouncer('behind PgBouncer in transaction pooling mode', () => {
   let db: TestDatabase;

@@ -28,18 +28,10 @@ import {
 import { GRANT_APP_ROLE_SQL, grantAppRole } from '../../lib/core/grants';
 import { createTestDatabase, withAdminClient, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
+import { waitFor } from '../support/wait';
 
 const DOCS_SCRIPT = join(__dirname, '..', '..', 'docs', 'least-privilege.sql');
 
-async function waitFor<T>(probe: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
 
 function findPsql(): string | null {
   for (const dir of (process.env.PATH ?? '').split(delimiter)) {
