@@ -52,13 +52,6 @@ export class SchemaVersionMismatchError extends WorkhorseError {
   }
 }
 
-/** A lifecycle write made with a lease the caller no longer owns (SQL status `stale`). */
-export class StaleLeaseError extends WorkhorseError {
-  constructor(readonly jobId: string) {
-    super(`Job ${jobId}: this worker no longer owns the job (its lease expired or another worker claimed it).`);
-  }
-}
-
 /** A cursor string that this library did not hand out, or that was altered. */
 export class InvalidCursorError extends WorkhorseValidationError {
   constructor() {
@@ -76,7 +69,6 @@ interface PgErrorLike {
 /** SQLSTATEs of the protocol's own refusals (the `P1xxx` range). */
 export const SQLSTATE = {
   validation: 'P1001',
-  stale: 'P1002',
   batchTooLarge: 'P1003',
   isolation: 'P1004',
   idempotencyConflict: 'P1005',

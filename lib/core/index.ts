@@ -23,7 +23,6 @@ export {
   SchemaNotInstalledError,
   SchemaVersionMismatchError,
   SQLSTATE,
-  StaleLeaseError,
   WorkerShutdownError,
   WorkerStateError,
   WorkhorseError,
