@@ -14,6 +14,7 @@
  * invalid input, P1003 for an oversized batch) and write nothing. JSON text that is not JSON at
  * all never reaches our functions: PostgreSQL's jsonb input refuses it first (22P02).
  */
+import { inspect, isDeepStrictEqual } from 'node:util';
 import fc, { type Arbitrary } from 'fast-check';
 import { Client, type DatabaseError, type Pool } from 'pg';
 import {
@@ -366,11 +367,20 @@ function expectedPolicy(policy: unknown): RetryPolicy | null {
 }
 
 /** Checks an accepted job against what was given. */
+// Deep, strict equality of JSON read back. Not Jest's toStrictEqual: it also compares each
+// object's `constructor` property, so it calls two equal objects that have an own key
+// "constructor" different.
+function expectSameJson(actual: unknown, expected: unknown): void {
+  if (!isDeepStrictEqual(actual, expected)) {
+    throw new Error(`read back ${inspect(actual, { depth: 8 })}, expected ${inspect(expected, { depth: 8 })}`);
+  }
+}
+
 function expectReadBack(job: JobSnapshot | null, type: string, payload: unknown, given: OptionsCase['given']): void {
   expect(job).not.toBeNull();
   const snapshot = job as JobSnapshot;
   expect(snapshot.type).toBe(type);
-  expect(snapshot.payload).toStrictEqual(asJson(payload));
+  expectSameJson(snapshot.payload, asJson(payload));
   expect(snapshot.queue).toBe(given.queue ?? 'default');
   expect(snapshot.priority).toBe(given.priority === undefined ? 0 : asJson(given.priority));
   expect(snapshot.maxAttempts).toBe(given.maxAttempts ?? 25);
@@ -586,7 +596,7 @@ describe('enqueue with hostile names and options', () => {
         const conflict = await attempt(() => queue.enqueue('hostile.keyed', { different: payload }, options, sql));
         expect(conflict.ok ? 'accepted' : conflict.error).toBeInstanceOf(IdempotencyConflictError);
         expect(await rowCounts()).toEqual(after);
-        expect((await admin.getJob(first.value))?.payload).toStrictEqual(asJson(payload));
+        expectSameJson((await admin.getJob(first.value))?.payload, asJson(payload));
       }),
       { numRuns: 80 },
     );
