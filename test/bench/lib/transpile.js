@@ -1,0 +1,55 @@
+'use strict';
+/**
+ * Transpiles `lib/**\/*.ts` once, into a temporary directory, for the worker child processes.
+ *
+ * The children could load the TypeScript sources through test/support/ts-register.js, but then
+ * every child would carry the TypeScript compiler (tens of MiB) and would spend its first
+ * second compiling: both would be charged to our worker's RSS and start-up and not to the
+ * peers', which ship JavaScript. This is the same transpilation ts-register does (transpile
+ * only, same options), done once and up front; it needs no build of the project.
+ */
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+
+const ROOT = path.resolve(__dirname, '..', '..', '..');
+
+function listTs(dir) {
+  const out = [];
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) out.push(...listTs(full));
+    else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.d.ts')) out.push(full);
+  }
+  return out;
+}
+
+/**
+ * Returns { dir, remove }: `dir/lib/...` holds the JavaScript, `dir/sql` and `dir/node_modules`
+ * link to the checkout's, so `require('pg')` and the schema's SQL_DIR resolve as in the source tree.
+ */
+function transpileLib() {
+  const ts = require('typescript');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'workhorse-bench-lib-'));
+  const compilerOptions = {
+    module: ts.ModuleKind.CommonJS,
+    target: ts.ScriptTarget.ES2022,
+    esModuleInterop: true,
+    experimentalDecorators: true,
+    emitDecoratorMetadata: true,
+    sourceMap: false,
+  };
+  for (const file of listTs(path.join(ROOT, 'lib'))) {
+    const rel = path.relative(ROOT, file);
+    const { outputText } = ts.transpileModule(fs.readFileSync(file, 'utf8'), { compilerOptions, fileName: file });
+    const target = path.join(dir, rel.replace(/\.ts$/, '.js'));
+    fs.mkdirSync(path.dirname(target), { recursive: true });
+    fs.writeFileSync(target, outputText);
+  }
+  fs.symlinkSync(path.join(ROOT, 'sql'), path.join(dir, 'sql'));
+  fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
+  const remove = () => fs.rmSync(dir, { recursive: true, force: true });
+  return { dir, remove };
+}
+
+module.exports = { transpileLib, ROOT };
