@@ -1,5 +1,17 @@
 -- Operations: queue pause, progress, dead letters and redrive.
 
+-- Who asked for an operator action and why, as recorded with it: bounded lengths.
+CREATE FUNCTION workhorse.check_actor(p_actor text, p_reason text)
+RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF length(p_actor) > 200 OR length(p_reason) > 1000 THEN
+    PERFORM workhorse.raise_invalid(CASE WHEN length(p_actor) > 200 THEN 'actor' ELSE 'reason' END,
+      'is too long (actor at most 200 characters, reason at most 1000)');
+  END IF;
+END
+$$;
+
 -- Pauses a queue: claims skip it (running jobs finish; enqueue goes on). Idempotent; a repeat
 -- keeps the first pause's time and actor. Returns the queue's control row as JSON.
 CREATE FUNCTION workhorse.pause_queue_v1(p_queue text, p_actor text DEFAULT NULL, p_reason text DEFAULT NULL)
@@ -9,10 +21,7 @@ DECLARE
   v_row workhorse.queue_control;
 BEGIN
   PERFORM workhorse.check_name(to_jsonb(p_queue), 'queue');
-  IF length(p_actor) > 200 OR length(p_reason) > 1000 THEN
-    PERFORM workhorse.raise_invalid(CASE WHEN length(p_actor) > 200 THEN 'actor' ELSE 'reason' END,
-      'is too long (actor at most 200 characters, reason at most 1000)');
-  END IF;
+  PERFORM workhorse.check_actor(p_actor, p_reason);
   INSERT INTO workhorse.queue_control AS c (queue, paused, changed_at, changed_by, reason)
   VALUES (p_queue, true, clock_timestamp(), p_actor, p_reason)
   ON CONFLICT (queue) DO UPDATE
@@ -34,10 +43,7 @@ DECLARE
   v_row workhorse.queue_control;
 BEGIN
   PERFORM workhorse.check_name(to_jsonb(p_queue), 'queue');
-  IF length(p_actor) > 200 OR length(p_reason) > 1000 THEN
-    PERFORM workhorse.raise_invalid(CASE WHEN length(p_actor) > 200 THEN 'actor' ELSE 'reason' END,
-      'is too long (actor at most 200 characters, reason at most 1000)');
-  END IF;
+  PERFORM workhorse.check_actor(p_actor, p_reason);
   INSERT INTO workhorse.queue_control AS c (queue, paused, changed_at, changed_by, reason)
   VALUES (p_queue, false, clock_timestamp(), p_actor, p_reason)
   ON CONFLICT (queue) DO UPDATE
@@ -142,10 +148,7 @@ BEGIN
   IF p_request_id IS NULL OR length(p_request_id) NOT BETWEEN 1 AND 200 THEN
     PERFORM workhorse.raise_invalid('requestId', 'must be a string of 1 to 200 characters');
   END IF;
-  IF length(p_actor) > 200 OR length(p_reason) > 1000 THEN
-    PERFORM workhorse.raise_invalid(CASE WHEN length(p_actor) > 200 THEN 'actor' ELSE 'reason' END,
-      'is too long (actor at most 200 characters, reason at most 1000)');
-  END IF;
+  PERFORM workhorse.check_actor(p_actor, p_reason);
   -- Serialise redrives of one request id, so two concurrent repeats create one job.
   PERFORM pg_advisory_xact_lock(hashtextextended('workhorse.redrive:' || p_request_id, 0));
   SELECT * INTO v_existing FROM workhorse.job_redrive WHERE request_id = p_request_id;
