@@ -25,8 +25,8 @@ const system = require(path.join(__dirname, 'systems', `${spec.adapter}.js`));
  * Diagnosis only. Patches each copy of node-postgres the systems load:
  * - traceQueries: counts every statement and how long the client waited for it (send to
  *   result, so commit, network and queueing included);
- * - captureNotices: keeps the NOTICEs the server sends (auto_explain plans), the last two per
- *   statement text;
+ * - captureNotices: keeps the NOTICEs the server sends (auto_explain plans), one per statement
+ *   text;
  * - traceNotifications: the wall-clock arrival time of every LISTEN notification.
  */
 function instrumentPg() {
@@ -49,11 +49,15 @@ function instrumentPg() {
       PgClient.prototype.emit = function instrumentedEmit(event, message, ...rest) {
         if (event === 'notification' && spec.traceNotifications) notifications.push(wallNow());
         if (event === 'notice' && spec.captureNotices && message && typeof message.message === 'string') {
+          // Per statement, the sampled plan whose top node returned the most rows (a claim that
+          // found work, not the last empty poll); the harness's own probe is left out.
           const m = message.message.match(/Query Text: ([^\n]{0,200})/);
           const key = m ? m[1] : message.message.slice(0, 80);
-          const kept = notices.get(key) ?? [];
-          kept.push(message.message.slice(0, 8000));
-          notices.set(key, kept.slice(-2));
+          const rows = Number((message.message.match(/actual time=[\d.]+\.\.[\d.]+ rows=([\d.]+)/) || [])[1] ?? 0);
+          const kept = notices.get(key);
+          if (!key.startsWith('SELECT count(*)::int AS n FROM') && (!kept || rows >= kept.rows)) {
+            notices.set(key, { rows, text: message.message.slice(0, 8000) });
+          }
         }
         return emit.call(this, event, message, ...rest);
       };
@@ -99,7 +103,7 @@ function instrumentPg() {
       notifications.length = 0;
     },
     snapshot: () => [...stats.entries()].map(([query, s]) => ({ query, ...s })).sort((a, b) => b.totalMs - a.totalMs),
-    notices: () => [...notices.values()].flat(),
+    notices: () => [...notices.values()].map((n) => n.text),
     notifications: () => [...notifications],
   };
 }

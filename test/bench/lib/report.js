@@ -301,6 +301,18 @@ function table(header, rows) {
 
 // ---- markdown -----------------------------------------------------------------------------------
 
+/** Median CPU used by other processes during each repetition's runs of a group, in cores. */
+function backgroundByRep(runs) {
+  const reps = [...new Set(ok(runs).map((r) => r.rep))].filter((r) => r >= 0).sort((a, b) => a - b);
+  return reps.map((rep) => median(ok(runs).filter((r) => r.rep === rep).map((r) => r.backgroundCores)));
+}
+
+function backgroundLine(runs) {
+  const per = backgroundByRep(runs).filter((x) => x !== null);
+  if (!per.length) return null;
+  return `Other load on the machine during these runs (CPU used by processes other than the server and the measured one, median per repetition): ${per.map((x, i) => `repetition ${i + 1}: ${x.toFixed(2)}`).join(', ')} cores.`;
+}
+
 function markdown(results, sums) {
   const m = results.meta;
   const S = m.systems;
@@ -330,10 +342,18 @@ function markdown(results, sums) {
     L.push('');
   }
 
-  const background = [...ok(results.drain?.runs), ...ok(results.enqueue?.runs)].map((r) => r.backgroundCores).filter((x) => typeof x === 'number');
-  if (background.length && median(background) > 0.5) {
+  const busy = [
+    ['drain', results.drain?.runs],
+    ['enqueue', results.enqueue?.runs],
+    ['history', results.history?.runs],
+  ]
+    .map(([name, runs]) => [name, backgroundByRep(runs)])
+    .filter(([, per]) => per.some((x) => x !== null && x > 0.5));
+  if (busy.length) {
     L.push(
-      `> **The machine was busy.** Other processes used a median of ${median(background).toFixed(2)} of the ${m.machine.nproc} cores during the measured windows (max ${Math.max(...background).toFixed(2)}). Absolute figures are lower and noisier than on an idle machine; ratios within a repetition are more robust (the systems of one repetition ran minutes apart under similar load), but read the [min–max] ranges before drawing conclusions.`,
+      `> **The machine was shared and busy during part of this run** (other people's test suites on the same ${m.machine.nproc} cores): ${busy
+        .map(([name, per]) => `${name} repetitions used ${per.map((x) => (x === null ? '–' : x.toFixed(2))).join(' / ')} cores of other load`)
+        .join('; ')}. Runs under load are slower and noisier, so the medians below lean towards the busy repetitions and the [min–max] ranges are wide; ratios are paired within a repetition (both systems under similar load) and hold up better. Each run's load is in results.json (\`backgroundCores\`).`,
     );
     L.push('');
   }
@@ -372,6 +392,12 @@ function markdown(results, sums) {
       ),
     );
     L.push('');
+    if (sums.drain.some((r) => r.capped)) {
+      L.push('Capped rows completed only a handful of jobs, so their per-job WAL and CPU are dominated by fixed background work (maintenance, polling) and say little.');
+      L.push('');
+    }
+    const bgDrain = backgroundLine(results.drain.runs);
+    if (bgDrain) L.push(bgDrain, '');
     const peers = d.systems.filter((s) => !OURS.includes(s));
     const ourRows = sums.drain.filter((r) => OURS.includes(r.system));
     if (ourRows.length) {
@@ -419,6 +445,8 @@ function markdown(results, sums) {
       ),
     );
     L.push('');
+    const bgEnq = backgroundLine(results.enqueue.runs);
+    if (bgEnq) L.push(bgEnq, '');
   }
 
   if (sums.latency.length) {
@@ -472,6 +500,8 @@ function markdown(results, sums) {
       ),
     );
     L.push('');
+    const bgHist = backgroundLine(results.history.runs);
+    if (bgHist) L.push(bgHist, '');
   }
 
   if (sums.rss) {
@@ -585,7 +615,7 @@ function diagnoseMarkdown(results, label) {
   if (dg.plans && !dg.plans.error && dg.plans.plans.length) {
     L.push(`### ${label('workhorse')}: plans under load`, '');
     L.push(
-      `auto_explain (ANALYZE, BUFFERS, nested statements, 5% of top-level statements sampled) loaded into the worker's own sessions during a drain at concurrency ${dg.config.concurrency} (${fmtRate(dg.plans.rate)} jobs/s with it); the last sampled plan of each statement that touches a table:`,
+      `auto_explain (ANALYZE, BUFFERS, nested statements, 5% of top-level statements sampled) loaded into the worker's own sessions during a drain at concurrency ${dg.config.concurrency} (${fmtRate(dg.plans.rate)} jobs/s with it); per statement that touches a table, the sampled plan whose top node returned the most rows:`,
       '',
     );
     for (const plan of dg.plans.plans) L.push('```', plan, '```', '');
