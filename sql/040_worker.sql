@@ -3,102 +3,23 @@
 -- was given at claim time; a write from a worker that no longer owns the job changes nothing and
 -- reports `stale`.
 
--- Claims up to p_limit ready jobs from p_queues for one worker, in (priority DESC, FIFO) order.
---
--- Why this shape:
--- * One statement selects and updates, so a claim is one round trip and returns everything the
---   worker needs (type, payload, attempt, fence, lease and any stored checkpoints).
--- * FOR UPDATE SKIP LOCKED lets concurrent workers take disjoint rows without waiting on each
---   other; a row another claimer holds is simply skipped.
--- * Per running queue, the LATERAL subquery walks job_runtime_ready_idx in index order and stops after
---   p_limit rows, so the cost does not grow with the backlog. Merging several queues sorts at
---   most p_limit rows per queue.
--- * The worker asks for exactly its free slots, so nothing sits claimed but unstarted.
--- * SKIP LOCKED is only safe at READ COMMITTED: at higher isolation a row updated by a
---   concurrent claimer raises a serialization error instead of being skipped, so it is refused.
+-- Claims up to p_limit ready jobs from p_queues for one worker, in (priority DESC, FIFO) order,
+-- and returns everything the worker needs (type, payload, attempt, fence, lease and, for a
+-- resumed or retried attempt, its stored checkpoints and sleeps). The work is done by
+-- complete_and_claim_v1 (the worker's hot path) with no completions; see there for the shape.
 CREATE FUNCTION workhorse.claim_many_v1(p_queues text[], p_worker_id text, p_limit integer, p_lease_ms integer)
 RETURNS TABLE (
   job_id uuid, queue text, type text, payload jsonb, attempt integer, max_attempts integer,
   fence_token bigint, lease_expires_at timestamptz, execution_timeout_ms integer, checkpoints jsonb, waits jsonb)
 LANGUAGE plpgsql AS $$
-#variable_conflict use_column
-DECLARE
-  v_lease interval := workhorse.check_lease(p_lease_ms);
-  v_now timestamptz;
-  v_i integer;
 BEGIN
-  IF current_setting('transaction_isolation') NOT IN ('read committed', 'read uncommitted') THEN
-    RAISE EXCEPTION USING ERRCODE = 'P1004',
-      MESSAGE = 'claim_many_v1 must run at READ COMMITTED isolation, not ' || current_setting('transaction_isolation');
-  END IF;
-  PERFORM workhorse.check_worker(p_worker_id);
   IF p_limit IS NULL OR p_limit < 1 OR p_limit > 100 THEN
     PERFORM workhorse.raise_invalid('limit', 'must be an integer from 1 to 100');
   END IF;
-  IF p_queues IS NULL OR cardinality(p_queues) = 0 OR cardinality(p_queues) > 100 THEN
-    PERFORM workhorse.raise_invalid('queues', 'must list 1 to 100 queue names');
-  END IF;
-  FOR v_i IN 1 .. cardinality(p_queues) LOOP
-    IF NOT workhorse.is_valid_name(p_queues[v_i]) THEN
-      PERFORM workhorse.raise_invalid(format('queues[%s]', v_i - 1), 'is not a valid queue name');
-    END IF;
-  END LOOP;
-  v_now := clock_timestamp();
-
   RETURN QUERY
-  WITH picked AS (
-    SELECT c.job_id
-    FROM (SELECT DISTINCT unnest(p_queues)) AS q (name)
-    -- Paused queues are skipped (one primary-key probe per queue).
-    CROSS JOIN LATERAL (
-      SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM workhorse.queue_control qc WHERE qc.queue = q.name AND qc.paused)
-    ) AS running
-    CROSS JOIN LATERAL (
-      SELECT r.job_id, r.priority, r.seq
-      FROM workhorse.job_runtime r
-      WHERE r.state = 'ready' AND r.queue = q.name
-        -- A job past its deadline is never started; maintenance fails it.
-        AND (r.deadline IS NULL OR r.deadline > v_now)
-      ORDER BY r.priority DESC, r.seq
-      LIMIT p_limit
-      FOR UPDATE SKIP LOCKED
-    ) AS c
-    ORDER BY c.priority DESC, c.seq
-    LIMIT p_limit
-  ),
-  claimed AS (
-    UPDATE workhorse.job_runtime r
-       SET state = 'active',
-           current_attempt = r.current_attempt + CASE WHEN r.resuming THEN 0 ELSE 1 END,
-           fence_token = nextval('workhorse.fence_seq'),
-           worker_id = p_worker_id,
-           lease_expires_at = v_now + v_lease,
-           heartbeat_at = v_now,
-           attempt_started_at = v_now,
-           attempt_deadline = v_now + r.execution_timeout_ms * interval '1 millisecond'
-      FROM picked p
-     WHERE r.job_id = p.job_id
-    RETURNING r.job_id, r.queue, r.priority, r.seq, r.current_attempt, r.max_attempts, r.fence_token, r.lease_expires_at,
-              r.execution_timeout_ms, r.resuming
-  ),
-  ev AS (
-    INSERT INTO workhorse.job_event (job_id, at, kind, attempt, worker_id, fence_token, data)
-    SELECT c.job_id, v_now, 'claimed', c.current_attempt, p_worker_id, c.fence_token,
-           CASE WHEN c.resuming THEN '{"resumed": true}'::jsonb END
-    FROM claimed c
-  )
-  SELECT c.job_id, c.queue, j.type, j.payload, c.current_attempt, c.max_attempts, c.fence_token, c.lease_expires_at,
-         c.execution_timeout_ms,
-         -- Each value travels wrapped: [] for a stage that returned nothing, [value] otherwise.
-         (SELECT jsonb_object_agg(k.name, CASE WHEN k.value IS NULL THEN '[]'::jsonb ELSE jsonb_build_array(k.value) END)
-          FROM workhorse.job_checkpoint k WHERE k.job_id = c.job_id),
-         -- Sleeps happen only in resumed attempts' past, so first attempts skip the probe.
-         CASE WHEN c.resuming OR c.current_attempt > 1 THEN
-           (SELECT jsonb_object_agg(w.name, w.wake_at) FROM workhorse.job_wait w WHERE w.job_id = c.job_id)
-         END
-  FROM claimed c
-  JOIN workhorse.job j ON j.id = c.job_id
-  ORDER BY c.priority DESC, c.seq;
+  SELECT c.job_id, c.queue, c.type, c.payload, c.attempt, c.max_attempts, c.fence_token, c.lease_expires_at,
+         c.execution_timeout_ms, c.checkpoints, c.waits
+  FROM workhorse.complete_and_claim_v1(p_worker_id, '[]'::jsonb, p_queues, p_limit, p_lease_ms) AS c;
 END
 $$;
 
@@ -180,81 +101,17 @@ $$;
 -- Records success for a batch of one worker's jobs: [{"jobId", "fence", "result"}]. Per job:
 -- `succeeded` (also for a repeat of this worker's own committed completion, which writes nothing),
 -- `canceled` (a cancel was requested first: the result is refused and the job ends canceled) or
--- `stale` (nothing written). Each valid item deletes the runtime row and writes the
--- outcome, the attempt and the event in set-based statements, one per table.
+-- `stale` (nothing written). The work is done by complete_and_claim_v1 with no claim.
 CREATE FUNCTION workhorse.complete_many_v1(p_worker_id text, p_items jsonb)
 RETURNS TABLE (job_id uuid, status text)
 LANGUAGE plpgsql AS $$
-#variable_conflict use_column
-DECLARE
-  v_ids uuid[];
-  v_fences bigint[];
-  v_results jsonb[];
-  v_now timestamptz;
-  v_i integer;
 BEGIN
   PERFORM workhorse.check_worker(p_worker_id);
-  SELECT array_agg(l.job_id ORDER BY l.ord), array_agg(l.fence ORDER BY l.ord),
-         array_agg(l.item -> 'result' ORDER BY l.ord)
-    INTO v_ids, v_fences, v_results
-  FROM workhorse.parse_leases(p_items, 'items', 1000) AS l;
-  IF v_ids IS NULL THEN
-    RETURN;
+  IF p_items IS NULL THEN
+    PERFORM workhorse.raise_invalid('items', 'must be an array of at most 1000 {"jobId", "fence"} objects');
   END IF;
-  IF cardinality(v_ids) <> (SELECT count(DISTINCT u) FROM unnest(v_ids) AS u) THEN
-    PERFORM workhorse.raise_invalid('items', 'names the same job more than once');
-  END IF;
-  FOR v_i IN 1 .. cardinality(v_results) LOOP
-    PERFORM workhorse.check_json_size(v_results[v_i], format('items[%s].result', v_i - 1));
-  END LOOP;
-  PERFORM 1 FROM workhorse.job_runtime r WHERE r.job_id = ANY (v_ids) ORDER BY r.job_id FOR UPDATE;
-  v_now := clock_timestamp();
   RETURN QUERY
-  WITH input AS (
-    SELECT i.job_id, i.fence, i.result, i.ord
-    FROM unnest(v_ids, v_fences, v_results) WITH ORDINALITY AS i (job_id, fence, result, ord)
-  ),
-  done AS (
-    DELETE FROM workhorse.job_runtime r
-     USING input i
-     WHERE r.job_id = i.job_id AND workhorse.owns(r, p_worker_id, i.fence, v_now)
-    RETURNING r.job_id, r.queue, r.current_attempt, r.fence_token, r.attempt_started_at, r.progress,
-              r.cancel_requested_at IS NOT NULL AS canceled,
-              CASE WHEN r.cancel_requested_at IS NOT NULL
-                   THEN jsonb_build_object('name', 'Canceled', 'message', coalesce(r.cancel_reason, 'canceled on request'))
-              END AS cancel_error,
-              i.result
-  ),
-  outcome AS (
-    INSERT INTO workhorse.job_outcome (job_id, queue, state, result, error, final_attempt, fence_token, worker_id, finished_at, progress)
-    SELECT d.job_id, d.queue, CASE WHEN d.canceled THEN 'canceled' ELSE 'succeeded' END,
-           CASE WHEN d.canceled THEN NULL ELSE d.result END, d.cancel_error,
-           d.current_attempt, d.fence_token, p_worker_id, v_now, d.progress
-    FROM done d
-  ),
-  attempts AS (
-    INSERT INTO workhorse.attempt_history (job_id, attempt, outcome, worker_id, fence_token, started_at, finished_at, error)
-    SELECT d.job_id, d.current_attempt, CASE WHEN d.canceled THEN 'canceled' ELSE 'succeeded' END,
-           p_worker_id, d.fence_token, d.attempt_started_at, v_now, d.cancel_error
-    FROM done d
-  ),
-  events AS (
-    INSERT INTO workhorse.job_event (job_id, at, kind, attempt, worker_id, fence_token, data)
-    SELECT d.job_id, v_now, CASE WHEN d.canceled THEN 'canceled' ELSE 'succeeded' END,
-           d.current_attempt, p_worker_id, d.fence_token,
-           CASE WHEN d.canceled THEN jsonb_build_object('error', d.cancel_error, 'resultRefused', true) END
-    FROM done d
-  )
-  SELECT i.job_id,
-         CASE WHEN d.job_id IS NOT NULL THEN CASE WHEN d.canceled THEN 'canceled' ELSE 'succeeded' END
-              -- A retry of a completion that already committed (its first answer was lost with
-              -- the connection) finds its own outcome: same worker, same fence. Answer as before.
-              WHEN EXISTS (SELECT 1 FROM workhorse.job_outcome o
-                           WHERE o.job_id = i.job_id AND o.state = 'succeeded'
-                             AND o.worker_id = p_worker_id AND o.fence_token = i.fence) THEN 'succeeded'
-              ELSE 'stale' END
-  FROM input i LEFT JOIN done d ON d.job_id = i.job_id
-  ORDER BY i.ord;
+  SELECT c.job_id, c.status FROM workhorse.complete_and_claim_v1(p_worker_id, p_items, NULL, 0, NULL) AS c;
 END
 $$;
 
@@ -533,34 +390,219 @@ END
 $$;
 
 -- The worker's hot path in one statement and one commit: records a batch of completions
--- (exactly as complete_many_v1) and then claims up to p_limit jobs (exactly as claim_many_v1).
--- Rows of the first kind carry the completion's status; claimed jobs have status `claimed`.
+-- (p_items: [{"jobId", "fence", "result"}], as complete_many_v1) and then claims up to p_limit
+-- jobs from p_queues (as claim_many_v1). Rows of the first kind carry the completion's status
+-- (`succeeded`, `canceled` or `stale`) and nothing else; claimed jobs have status `claimed`.
 -- A durable queue pays a WAL flush per commit, so sharing one commit between the completions of
 -- a batch and the next claim halves the commits per job. Either part may be empty
 -- (`[]`, p_limit 0).
+--
+-- Why this shape (it runs once per batch of jobs, so every statement in it counts):
+-- * Every statement is a plain one whose cached plan is as good as a fresh one, so PL/pgSQL
+--   plans each once per connection instead of on every call: per running queue one walk of
+--   job_runtime_ready_idx in index order that stops after p_limit rows, then the update,
+--   the event insert and the read of the jobs by primary key.
+-- * FOR UPDATE SKIP LOCKED lets concurrent workers take disjoint rows without waiting on each
+--   other; a row another claimer holds is simply skipped. With several queues, each queue
+--   gives up to p_limit candidates and the best p_limit of all of them by (priority DESC, seq)
+--   are claimed; the other candidates stay locked until the commit, which only delays them.
+-- * SKIP LOCKED is only safe at READ COMMITTED: at higher isolation a row updated by a
+--   concurrent claimer raises a serialization error instead of being skipped, so it is refused.
+-- * Completions lock their rows in id order (no deadlock between two batches), read the clock
+--   after the locks, and write outcome, attempt and event set-based, one statement per table.
+-- * A job claimed for the first time cannot have checkpoints or sleeps yet, so it skips those
+--   probes.
 CREATE FUNCTION workhorse.complete_and_claim_v1(
   p_worker_id text, p_items jsonb, p_queues text[], p_limit integer, p_lease_ms integer)
 RETURNS TABLE (
   job_id uuid, status text, queue text, type text, payload jsonb, attempt integer, max_attempts integer,
   fence_token bigint, lease_expires_at timestamptz, execution_timeout_ms integer, checkpoints jsonb, waits jsonb)
 LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  v_ids uuid[];
+  v_fences bigint[];
+  v_results jsonb[];
+  v_lease interval;
+  v_queues text[];
+  v_queue text;
+  v_picked uuid[];
+  v_picked_before uuid[];
+  -- Claimed jobs that were claimed before (a fence was issued): only those can have
+  -- checkpoints or sleeps to hand over.
+  v_before uuid[];
+  v_now timestamptz;
+  v_i integer;
 BEGIN
-  IF p_limit IS NULL OR p_limit < 0 THEN
+  IF p_limit IS NULL OR p_limit < 0 OR p_limit > 100 THEN
     PERFORM workhorse.raise_invalid('limit', 'must be an integer from 0 to 100');
   END IF;
+
+  -- ---- completions ----
   IF jsonb_typeof(p_items) = 'array' AND jsonb_array_length(p_items) = 0 THEN
     NULL;
   ELSE
+    PERFORM workhorse.check_worker(p_worker_id);
+    -- Well-formed input (what the worker sends) is read in one set-based pass; anything else
+    -- goes through parse_leases, which names the first bad field.
+    IF jsonb_typeof(p_items) = 'array' AND jsonb_array_length(p_items) <= 1000 AND NOT EXISTS (
+         SELECT 1 FROM jsonb_array_elements(p_items) AS e (v)
+         -- (coalesce: a missing field makes the test null, which must count as not well formed)
+         WHERE NOT coalesce(jsonb_typeof(e.v) = 'object'
+                            AND jsonb_typeof(e.v -> 'jobId') = 'string'
+                            AND (e.v ->> 'jobId') ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+                            AND jsonb_typeof(e.v -> 'fence') = 'number'
+                            AND (e.v ->> 'fence') ~ '^[1-9][0-9]{0,17}$', false)) THEN
+      SELECT array_agg((e.v ->> 'jobId')::uuid ORDER BY e.o), array_agg((e.v ->> 'fence')::bigint ORDER BY e.o),
+             array_agg(e.v -> 'result' ORDER BY e.o)
+        INTO v_ids, v_fences, v_results
+      FROM jsonb_array_elements(p_items) WITH ORDINALITY AS e (v, o);
+    ELSE
+      SELECT array_agg(l.job_id ORDER BY l.ord), array_agg(l.fence ORDER BY l.ord),
+             array_agg(l.item -> 'result' ORDER BY l.ord)
+        INTO v_ids, v_fences, v_results
+      FROM workhorse.parse_leases(p_items, 'items', 1000) AS l;
+    END IF;
+    IF cardinality(v_ids) > 1 AND cardinality(v_ids) <> (SELECT count(DISTINCT u) FROM unnest(v_ids) AS u) THEN
+      PERFORM workhorse.raise_invalid('items', 'names the same job more than once');
+    END IF;
+    -- Only a result whose JSON text could be over the limit needs the exact measure.
+    FOR v_i IN SELECT u.o FROM unnest(v_results) WITH ORDINALITY AS u (r, o) WHERE octet_length(u.r::text) > 1048576 LOOP
+      PERFORM workhorse.check_json_size(v_results[v_i], format('items[%s].result', v_i - 1));
+    END LOOP;
+    PERFORM 1 FROM workhorse.job_runtime r WHERE r.job_id = ANY (v_ids) ORDER BY r.job_id FOR UPDATE;
+    v_now := clock_timestamp();
     RETURN QUERY
-    SELECT c.job_id, c.status, NULL::text, NULL::text, NULL::jsonb, NULL::integer, NULL::integer,
+    WITH input AS (
+      SELECT i.job_id, i.fence, i.result, i.ord
+      FROM unnest(v_ids, v_fences, v_results) WITH ORDINALITY AS i (job_id, fence, result, ord)
+    ),
+    done AS (
+      DELETE FROM workhorse.job_runtime r
+       USING input i
+       WHERE r.job_id = i.job_id AND workhorse.owns(r, p_worker_id, i.fence, v_now)
+      RETURNING r.job_id, r.queue, r.current_attempt, r.fence_token, r.attempt_started_at, r.progress,
+                r.cancel_requested_at IS NOT NULL AS canceled,
+                CASE WHEN r.cancel_requested_at IS NOT NULL
+                     THEN jsonb_build_object('name', 'Canceled', 'message', coalesce(r.cancel_reason, 'canceled on request'))
+                END AS cancel_error,
+                i.result
+    ),
+    outcome AS (
+      INSERT INTO workhorse.job_outcome (job_id, queue, state, result, error, final_attempt, fence_token, worker_id, finished_at, progress)
+      SELECT d.job_id, d.queue, CASE WHEN d.canceled THEN 'canceled' ELSE 'succeeded' END,
+             CASE WHEN d.canceled THEN NULL ELSE d.result END, d.cancel_error,
+             d.current_attempt, d.fence_token, p_worker_id, v_now, d.progress
+      FROM done d
+    ),
+    attempts AS (
+      INSERT INTO workhorse.attempt_history (job_id, attempt, outcome, worker_id, fence_token, started_at, finished_at, error)
+      SELECT d.job_id, d.current_attempt, CASE WHEN d.canceled THEN 'canceled' ELSE 'succeeded' END,
+             p_worker_id, d.fence_token, d.attempt_started_at, v_now, d.cancel_error
+      FROM done d
+    ),
+    events AS (
+      INSERT INTO workhorse.job_event (job_id, at, kind, attempt, worker_id, fence_token, data)
+      SELECT d.job_id, v_now, CASE WHEN d.canceled THEN 'canceled' ELSE 'succeeded' END,
+             d.current_attempt, p_worker_id, d.fence_token,
+             CASE WHEN d.canceled THEN jsonb_build_object('error', d.cancel_error, 'resultRefused', true) END
+      FROM done d
+    )
+    SELECT i.job_id,
+           CASE WHEN d.job_id IS NOT NULL THEN CASE WHEN d.canceled THEN 'canceled' ELSE 'succeeded' END
+                -- A retry of a completion that already committed (its first answer was lost with
+                -- the connection) finds its own outcome: same worker, same fence. Answer as before.
+                WHEN EXISTS (SELECT 1 FROM workhorse.job_outcome o
+                             WHERE o.job_id = i.job_id AND o.state = 'succeeded'
+                               AND o.worker_id = p_worker_id AND o.fence_token = i.fence) THEN 'succeeded'
+                ELSE 'stale' END,
+           NULL::text, NULL::text, NULL::jsonb, NULL::integer, NULL::integer,
            NULL::bigint, NULL::timestamptz, NULL::integer, NULL::jsonb, NULL::jsonb
-    FROM workhorse.complete_many_v1(p_worker_id, p_items) AS c;
+    FROM input i LEFT JOIN done d ON d.job_id = i.job_id
+    ORDER BY i.ord;
   END IF;
-  IF p_limit > 0 THEN
-    RETURN QUERY
-    SELECT c.job_id, 'claimed'::text, c.queue, c.type, c.payload, c.attempt, c.max_attempts, c.fence_token,
-           c.lease_expires_at, c.execution_timeout_ms, c.checkpoints, c.waits
-    FROM workhorse.claim_many_v1(p_queues, p_worker_id, p_limit, p_lease_ms) AS c;
+
+  IF p_limit = 0 THEN
+    RETURN;
   END IF;
+
+  -- ---- claim ----
+  IF current_setting('transaction_isolation') NOT IN ('read committed', 'read uncommitted') THEN
+    RAISE EXCEPTION USING ERRCODE = 'P1004',
+      MESSAGE = 'claims must run at READ COMMITTED isolation, not ' || current_setting('transaction_isolation');
+  END IF;
+  PERFORM workhorse.check_worker(p_worker_id);
+  v_lease := workhorse.check_lease(p_lease_ms);
+  IF p_queues IS NULL OR cardinality(p_queues) = 0 OR cardinality(p_queues) > 100 THEN
+    PERFORM workhorse.raise_invalid('queues', 'must list 1 to 100 queue names');
+  END IF;
+  FOR v_i IN 1 .. cardinality(p_queues) LOOP
+    IF NOT workhorse.is_valid_name(p_queues[v_i]) THEN
+      PERFORM workhorse.raise_invalid(format('queues[%s]', v_i - 1), 'is not a valid queue name');
+    END IF;
+  END LOOP;
+  v_queues := CASE WHEN cardinality(p_queues) = 1 THEN p_queues ELSE ARRAY(SELECT DISTINCT q FROM unnest(p_queues) AS q) END;
+  v_now := clock_timestamp();
+  v_ids := '{}';
+  v_before := '{}';
+  FOREACH v_queue IN ARRAY v_queues LOOP
+    -- A paused queue is skipped (one primary-key probe).
+    CONTINUE WHEN EXISTS (SELECT 1 FROM workhorse.queue_control qc WHERE qc.queue = v_queue AND qc.paused);
+    SELECT coalesce(array_agg(x.job_id), '{}'), coalesce(array_agg(x.job_id) FILTER (WHERE x.fence_token IS NOT NULL), '{}')
+      INTO v_picked, v_picked_before
+    FROM (
+      SELECT r.job_id, r.fence_token
+      FROM workhorse.job_runtime r
+      WHERE r.state = 'ready' AND r.queue = v_queue
+        -- A job past its deadline is never started; maintenance fails it.
+        AND (r.deadline IS NULL OR r.deadline > v_now)
+      ORDER BY r.priority DESC, r.seq
+      LIMIT p_limit
+      FOR UPDATE SKIP LOCKED) AS x;
+    v_ids := v_ids || v_picked;
+    v_before := v_before || v_picked_before;
+  END LOOP;
+  IF cardinality(v_queues) > 1 AND cardinality(v_ids) > p_limit THEN
+    v_ids := ARRAY(SELECT r.job_id FROM workhorse.job_runtime r WHERE r.job_id = ANY (v_ids)
+                   ORDER BY r.priority DESC, r.seq LIMIT p_limit);
+  END IF;
+  IF cardinality(v_ids) = 0 THEN
+    RETURN;
+  END IF;
+
+  RETURN QUERY
+  WITH claimed AS (
+    UPDATE workhorse.job_runtime r
+       SET state = 'active',
+           current_attempt = r.current_attempt + CASE WHEN r.resuming THEN 0 ELSE 1 END,
+           fence_token = nextval('workhorse.fence_seq'),
+           worker_id = p_worker_id,
+           lease_expires_at = v_now + v_lease,
+           heartbeat_at = v_now,
+           attempt_started_at = v_now,
+           attempt_deadline = v_now + r.execution_timeout_ms * interval '1 millisecond'
+     WHERE r.job_id = ANY (v_ids)
+    RETURNING r.job_id, r.queue, r.priority, r.seq, r.current_attempt, r.max_attempts, r.fence_token, r.lease_expires_at,
+              r.execution_timeout_ms, r.resuming
+  ),
+  ev AS (
+    INSERT INTO workhorse.job_event (job_id, at, kind, attempt, worker_id, fence_token, data)
+    SELECT c.job_id, v_now, 'claimed', c.current_attempt, p_worker_id, c.fence_token,
+           CASE WHEN c.resuming THEN '{"resumed": true}'::jsonb END
+    FROM claimed c
+  )
+  SELECT c.job_id, 'claimed'::text, c.queue, j.type, j.payload, c.current_attempt, c.max_attempts, c.fence_token,
+         c.lease_expires_at, c.execution_timeout_ms,
+         -- Each value travels wrapped: [] for a stage that returned nothing, [value] otherwise.
+         CASE WHEN c.job_id = ANY (v_before) THEN
+           (SELECT jsonb_object_agg(k.name, CASE WHEN k.value IS NULL THEN '[]'::jsonb ELSE jsonb_build_array(k.value) END)
+            FROM workhorse.job_checkpoint k WHERE k.job_id = c.job_id)
+         END,
+         CASE WHEN c.job_id = ANY (v_before) THEN
+           (SELECT jsonb_object_agg(w.name, w.wake_at) FROM workhorse.job_wait w WHERE w.job_id = c.job_id)
+         END
+  FROM claimed c
+  JOIN workhorse.job j ON j.id = c.job_id
+  ORDER BY c.priority DESC, c.seq;
 END
 $$;
