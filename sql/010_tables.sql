@@ -58,8 +58,13 @@ CREATE TABLE workhorse.job (
 -- The live row. Priority and queue are copied from `job` so a claim never joins it. Lease and
 -- heartbeat columns appear in no index and no index predicate, so a lease renewal is a HOT
 -- update; fillfactor leaves room on each page for those updates.
+-- job_runtime and job_outcome carry no foreign key to job: the protocol functions are their
+-- only writers and always write the job first, and a foreign key would make every enqueue and
+-- every completion lock (and dirty) the job's row as well. The split invariant (exactly one
+-- runtime or outcome row per job, none without a job) is checked by the test suite after every
+-- test. See docs/decisions.md.
 CREATE TABLE workhorse.job_runtime (
-  job_id uuid PRIMARY KEY REFERENCES workhorse.job (id),
+  job_id uuid PRIMARY KEY,
   queue text NOT NULL,
   priority smallint NOT NULL,
   state text NOT NULL,
@@ -109,7 +114,7 @@ CREATE INDEX job_runtime_active_idx ON workhorse.job_runtime (queue)
 
 -- The terminal row, written once.
 CREATE TABLE workhorse.job_outcome (
-  job_id uuid PRIMARY KEY REFERENCES workhorse.job (id),
+  job_id uuid PRIMARY KEY,
   queue text NOT NULL,
   state text NOT NULL CHECK (state IN ('succeeded', 'failed', 'canceled')),
   result jsonb,
