@@ -77,6 +77,35 @@ BEGIN
 END
 $$;
 
+-- True for a request that is certainly valid and uses only the common fields (type, payload,
+-- queue, priority, maxAttempts): such requests, the bulk of any batch, are checked in one
+-- set-based pass; every other request goes through validate_enqueue_request, which names the
+-- first bad field. Each CASE guards the cast that follows it.
+CREATE FUNCTION workhorse.is_plain_request(e jsonb)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT CASE WHEN jsonb_typeof(e) = 'object'
+                   AND (e - ARRAY['type', 'payload', 'queue', 'priority', 'maxAttempts']) = '{}'::jsonb
+                   AND e ? 'payload' AND jsonb_typeof(e -> 'type') = 'string'
+              THEN workhorse.is_valid_name(e ->> 'type')
+                   AND octet_length((e -> 'payload')::text) <= 1048576
+                   AND CASE WHEN NOT e ? 'queue' THEN true
+                            WHEN jsonb_typeof(e -> 'queue') = 'string' THEN workhorse.is_valid_name(e ->> 'queue')
+                            ELSE false END
+                   AND CASE WHEN NOT e ? 'priority' THEN true
+                            WHEN jsonb_typeof(e -> 'priority') = 'number'
+                            THEN (e ->> 'priority')::numeric IN (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
+                                 OR ((e ->> 'priority')::numeric BETWEEN 0 AND 100
+                                     AND (e ->> 'priority')::numeric = trunc((e ->> 'priority')::numeric))
+                            ELSE false END
+                   AND CASE WHEN NOT e ? 'maxAttempts' THEN true
+                            WHEN jsonb_typeof(e -> 'maxAttempts') = 'number'
+                            THEN (e ->> 'maxAttempts')::numeric BETWEEN 1 AND 100
+                                 AND (e ->> 'maxAttempts')::numeric = trunc((e ->> 'maxAttempts')::numeric)
+                            ELSE false END
+              ELSE false END
+$$;
+
 -- Takes the idempotency keys of a batch, in input order. For each keyed request it either
 -- reserves the key for a new job id, or finds a live reservation: an exact repeat (the same
 -- fields, defaults filled in) becomes a replay of that job, anything else raises P1005 naming the differing
@@ -162,7 +191,7 @@ LANGUAGE plpgsql AS $$
 DECLARE
   v_now timestamptz := clock_timestamp();
   v_req jsonb;
-  v_i integer := 0;
+  v_i bigint;
   v_queue text;
   v_ids uuid[];
   v_replay boolean[];
@@ -174,9 +203,12 @@ BEGIN
     RAISE EXCEPTION USING ERRCODE = 'P1003', COLUMN = 'requests',
       MESSAGE = format('requests: a batch holds at most 1000 jobs, got %s', jsonb_array_length(p_requests));
   END IF;
-  FOR v_req IN SELECT value FROM jsonb_array_elements(p_requests) LOOP
+  FOR v_req, v_i IN
+    SELECT x.e, x.ord - 1 FROM jsonb_array_elements(p_requests) WITH ORDINALITY AS x (e, ord)
+    WHERE NOT coalesce(workhorse.is_plain_request(x.e), false)
+    ORDER BY x.ord
+  LOOP
     PERFORM workhorse.validate_enqueue_request(v_req, format('requests[%s]', v_i));
-    v_i := v_i + 1;
   END LOOP;
   IF jsonb_path_exists(p_requests, '$[*].idempotencyKey') THEN
     SELECT k.ids, k.replay INTO v_ids, v_replay FROM workhorse.claim_idempotency_keys(p_requests, v_now) AS k;
@@ -197,7 +229,7 @@ BEGIN
                 THEN workhorse.normalize_retry_policy(x.e -> 'retryPolicy', 'retryPolicy') END AS retry_policy,
            (x.e ->> 'deadline')::timestamptz AS deadline,
            (x.e ->> 'executionTimeoutMs')::numeric::integer AS execution_timeout_ms,
-           coalesce(ARRAY(SELECT jsonb_array_elements_text(x.e -> 'tags')), '{}') AS tags,
+           CASE WHEN x.e ? 'tags' THEN ARRAY(SELECT jsonb_array_elements_text(x.e -> 'tags')) ELSE '{}' END AS tags,
            greatest(coalesce((x.e ->> 'runAt')::timestamptz, v_now), v_now) AS run_at
     FROM jsonb_array_elements(p_requests) WITH ORDINALITY AS x (e, ord)
     -- Exact repeats of an idempotent enqueue write nothing; they return the existing job's id.
