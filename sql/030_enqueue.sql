@@ -186,7 +186,10 @@ $$;
 -- gained ready work is notified once (delivered at commit).
 CREATE FUNCTION workhorse.enqueue_many_v1(p_requests jsonb)
 RETURNS TABLE (job_id uuid)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+-- See complete_and_claim_v1: plan every statement once per connection.
+SET plan_cache_mode = force_generic_plan
+AS $$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := clock_timestamp();

@@ -417,7 +417,9 @@ CREATE FUNCTION workhorse.complete_and_claim_v1(
 RETURNS TABLE (
   job_id uuid, status text, queue text, type text, payload jsonb, attempt integer, max_attempts integer,
   fence_token bigint, lease_expires_at timestamptz, execution_timeout_ms integer, checkpoints jsonb, waits jsonb)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan
+AS $$
 #variable_conflict use_column
 DECLARE
   v_ids uuid[];
