@@ -445,21 +445,21 @@ BEGIN
     NULL;
   ELSE
     PERFORM workhorse.check_worker(p_worker_id);
-    -- Well-formed input (what the worker sends) is read in one set-based pass; anything else
-    -- goes through parse_leases, which names the first bad field.
-    IF jsonb_typeof(p_items) = 'array' AND jsonb_array_length(p_items) <= 1000 AND NOT EXISTS (
-         SELECT 1 FROM jsonb_array_elements(p_items) AS e (v)
-         -- (coalesce: a missing field makes the test null, which must count as not well formed)
-         WHERE NOT coalesce(jsonb_typeof(e.v) = 'object'
-                            AND jsonb_typeof(e.v -> 'jobId') = 'string'
-                            AND (e.v ->> 'jobId') ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
-                            AND jsonb_typeof(e.v -> 'fence') = 'number'
-                            AND (e.v ->> 'fence') ~ '^[1-9][0-9]{0,17}$', false)) THEN
-      SELECT array_agg((e.v ->> 'jobId')::uuid ORDER BY e.o), array_agg((e.v ->> 'fence')::bigint ORDER BY e.o),
-             array_agg(e.v -> 'result' ORDER BY e.o)
+    -- Well-formed input (what the worker sends) is read in one set-based pass, each cast guarded
+    -- by its check; if anything came out null, parse_leases goes through the items again and
+    -- names the first bad field.
+    IF jsonb_typeof(p_items) = 'array' AND jsonb_array_length(p_items) <= 1000 THEN
+      -- (One aggregate pass, so the three arrays line up item by item, in input order.)
+      SELECT array_agg(CASE WHEN jsonb_typeof(e.v -> 'jobId') = 'string'
+                                 AND (e.v ->> 'jobId') ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+                            THEN (e.v ->> 'jobId')::uuid END),
+             array_agg(CASE WHEN jsonb_typeof(e.v -> 'fence') = 'number' AND (e.v ->> 'fence') ~ '^[1-9][0-9]{0,17}$'
+                            THEN (e.v ->> 'fence')::bigint END),
+             array_agg(e.v -> 'result')
         INTO v_ids, v_fences, v_results
-      FROM jsonb_array_elements(p_items) WITH ORDINALITY AS e (v, o);
-    ELSE
+      FROM jsonb_array_elements(p_items) AS e (v);
+    END IF;
+    IF v_ids IS NULL OR array_position(v_ids, NULL) IS NOT NULL OR array_position(v_fences, NULL) IS NOT NULL THEN
       SELECT array_agg(l.job_id ORDER BY l.ord), array_agg(l.fence ORDER BY l.ord),
              array_agg(l.item -> 'result' ORDER BY l.ord)
         INTO v_ids, v_fences, v_results
