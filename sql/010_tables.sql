@@ -24,16 +24,27 @@ CREATE SEQUENCE workhorse.history_seq AS bigint;
 
 -- Time-ordered ids (UUID version 7 layout: 48 bits of Unix milliseconds, then random bits), so
 -- consecutive inserts land on the right edge of the primary-key index instead of at random pages.
-CREATE FUNCTION workhorse.new_job_id() RETURNS uuid
-LANGUAGE sql VOLATILE PARALLEL SAFE AS $$
-  SELECT encode(
-    set_bit(set_bit(
-      overlay(uuid_send(gen_random_uuid())
-              PLACING substring(int8send(floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3)
-              FROM 1 FOR 6),
-      52, 1), 53, 1),
-    'hex')::uuid
-$$;
+-- PostgreSQL 18 and later have uuidv7() built in (a third cheaper per id than composing one);
+-- older servers get the same layout composed from gen_random_uuid().
+DO $install$
+BEGIN
+  IF to_regprocedure('pg_catalog.uuidv7()') IS NOT NULL THEN
+    CREATE FUNCTION workhorse.new_job_id() RETURNS uuid
+    LANGUAGE sql VOLATILE PARALLEL SAFE AS $$ SELECT pg_catalog.uuidv7() $$;
+  ELSE
+    CREATE FUNCTION workhorse.new_job_id() RETURNS uuid
+    LANGUAGE sql VOLATILE PARALLEL SAFE AS $$
+      SELECT encode(
+        set_bit(set_bit(
+          overlay(uuid_send(gen_random_uuid())
+                  PLACING substring(int8send(floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3)
+                  FROM 1 FOR 6),
+          52, 1), 53, 1),
+        'hex')::uuid
+    $$;
+  END IF;
+END
+$install$;
 
 CREATE TABLE workhorse.job (
   id uuid PRIMARY KEY,

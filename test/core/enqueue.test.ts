@@ -149,6 +149,17 @@ describe('enqueue', () => {
   });
 
   describe('enqueueMany', () => {
+    it('gives time-ordered UUID version 7 ids: a later enqueue sorts after an earlier one', async () => {
+      const first = await queue.enqueueMany(Array.from({ length: 5 }, (_, i) => ({ type: 'ids.order', payload: { i } })));
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      const second = await queue.enqueue('ids.order', { i: 5 });
+      for (const id of [...first, second]) expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      // The first 48 bits are the enqueue time in Unix milliseconds.
+      const ms = (id: string) => parseInt(id.replace(/-/g, '').slice(0, 12), 16);
+      expect(Math.abs(ms(second) - Date.now())).toBeLessThan(60_000);
+      for (const id of first) expect(ms(id)).toBeLessThan(ms(second));
+    });
+
     it('returns the ids in input order', async () => {
       const requests = Array.from({ length: 20 }, (_, i) => ({
         type: `batch.order.${i % 3}`,
