@@ -248,13 +248,22 @@ async function latencyWorker() {
     onError,
   });
   send({ type: 'started' });
+  await waitFor('mark');
+  const cpu0 = process.cpuUsage();
   const { expected, timeoutMs } = await waitFor('collect');
+  const cpu = process.cpuUsage(cpu0);
   // Stragglers (a poll-bound worker) get until the timeout to start the last jobs.
   const deadline = performance.now() + timeoutMs;
   while (Object.keys(starts).length < expected && performance.now() < deadline) await sleep(20);
   send({
     type: 'done',
-    result: { starts, notifications: trace ? trace.notifications() : undefined, rssPeakBytes: procStatus().hwm, errors },
+    result: {
+      starts,
+      notifications: trace ? trace.notifications() : undefined,
+      cpuMs: (cpu.user + cpu.system) / 1000,
+      rssPeakBytes: procStatus().hwm,
+      errors,
+    },
   });
   await waitFor('stop');
   await worker.stop();

@@ -34,7 +34,7 @@ const { machineInfo, machineCpu, waitForQuiet } = require('./lib/machine');
 const { preparePgbench, runPgbench, pgbenchVersion } = require('./lib/pgbench');
 const { generateHistory } = require('./lib/history');
 const { percentile, summary, rotate } = require('./lib/stats');
-const { diagnose } = require('./lib/diagnose');
+const { diagnose, enableStatements, resetStatements, readStatements } = require('./lib/diagnose');
 const { writeReports } = require('./lib/report');
 
 const GROUPS = ['pgbench', 'enqueue', 'latency', 'drain', 'history', 'rss', 'diagnose'];
@@ -298,11 +298,13 @@ async function runLatency(systemId, l, rep) {
     await worker.next('started', 60_000);
     // Let the worker go idle (initial claims done, poll back-off begun) before the load starts.
     await new Promise((r) => setTimeout(r, 1500));
-    await waitForQuiet({ maxWaitMs: 2000 });
+    const w = await openWindow();
+    worker.send({ type: 'mark' });
     producer.send({ type: 'go' });
     const { result: produced } = await producer.next('done', (l.seconds + 60) * 1000);
     worker.send({ type: 'collect', expected: Object.keys(produced.acks).length, timeoutMs: 5000 });
     const { result: seen } = await worker.next('done', 30_000);
+    const win = await closeWindow(w, (produced.cpuUserMs + produced.cpuSystemMs + seen.cpuMs) / 1000);
     await Promise.all([worker.finish(), producer.finish()]);
     const latencies = [];
     // Where the latency goes: commit acknowledged -> LISTEN notification in the worker process
@@ -345,6 +347,7 @@ async function runLatency(systemId, l, rep) {
       notificationToStartP50: percentile(notifyToStart, 50),
       notificationToStartP99: percentile(notifyToStart, 99),
       workerRssPeakBytes: seen.rssPeakBytes,
+      backgroundCores: win.backgroundCores,
       errors: [...produced.errors, ...seen.errors],
     };
   } finally {
@@ -492,7 +495,7 @@ async function groupHistory(cfg, results) {
   log(`history: ${h.jobs} jobs in ${generation.seconds.toFixed(0)} s, ${(generation.schemaBytes / 1048576).toFixed(0)} MiB`);
   const historyDb = { name, url };
   const runs = [];
-  for (let rep = 0; rep < cfg.reps; rep++) {
+  for (let rep = 0; rep < (h.reps ?? cfg.reps); rep++) {
     for (const [order, variant] of rotate(['empty', 'history'], rep).entries()) {
       try {
         const r = await runDrain({
@@ -513,8 +516,36 @@ async function groupHistory(cfg, results) {
       }
     }
   }
+  // Not timed against the runs above: one drain per database with pg_stat_statements, to show
+  // which statements the history makes slower.
+  const diagnosis = {};
+  for (const variant of ['empty', 'history']) {
+    const db = variant === 'history' ? historyDb : await freshDatabase('workhorse', 'histdiag');
+    try {
+      await enableStatements(server, db.name);
+      const run = await runDrain({
+        systemId: 'workhorse',
+        concurrency: h.concurrency,
+        jobs: h.drainJobs,
+        rep: -1,
+        capMs: cfg.drain.capMs,
+        database: db,
+        beforeGo: () => resetStatements(server, db.name),
+      });
+      diagnosis[variant] = {
+        rate: run.rate,
+        serverCpuMsPerJob: run.serverCpuMsPerJob,
+        statements: await readStatements(server, db.name, run.completed),
+      };
+    } catch (error) {
+      diagnosis[variant] = { error: error.message };
+    } finally {
+      if (variant === 'empty') await db.drop();
+    }
+  }
+  log(`history diagnosis: instrumented ${diagnosis.empty.rate?.toFixed(0)} vs ${diagnosis.history.rate?.toFixed(0)} jobs/s`);
   await server.dropDatabase(name);
-  results.history = { config: h, generation, runs };
+  results.history = { config: h, generation, runs, diagnosis };
 }
 
 async function groupRss(cfg, results) {

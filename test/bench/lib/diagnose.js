@@ -11,8 +11,9 @@
  * - For our worker, a drain with auto_explain loaded into the worker's own sessions (ANALYZE,
  *   BUFFERS, nested statements, sampled, sent back as NOTICEs that the child collects): the
  *   plans of the claim/completion statements under real load.
- * - For our worker, drains with `plan_cache_mode = force_generic_plan` for the database against
- *   the default, alternating: how much of the hot path is re-planning.
+ * - For our worker, drains with `plan_cache_mode = auto` everywhere (function-level settings
+ *   removed) against `force_generic_plan` for the database, alternating: how much re-planning
+ *   costs the hot path.
  * - For our batch enqueue, the same statement breakdown and the plans of its statements over 1 ms.
  */
 const fs = require('node:fs');
@@ -186,6 +187,20 @@ async function plansUnderLoad({ cfg, server, freshDatabase, runDrain }) {
   }
 }
 
+/**
+ * Functions can carry their own plan_cache_mode (ours force generic plans on the hot path);
+ * for the `auto` side of the experiment every such function-level setting is removed.
+ */
+async function resetFunctionPlanCacheModes(server, database) {
+  await server.withClient(async (c) => {
+    const { rows } = await c.query(
+      `SELECT p.oid::regprocedure::text AS fn FROM pg_proc p
+       WHERE EXISTS (SELECT 1 FROM unnest(p.proconfig) AS s WHERE s LIKE 'plan_cache_mode=%')`,
+    );
+    for (const { fn } of rows) await c.query(`ALTER FUNCTION ${fn} RESET plan_cache_mode`);
+  }, database);
+}
+
 async function planCacheExperiment({ cfg, server, freshDatabase, runDrain }) {
   const modes = ['auto', 'force_generic_plan'];
   const rates = { auto: [], force_generic_plan: [] };
@@ -193,7 +208,8 @@ async function planCacheExperiment({ cfg, server, freshDatabase, runDrain }) {
     for (const mode of round % 2 ? [...modes].reverse() : modes) {
       const db = await freshDatabase('workhorse', 'diagpcm');
       try {
-        if (mode !== 'auto') await alterDatabase(server, db.name, { plan_cache_mode: mode });
+        if (mode === 'auto') await resetFunctionPlanCacheModes(server, db.name);
+        else await alterDatabase(server, db.name, { plan_cache_mode: mode });
         const run = await runDrain({ systemId: 'workhorse', concurrency: cfg.concurrency, jobs: cfg.jobs, rep: round, capMs: 120_000, database: db });
         rates[mode].push(run.rate);
       } finally {
@@ -278,4 +294,4 @@ async function diagnose(ctx) {
   return out;
 }
 
-module.exports = { diagnose, summarizeProfile };
+module.exports = { diagnose, summarizeProfile, enableStatements, resetStatements, readStatements };

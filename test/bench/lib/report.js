@@ -346,6 +346,7 @@ function markdown(results, sums) {
     ['drain', results.drain?.runs],
     ['enqueue', results.enqueue?.runs],
     ['history', results.history?.runs],
+    ['latency', results.latency?.runs],
   ]
     .map(([name, runs]) => [name, backgroundByRep(runs)])
     .filter(([, per]) => per.some((x) => x !== null && x > 0.5));
@@ -478,6 +479,8 @@ function markdown(results, sums) {
       'The last three columns split the latency: when the worker process received the LISTEN notification for the job (matched to the first notification after its commit), and from there to the handler. Jobs started without a notification were picked up by a poll or by a claim already under way.',
     );
     L.push('');
+    const bgLat = backgroundLine(results.latency.runs);
+    if (bgLat) L.push(bgLat, '');
   }
 
   const h = sums.history;
@@ -486,7 +489,7 @@ function markdown(results, sums) {
     L.push('## History does not slow dispatch');
     L.push('');
     L.push(
-      `Our drain (concurrency ${results.history.config.concurrency}, ${fmtInt(results.history.config.drainJobs)} jobs) in a database that already holds ${fmtInt(results.history.config.jobs)} terminal jobs, against the same drain in an empty one.` +
+      `Our drain (concurrency ${results.history.config.concurrency}, ${fmtInt(results.history.config.drainJobs)} jobs, ${results.history.config.reps ?? m.config.reps} repetitions alternating which database goes first) in a database that already holds ${fmtInt(results.history.config.jobs)} terminal jobs, against the same drain in an empty one.` +
         (g ? ` The history (job, job_query, job_outcome, ${g.tables['workhorse.job_event']?.rowsPerJob ?? 3} job_event rows and ${g.tables['workhorse.attempt_history']?.rowsPerJob ?? 1} attempt_history row per job, copied from a job a real worker ran) took ${g.seconds.toFixed(0)} s to generate and occupies ${fmtInt(g.schemaBytes / MiB)} MiB.` : ''),
     );
     L.push('');
@@ -502,6 +505,28 @@ function markdown(results, sums) {
     L.push('');
     const bgHist = backgroundLine(results.history.runs);
     if (bgHist) L.push(bgHist, '');
+    const hd = results.history.diagnosis;
+    if (hd && hd.empty?.statements && hd.history?.statements) {
+      L.push(
+        `Where a difference comes from: one more drain in each database with pg_stat_statements on (instrumented, ${fmtRate(hd.empty.rate)} vs ${fmtRate(hd.history.rate)} jobs/s; server CPU ${hd.empty.serverCpuMsPerJob?.toFixed(3)} vs ${hd.history.serverCpuMsPerJob?.toFixed(3)} ms/job), plan + execution time per call of the costliest statements:`,
+        '',
+      );
+      const byQuery = new Map(hd.history.statements.map((x) => [x.query, x]));
+      L.push(
+        table(
+          ['statement', 'level', 'calls/job', 'empty: ms/call', 'history: ms/call', 'history / empty', 'blocks/job empty → history'],
+          hd.empty.statements
+            .filter((x) => byQuery.has(x.query) && x.totalMsPerJob > 0.001)
+            .map((x) => {
+              const y = byQuery.get(x.query);
+              const a = x.meanPlanMs + x.meanExecMs;
+              const b = y.meanPlanMs + y.meanExecMs;
+              return [`\`${x.query.slice(0, 100)}\``, x.toplevel ? 'top' : 'nested', x.callsPerJob.toFixed(3), fmtMs(a), fmtMs(b), a > 0 ? `${(b / a).toFixed(2)}x` : '–', `${x.blocksPerJob.toFixed(1)} → ${y.blocksPerJob.toFixed(1)}`];
+            }),
+        ),
+        '',
+      );
+    }
   }
 
   if (sums.rss) {
@@ -607,7 +632,7 @@ function diagnoseMarkdown(results, label) {
   if (dg.planCache && !dg.planCache.error) {
     L.push(`### ${label('workhorse')}: re-planning`, '');
     L.push(
-      `The same drain (uninstrumented) with the database's \`plan_cache_mode\` at its default (\`auto\`) and at \`force_generic_plan\`, alternating; a PL/pgSQL function re-plans a statement on every call while its custom plans look cheaper than the generic one:`,
+      `The same drain (uninstrumented) with \`plan_cache_mode\` at \`auto\` everywhere (any function-level setting removed) and at \`force_generic_plan\` for the database (functions keep their own settings), alternating. Under \`auto\` a PL/pgSQL function re-plans a statement on every call while its custom plans look cheaper than the generic one:`,
       '',
     );
     L.push(table(['plan_cache_mode', 'jobs/s (median)', 'runs'], Object.entries(dg.planCache).map(([k, v]) => [k, fmtRate(v.median), v.rates.map(fmtRate).join(', ')])), '');
