@@ -435,6 +435,7 @@ DECLARE
   v_before uuid[];
   v_now timestamptz;
   v_i integer;
+  v_large boolean;
 BEGIN
   IF p_limit IS NULL OR p_limit < 0 OR p_limit > 100 THEN
     PERFORM workhorse.raise_invalid('limit', 'must be an integer from 0 to 100');
@@ -450,28 +451,35 @@ BEGIN
     -- names the first bad field.
     IF jsonb_typeof(p_items) = 'array' AND jsonb_array_length(p_items) <= 1000 THEN
       -- (One aggregate pass, so the three arrays line up item by item, in input order.)
-      SELECT array_agg(CASE WHEN jsonb_typeof(e.v -> 'jobId') = 'string'
-                                 AND (e.v ->> 'jobId') ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
-                            THEN (e.v ->> 'jobId')::uuid END),
-             array_agg(CASE WHEN jsonb_typeof(e.v -> 'fence') = 'number' AND (e.v ->> 'fence') ~ '^[1-9][0-9]{0,17}$'
-                            THEN (e.v ->> 'fence')::bigint END),
-             array_agg(e.v -> 'result')
-        INTO v_ids, v_fences, v_results
-      FROM jsonb_array_elements(p_items) AS e (v);
+      -- (No DISTINCT or ORDER BY aggregate here: either may make PostgreSQL sort the rows first.)
+      SELECT array_agg(x.id), array_agg(x.fence), array_agg(x.result),
+             coalesce(max(octet_length(x.result::text)), 0) > 1048576
+        INTO v_ids, v_fences, v_results, v_large
+      FROM (
+        SELECT CASE WHEN jsonb_typeof(e.v -> 'jobId') = 'string'
+                         AND (e.v ->> 'jobId') ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+                    THEN (e.v ->> 'jobId')::uuid END AS id,
+               CASE WHEN jsonb_typeof(e.v -> 'fence') = 'number' AND (e.v ->> 'fence') ~ '^[1-9][0-9]{0,17}$'
+                    THEN (e.v ->> 'fence')::bigint END AS fence,
+               e.v -> 'result' AS result
+        FROM jsonb_array_elements(p_items) AS e (v)) AS x;
     END IF;
     IF v_ids IS NULL OR array_position(v_ids, NULL) IS NOT NULL OR array_position(v_fences, NULL) IS NOT NULL THEN
       SELECT array_agg(l.job_id ORDER BY l.ord), array_agg(l.fence ORDER BY l.ord),
              array_agg(l.item -> 'result' ORDER BY l.ord)
         INTO v_ids, v_fences, v_results
       FROM workhorse.parse_leases(p_items, 'items', 1000) AS l;
+      v_large := true;
     END IF;
     IF cardinality(v_ids) > 1 AND cardinality(v_ids) <> (SELECT count(DISTINCT u) FROM unnest(v_ids) AS u) THEN
       PERFORM workhorse.raise_invalid('items', 'names the same job more than once');
     END IF;
-    -- Only a result whose JSON text could be over the limit needs the exact measure.
-    FOR v_i IN SELECT u.o FROM unnest(v_results) WITH ORDINALITY AS u (r, o) WHERE octet_length(u.r::text) > 1048576 LOOP
-      PERFORM workhorse.check_json_size(v_results[v_i], format('items[%s].result', v_i - 1));
-    END LOOP;
+    IF v_large THEN
+      -- Only a result whose JSON text could be over the limit needs the exact measure.
+      FOR v_i IN SELECT u.o FROM unnest(v_results) WITH ORDINALITY AS u (r, o) WHERE octet_length(u.r::text) > 1048576 LOOP
+        PERFORM workhorse.check_json_size(v_results[v_i], format('items[%s].result', v_i - 1));
+      END LOOP;
+    END IF;
     PERFORM 1 FROM workhorse.job_runtime r WHERE r.job_id = ANY (v_ids) ORDER BY r.job_id FOR UPDATE;
     v_now := clock_timestamp();
     RETURN QUERY
@@ -548,8 +556,6 @@ BEGIN
   v_ids := '{}';
   v_before := '{}';
   FOREACH v_queue IN ARRAY v_queues LOOP
-    -- A paused queue is skipped (one primary-key probe).
-    CONTINUE WHEN EXISTS (SELECT 1 FROM workhorse.queue_control qc WHERE qc.queue = v_queue AND qc.paused);
     SELECT coalesce(array_agg(x.job_id), '{}'), coalesce(array_agg(x.job_id) FILTER (WHERE x.fence_token IS NOT NULL), '{}')
       INTO v_picked, v_picked_before
     FROM (
@@ -558,6 +564,8 @@ BEGIN
       WHERE r.state = 'ready' AND r.queue = v_queue
         -- A job past its deadline is never started; maintenance fails it.
         AND (r.deadline IS NULL OR r.deadline > v_now)
+        -- A paused queue gives nothing (one primary-key probe, evaluated once).
+        AND NOT EXISTS (SELECT 1 FROM workhorse.queue_control qc WHERE qc.queue = v_queue AND qc.paused)
       ORDER BY r.priority DESC, r.seq
       LIMIT p_limit
       FOR UPDATE SKIP LOCKED) AS x;
