@@ -333,7 +333,7 @@ function markdown(results, sums) {
     L.push(
       `Sizes: calibration drains of our worker (2 x ${fmtInt(k.jobs)} jobs, concurrency 10) ran at ${(k.rates ?? [k.rate]).map(fmtRate).join(' and ')} jobs/s` +
         (k.backgroundCores !== null && k.backgroundCores !== undefined ? ` (other load on the machine: ${k.backgroundCores.toFixed(2)} cores)` : '') +
-        `, so drains use ${fmtInt(m.config.drain.jobs[1])} jobs at concurrency 1 and ${fmtInt(m.config.drain.jobs[10])} at 10 and 50, the history drain ${fmtInt(m.config.history.drainJobs)}, the RSS run ${fmtInt(m.config.rss?.jobs)}` +
+        `, so drains use ${fmtInt(m.config.drain.jobs[1])} jobs at concurrency 1 and ${fmtInt(m.config.drain.jobs[10])} at ${m.config.drain.concurrencies.filter((c) => c > 1).join(', ')}, the history drain ${fmtInt(m.config.history.drainJobs)}, the RSS run ${fmtInt(m.config.rss?.jobs)}` +
         (cut
           ? ` (the issue asks for ${fmtInt(k.issueSizes.drainJobs[10])} and ${fmtInt(k.issueSizes.rssJobs)}: at this rate those sizes would not fit the 15-minute budget, so they were cut; \`--drain-jobs 20000 --rss-jobs 200000\` runs them as asked).`
           : ' (the issue\'s sizes).') +
