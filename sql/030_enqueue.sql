@@ -94,9 +94,8 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
                             ELSE false END
                    AND CASE WHEN NOT e ? 'priority' THEN true
                             WHEN jsonb_typeof(e -> 'priority') = 'number'
-                            THEN (e ->> 'priority')::numeric IN (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
-                                 OR ((e ->> 'priority')::numeric BETWEEN 0 AND 100
-                                     AND (e ->> 'priority')::numeric = trunc((e ->> 'priority')::numeric))
+                            THEN (e ->> 'priority')::numeric BETWEEN 0 AND 100
+                                 AND (e ->> 'priority')::numeric = trunc((e ->> 'priority')::numeric)
                             ELSE false END
                    AND CASE WHEN NOT e ? 'maxAttempts' THEN true
                             WHEN jsonb_typeof(e -> 'maxAttempts') = 'number'

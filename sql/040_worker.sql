@@ -4,8 +4,8 @@
 -- reports `stale`.
 
 -- Claims up to p_limit ready jobs from p_queues for one worker, in (priority DESC, FIFO) order,
--- and returns everything the worker needs (type, payload, attempt, fence, lease and, for a
--- resumed or retried attempt, its stored checkpoints and sleeps). The work is done by
+-- and returns everything the worker needs (type, payload, attempt, fence, lease and, for a job
+-- claimed before, its stored checkpoints and sleeps). The work is done by
 -- complete_and_claim_v1 (the worker's hot path) with no completions; see there for the shape.
 CREATE FUNCTION workhorse.claim_many_v1(p_queues text[], p_worker_id text, p_limit integer, p_lease_ms integer)
 RETURNS TABLE (
