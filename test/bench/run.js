@@ -2,7 +2,8 @@
 'use strict';
 /**
  * The benchmark of nestjs-workhorse against graphile-worker and pg-boss: `npm run bench`
- * (full, about 15 minutes on 2 cores) or `npm run bench -- --quick` (about 2 minutes).
+ * (full, about 11 minutes on 2 cores, sized to stay within 15) or `npm run bench -- --quick`
+ * (about 2 minutes).
  *
  * It starts its own PostgreSQL (the test harness's embedded server, with durability on) or
  * uses BENCH_DATABASE_URL (a superuser URL), gives every run a fresh database, runs each
