@@ -57,7 +57,7 @@ function parseArgs(argv) {
     else if (a === '--rss-jobs') args.overrides.rssJobs = Number(value());
     else if (a === '--nice') args.nice = Number(value());
     else if (a === '--help' || a === '-h') {
-      process.stdout.write(fs.readFileSync(__filename, 'utf8').split('*/')[0].split('\n').slice(2).map((l) => l.replace(/^ \*? ?/, '')).join('\n'));
+      process.stdout.write(fs.readFileSync(__filename, 'utf8').split('*/')[0].split('\n').slice(3).map((l) => l.replace(/^ \*? ?/, '')).join('\n'));
       process.exit(0);
     } else throw new Error(`unknown option ${a} (see --help)`);
   }
