@@ -3,6 +3,7 @@ import { Client, type Notification, type PoolClient } from 'pg';
 import { Admin, Queue, WorkhorseValidationError } from '../../lib/core';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
+import { waitFor } from '../support/wait';
 
 const TABLES = ['job', 'job_runtime', 'job_query', 'job_event'] as const;
 type RowCounts = Record<(typeof TABLES)[number], number>;
@@ -27,16 +28,6 @@ async function rowsFor(db: TestDatabase, ids: string[]): Promise<RowCounts> {
 }
 
 const NOTHING: RowCounts = { job: 0, job_runtime: 0, job_query: 0, job_event: 0 };
-
-async function waitFor<T>(probe: () => T | Promise<T>, timeoutMs = 10_000): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value as NonNullable<T>;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 async function inTransaction<T>(db: TestDatabase, work: (client: PoolClient) => Promise<T>): Promise<T> {
   const client = await db.pool.connect();
@@ -364,7 +355,7 @@ describe('enqueue', () => {
     async function sentinel(): Promise<string> {
       const name = `sentinel-${randomUUID().slice(0, 8)}`;
       await queue.enqueue('sentinel', null, { queue: name });
-      await waitFor(() => received.some((n) => n.payload === name));
+      await waitFor(() => received.some((n) => n.payload === name), 10_000, `a notification for queue ${name}`);
       return name;
     }
 
@@ -384,7 +375,7 @@ describe('enqueue', () => {
       } finally {
         client.release();
       }
-      await waitFor(() => received.some((n) => n.payload === 'notify-commit'));
+      await waitFor(() => received.some((n) => n.payload === 'notify-commit'), 10_000, 'the notification at commit');
       const late = await sentinel();
       expect(payloads().filter((p) => !p.startsWith('sentinel-'))).toEqual(['notify-commit']);
       expect(payloads().at(-1)).toBe(late);

@@ -7,7 +7,7 @@ import type { Pool, PoolClient } from 'pg';
 import { Admin, LeaseLostError, Queue, Worker, type HandlerContext, type WorkerEvent } from '../../lib/core';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
-import { waitFor } from '../support/wait';
+import { gate, waitFor } from '../support/wait';
 
 let db: TestDatabase;
 let pool: Pool;
@@ -35,7 +35,6 @@ afterAll(async () => {
 afterEach(async () => {
   await expectSplitInvariant(pool);
 });
-
 
 interface Claimed {
   jobId: string;
@@ -349,18 +348,6 @@ describe('fencing in the Worker runtime', () => {
     }
   }
 
-  interface Gate {
-    open(): void;
-    opened: Promise<void>;
-  }
-  function gate(): Gate {
-    let open = (): void => undefined;
-    const opened = new Promise<void>((resolve) => {
-      open = resolve;
-    });
-    return { open, opened };
-  }
-
   it('a worker that lost its lease sees ctx.signal abort with LeaseLostError, reports job.lease_lost and writes nothing', async () => {
     const q = freshQueue();
     const jobId = await queue.enqueue('fence.slow', { n: 1 }, { queue: q });
@@ -371,7 +358,7 @@ describe('fencing in the Worker runtime', () => {
     const worker = new Worker(queue, { queues: [q], concurrency: 1, leaseMs: 1000, workerId: 'worker-A', pollMs: 100 });
     worker.handle('fence.slow', async (_payload: unknown, ctx: HandlerContext) => {
       ctxSeen = ctx;
-      await release.opened;
+      await release.promise;
       try {
         await ctx.checkpoint('late', () => {
           lateOperationRan = true;
@@ -425,7 +412,7 @@ describe('fencing in the Worker runtime', () => {
     const worker = new Worker(queue, { queues: [q], concurrency: 1, leaseMs: 60000, workerId: 'worker-A', pollMs: 100 });
     worker.handle('fence.slow', async (_payload: unknown, ctx: HandlerContext) => {
       ctxSeen = ctx;
-      await release.opened;
+      await release.promise;
       return { by: 'A' };
     });
     const events = start(worker);
@@ -451,7 +438,7 @@ describe('fencing in the Worker runtime', () => {
     const worker = new Worker(queue, { queues: [q], concurrency: 1, leaseMs: 60000, workerId: 'worker-A', pollMs: 100 });
     worker.handle('fence.slow', async (_payload: unknown, ctx: HandlerContext) => {
       ctxSeen = ctx;
-      await release.opened;
+      await release.promise;
       try {
         return await ctx.checkpoint('charge', () => ({ charged: 'by A' }));
       } catch (error) {

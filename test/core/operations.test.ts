@@ -20,6 +20,7 @@ import {
 } from '../../lib/core';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
+import { gate, waitFor } from '../support/wait';
 
 let db: TestDatabase;
 let pool: Pool;
@@ -45,33 +46,6 @@ afterEach(async () => {
 });
 
 // ---- helpers ----------------------------------------------------------------------------------
-
-async function waitFor<T>(
-  probe: () => Promise<T | undefined | false> | T | undefined | false,
-  timeoutMs: number,
-  what: string,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
-
-interface Gate {
-  promise: Promise<void>;
-  open(): void;
-}
-
-function gate(): Gate {
-  let open = (): void => undefined;
-  const promise = new Promise<void>((resolve) => {
-    open = resolve;
-  });
-  return { promise, open };
-}
 
 function start(worker: Worker): { events: WorkerEvent[]; done: Promise<void> } {
   const events: WorkerEvent[] = [];

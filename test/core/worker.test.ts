@@ -16,7 +16,7 @@ import {
 } from '../../lib/core';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
-import { waitFor } from '../support/wait';
+import { gate, waitFor } from '../support/wait';
 
 let db: TestDatabase;
 let pool: Pool;
@@ -69,17 +69,8 @@ function start(worker: Worker): Started {
   return s;
 }
 
-
 function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-function gate(): { open(): void; opened: Promise<void> } {
-  let open = (): void => undefined;
-  const opened = new Promise<void>((resolve) => {
-    open = resolve;
-  });
-  return { open, opened };
 }
 
 function eventFor(events: WorkerEvent[], name: WorkerEvent['name'], jobId: string): WorkerEvent | undefined {
@@ -125,7 +116,7 @@ describe('Worker lifecycle', () => {
     const worker = new Worker(queue, { queues: [q], concurrency: 1, pollMs: 100, shutdownTimeoutMs: 20000 });
     worker.handle('drain.job', async (payload: { n: number }, ctx: HandlerContext) => {
       ctxSeen = ctx;
-      await release.opened;
+      await release.promise;
       return { n: payload.n };
     });
     const s = start(worker);

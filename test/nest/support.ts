@@ -25,19 +25,7 @@ export async function waitFor<T>(
   }
 }
 
-export interface Gate {
-  promise: Promise<void>;
-  open(): void;
-}
-
-/** A promise the test resolves by hand, to hold a handler inside its work. */
-export function gate(): Gate {
-  let open!: () => void;
-  const promise = new Promise<void>((resolve) => {
-    open = resolve;
-  });
-  return { promise, open };
-}
+export { gate, type Gate } from '../support/wait';
 
 /** The job's state read from the tables (null when no such job is committed). */
 export async function stateOf(pool: Pool, jobId: string): Promise<string | null> {

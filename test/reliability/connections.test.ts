@@ -23,6 +23,7 @@ import { Client, Pool } from 'pg';
 import { Queue, Worker, type HandlerContext, type WorkerEvent, type WorkerOptions } from '../../lib/core';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
+import { gate } from '../support/wait';
 
 // Ten minutes, the largest poll interval a worker accepts: an idle worker is then only ever
 // woken by a notification.
@@ -43,19 +44,6 @@ async function waitFor<T>(probe: Probe<T>, what: string, timeoutMs = 10_000): Pr
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await delay(20);
   }
-}
-
-interface Gate {
-  promise: Promise<void>;
-  open(): void;
-}
-
-function gate(): Gate {
-  let open!: () => void;
-  const promise = new Promise<void>((resolve) => {
-    open = resolve;
-  });
-  return { promise, open };
 }
 
 /** A worker on a pool of its own whose connections all carry `appName`, with its events recorded. */

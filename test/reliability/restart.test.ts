@@ -22,13 +22,14 @@ import { Test, type TestingModule } from '@nestjs/testing';
 import { execFile } from 'node:child_process';
 import { chown, mkdtemp, rm } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Pool } from 'pg';
 import { installSchema, Queue, Worker, type HandlerContext, type JsonValue, type WorkerEvent } from '../../lib/core';
 import { JobHandler, WorkhorseModule, WorkhorseWorker } from '../../lib/nest';
 import { expectSplitInvariant } from '../support/invariants';
+import { freePort } from '../support/net';
+import { gate, type Gate } from '../support/wait';
 
 const PG_BIN = process.env.WORKHORSE_PG15_BIN ?? '/usr/lib/postgresql/15/bin';
 const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
@@ -64,19 +65,6 @@ function exec(file: string, args: string[], cwd: string): Promise<string> {
 /** Runs a PostgreSQL program; it refuses to run as root, so as root it runs as the OS user `postgres`. */
 function runProgram(file: string, args: string[], cwd: string): Promise<string> {
   return isRoot ? exec('runuser', ['-u', 'postgres', '--', file, ...args], cwd) : exec(file, args, cwd);
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.unref();
-    probe.on('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      probe.close(() => (port > 0 ? resolve(port) : reject(new Error('no free port'))));
-    });
-  });
 }
 
 class OwnServer {
@@ -185,19 +173,6 @@ async function waitFor<T>(probe: Probe<T>, what: string, timeoutMs = 20_000): Pr
     }
     await delay(25);
   }
-}
-
-interface Gate {
-  promise: Promise<void>;
-  open(): void;
-}
-
-function gate(): Gate {
-  let open!: () => void;
-  const promise = new Promise<void>((resolve) => {
-    open = resolve;
-  });
-  return { promise, open };
 }
 
 // What the handlers of both variants do: `stream.tick` is the steady stream, `stream.hold` runs

