@@ -541,7 +541,10 @@ BEGIN
     RAISE EXCEPTION USING ERRCODE = 'P1004',
       MESSAGE = 'claims must run at READ COMMITTED isolation, not ' || current_setting('transaction_isolation');
   END IF;
-  PERFORM workhorse.check_worker(p_worker_id);
+  IF v_ids IS NULL THEN
+    -- (A round with completions checked the worker id already.)
+    PERFORM workhorse.check_worker(p_worker_id);
+  END IF;
   v_lease := workhorse.check_lease(p_lease_ms);
   IF p_queues IS NULL OR cardinality(p_queues) = 0 OR cardinality(p_queues) > 100 THEN
     PERFORM workhorse.raise_invalid('queues', 'must list 1 to 100 queue names');
