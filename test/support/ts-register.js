@@ -4,15 +4,9 @@
 const fs = require('node:fs');
 const ts = require('typescript');
 
-const compilerOptions = {
-  module: ts.ModuleKind.CommonJS,
-  target: ts.ScriptTarget.ES2022,
-  esModuleInterop: true,
-  experimentalDecorators: true,
-  emitDecoratorMetadata: true,
-  sourceMap: false,
-  inlineSourceMap: true,
-};
+const { transpileOptions } = require('./ts-options');
+
+const compilerOptions = { ...transpileOptions(ts), inlineSourceMap: true };
 
 require.extensions['.ts'] = (module, filename) => {
   const source = fs.readFileSync(filename, 'utf8');

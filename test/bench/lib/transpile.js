@@ -11,6 +11,7 @@
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
+const { transpileOptions } = require('../../support/ts-options');
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 
@@ -31,14 +32,7 @@ function listTs(dir) {
 function transpileLib() {
   const ts = require('typescript');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'workhorse-bench-lib-'));
-  const compilerOptions = {
-    module: ts.ModuleKind.CommonJS,
-    target: ts.ScriptTarget.ES2022,
-    esModuleInterop: true,
-    experimentalDecorators: true,
-    emitDecoratorMetadata: true,
-    sourceMap: false,
-  };
+  const compilerOptions = transpileOptions(ts);
   for (const file of listTs(path.join(ROOT, 'lib'))) {
     const rel = path.relative(ROOT, file);
     const { outputText } = ts.transpileModule(fs.readFileSync(file, 'utf8'), { compilerOptions, fileName: file });
