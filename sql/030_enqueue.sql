@@ -192,6 +192,12 @@ AS $$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := clock_timestamp();
+  -- Ids: one time-ordered id per batch; request k gets it with k added to its last 48 (random)
+  -- bits. Unique within the batch, still time-ordered, and a batch draws random bits once
+  -- instead of once per job (a random draw costs ~2.5 us here, a tenth of a whole enqueue).
+  v_id_base text := workhorse.new_job_id()::text;
+  v_id_prefix text := left(v_id_base, 24);
+  v_id_low bigint := ('x' || right(v_id_base, 12))::bit(48)::bigint;
   v_req jsonb;
   v_i bigint;
   v_queue text;
@@ -219,7 +225,8 @@ BEGIN
   RETURN QUERY
   WITH input AS (
     SELECT x.ord,
-           coalesce(v_ids[x.ord::integer], workhorse.new_job_id()) AS id,
+           coalesce(v_ids[x.ord::integer],
+                    (v_id_prefix || lpad(to_hex((v_id_low + x.ord) & 281474976710655), 12, '0'))::uuid) AS id,
            nextval('workhorse.job_seq') AS seq,
            x.e ->> 'type' AS type,
            coalesce(x.e ->> 'queue', 'default') AS queue,
@@ -256,8 +263,11 @@ BEGIN
   ),
   ins_event AS (
     INSERT INTO workhorse.job_event (job_id, at, kind, attempt, data)
+    -- A job due now is ready with runAt = the event's own time: stored as null data and shown as
+    -- {"state": "ready", "runAt": at} by get_timeline_v1 (formatting the timestamp per row costs
+    -- about 6% of a batch enqueue).
     SELECT id, v_now, 'enqueued', 0,
-           jsonb_build_object('state', CASE WHEN run_at <= v_now THEN 'ready' ELSE 'scheduled' END, 'runAt', run_at)
+           CASE WHEN run_at > v_now THEN jsonb_build_object('state', 'scheduled', 'runAt', run_at) END
     FROM input
   )
   SELECT coalesce(input.id, v_ids[x.ord])

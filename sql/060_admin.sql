@@ -112,7 +112,10 @@ BEGIN
   RETURN QUERY
   SELECT t.id, t.at, t.source, t.kind, t.attempt, t.worker_id, t.fence_token, t.data
   FROM (
-    (SELECT e.id, e.at, 'event'::text AS source, e.kind, e.attempt, e.worker_id, e.fence_token, e.data
+    (SELECT e.id, e.at, 'event'::text AS source, e.kind, e.attempt, e.worker_id, e.fence_token,
+            -- enqueue_many_v1 stores no data for a job that was ready at once (see there).
+            CASE WHEN e.kind = 'enqueued' AND e.data IS NULL
+                 THEN jsonb_build_object('state', 'ready', 'runAt', e.at) ELSE e.data END
      FROM workhorse.job_event e
      WHERE e.job_id = p_job_id AND e.id > coalesce(p_after_id, 0)
      ORDER BY e.id LIMIT p_limit)

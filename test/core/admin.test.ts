@@ -250,6 +250,25 @@ describe('getJobTimeline', () => {
     expect(single[0]).toHaveLength(4);
   });
 
+  it('the enqueued entry says whether the job was ready or scheduled, and from when', async () => {
+    const later = new Date(Date.now() + 3_600_000);
+    const [ready, scheduled] = await queue.enqueueMany([
+      { type: 'timeline.job', payload: null, queue: 'timeline-enqueued' },
+      { type: 'timeline.job', payload: null, queue: 'timeline-enqueued', runAt: later },
+    ]);
+    const first = async (id: string) => (await admin.getJobTimeline(id, { limit: 1 })).items[0];
+
+    const readyEntry = await first(ready);
+    expect(readyEntry.kind).toBe('enqueued');
+    expect(readyEntry.data).toEqual({ state: 'ready', runAt: expect.any(String) });
+    expect(new Date(readyEntry.data?.runAt as string).getTime()).toBe(readyEntry.at.getTime());
+    expect(new Date(readyEntry.data?.runAt as string).getTime()).toBe((await admin.getJob(ready))?.runAt.getTime());
+
+    const scheduledEntry = await first(scheduled);
+    expect(scheduledEntry.data).toEqual({ state: 'scheduled', runAt: expect.any(String) });
+    expect(new Date(scheduledEntry.data?.runAt as string).getTime()).toBe(later.getTime());
+  });
+
   it('refuses a tampered or foreign cursor with InvalidCursorError', async () => {
     const id = await jobWithHistory('timeline-cursor');
     const first = await admin.getJobTimeline(id, { limit: 2 });

@@ -149,6 +149,22 @@ describe('enqueue', () => {
       const ms = (id: string) => parseInt(id.replace(/-/g, '').slice(0, 12), 16);
       expect(Math.abs(ms(second) - Date.now())).toBeLessThan(60_000);
       for (const id of first) expect(ms(id)).toBeLessThan(ms(second));
+      // Within a batch the ids ascend in input order.
+      expect([...first].sort()).toEqual(first);
+    });
+
+    it('gives distinct ids across concurrent full batches', async () => {
+      const batches = await Promise.all(
+        Array.from({ length: 4 }, (_, b) =>
+          queue.enqueueMany(Array.from({ length: 1000 }, (_, i) => ({ type: 'ids.distinct', payload: { b, i } }))),
+        ),
+      );
+      const ids = batches.flat();
+      expect(new Set(ids).size).toBe(4000);
+      const { rows } = await db.pool.query<{ n: string }>(
+        "SELECT count(*) AS n FROM workhorse.job WHERE type = 'ids.distinct'",
+      );
+      expect(rows[0].n).toBe('4000');
     });
 
     it('returns the ids in input order', async () => {
@@ -298,14 +314,17 @@ describe('enqueue', () => {
         { job_id: scheduledId, queue: 'default', type: 'rows.scheduled' },
       ]);
 
-      const events = await db.pool.query<{ job_id: string; kind: string; attempt: number; data: { state: string } }>(
+      // A job ready at once stores no event data (get_timeline_v1 shows {state: 'ready', runAt: at});
+      // a scheduled one stores its state and runAt.
+      const events = await db.pool.query<{ job_id: string; kind: string; attempt: number; data: { state: string; runAt: string } | null }>(
         'SELECT job_id, kind, attempt, data FROM workhorse.job_event WHERE job_id = ANY($1::uuid[]) ORDER BY id',
         [[readyId, scheduledId]],
       );
       expect(events.rows).toEqual([
-        { job_id: readyId, kind: 'enqueued', attempt: 0, data: expect.objectContaining({ state: 'ready' }) },
-        { job_id: scheduledId, kind: 'enqueued', attempt: 0, data: expect.objectContaining({ state: 'scheduled' }) },
+        { job_id: readyId, kind: 'enqueued', attempt: 0, data: null },
+        { job_id: scheduledId, kind: 'enqueued', attempt: 0, data: { state: 'scheduled', runAt: expect.any(String) } },
       ]);
+      expect(new Date(events.rows[1].data?.runAt ?? 0)).toEqual(runAt);
 
       expect(await db.pool.query('SELECT 1 FROM workhorse.job_outcome WHERE job_id = ANY($1::uuid[])', [[readyId, scheduledId]]))
         .toMatchObject({ rowCount: 0 });
