@@ -93,6 +93,19 @@ const OPTION_KEYS = new Set([
 const PUMP_SQL =
   'SELECT job_id, status, queue, type, payload, attempt, max_attempts, fence_token, execution_timeout_ms, checkpoints, waits ' +
   'FROM workhorse.complete_and_claim_v1($1, $2::jsonb, $3, $4, $5)';
+/** Name of PUMP_SQL as a prepared statement (parsed and planned once per connection). */
+const PUMP_STATEMENT = 'workhorse.complete_and_claim_v1';
+
+/**
+ * A named prepared statement that the server connection does not have (26000) or already has
+ * (42P05): what a pooler in transaction mode that does not track prepared statements (PgBouncer
+ * before 1.21, or without max_prepared_statements) answers, when consecutive statements of one
+ * client reach different server connections. Nothing ran; the statement can be sent again unnamed.
+ */
+function isPreparedStatementMismatch(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === '26000' || code === '42P05';
+}
 
 /** A row of `complete_and_claim_v1`: a completion's status, or (status `claimed`) a claimed job. */
 interface PumpRow {
@@ -199,6 +212,8 @@ export class Worker {
   private tickTimer: NodeJS.Timeout | null = null;
   private tickInFlight: Promise<void> | null = null;
   private pending: PendingCompletion[] = [];
+  /** False once the connection path refused a prepared statement (see isPreparedStatementMismatch). */
+  private prepare = true;
   private stopPromise: Promise<void> | null = null;
   private resolveRun: (() => void) | null = null;
   private readonly onPoolError = (error: Error) => this.reportError('pool', error);
@@ -438,13 +453,15 @@ export class Worker {
       let rows: PumpRow[];
       try {
         if (batch.length > 0) failpoint('before-complete');
-        const result = await this.pool.query<PumpRow>(
-          PUMP_SQL,
-          [this.workerId, completionItems(batch), this.queues, Math.max(want, 0), this.leaseMs],
-        );
-        rows = result.rows;
+        rows = await this.pumpQuery(completionItems(batch), Math.max(want, 0));
         if (batch.length > 0) failpoint('after-complete');
       } catch (error) {
+        if (this.prepare && isPreparedStatementMismatch(error)) {
+          // Refused before anything ran: send the same round again, unprepared from now on.
+          this.prepare = false;
+          this.pending.unshift(...batch);
+          continue;
+        }
         const typed = fromPgError(error);
         if (typed instanceof WorkhorseError) {
           if (batch.length === 1) {
@@ -509,16 +526,29 @@ export class Worker {
     }, base * (0.8 + Math.random() * 0.4));
   }
 
+  /** One `complete_and_claim_v1` round trip: prepared once per connection where the path allows. */
+  private async pumpQuery(items: string, limit: number): Promise<PumpRow[]> {
+    const values = [this.workerId, items, this.queues, limit, this.leaseMs];
+    const result = await this.pool.query<PumpRow>(
+      this.prepare ? { name: PUMP_STATEMENT, text: PUMP_SQL, values } : { text: PUMP_SQL, values },
+    );
+    return result.rows;
+  }
+
   /** For `runOnce`: one claim of up to `limit` jobs, started at once. */
   private async claimOnce(limit: number): Promise<number> {
     const sentAt = Date.now();
-    const result = await this.pool.query<PumpRow>(
-      PUMP_SQL,
-      [this.workerId, '[]', this.queues, Math.min(limit, 100), this.leaseMs],
-    );
+    let rows: PumpRow[];
+    try {
+      rows = await this.pumpQuery('[]', Math.min(limit, 100));
+    } catch (error) {
+      if (!this.prepare || !isPreparedStatementMismatch(error)) throw error;
+      this.prepare = false;
+      rows = await this.pumpQuery('[]', Math.min(limit, 100));
+    }
     const claimedAt = Date.now();
-    for (const row of result.rows) this.start(row, sentAt, claimedAt);
-    return result.rows.length;
+    for (const row of rows) this.start(row, sentAt, claimedAt);
+    return rows.length;
   }
 
   // ---- executing ------------------------------------------------------------------------------

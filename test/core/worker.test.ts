@@ -374,6 +374,46 @@ describe('Worker leases and claims', () => {
     expect(worker.activeCount).toBe(0);
   });
 
+  it('prepares its round trip once per connection, and sends it unprepared where the connection refuses that', async () => {
+    const { Pool: PgPool } = await import('pg');
+    const names = async (p: Pool) =>
+      (await p.query<{ name: string }>('SELECT name FROM pg_prepared_statements ORDER BY name')).rows.map((r) => r.name);
+    const run = async (p: Pool, q: string) => {
+      const ids = await queue.enqueueMany([1, 2, 3].map((n) => ({ type: 'prep.job', payload: { n }, queue: q })));
+      const worker = new Worker(new Queue(p), { queues: [q], concurrency: 2, pollMs: 50, listen: false }).handle(
+        'prep.job',
+        async (payload: { n: number }) => payload.n * 10,
+      );
+      const s = start(worker);
+      await waitFor(async () => (await Promise.all(ids.map(stateOf))).every((st) => st === 'succeeded'), 10000, 'the jobs');
+      await worker.stop();
+      expect(s.events.filter((e) => e.name === 'worker.error')).toEqual([]);
+      for (const [i, id] of ids.entries()) expect(await admin.getJob(id)).toMatchObject({ result: (i + 1) * 10 });
+    };
+
+    // One connection, so the worker's statements and this test's reads share it.
+    const single = new PgPool({ connectionString: db.url, max: 1 });
+    try {
+      await run(single, freshQueue());
+      expect(await names(single)).toEqual(['workhorse.complete_and_claim_v1']);
+    } finally {
+      await single.end();
+    }
+
+    // A connection that already holds a statement of that name (as a pooler in transaction mode
+    // may hand over one): the first round trip is refused (42P05; the pool replaces the
+    // connection), sent again, and from then on unprepared: no error reaches the worker's events,
+    // and the new connection holds no prepared statement.
+    const taken = new PgPool({ connectionString: db.url, max: 1 });
+    try {
+      await taken.query('PREPARE "workhorse.complete_and_claim_v1" AS SELECT 1');
+      await run(taken, freshQueue());
+      expect(await names(taken)).toEqual([]);
+    } finally {
+      await taken.end();
+    }
+  });
+
   it('pause() stops new claims and resume() restarts them', async () => {
     const q = freshQueue();
     const worker = new Worker(queue, { queues: [q], concurrency: 1, pollMs: 100 }).handle('pause.job', async () => 'done');
