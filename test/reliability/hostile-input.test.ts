@@ -818,6 +818,10 @@ describe('the SQL functions called directly with malformed arguments', () => {
       [{ ...item, jobId: 'not-a-uuid' }],
       [{ ...item, jobId: `${owned.jobId}'; DROP TABLE workhorse.job; --` }],
       [{ ...item, jobId: 42 }],
+      // Forms PostgreSQL's uuid input accepts but a job id is not: braces, and 36 characters
+      // with the hyphens elsewhere.
+      [{ ...item, jobId: `{${owned.jobId}}` }],
+      [{ ...item, jobId: `${owned.jobId.slice(0, 8)}-${owned.jobId.slice(9, 13)}${owned.jobId.slice(14, 18)}-${owned.jobId.slice(19, 23)}-${owned.jobId.slice(24, 32)}-${owned.jobId.slice(32)}` }],
       [{ ...item, fence: 0 }],
       [{ ...item, fence: -1 }],
       [{ ...item, fence: 1.5 }],
@@ -845,7 +849,11 @@ describe('the SQL functions called directly with malformed arguments', () => {
     // The owner's lease is intact: a proper heartbeat and completion still work.
     const { rows } = await pool.query<{ status: string }>(HEARTBEAT, [owned.worker, JSON.stringify([item]), 60_000]);
     expect(rows.map((r) => r.status)).toEqual(['accepted']);
-    const done = await pool.query<{ status: string }>(COMPLETE, [owned.worker, JSON.stringify([{ ...item, result: 'fine' }])]);
+    // A job id in capitals is the same id.
+    const done = await pool.query<{ status: string }>(COMPLETE, [
+      owned.worker,
+      JSON.stringify([{ ...item, jobId: owned.jobId.toUpperCase(), result: 'fine' }]),
+    ]);
     expect(done.rows.map((r) => r.status)).toEqual(['succeeded']);
   });
 
