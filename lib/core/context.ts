@@ -52,8 +52,7 @@ export class HandlerContext {
   readonly queue: string;
   readonly type: string;
   readonly workerId: string;
-  /** Aborts when the job is canceled, the lease is lost or the worker shuts down. */
-  readonly signal: AbortSignal;
+  private readonly signalSource: () => AbortSignal;
   /**
    * In a transactional handler (`handle(type, fn, { transactional: true })`): the client of the
    * transaction that also records the job's completion. Write through it and those writes
@@ -63,7 +62,9 @@ export class HandlerContext {
 
   constructor(
     private readonly job: ClaimedJob,
-    signal: AbortSignal,
+    // The worker passes a function that makes the signal on first use: creating an AbortSignal
+    // costs more than the rest of a short job's start.
+    signal: AbortSignal | (() => AbortSignal),
     private readonly runner: Queryable,
     private readonly onStale: () => void,
     private readonly onSleep: (wakeAt: Date) => void,
@@ -79,7 +80,12 @@ export class HandlerContext {
     this.queue = job.queue;
     this.type = job.type;
     this.workerId = job.workerId;
-    this.signal = signal;
+    this.signalSource = typeof signal === 'function' ? signal : () => signal;
+  }
+
+  /** Aborts when the job is canceled, the lease is lost or the worker shuts down. */
+  get signal(): AbortSignal {
+    return this.signalSource();
   }
 
   /**

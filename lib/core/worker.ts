@@ -124,11 +124,22 @@ interface PumpRow {
 
 interface Running {
   job: ClaimedJob;
-  controller: AbortController;
+  /** Made when first needed (the handler reads ctx.signal, or the worker aborts): most jobs never need one. */
+  controller: AbortController | null;
   startedAt: number;
   /** Why the worker stopped the handler or stopped caring about its outcome, if it did. */
   outcome: 'lost' | 'canceled' | 'abandoned' | 'timeout' | 'sleeping' | null;
   done: Promise<void>;
+}
+
+function signalOf(run: Running): AbortSignal {
+  run.controller ??= new AbortController();
+  return run.controller.signal;
+}
+
+function abortRun(run: Running, reason: Error): void {
+  run.controller ??= new AbortController();
+  run.controller.abort(reason);
 }
 
 function completionItems(batch: PendingCompletion[]): string {
@@ -390,7 +401,7 @@ export class Worker {
     if (timedOut) {
       for (const run of this.running.values()) {
         run.outcome ??= 'abandoned';
-        run.controller.abort(new WorkerShutdownError(run.job.jobId));
+        abortRun(run, new WorkerShutdownError(run.job.jobId));
         this.heartbeater?.remove(run.job.jobId);
         this.emit({ name: 'job.abandoned', ...this.jobFields(run.job), durationMs: Date.now() - run.startedAt });
       }
@@ -567,7 +578,7 @@ export class Worker {
     };
     const run: Running = {
       job,
-      controller: new AbortController(),
+      controller: null,
       startedAt: claimedAt,
       outcome: null,
       done: Promise.resolve(),
@@ -581,7 +592,7 @@ export class Worker {
       onCancelRequested: () => {
         if (run.outcome === null) {
           run.outcome = 'canceled';
-          run.controller.abort(new JobCanceledError(job.jobId));
+          abortRun(run, new JobCanceledError(job.jobId));
         }
       },
     });
@@ -595,7 +606,7 @@ export class Worker {
         : setTimeout(() => {
             if (run.outcome === null) {
               run.outcome = 'timeout';
-              run.controller.abort(new ExecutionTimeoutError(job.jobId, timeoutMs));
+              abortRun(run, new ExecutionTimeoutError(job.jobId, timeoutMs));
             }
           }, Math.max(0, sentAt + timeoutMs - Date.now()));
     run.done = this.execute(run, row.payload).finally(() => {
@@ -609,7 +620,7 @@ export class Worker {
   private loseLease(run: Running): void {
     if (run.outcome === 'lost' || run.outcome === 'abandoned') return;
     run.outcome = 'lost';
-    run.controller.abort(new LeaseLostError(run.job.jobId));
+    abortRun(run, new LeaseLostError(run.job.jobId));
   }
 
   private async execute(run: Running, payload: JsonValue): Promise<void> {
@@ -646,10 +657,10 @@ export class Worker {
       if (run.outcome !== null) return;
       run.outcome = 'sleeping';
       this.heartbeater?.remove(run.job.jobId);
-      run.controller.abort(new JobSleeping(run.job.jobId, wakeAt));
+      abortRun(run, new JobSleeping(run.job.jobId, wakeAt));
       this.emit({ name: 'job.sleeping', ...this.jobFields(run.job), wakeAt });
     };
-    return new HandlerContext(run.job, run.controller.signal, runner, () => this.loseLease(run), onSleep, this.pool, client);
+    return new HandlerContext(run.job, () => signalOf(run), runner, () => this.loseLease(run), onSleep, this.pool, client);
   }
 
   /** Runs the handler and checks its result; `ok: false` carries what it threw. */
@@ -664,7 +675,7 @@ export class Worker {
       const result: unknown = await fn(payload, ctx);
       failpoint('after-handler');
       if (run.outcome === 'lost' || run.outcome === 'abandoned' || run.outcome === 'sleeping') {
-        return { ok: false, thrown: run.controller.signal.reason };
+        return { ok: false, thrown: signalOf(run).reason };
       }
       return { ok: true, resultText: result === undefined ? 'null' : toJsonText(result, 'result') };
     } catch (thrown) {
