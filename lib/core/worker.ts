@@ -54,6 +54,15 @@ export interface WorkerOptions {
   queues?: string[];
   /** Handlers running at once, 1 to 1000, default 10. */
   concurrency?: number;
+  /**
+   * Claim-and-complete round trips in flight at once, 1 to 4, default 1. The slots are split
+   * between them, and each records its own jobs' completions and claims for its own free slots,
+   * on a connection of its own at a time: the database records one batch while the worker runs
+   * the handlers of another. More throughput for many short jobs, for more database CPU per job
+   * (each round trip takes at most 100 jobs, so 2 pays off from a `concurrency` of about 100).
+   * See docs/workers.md.
+   */
+  roundTrips?: number;
   /** Lease length in ms, default 30 000. A job whose lease is not renewed within it is recovered. */
   leaseMs?: number;
   /** Heartbeat interval in ms, default a third of the lease. */
@@ -79,6 +88,7 @@ export interface WorkerOptions {
 const OPTION_KEYS = new Set([
   'queues',
   'concurrency',
+  'roundTrips',
   'leaseMs',
   'heartbeatMs',
   'pollMs',
@@ -122,8 +132,22 @@ interface PumpRow {
   waits: Record<string, string> | null;
 }
 
+/**
+ * One round trip's share of the worker: its slots, its jobs, the completions waiting for its next
+ * round trip, and the state of its pump.
+ */
+interface Lane {
+  slots: number;
+  runs: Set<Running>;
+  pending: PendingCompletion[];
+  pumping: Promise<void> | null;
+  scheduled: boolean;
+  again: boolean;
+}
+
 interface Running {
   job: ClaimedJob;
+  lane: Lane;
   /** Made when first needed (the handler reads ctx.signal, or the worker aborts): most jobs never need one. */
   controller: AbortController | null;
   startedAt: number;
@@ -215,14 +239,11 @@ export class Worker {
   private paused = false;
   private heartbeater: Heartbeater | null = null;
   private notifier: Notifier | null = null;
-  private pumping: Promise<void> | null = null;
-  private pumpScheduled = false;
-  private pumpAgain = false;
+  private readonly lanes: Lane[];
   private idleRounds = 0;
   private pollTimer: NodeJS.Timeout | null = null;
   private tickTimer: NodeJS.Timeout | null = null;
   private tickInFlight: Promise<void> | null = null;
-  private pending: PendingCompletion[] = [];
   /** False once the connection path refused a prepared statement (see isPreparedStatementMismatch). */
   private prepare = true;
   private stopPromise: Promise<void> | null = null;
@@ -241,6 +262,18 @@ export class Worker {
     }
     this.queues = [...new Set(queues.map((q, i) => checkName(q, `queues[${i}]`)))];
     this.concurrency = checkInteger(options.concurrency ?? 10, 'concurrency', 1, 1000);
+    const roundTrips = checkInteger(options.roundTrips ?? 1, 'roundTrips', 1, 4);
+    if (roundTrips > this.concurrency) {
+      throw new WorkhorseValidationError('roundTrips', `must be at most concurrency (${this.concurrency})`);
+    }
+    this.lanes = Array.from({ length: roundTrips }, (_, i) => ({
+      slots: Math.floor(this.concurrency / roundTrips) + (i < this.concurrency % roundTrips ? 1 : 0),
+      runs: new Set<Running>(),
+      pending: [],
+      pumping: null,
+      scheduled: false,
+      again: false,
+    }));
     this.leaseMs = checkInteger(options.leaseMs ?? 30_000, 'leaseMs', 1000, 86_400_000);
     this.heartbeatMs = checkInteger(options.heartbeatMs ?? Math.floor(this.leaseMs / 3), 'heartbeatMs', 100, this.leaseMs);
     this.pollMs = checkInteger(options.pollMs ?? 1000, 'pollMs', 10, 600_000);
@@ -406,6 +439,7 @@ export class Worker {
         this.emit({ name: 'job.abandoned', ...this.jobFields(run.job), durationMs: Date.now() - run.startedAt });
       }
       this.running.clear();
+      for (const lane of this.lanes) lane.runs.clear();
     }
     await this.flush();
     await this.stopServices();
@@ -425,22 +459,27 @@ export class Worker {
   // that arrive while a round trip is in flight simply go in the next one, and a slot freed by a
   // failure or release wakes the pump too.
 
-  /** Asks the pump for a round as soon as possible (coalescing everything that happens meanwhile). */
+  /** Asks every lane for a round (work may have arrived, or claiming may go on). */
   private wake(): void {
-    if (this.pumping) {
-      this.pumpAgain = true;
+    for (const lane of this.lanes) this.wakeLane(lane);
+  }
+
+  /** Asks a lane's pump for a round as soon as possible (coalescing everything that happens meanwhile). */
+  private wakeLane(lane: Lane): void {
+    if (lane.pumping) {
+      lane.again = true;
       return;
     }
-    if (this.pumpScheduled) return;
-    this.pumpScheduled = true;
+    if (lane.scheduled) return;
+    lane.scheduled = true;
     // setImmediate lets every handler that finishes in this turn of the event loop join the batch.
     setImmediate(() => {
-      this.pumpScheduled = false;
-      this.pumping ??= this.pump().finally(() => {
-        this.pumping = null;
-        if (this.pumpAgain) {
-          this.pumpAgain = false;
-          this.wake();
+      lane.scheduled = false;
+      lane.pumping ??= this.pump(lane).finally(() => {
+        lane.pumping = null;
+        if (lane.again) {
+          lane.again = false;
+          this.wakeLane(lane);
         }
       });
     });
@@ -450,13 +489,13 @@ export class Worker {
     return this.lifecycle === 'running' && !this.paused && this.resolveRun !== null;
   }
 
-  private async pump(): Promise<void> {
+  private async pump(lane: Lane): Promise<void> {
     let failures = 0;
     for (;;) {
-      this.pumpAgain = false;
-      const batch = this.pending.splice(0, this.pending[0]?.alone ? 1 : 500);
+      lane.again = false;
+      const batch = lane.pending.splice(0, lane.pending[0]?.alone ? 1 : 500);
       // Slots held by the runs in this batch are free once the batch is recorded.
-      const want = this.claiming ? Math.min(100, this.concurrency - this.running.size + batch.length) : 0;
+      const want = this.claiming ? Math.min(100, lane.slots - lane.runs.size + batch.length) : 0;
       if (batch.length === 0 && want <= 0) return;
       if (this.pollTimer && want > 0) clearTimeout(this.pollTimer);
       if (want > 0) this.pollTimer = null;
@@ -470,7 +509,7 @@ export class Worker {
         if (this.prepare && isPreparedStatementMismatch(error)) {
           // Refused before anything ran: send the same round again, unprepared from now on.
           this.prepare = false;
-          this.pending.unshift(...batch);
+          lane.pending.unshift(...batch);
           continue;
         }
         const typed = fromPgError(error);
@@ -481,7 +520,7 @@ export class Worker {
             // One refused result (e.g. over the size limit) fails the whole statement: send each
             // completion of the batch on its own so only the culprit is refused.
             for (const p of batch) p.alone = true;
-            this.pending.unshift(...batch);
+            lane.pending.unshift(...batch);
           }
           continue;
         }
@@ -493,7 +532,7 @@ export class Worker {
         failures++;
         const owned = batch.filter((p) => p.run.outcome !== 'lost' && p.run.outcome !== 'abandoned');
         for (const p of batch) if (!owned.includes(p)) p.resolve('stale');
-        this.pending.unshift(...owned);
+        lane.pending.unshift(...owned);
         if (owned.length === 0 && !this.claiming) return;
         if (owned.length === 0) {
           this.idleRounds++;
@@ -513,13 +552,13 @@ export class Worker {
       for (const p of batch) p.resolve(statuses.get(p.run.job.jobId) ?? 'stale');
       const claimedAt = Date.now();
       if (claimed.length > 0) failpoint('after-claim');
-      for (const row of claimed) this.start(row, sentAt, claimedAt);
+      for (const row of claimed) this.start(row, lane, sentAt, claimedAt);
       if (want > 0) {
         if (claimed.length < want) {
           // The queues ran dry: wait for a notification or the next poll.
           this.idleRounds++;
           this.schedulePoll();
-          if (this.pending.length === 0) return;
+          if (lane.pending.length === 0) return;
         } else {
           this.idleRounds = 0;
         }
@@ -558,13 +597,13 @@ export class Worker {
       rows = await this.pumpQuery('[]', Math.min(limit, 100));
     }
     const claimedAt = Date.now();
-    for (const row of rows) this.start(row, sentAt, claimedAt);
+    for (const row of rows) this.start(row, this.lanes[0], sentAt, claimedAt);
     return rows.length;
   }
 
   // ---- executing ------------------------------------------------------------------------------
 
-  private start(row: PumpRow, sentAt: number, claimedAt: number): void {
+  private start(row: PumpRow, lane: Lane, sentAt: number, claimedAt: number): void {
     const job: ClaimedJob = {
       jobId: row.job_id,
       queue: row.queue,
@@ -578,12 +617,14 @@ export class Worker {
     };
     const run: Running = {
       job,
+      lane,
       controller: null,
       startedAt: claimedAt,
       outcome: null,
       done: Promise.resolve(),
     };
     this.running.set(job.jobId, run);
+    lane.runs.add(run);
     this.heartbeater?.add({
       jobId: job.jobId,
       fenceToken: job.fenceToken,
@@ -613,7 +654,8 @@ export class Worker {
       if (timer) clearTimeout(timer);
       this.heartbeater?.remove(job.jobId);
       if (this.running.get(job.jobId) === run) this.running.delete(job.jobId);
-      this.wake();
+      lane.runs.delete(run);
+      this.wakeLane(lane);
     });
   }
 
@@ -825,18 +867,19 @@ export class Worker {
 
   // ---- completion -----------------------------------------------------------------------------
 
-  /** Queues a completion for the pump's next round trip; resolves with its status. */
+  /** Queues a completion for its lane's next round trip; resolves with its status. */
   private complete(run: Running, resultText: string): Promise<string> {
     return new Promise((resolve, reject) => {
-      this.pending.push({ run, resultText, resolve, reject });
-      this.wake();
+      run.lane.pending.push({ run, resultText, resolve, reject });
+      this.wakeLane(run.lane);
     });
   }
 
   /** Waits until every queued completion is recorded (or given up). */
   private async flush(): Promise<void> {
-    while (this.pending.length > 0 || this.pumping || this.pumpScheduled) {
-      if (this.pumping) await this.pumping;
+    const busy = () => this.lanes.find((l) => l.pending.length > 0 || l.pumping !== null || l.scheduled);
+    for (let lane = busy(); lane !== undefined; lane = busy()) {
+      if (lane.pumping) await lane.pumping;
       else await new Promise<void>((resolve) => setImmediate(resolve));
     }
   }

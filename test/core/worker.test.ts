@@ -309,6 +309,39 @@ describe('Worker leases and claims', () => {
     expect(batches.rows[0].n).toBe('5');
   });
 
+  it('with roundTrips 2, splits the slots between two round trips: claims of at most four of seven, all seven slots used, never more', async () => {
+    const q = freshQueue();
+    const ids = await queue.enqueueMany(Array.from({ length: 60 }, (_, n) => ({ type: 'lanes.job', payload: { n }, queue: q })));
+    let running = 0;
+    let peak = 0;
+    const worker = new Worker(queue, { queues: [q], concurrency: 7, roundTrips: 2, pollMs: 100 }).handle(
+      'lanes.job',
+      async (payload: { n: number }) => {
+        running += 1;
+        peak = Math.max(peak, running);
+        await delay(20 + (payload.n % 3) * 10);
+        running -= 1;
+        return payload.n;
+      },
+    );
+    const s = start(worker);
+    for (const id of ids) await waitFor(() => eventFor(s.events, 'job.succeeded', id), 20000, `job ${id} to succeed`);
+    // Seven at once needs both lanes: one has four slots, the other three.
+    expect(peak).toBe(7);
+    expect(s.events.filter((e) => e.name === 'worker.error')).toEqual([]);
+    const states = await pool.query<{ state: string; n: string }>(
+      'SELECT state, count(*) AS n FROM workhorse.job_outcome WHERE job_id = ANY ($1::uuid[]) GROUP BY state',
+      [ids],
+    );
+    expect(states.rows).toEqual([{ state: 'succeeded', n: '60' }]);
+    // Seven slots in two lanes of four and three: no claim took more than four jobs.
+    const batches = await pool.query<{ n: string }>(
+      "SELECT count(*) AS n FROM workhorse.job_event WHERE kind = 'claimed' AND job_id = ANY ($1::uuid[]) GROUP BY at ORDER BY 1 DESC LIMIT 1",
+      [ids],
+    );
+    expect(batches.rows[0].n).toBe('4');
+  });
+
   it('releases a job of a type it has no handler for without consuming the attempt; a worker with the handler runs it', async () => {
     const q = freshQueue();
     const jobId = await queue.enqueue('mystery.job', { secret: 42 }, { queue: q, maxAttempts: 1 });
@@ -443,6 +476,10 @@ describe('Worker API', () => {
       [{ bogus: 1 } as unknown as WorkerOptions, 'bogus'],
       [{ concurrency: 0 }, 'concurrency'],
       [{ leaseMs: 10 }, 'leaseMs'],
+      [{ roundTrips: 0 }, 'roundTrips'],
+      [{ roundTrips: 5 }, 'roundTrips'],
+      [{ roundTrips: 1.5 }, 'roundTrips'],
+      [{ concurrency: 2, roundTrips: 3 }, 'roundTrips'],
     ];
     for (const [options, field] of cases) {
       let thrown: unknown;
