@@ -21,6 +21,14 @@ const SYSTEMS = {
     ours: true,
     settings: '`WorkhorseModule.forRoot({ poolConfig: { max: 10 }, schema: "verify", worker: { concurrency } })`, one `@JobHandler` provider, Nest application context',
   },
+  'workhorse-lanes': {
+    adapter: 'workhorse',
+    label: 'workhorse (roundTrips 2)',
+    short: 'workhorse/2 lanes',
+    ours: true,
+    options: { roundTrips: 2 },
+    settings: 'as the core `Worker` defaults plus `roundTrips: 2` (two claim-and-complete round trips in flight, the slots split between them); its intended use is a concurrency of 100 or more',
+  },
   graphile: {
     adapter: 'graphile',
     label: 'graphile-worker (defaults)',
@@ -68,13 +76,21 @@ const FULL = {
     concurrencyOverride: { pgboss: 100 },
   },
   drain: {
-    systems: ['workhorse', 'workhorse-nest', 'graphile', 'graphile-batch', 'pgboss'],
-    concurrencies: [1, 10, 50, 100],
+    systems: ['workhorse', 'workhorse-nest', 'workhorse-lanes', 'graphile', 'graphile-batch', 'pgboss'],
+    concurrencies: [1, 10, 50, 100, 200],
     // The Nest variant runs the same core worker; measured at the default concurrency only.
-    // Concurrency 100 is each fast system's best configuration (ours claims at most 100 jobs per
-    // round trip); graphile-worker's defaults and pg-boss only get slower or stay poll-bound there.
-    onlyAt: { 'workhorse-nest': [10], graphile: [1, 10, 50], pgboss: [1, 10, 50] },
-    jobs: { 1: 5000, 10: 20000, 50: 20000, 100: 20000 },
+    // Concurrency 100 is the best configuration of our worker with one round trip in flight (it
+    // claims at most 100 jobs per round trip), 200 with two (roundTrips: 2, 100 slots per round
+    // trip); graphile-worker with batching runs at both too. graphile-worker's defaults and
+    // pg-boss only get slower or stay poll-bound there.
+    onlyAt: {
+      workhorse: [1, 10, 50, 100],
+      'workhorse-nest': [10],
+      'workhorse-lanes': [100, 200],
+      graphile: [1, 10, 50],
+      pgboss: [1, 10, 50],
+    },
+    jobs: { 1: 5000, 10: 20000, 50: 20000, 100: 20000, 200: 20000 },
     capMs: 90_000,
     pgbossCapMs: 4000,
   },
@@ -99,7 +115,7 @@ function sizesFromRate(cfg, rate) {
   const clamp = (n, lo, hi) => Math.max(lo, Math.min(hi, n));
   const drain = clamp(roundDown(rate * b.ourDrainSeconds, 1000), 3000, cfg.drain.jobs[10]);
   return {
-    drainJobs: { 1: clamp(roundDown(rate * b.ourSerialDrainSeconds, 500), 1000, cfg.drain.jobs[1]), 10: drain, 50: drain, 100: drain },
+    drainJobs: { 1: clamp(roundDown(rate * b.ourSerialDrainSeconds, 500), 1000, cfg.drain.jobs[1]), 10: drain, 50: drain, 100: drain, 200: drain },
     historyDrainJobs: drain,
     rssJobs: clamp(roundDown(rate * b.rssSeconds, 10000), 20000, cfg.rss.jobs),
   };

@@ -8,7 +8,7 @@ const path = require('node:path');
 const { summary, median } = require('./stats');
 
 const MiB = 1048576;
-const OURS = ['workhorse', 'workhorse-nest'];
+const OURS = ['workhorse', 'workhorse-nest', 'workhorse-lanes'];
 
 // ---- summaries ----------------------------------------------------------------------------------
 
@@ -666,6 +666,7 @@ function diagnoseMarkdown(results, label) {
 const COLORS = {
   workhorse: '#1f6feb',
   'workhorse-nest': '#6cb6ff',
+  'workhorse-lanes': '#0a3069',
   graphile: '#d1242f',
   'graphile-batch': '#fb8f44',
   pgboss: '#8250df',
