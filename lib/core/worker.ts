@@ -452,12 +452,14 @@ export class Worker {
 
   // ---- claiming and completing ----------------------------------------------------------------
   //
-  // One "pump" talks to the database for the hot path: each round trip records the completions
+  // A "pump" talks to the database for the hot path: each round trip records the completions
   // that gathered since the last one AND claims as many jobs as slots will then be free, in one
   // statement and one commit (`complete_and_claim_v1`). Commits are what a durable queue pays
   // for; sharing one between a batch of completions and the next claim halves them. Completions
   // that arrive while a round trip is in flight simply go in the next one, and a slot freed by a
-  // failure or release wakes the pump too.
+  // failure or release wakes the pump too. There is one pump per lane (`roundTrips`, default 1):
+  // a lane owns a share of the slots, and its pump records the completions of its own jobs and
+  // claims for its own free slots only, so lanes never wait for one another.
 
   /** Asks every lane for a round (work may have arrived, or claiming may go on). */
   private wake(): void {
