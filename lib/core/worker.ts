@@ -59,7 +59,8 @@ export interface WorkerOptions {
    * between them, and each records its own jobs' completions and claims for its own free slots,
    * on a connection of its own at a time: the database records one batch while the worker runs
    * the handlers of another. More throughput for many short jobs, for more database CPU per job
-   * (each round trip takes at most 100 jobs, so 2 pays off from a `concurrency` of about 100).
+   * (a round trip takes at most 100 jobs; 2 pays off when each still gets about that many, at a
+   * `concurrency` of about 200).
    * See docs/workers.md.
    */
   roundTrips?: number;

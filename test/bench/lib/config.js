@@ -27,7 +27,7 @@ const SYSTEMS = {
     short: 'workhorse/2 lanes',
     ours: true,
     options: { roundTrips: 2 },
-    settings: 'as the core `Worker` defaults plus `roundTrips: 2` (two claim-and-complete round trips in flight, the slots split between them); its intended use is a concurrency of 100 or more',
+    settings: 'as the core `Worker` defaults plus `roundTrips: 2` (two claim-and-complete round trips in flight, the slots split between them); meant for a concurrency of about 200, 100 slots per round trip',
   },
   graphile: {
     adapter: 'graphile',
