@@ -1,15 +1,16 @@
 #!/usr/bin/env node
 'use strict';
 // The `workhorse` executable. An installed package runs the compiled CLI in dist/. A source
-// checkout without a build runs the TypeScript sources through a transpile-only require hook
-// (no type check: `npm run typecheck` does that), using the `typescript` dev dependency.
-const crypto = require('node:crypto');
+// checkout without a build runs the TypeScript sources through scripts/run-ts.js (transpile
+// only, cached under node_modules/.cache; `npm run typecheck` does the type check), which needs
+// the `typescript` dev dependency.
 const fs = require('node:fs');
 const path = require('node:path');
 
 const root = path.resolve(__dirname, '..');
 const built = path.join(root, 'dist', 'lib', 'cli', 'main.js');
 const source = path.join(root, 'lib', 'cli', 'main.ts');
+const runTs = path.join(root, 'scripts', 'run-ts.js');
 
 function cannotStart(reason) {
   process.stderr.write(
@@ -18,65 +19,22 @@ function cannotStart(reason) {
   process.exitCode = 1;
 }
 
-function typescriptVersion() {
+function hasTypeScript() {
   try {
-    return require('typescript/package.json').version;
+    require.resolve('typescript/package.json');
+    return true;
   } catch {
-    return null;
+    return false;
   }
-}
-
-// Loading the compiler and transpiling costs seconds per run; the output of an unchanged file is
-// kept under node_modules/.cache, keyed by a hash of everything that determines it, so only
-// edited files are transpiled again and the compiler is loaded only when one is.
-function registerTypeScript(version) {
-  const libDir = fs.realpathSync(path.join(root, 'lib')) + path.sep;
-  const cacheDir = path.join(root, 'node_modules', '.cache', 'workhorse-cli');
-  const options = { module: 'commonjs', target: 'es2022', esModuleInterop: true, experimentalDecorators: true, emitDecoratorMetadata: true };
-  let ts = null;
-
-  function transpile(text, filename) {
-    ts ??= require('typescript');
-    const compilerOptions = ts.convertCompilerOptionsFromJson(options, root).options;
-    return ts.transpileModule(text, { compilerOptions, fileName: filename }).outputText;
-  }
-
-  const previous = require.extensions['.ts'];
-  require.extensions['.ts'] = (module, filename) => {
-    // Only this package's sources (Node loads them by real path); other .ts files go to whoever
-    // handled them before.
-    if (!filename.startsWith(libDir) && previous) return previous(module, filename);
-    const text = fs.readFileSync(filename, 'utf8');
-    const key = crypto.createHash('sha256').update(`${version}\0${JSON.stringify(options)}\0${text}`).digest('hex');
-    const cached = path.join(cacheDir, `${key}.js`);
-    let output;
-    try {
-      output = fs.readFileSync(cached, 'utf8');
-    } catch {
-      output = transpile(text, filename);
-      try {
-        fs.mkdirSync(cacheDir, { recursive: true });
-        const partial = `${cached}.${process.pid}.tmp`;
-        fs.writeFileSync(partial, output);
-        fs.renameSync(partial, cached);
-      } catch {
-        // A read-only checkout still works, only slower.
-      }
-    }
-    module._compile(output, filename);
-  };
 }
 
 if (fs.existsSync(built)) {
   require(built);
-} else if (!fs.existsSync(source)) {
-  cannotStart(`neither ${path.relative(root, built)} nor ${path.relative(root, source)} exists`);
+} else if (!fs.existsSync(source) || !fs.existsSync(runTs)) {
+  cannotStart(`neither ${path.relative(root, built)} nor the sources (${path.relative(root, source)}) exist`);
+} else if (!hasTypeScript()) {
+  cannotStart(`${path.relative(root, built)} is missing and the "typescript" package is not installed to run the sources`);
 } else {
-  const version = typescriptVersion();
-  if (version === null) {
-    cannotStart(`${path.relative(root, built)} is missing and the "typescript" package is not installed to run the sources`);
-  } else {
-    registerTypeScript(version);
-    require(source);
-  }
+  require(runTs);
+  require(source);
 }

@@ -14,8 +14,9 @@
 //    does and always runs the sources next to it (never a stale dist/).
 //
 // Transpiled output is cached under node_modules/.cache/workhorse-run-ts, keyed by a hash of the
-// compiler version, the options, the file name and its text (as bin/workhorse.js does): only edited
-// files are transpiled again, and the compiler is loaded only when one is.
+// compiler version, the options, the file name and its text: only edited files are transpiled
+// again, and the compiler is loaded only when one is. bin/workhorse.js loads this file to run the
+// CLI from a source checkout that has no dist/.
 const crypto = require('node:crypto');
 const fs = require('node:fs');
 const Module = require('node:module');

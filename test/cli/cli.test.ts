@@ -530,13 +530,14 @@ describe('bin/workhorse.js as a real process', () => {
     });
   }
 
-  /** A copy of the checkout's shape without dist/: bin/ copied, lib/ (and node_modules/) linked. */
+  /** A copy of the checkout's shape without dist/: bin/ copied, lib/ and scripts/ (and node_modules/) linked. */
   function sourceCheckout(withNodeModules: boolean): string {
     const dir = mkdtempSync(join(tmpdir(), 'workhorse-cli-'));
     temporary.push(dir);
     mkdirSync(join(dir, 'bin'));
     copyFileSync(join(ROOT, 'bin', 'workhorse.js'), join(dir, 'bin', 'workhorse.js'));
     symlinkSync(join(ROOT, 'lib'), join(dir, 'lib'));
+    symlinkSync(join(ROOT, 'scripts'), join(dir, 'scripts'));
     if (withNodeModules) symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
     return dir;
   }
