@@ -81,6 +81,24 @@ async function stateOf(jobId: string): Promise<string | undefined> {
   return (await admin.getJob(jobId))?.state;
 }
 
+/** How many of `ids` ended in each terminal state. */
+async function outcomeCounts(ids: string[]): Promise<{ state: string; n: number }[]> {
+  const { rows } = await pool.query<{ state: string; n: number }>(
+    'SELECT state, count(*)::int AS n FROM workhorse.job_outcome WHERE job_id = ANY ($1::uuid[]) GROUP BY state ORDER BY state',
+    [ids],
+  );
+  return rows;
+}
+
+/** The most of `ids` one claim took (the jobs of one claim share its `claimed` timestamp). */
+async function largestClaim(ids: string[]): Promise<number> {
+  const { rows } = await pool.query<{ n: number }>(
+    "SELECT count(*)::int AS n FROM workhorse.job_event WHERE kind = 'claimed' AND job_id = ANY ($1::uuid[]) GROUP BY at ORDER BY 1 DESC LIMIT 1",
+    [ids],
+  );
+  return rows[0].n;
+}
+
 async function attemptsOf(jobId: string): Promise<{ attempt: number; outcome: string; worker_id: string }[]> {
   const { rows } = await pool.query<{ attempt: number; outcome: string; worker_id: string }>(
     'SELECT attempt, outcome, worker_id FROM workhorse.attempt_history WHERE job_id = $1 ORDER BY id',
@@ -296,17 +314,9 @@ describe('Worker leases and claims', () => {
     const s = start(worker);
     for (const id of ids) await waitFor(() => eventFor(s.events, 'job.succeeded', id), 20000, `job ${id} to succeed`);
     expect(peak).toBe(5);
-    const states = await pool.query<{ state: string; n: string }>(
-      'SELECT state, count(*) AS n FROM workhorse.job_outcome WHERE job_id = ANY ($1::uuid[]) GROUP BY state',
-      [ids],
-    );
-    expect(states.rows).toEqual([{ state: 'succeeded', n: '20' }]);
+    expect(await outcomeCounts(ids)).toEqual([{ state: 'succeeded', n: 20 }]);
     // The first claim took all five free slots in one call: five claims share one timestamp.
-    const batches = await pool.query<{ n: string }>(
-      "SELECT count(*) AS n FROM workhorse.job_event WHERE kind = 'claimed' AND job_id = ANY ($1::uuid[]) GROUP BY at ORDER BY 1 DESC LIMIT 1",
-      [ids],
-    );
-    expect(batches.rows[0].n).toBe('5');
+    expect(await largestClaim(ids)).toBe(5);
   });
 
   it('with roundTrips 2, splits the slots between two round trips: claims of at most four of seven, all seven slots used, never more', async () => {
@@ -329,17 +339,9 @@ describe('Worker leases and claims', () => {
     // Seven at once needs both lanes: one has four slots, the other three.
     expect(peak).toBe(7);
     expect(s.events.filter((e) => e.name === 'worker.error')).toEqual([]);
-    const states = await pool.query<{ state: string; n: string }>(
-      'SELECT state, count(*) AS n FROM workhorse.job_outcome WHERE job_id = ANY ($1::uuid[]) GROUP BY state',
-      [ids],
-    );
-    expect(states.rows).toEqual([{ state: 'succeeded', n: '60' }]);
+    expect(await outcomeCounts(ids)).toEqual([{ state: 'succeeded', n: 60 }]);
     // Seven slots in two lanes of four and three: no claim took more than four jobs.
-    const batches = await pool.query<{ n: string }>(
-      "SELECT count(*) AS n FROM workhorse.job_event WHERE kind = 'claimed' AND job_id = ANY ($1::uuid[]) GROUP BY at ORDER BY 1 DESC LIMIT 1",
-      [ids],
-    );
-    expect(batches.rows[0].n).toBe('4');
+    expect(await largestClaim(ids)).toBe(4);
   });
 
   it('releases a job of a type it has no handler for without consuming the attempt; a worker with the handler runs it', async () => {
