@@ -498,8 +498,9 @@ BEGIN
       DELETE FROM workhorse.job_runtime r
        USING input i
        WHERE r.job_id = i.job_id AND workhorse.owns(r, p_worker_id, i.fence, v_now)
+      -- A cancel request that arrived meanwhile wins over the result: the job ends `canceled`.
       RETURNING r.job_id, r.queue, r.current_attempt, r.fence_token, r.attempt_started_at, r.progress,
-                r.cancel_requested_at IS NOT NULL AS canceled,
+                CASE WHEN r.cancel_requested_at IS NOT NULL THEN 'canceled' ELSE 'succeeded' END AS state,
                 CASE WHEN r.cancel_requested_at IS NOT NULL
                      THEN jsonb_build_object('name', 'Canceled', 'message', coalesce(r.cancel_reason, 'canceled on request'))
                 END AS cancel_error,
@@ -507,26 +508,23 @@ BEGIN
     ),
     outcome AS (
       INSERT INTO workhorse.job_outcome (job_id, queue, state, result, error, final_attempt, fence_token, worker_id, finished_at, progress)
-      SELECT d.job_id, d.queue, CASE WHEN d.canceled THEN 'canceled' ELSE 'succeeded' END,
-             CASE WHEN d.canceled THEN NULL ELSE d.result END, d.cancel_error,
+      SELECT d.job_id, d.queue, d.state, CASE WHEN d.state = 'succeeded' THEN d.result END, d.cancel_error,
              d.current_attempt, d.fence_token, p_worker_id, v_now, d.progress
       FROM done d
     ),
     attempts AS (
       INSERT INTO workhorse.attempt_history (job_id, attempt, outcome, worker_id, fence_token, started_at, finished_at, error)
-      SELECT d.job_id, d.current_attempt, CASE WHEN d.canceled THEN 'canceled' ELSE 'succeeded' END,
-             p_worker_id, d.fence_token, d.attempt_started_at, v_now, d.cancel_error
+      SELECT d.job_id, d.current_attempt, d.state, p_worker_id, d.fence_token, d.attempt_started_at, v_now, d.cancel_error
       FROM done d
     ),
     events AS (
       INSERT INTO workhorse.job_event (job_id, at, kind, attempt, worker_id, fence_token, data)
-      SELECT d.job_id, v_now, CASE WHEN d.canceled THEN 'canceled' ELSE 'succeeded' END,
-             d.current_attempt, p_worker_id, d.fence_token,
-             CASE WHEN d.canceled THEN jsonb_build_object('error', d.cancel_error, 'resultRefused', true) END
+      SELECT d.job_id, v_now, d.state, d.current_attempt, p_worker_id, d.fence_token,
+             CASE WHEN d.cancel_error IS NOT NULL THEN jsonb_build_object('error', d.cancel_error, 'resultRefused', true) END
       FROM done d
     )
     SELECT i.job_id,
-           CASE WHEN d.job_id IS NOT NULL THEN CASE WHEN d.canceled THEN 'canceled' ELSE 'succeeded' END
+           CASE WHEN d.job_id IS NOT NULL THEN d.state
                 -- A retry of a completion that already committed (its first answer was lost with
                 -- the connection) finds its own outcome: same worker, same fence. Answer as before.
                 WHEN EXISTS (SELECT 1 FROM workhorse.job_outcome o

@@ -157,14 +157,16 @@ interface Running {
   done: Promise<void>;
 }
 
+function controllerOf(run: Running): AbortController {
+  return (run.controller ??= new AbortController());
+}
+
 function signalOf(run: Running): AbortSignal {
-  run.controller ??= new AbortController();
-  return run.controller.signal;
+  return controllerOf(run).signal;
 }
 
 function abortRun(run: Running, reason: Error): void {
-  run.controller ??= new AbortController();
-  run.controller.abort(reason);
+  controllerOf(run).abort(reason);
 }
 
 function completionItems(batch: PendingCompletion[]): string {
@@ -509,12 +511,6 @@ export class Worker {
         rows = await this.pumpQuery(completionItems(batch), Math.max(want, 0));
         if (batch.length > 0) failpoint('after-complete');
       } catch (error) {
-        if (this.prepare && isPreparedStatementMismatch(error)) {
-          // Refused before anything ran: send the same round again, unprepared from now on.
-          this.prepare = false;
-          lane.pending.unshift(...batch);
-          continue;
-        }
         const typed = fromPgError(error);
         if (typed instanceof WorkhorseError) {
           if (batch.length === 1) {
@@ -579,26 +575,28 @@ export class Worker {
     }, base * (0.8 + Math.random() * 0.4));
   }
 
-  /** One `complete_and_claim_v1` round trip: prepared once per connection where the path allows. */
+  /**
+   * One `complete_and_claim_v1` round trip: prepared once per connection where the path allows.
+   * A connection that refuses the prepared statement ran nothing, so the same round trip is sent
+   * again unprepared, and so are all later ones.
+   */
   private async pumpQuery(items: string, limit: number): Promise<PumpRow[]> {
     const values = [this.workerId, items, this.queues, limit, this.leaseMs];
-    const result = await this.pool.query<PumpRow>(
-      this.prepare ? { name: PUMP_STATEMENT, text: PUMP_SQL, values } : { text: PUMP_SQL, values },
-    );
-    return result.rows;
+    if (this.prepare) {
+      try {
+        return (await this.pool.query<PumpRow>({ name: PUMP_STATEMENT, text: PUMP_SQL, values })).rows;
+      } catch (error) {
+        if (!isPreparedStatementMismatch(error)) throw error;
+        this.prepare = false;
+      }
+    }
+    return (await this.pool.query<PumpRow>({ text: PUMP_SQL, values })).rows;
   }
 
   /** For `runOnce`: one claim of up to `limit` jobs, started at once. */
   private async claimOnce(limit: number): Promise<number> {
     const sentAt = Date.now();
-    let rows: PumpRow[];
-    try {
-      rows = await this.pumpQuery('[]', Math.min(limit, 100));
-    } catch (error) {
-      if (!this.prepare || !isPreparedStatementMismatch(error)) throw error;
-      this.prepare = false;
-      rows = await this.pumpQuery('[]', Math.min(limit, 100));
-    }
+    const rows = await this.pumpQuery('[]', Math.min(limit, 100));
     const claimedAt = Date.now();
     for (const row of rows) this.start(row, this.lanes[0], sentAt, claimedAt);
     return rows.length;
