@@ -13,8 +13,8 @@ RETURNS TABLE (
   fence_token bigint, lease_expires_at timestamptz, execution_timeout_ms integer, checkpoints jsonb, waits jsonb)
 LANGUAGE plpgsql AS $$
 BEGIN
-  IF p_limit IS NULL OR p_limit < 1 OR p_limit > 100 THEN
-    PERFORM workhorse.raise_invalid('limit', 'must be an integer from 1 to 100');
+  IF p_limit IS NULL OR p_limit < 1 OR p_limit > 1000 THEN
+    PERFORM workhorse.raise_invalid('limit', 'must be an integer from 1 to 1000');
   END IF;
   RETURN QUERY
   SELECT c.job_id, c.queue, c.type, c.payload, c.attempt, c.max_attempts, c.fence_token, c.lease_expires_at,
@@ -437,8 +437,8 @@ DECLARE
   v_i integer;
   v_large boolean;
 BEGIN
-  IF p_limit IS NULL OR p_limit < 0 OR p_limit > 100 THEN
-    PERFORM workhorse.raise_invalid('limit', 'must be an integer from 0 to 100');
+  IF p_limit IS NULL OR p_limit < 0 OR p_limit > 1000 THEN
+    PERFORM workhorse.raise_invalid('limit', 'must be an integer from 0 to 1000');
   END IF;
 
   -- ---- completions ----

@@ -106,6 +106,13 @@ const PUMP_SQL =
   'FROM workhorse.complete_and_claim_v1($1, $2::jsonb, $3, $4, $5)';
 /** Name of PUMP_SQL as a prepared statement (parsed and planned once per connection). */
 const PUMP_STATEMENT = 'workhorse.complete_and_claim_v1';
+/**
+ * The most jobs one round trip claims, and the most completions it records (the limits of
+ * complete_and_claim_v1). `concurrency` is at most 1000 too, so one round can always fill every
+ * free slot of a lane: at high concurrency, large rounds share the statement's fixed cost (and
+ * the commit) among more jobs. See docs/decisions.md.
+ */
+const MAX_ROUND = 1000;
 
 /**
  * A named prepared statement that the server connection does not have (26000) or already has
@@ -498,9 +505,9 @@ export class Worker {
     let failures = 0;
     for (;;) {
       lane.again = false;
-      const batch = lane.pending.splice(0, lane.pending[0]?.alone ? 1 : 500);
+      const batch = lane.pending.splice(0, lane.pending[0]?.alone ? 1 : MAX_ROUND);
       // Slots held by the runs in this batch are free once the batch is recorded.
-      const want = this.claiming ? Math.min(100, lane.slots - lane.runs.size + batch.length) : 0;
+      const want = this.claiming ? Math.min(MAX_ROUND, lane.slots - lane.runs.size + batch.length) : 0;
       if (batch.length === 0 && want <= 0) return;
       if (this.pollTimer && want > 0) clearTimeout(this.pollTimer);
       if (want > 0) this.pollTimer = null;
@@ -596,7 +603,7 @@ export class Worker {
   /** For `runOnce`: one claim of up to `limit` jobs, started at once. */
   private async claimOnce(limit: number): Promise<number> {
     const sentAt = Date.now();
-    const rows = await this.pumpQuery('[]', Math.min(limit, 100));
+    const rows = await this.pumpQuery('[]', Math.min(limit, MAX_ROUND));
     const claimedAt = Date.now();
     for (const row of rows) this.start(row, this.lanes[0], sentAt, claimedAt);
     return rows.length;

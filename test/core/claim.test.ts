@@ -175,8 +175,8 @@ describe('what a claim may take', () => {
     expect(Number(left.rows[0].n)).toBe(3);
   });
 
-  it('refuses a limit outside 1..100 with a validation error naming the field', async () => {
-    for (const limit of [0, 101]) {
+  it('refuses a limit outside 1..1000 with a validation error naming the field', async () => {
+    for (const limit of [0, 1001]) {
       const error = await claim(['limit-a'], limit).catch((e: unknown) => e);
       expect(error).toMatchObject({ code: 'P1001', column: 'limit' });
     }

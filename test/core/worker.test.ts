@@ -319,6 +319,24 @@ describe('Worker leases and claims', () => {
     expect(await largestClaim(ids)).toBe(5);
   });
 
+  it('fills 250 free slots with one claim of 250 (a round trip is not capped below concurrency)', async () => {
+    const q = freshQueue();
+    const ids = await queue.enqueueMany(Array.from({ length: 300 }, (_, n) => ({ type: 'wide.job', payload: { n }, queue: q })));
+    let running = 0;
+    let peak = 0;
+    const worker = new Worker(queue, { queues: [q], concurrency: 250, pollMs: 100 }).handle('wide.job', async () => {
+      running += 1;
+      peak = Math.max(peak, running);
+      await delay(50);
+      running -= 1;
+    });
+    const s = start(worker);
+    for (const id of ids) await waitFor(() => eventFor(s.events, 'job.succeeded', id), 20000, `job ${id} to succeed`);
+    expect(peak).toBe(250);
+    expect(await outcomeCounts(ids)).toEqual([{ state: 'succeeded', n: 300 }]);
+    expect(await largestClaim(ids)).toBe(250);
+  });
+
   it('with roundTrips 2, splits the slots between two round trips: claims of at most four of seven, all seven slots used, never more', async () => {
     const q = freshQueue();
     const ids = await queue.enqueueMany(Array.from({ length: 60 }, (_, n) => ({ type: 'lanes.job', payload: { n }, queue: q })));

@@ -789,7 +789,7 @@ describe('the SQL functions called directly with malformed arguments', () => {
       [queues, 'w'.repeat(201), 1, 1000],
       [queues, 'w', null, 1000],
       [queues, 'w', 0, 1000],
-      [queues, 'w', 101, 1000],
+      [queues, 'w', 1001, 1000],
       [queues, 'w', -1, 1000],
       [queues, 'w', 1, null],
       [queues, 'w', 1, 999],
