@@ -102,11 +102,9 @@ export class Heartbeater {
 }
 
 /**
- * `[{"jobId", "fence", ...extra}]` as JSON text. Fence tokens are bigints that PostgreSQL hands
+ * `[{"jobId", "fence"}]` as JSON text (the heartbeat request). Fence tokens are bigints that PostgreSQL hands
  * us as decimal strings; they are written as JSON numbers verbatim so no precision is lost.
  */
-export function leasesJson(items: { jobId: string; fenceToken: string; extra?: string }[]): string {
-  return `[${items
-    .map((i) => `{"jobId":${JSON.stringify(i.jobId)},"fence":${BigInt(i.fenceToken).toString()}${i.extra ? `,${i.extra}` : ''}}`)
-    .join(',')}]`;
+function leasesJson(items: { jobId: string; fenceToken: string }[]): string {
+  return `[${items.map((i) => `{"jobId":${JSON.stringify(i.jobId)},"fence":${BigInt(i.fenceToken).toString()}}`).join(',')}]`;
 }

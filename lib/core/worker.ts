@@ -14,7 +14,7 @@ import {
 } from './errors';
 import type { WorkerEvent, WorkerEventListener } from './events';
 import { failpoint } from './failpoints';
-import { Heartbeater, leasesJson } from './heartbeater';
+import { Heartbeater } from './heartbeater';
 import { Notifier } from './notifier';
 import type { Queue } from './queue';
 import type { ErrorEnvelope, JsonValue, Queryable, RetryPolicy } from './types';
@@ -176,10 +176,18 @@ function abortRun(run: Running, reason: Error): void {
   controllerOf(run).abort(reason);
 }
 
+/**
+ * `[{"jobId", "fence", "result"}]` as JSON text, written directly (it runs for every job). The id
+ * and the fence are what the database returned for the claim (a uuid and an int8 in their text
+ * forms, which are valid JSON as they are); the result is JSON text already.
+ */
 function completionItems(batch: PendingCompletion[]): string {
-  return leasesJson(
-    batch.map((p) => ({ jobId: p.run.job.jobId, fenceToken: p.run.job.fenceToken, extra: `"result":${p.resultText}` })),
-  );
+  let text = '[';
+  for (let i = 0; i < batch.length; i++) {
+    const { run, resultText } = batch[i];
+    text += `${i === 0 ? '' : ','}{"jobId":"${run.job.jobId}","fence":${run.job.fenceToken},"result":${resultText}}`;
+  }
+  return `${text}]`;
 }
 
 interface PendingCompletion {
@@ -645,7 +653,9 @@ export class Worker {
         }
       },
     });
-    this.emit({ name: 'job.claimed', ...this.jobFields(job) });
+    if (this.listeners.size > 0) {
+      this.emit({ name: 'job.claimed', jobId: job.jobId, type: job.type, queue: job.queue, attempt: job.attempt, workerId: this.workerId });
+    }
     // The server closes the attempt at the same moment by its own clock (counted from the claim,
     // which happened before `claimedAt`); this timer only tells the handler sooner.
     const timeoutMs = row.execution_timeout_ms;
@@ -687,11 +697,14 @@ export class Worker {
         if (!outcome.ok) {
           await this.settleFailure(run, outcome.thrown);
         } else {
-          const status = await this.complete(run, outcome.resultText).catch((refused: unknown) => {
+          let status: string | WorkhorseError;
+          try {
+            status = await this.complete(run, outcome.resultText);
+          } catch (refused) {
             // The database refused the result itself (a typed error): that fails the attempt.
-            if (refused instanceof WorkhorseError) return refused;
-            throw refused;
-          });
+            if (!(refused instanceof WorkhorseError)) throw refused;
+            status = refused;
+          }
           if (typeof status === 'string') this.settleStatus(run, status, null);
           else await this.settleFailure(run, status);
         }
@@ -840,9 +853,16 @@ export class Worker {
   }
 
   private settleStatus(run: Running, status: string, error: ErrorEnvelope | null): void {
-    const fields = { ...this.jobFields(run.job), durationMs: Date.now() - run.startedAt };
-    if (status === 'succeeded') this.emit({ name: 'job.succeeded', ...fields });
-    else if (status === 'canceled') this.emit({ name: 'job.canceled', ...fields });
+    const { job } = run;
+    if (status === 'succeeded') {
+      // The event of every job: one object, written out (no spreads), and none without a listener.
+      if (this.listeners.size === 0) return;
+      const durationMs = Date.now() - run.startedAt;
+      this.emit({ name: 'job.succeeded', jobId: job.jobId, type: job.type, queue: job.queue, attempt: job.attempt, workerId: this.workerId, durationMs });
+      return;
+    }
+    const fields = { ...this.jobFields(job), durationMs: Date.now() - run.startedAt };
+    if (status === 'canceled') this.emit({ name: 'job.canceled', ...fields });
     else if (status === 'failed' && error) this.emit({ name: 'job.failed', ...fields, error });
     else if (status === 'stale') this.reportLost(run);
   }
