@@ -19,6 +19,20 @@ export interface ClaimedJob {
 }
 
 /**
+ * What a context asks of the worker that runs its job. A worker implements it once and every
+ * job's context holds it with the worker's own record of that job (`run`), so starting a job
+ * creates no closures.
+ */
+export interface RunOwner {
+  /** The job's AbortSignal (the worker may make it on first use). */
+  signalOf(run: object): AbortSignal;
+  /** The database said this worker no longer owns the job. */
+  lost(run: object): void;
+  /** The job went to sleep until `wakeAt` (or was canceled meanwhile): the worker lets go of it. */
+  slept(run: object, wakeAt: Date): void;
+}
+
+/**
  * Thrown out of `ctx.sleep` when the job went to sleep: the worker has let go of the job and the
  * handler must unwind (do not catch it). The job runs the handler again from the top when it
  * wakes. Its `signal` has aborted with this error too.
@@ -52,7 +66,6 @@ export class HandlerContext {
   readonly queue: string;
   readonly type: string;
   readonly workerId: string;
-  private readonly signalSource: () => AbortSignal;
   /**
    * In a transactional handler (`handle(type, fn, { transactional: true })`): the client of the
    * transaction that also records the job's completion. Write through it and those writes
@@ -62,12 +75,9 @@ export class HandlerContext {
 
   constructor(
     private readonly job: ClaimedJob,
-    // The worker passes a function that makes the signal on first use: creating an AbortSignal
-    // costs more than the rest of a short job's start.
-    signal: AbortSignal | (() => AbortSignal),
+    private readonly owner: RunOwner,
+    private readonly run: object,
     private readonly runner: Queryable,
-    private readonly onStale: () => void,
-    private readonly onSleep: (wakeAt: Date) => void,
     // Sleeps always commit on their own (never inside a transactional handler's transaction,
     // whose rollback must not undo the sleep).
     private readonly pool: Queryable,
@@ -80,12 +90,11 @@ export class HandlerContext {
     this.queue = job.queue;
     this.type = job.type;
     this.workerId = job.workerId;
-    this.signalSource = typeof signal === 'function' ? signal : () => signal;
   }
 
   /** Aborts when the job is canceled, the lease is lost or the worker shuts down. */
   get signal(): AbortSignal {
-    return this.signalSource();
+    return this.owner.signalOf(this.run);
   }
 
   /**
@@ -114,7 +123,7 @@ export class HandlerContext {
       throw fromPgError(error);
     }
     if (status === 'stale') {
-      this.onStale();
+      this.owner.lost(this.run);
       throw new LeaseLostError(this.job.jobId);
     }
     this.job.checkpoints[name] = value === undefined ? [] : [JSON.parse(text as string) as JsonValue];
@@ -147,7 +156,7 @@ export class HandlerContext {
       throw fromPgError(error);
     }
     if (status === 'stale') {
-      this.onStale();
+      this.owner.lost(this.run);
       throw new LeaseLostError(this.job.jobId);
     }
   }
@@ -199,14 +208,14 @@ export class HandlerContext {
       throw fromPgError(error);
     }
     if (row.status === 'stale') {
-      this.onStale();
+      this.owner.lost(this.run);
       throw new LeaseLostError(this.job.jobId);
     }
     const wakeAt = row.wake_at as Date;
     this.job.waits[name] = wakeAt.toISOString();
     if (row.status === 'elapsed') return;
     // `sleeping` or `canceled`: either way the job is no longer this worker's to run.
-    this.onSleep(wakeAt);
+    this.owner.slept(this.run, wakeAt);
     throw new JobSleeping(this.job.jobId, wakeAt);
   }
 }

@@ -1,14 +1,20 @@
 import type { Pool } from 'pg';
 import { DedicatedConnection } from './connection';
 
-/** A lease the heartbeater keeps alive, and what to do when it is lost or canceled. */
+/** A lease the heartbeater keeps alive. */
 export interface HeldLease {
-  jobId: string;
-  fenceToken: string;
+  readonly jobId: string;
+  readonly fenceToken: string;
   /** Local deadline (ms since epoch) after which the lease must be presumed lost. */
   deadline: number;
-  onLost(): void;
-  onCancelRequested(): void;
+}
+
+/** What the heartbeater tells its worker about a lease (one listener for all of them). */
+export interface LeaseListener {
+  /** The lease was not renewed in time, or the server says another owner has the job. */
+  lost(jobId: string): void;
+  /** The job's cancellation was requested; the lease stays renewed until the worker acknowledges. */
+  cancelRequested(jobId: string): void;
 }
 
 interface HeartbeatRow {
@@ -34,6 +40,7 @@ export class Heartbeater {
     private readonly leaseMs: number,
     private readonly intervalMs: number,
     private readonly onError: (error: Error) => void,
+    private readonly listener: LeaseListener,
   ) {
     this.connection = new DedicatedConnection(pool.options, onError);
   }
@@ -68,7 +75,7 @@ export class Heartbeater {
     for (const lease of [...this.leases.values()]) {
       if (now >= lease.deadline) {
         this.leases.delete(lease.jobId);
-        lease.onLost();
+        this.listener.lost(lease.jobId);
       }
     }
     if (this.leases.size === 0) return;
@@ -91,11 +98,11 @@ export class Heartbeater {
       if (!lease) continue;
       if (row.status === 'stale') {
         this.leases.delete(row.job_id);
-        lease.onLost();
+        this.listener.lost(row.job_id);
       } else if (row.status !== 'busy') {
         // The server renewed the lease after we sent the request, so this bound is safe.
         lease.deadline = sentAt + this.leaseMs;
-        if (row.status === 'cancel_requested') lease.onCancelRequested();
+        if (row.status === 'cancel_requested') this.listener.cancelRequested(row.job_id);
       }
     }
   }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Pool, PoolClient } from 'pg';
-import { HandlerContext, JobSleeping, type ClaimedJob } from './context';
+import { HandlerContext, JobSleeping, type ClaimedJob, type RunOwner } from './context';
 import {
   ExecutionTimeoutError,
   fromPgError,
@@ -58,10 +58,9 @@ export interface WorkerOptions {
    * Claim-and-complete round trips in flight at once, 1 to 4, default 1. The slots are split
    * between them, and each records its own jobs' completions and claims for its own free slots,
    * on a connection of its own at a time: the database records one batch while the worker runs
-   * the handlers of another. More throughput for many short jobs, for more database CPU per job
-   * (a round trip takes at most 100 jobs; 2 pays off when each still gets about that many, at a
-   * `concurrency` of about 200).
-   * See docs/workers.md.
+   * the handlers of another. More throughput for many short jobs at a high `concurrency` (each
+   * round trip then carries hundreds of jobs; 2 at about 500 was the fastest configuration on 2
+   * cores), for more database CPU per job; slower with small lanes. See docs/workers.md.
    */
   roundTrips?: number;
   /** Lease length in ms, default 30 000. A job whose lease is not renewed within it is recovered. */
@@ -161,8 +160,13 @@ interface Running {
   startedAt: number;
   /** Why the worker stopped the handler or stopped caring about its outcome, if it did. */
   outcome: 'lost' | 'canceled' | 'abandoned' | 'timeout' | 'sleeping' | null;
+  /** The execution timeout's local timer, if the job has one. */
+  timer: NodeJS.Timeout | null;
+  /** Settles when the worker is done with the job (its outcome recorded, or given up). */
   done: Promise<void>;
 }
+
+const SETTLED: Promise<void> = Promise.resolve();
 
 function controllerOf(run: Running): AbortController {
   return (run.controller ??= new AbortController());
@@ -256,6 +260,12 @@ export class Worker {
   private lifecycle: Lifecycle = 'idle';
   private paused = false;
   private heartbeater: Heartbeater | null = null;
+  /** What every job's HandlerContext asks of this worker (one object for all of them). */
+  private readonly runOwner: RunOwner = {
+    signalOf: (run) => signalOf(run as Running),
+    lost: (run) => this.loseLease(run as Running),
+    slept: (run, wakeAt) => this.sleepRun(run as Running, wakeAt),
+  };
   private notifier: Notifier | null = null;
   private readonly lanes: Lane[];
   private idleRounds = 0;
@@ -420,9 +430,19 @@ export class Worker {
   private startServices(): void {
     this.lifecycle = 'running';
     this.pool.on('error', this.onPoolError);
-    this.heartbeater = new Heartbeater(this.pool, this.workerId, this.leaseMs, this.heartbeatMs, (e) =>
-      this.reportError('heartbeat', e),
-    );
+    this.heartbeater = new Heartbeater(this.pool, this.workerId, this.leaseMs, this.heartbeatMs, (e) => this.reportError('heartbeat', e), {
+      lost: (jobId) => {
+        const run = this.running.get(jobId);
+        if (run) this.loseLease(run);
+      },
+      cancelRequested: (jobId) => {
+        const run = this.running.get(jobId);
+        if (run && run.outcome === null) {
+          run.outcome = 'canceled';
+          abortRun(run, new JobCanceledError(jobId));
+        }
+      },
+    });
     this.heartbeater.start();
   }
 
@@ -557,13 +577,17 @@ export class Worker {
         continue;
       }
       failures = 0;
-      const statuses = new Map<string, string>();
+      // Completion rows come first, in the order of `batch`: matched by position, and by id
+      // (a map) only if the order ever differed. A completion with no row is stale.
       const claimed: PumpRow[] = [];
+      let matched = 0;
+      let byId: Map<string, string> | null = null;
       for (const row of rows) {
         if (row.status === 'claimed') claimed.push(row);
-        else statuses.set(row.job_id, row.status);
+        else if (byId === null && matched < batch.length && batch[matched].run.job.jobId === row.job_id) batch[matched++].resolve(row.status);
+        else (byId ??= new Map()).set(row.job_id, row.status);
       }
-      for (const p of batch) p.resolve(statuses.get(p.run.job.jobId) ?? 'stale');
+      for (let i = matched; i < batch.length; i++) batch[i].resolve(byId?.get(batch[i].run.job.jobId) ?? 'stale');
       const claimedAt = Date.now();
       if (claimed.length > 0) failpoint('after-claim');
       for (const row of claimed) this.start(row, lane, sentAt, claimedAt);
@@ -637,44 +661,37 @@ export class Worker {
       controller: null,
       startedAt: claimedAt,
       outcome: null,
-      done: Promise.resolve(),
+      timer: null,
+      done: SETTLED,
     };
     this.running.set(job.jobId, run);
     lane.runs.add(run);
-    this.heartbeater?.add({
-      jobId: job.jobId,
-      fenceToken: job.fenceToken,
-      deadline: sentAt + this.leaseMs,
-      onLost: () => this.loseLease(run),
-      onCancelRequested: () => {
-        if (run.outcome === null) {
-          run.outcome = 'canceled';
-          abortRun(run, new JobCanceledError(job.jobId));
-        }
-      },
-    });
+    this.heartbeater?.add({ jobId: job.jobId, fenceToken: job.fenceToken, deadline: sentAt + this.leaseMs });
     if (this.listeners.size > 0) {
       this.emit({ name: 'job.claimed', jobId: job.jobId, type: job.type, queue: job.queue, attempt: job.attempt, workerId: this.workerId });
     }
     // The server closes the attempt at the same moment by its own clock (counted from the claim,
     // which happened before `claimedAt`); this timer only tells the handler sooner.
     const timeoutMs = row.execution_timeout_ms;
-    const timer =
-      timeoutMs === null
-        ? null
-        : setTimeout(() => {
-            if (run.outcome === null) {
-              run.outcome = 'timeout';
-              abortRun(run, new ExecutionTimeoutError(job.jobId, timeoutMs));
-            }
-          }, Math.max(0, sentAt + timeoutMs - Date.now()));
-    run.done = this.execute(run, row.payload).finally(() => {
-      if (timer) clearTimeout(timer);
-      this.heartbeater?.remove(job.jobId);
-      if (this.running.get(job.jobId) === run) this.running.delete(job.jobId);
-      lane.runs.delete(run);
-      this.wakeLane(lane);
-    });
+    if (timeoutMs !== null) {
+      run.timer = setTimeout(() => {
+        if (run.outcome === null) {
+          run.outcome = 'timeout';
+          abortRun(run, new ExecutionTimeoutError(job.jobId, timeoutMs));
+        }
+      }, Math.max(0, sentAt + timeoutMs - Date.now()));
+    }
+    run.done = this.execute(run, row.payload);
+  }
+
+  /** The job is over for this worker (recorded, given up or abandoned): its slot is free. */
+  private finish(run: Running): void {
+    if (run.timer) clearTimeout(run.timer);
+    const { job, lane } = run;
+    this.heartbeater?.remove(job.jobId);
+    if (this.running.get(job.jobId) === run) this.running.delete(job.jobId);
+    lane.runs.delete(run);
+    this.wakeLane(lane);
   }
 
   private loseLease(run: Running): void {
@@ -712,18 +729,21 @@ export class Worker {
     } catch (error) {
       // A write that could not reach the database: the lease will expire and the job run again.
       this.reportError('complete', error as Error);
+    } finally {
+      this.finish(run);
     }
   }
 
   private context(run: Running, runner: Queryable, client?: PoolClient): HandlerContext {
-    const onSleep = (wakeAt: Date) => {
-      if (run.outcome !== null) return;
-      run.outcome = 'sleeping';
-      this.heartbeater?.remove(run.job.jobId);
-      abortRun(run, new JobSleeping(run.job.jobId, wakeAt));
-      this.emit({ name: 'job.sleeping', ...this.jobFields(run.job), wakeAt });
-    };
-    return new HandlerContext(run.job, () => signalOf(run), runner, () => this.loseLease(run), onSleep, this.pool, client);
+    return new HandlerContext(run.job, this.runOwner, run, runner, this.pool, client);
+  }
+
+  private sleepRun(run: Running, wakeAt: Date): void {
+    if (run.outcome !== null) return;
+    run.outcome = 'sleeping';
+    this.heartbeater?.remove(run.job.jobId);
+    abortRun(run, new JobSleeping(run.job.jobId, wakeAt));
+    this.emit({ name: 'job.sleeping', ...this.jobFields(run.job), wakeAt });
   }
 
   /** Runs the handler and checks its result; `ok: false` carries what it threw. */
