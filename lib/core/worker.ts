@@ -124,20 +124,24 @@ function isPreparedStatementMismatch(error: unknown): boolean {
   return code === '26000' || code === '42P05';
 }
 
-/** A row of `complete_and_claim_v1`: a completion's status, or (status `claimed`) a claimed job. */
-interface PumpRow {
-  job_id: string;
-  status: string;
-  queue: string;
-  type: string;
-  payload: JsonValue;
-  attempt: number;
-  max_attempts: number;
-  fence_token: string;
-  execution_timeout_ms: number | null;
-  checkpoints: Record<string, [] | [JsonValue]> | null;
-  waits: Record<string, string> | null;
-}
+/**
+ * A row of PUMP_SQL, in its column order: a completion's status, or (status `claimed`) a claimed
+ * job. Rows arrive as arrays (`rowMode: 'array'`): a round trip returns a row per completion and
+ * per claimed job, and an array is cheaper to build than an object with a property per column.
+ */
+type PumpRow = [
+  jobId: string,
+  status: string,
+  queue: string,
+  type: string,
+  payload: JsonValue,
+  attempt: number,
+  maxAttempts: number,
+  fenceToken: string,
+  executionTimeoutMs: number | null,
+  checkpoints: Record<string, [] | [JsonValue]> | null,
+  waits: Record<string, string> | null,
+];
 
 /**
  * One round trip's share of the worker: its slots, its jobs, the completions waiting for its next
@@ -583,9 +587,10 @@ export class Worker {
       let matched = 0;
       let byId: Map<string, string> | null = null;
       for (const row of rows) {
-        if (row.status === 'claimed') claimed.push(row);
-        else if (byId === null && matched < batch.length && batch[matched].run.job.jobId === row.job_id) batch[matched++].resolve(row.status);
-        else (byId ??= new Map()).set(row.job_id, row.status);
+        const [jobId, status] = row;
+        if (status === 'claimed') claimed.push(row);
+        else if (byId === null && matched < batch.length && batch[matched].run.job.jobId === jobId) batch[matched++].resolve(status);
+        else (byId ??= new Map()).set(jobId, status);
       }
       for (let i = matched; i < batch.length; i++) batch[i].resolve(byId?.get(batch[i].run.job.jobId) ?? 'stale');
       const claimedAt = Date.now();
@@ -623,13 +628,13 @@ export class Worker {
     const values = [this.workerId, items, this.queues, limit, this.leaseMs];
     if (this.prepare) {
       try {
-        return (await this.pool.query<PumpRow>({ name: PUMP_STATEMENT, text: PUMP_SQL, values })).rows;
+        return (await this.pool.query<PumpRow>({ name: PUMP_STATEMENT, text: PUMP_SQL, values, rowMode: 'array' })).rows;
       } catch (error) {
         if (!isPreparedStatementMismatch(error)) throw error;
         this.prepare = false;
       }
     }
-    return (await this.pool.query<PumpRow>({ text: PUMP_SQL, values })).rows;
+    return (await this.pool.query<PumpRow>({ text: PUMP_SQL, values, rowMode: 'array' })).rows;
   }
 
   /** For `runOnce`: one claim of up to `limit` jobs, started at once. */
@@ -644,16 +649,17 @@ export class Worker {
   // ---- executing ------------------------------------------------------------------------------
 
   private start(row: PumpRow, lane: Lane, sentAt: number, claimedAt: number): void {
+    const [jobId, , queue, type, payload, attempt, maxAttempts, fenceToken, timeoutMs, checkpoints, waits] = row;
     const job: ClaimedJob = {
-      jobId: row.job_id,
-      queue: row.queue,
-      type: row.type,
-      attempt: row.attempt,
-      maxAttempts: row.max_attempts,
-      fenceToken: row.fence_token,
+      jobId,
+      queue,
+      type,
+      attempt,
+      maxAttempts,
+      fenceToken,
       workerId: this.workerId,
-      checkpoints: row.checkpoints ?? {},
-      waits: row.waits ?? {},
+      checkpoints: checkpoints ?? {},
+      waits: waits ?? {},
     };
     const run: Running = {
       job,
@@ -672,7 +678,6 @@ export class Worker {
     }
     // The server closes the attempt at the same moment by its own clock (counted from the claim,
     // which happened before `claimedAt`); this timer only tells the handler sooner.
-    const timeoutMs = row.execution_timeout_ms;
     if (timeoutMs !== null) {
       run.timer = setTimeout(() => {
         if (run.outcome === null) {
@@ -681,7 +686,7 @@ export class Worker {
         }
       }, Math.max(0, sentAt + timeoutMs - Date.now()));
     }
-    run.done = this.execute(run, row.payload);
+    run.done = this.execute(run, payload);
   }
 
   /** The job is over for this worker (recorded, given up or abandoned): its slot is free. */
