@@ -14,13 +14,20 @@ CREATE TABLE workhorse.schema_version (
   only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row)
 );
 
+-- The three sequences count in blocks of 1000: a statement that writes a batch (up to 1000 rows:
+-- a claim, a batch of completions, a batch enqueue) draws one value v and gives its rows v,
+-- v + 1, ... v + 999 in batch order; a statement that writes one row uses v itself. Every value
+-- drawn is larger than any drawn before, so the orders below hold as with one value per row,
+-- and a batch pays for one nextval() instead of one per row (~0.7 us each here, and two
+-- backends drawing from one sequence at once contend for its page).
+--
 -- Fence tokens: one global sequence, so every claim gets a value larger than any before it.
-CREATE SEQUENCE workhorse.fence_seq AS bigint;
+CREATE SEQUENCE workhorse.fence_seq AS bigint INCREMENT BY 1000;
 -- Order of arrival: creation order for job_query, and FIFO order among ready jobs (a job that
 -- becomes ready again after a retry or a delay queues behind the jobs already waiting).
-CREATE SEQUENCE workhorse.job_seq AS bigint;
+CREATE SEQUENCE workhorse.job_seq AS bigint INCREMENT BY 1000;
 -- Ids of job_event and attempt_history rows: one sequence, so a job's timeline is ordered by id.
-CREATE SEQUENCE workhorse.history_seq AS bigint;
+CREATE SEQUENCE workhorse.history_seq AS bigint INCREMENT BY 1000;
 
 -- Time-ordered ids (UUID version 7 layout: 48 bits of Unix milliseconds, then random bits), so
 -- consecutive inserts land on the right edge of the primary-key index instead of at random pages.

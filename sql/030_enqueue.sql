@@ -198,6 +198,8 @@ DECLARE
   v_id_base text := workhorse.new_job_id()::text;
   v_id_prefix text := left(v_id_base, 24);
   v_id_low bigint := ('x' || right(v_id_base, 12))::bit(48)::bigint;
+  v_seq bigint;
+  v_event_id bigint;
   v_req jsonb;
   v_i bigint;
   v_queue text;
@@ -222,12 +224,15 @@ BEGIN
     SELECT k.ids, k.replay INTO v_ids, v_replay FROM workhorse.claim_idempotency_keys(p_requests, v_now) AS k;
   END IF;
 
+  -- Blocks of 1000 values (see the sequences in 010_tables.sql): request k gets base + k - 1.
+  v_seq := nextval('workhorse.job_seq');
+  v_event_id := nextval('workhorse.history_seq');
   RETURN QUERY
   WITH input AS (
     SELECT x.ord,
            coalesce(v_ids[x.ord::integer],
                     (v_id_prefix || lpad(to_hex((v_id_low + x.ord) & 281474976710655), 12, '0'))::uuid) AS id,
-           nextval('workhorse.job_seq') AS seq,
+           v_seq + x.ord - 1 AS seq,
            x.e ->> 'type' AS type,
            coalesce(x.e ->> 'queue', 'default') AS queue,
            x.e -> 'payload' AS payload,
@@ -262,11 +267,11 @@ BEGIN
     SELECT seq, id, queue, type, v_now FROM input
   ),
   ins_event AS (
-    INSERT INTO workhorse.job_event (job_id, at, kind, attempt, data)
+    INSERT INTO workhorse.job_event (id, job_id, at, kind, attempt, data)
     -- A job due now is ready with runAt = the event's own time: stored as null data and shown as
     -- {"state": "ready", "runAt": at} by get_timeline_v1 (formatting the timestamp per row costs
     -- about 6% of a batch enqueue).
-    SELECT id, v_now, 'enqueued', 0,
+    SELECT v_event_id + ord - 1, id, v_now, 'enqueued', 0,
            CASE WHEN run_at > v_now THEN jsonb_build_object('state', 'scheduled', 'runAt', run_at) END
     FROM input
   )

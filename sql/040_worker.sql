@@ -436,6 +436,11 @@ DECLARE
   v_now timestamptz;
   v_i integer;
   v_large boolean;
+  -- First values of this statement's blocks (see the sequences in 010_tables.sql): row k of a
+  -- batch gets base + k - 1.
+  v_fence bigint;
+  v_attempt_id bigint;
+  v_event_id bigint;
 BEGIN
   IF p_limit IS NULL OR p_limit < 0 OR p_limit > 1000 THEN
     PERFORM workhorse.raise_invalid('limit', 'must be an integer from 0 to 1000');
@@ -489,6 +494,9 @@ BEGIN
     END IF;
     PERFORM 1 FROM workhorse.job_runtime r WHERE r.job_id = ANY (v_ids) ORDER BY r.job_id FOR UPDATE;
     v_now := clock_timestamp();
+    -- The attempt's block first: a job's closed attempt precedes its terminal event, as in fail_v1.
+    v_attempt_id := nextval('workhorse.history_seq');
+    v_event_id := nextval('workhorse.history_seq');
     RETURN QUERY
     WITH input AS (
       SELECT i.job_id, i.fence, i.result, i.ord
@@ -504,7 +512,7 @@ BEGIN
                 CASE WHEN r.cancel_requested_at IS NOT NULL
                      THEN jsonb_build_object('name', 'Canceled', 'message', coalesce(r.cancel_reason, 'canceled on request'))
                 END AS cancel_error,
-                i.result
+                i.result, i.ord
     ),
     outcome AS (
       INSERT INTO workhorse.job_outcome (job_id, queue, state, result, error, final_attempt, fence_token, worker_id, finished_at, progress)
@@ -513,13 +521,14 @@ BEGIN
       FROM done d
     ),
     attempts AS (
-      INSERT INTO workhorse.attempt_history (job_id, attempt, outcome, worker_id, fence_token, started_at, finished_at, error)
-      SELECT d.job_id, d.current_attempt, d.state, p_worker_id, d.fence_token, d.attempt_started_at, v_now, d.cancel_error
+      INSERT INTO workhorse.attempt_history (id, job_id, attempt, outcome, worker_id, fence_token, started_at, finished_at, error)
+      SELECT v_attempt_id + d.ord - 1, d.job_id, d.current_attempt, d.state, p_worker_id, d.fence_token, d.attempt_started_at,
+             v_now, d.cancel_error
       FROM done d
     ),
     events AS (
-      INSERT INTO workhorse.job_event (job_id, at, kind, attempt, worker_id, fence_token, data)
-      SELECT d.job_id, v_now, d.state, d.current_attempt, p_worker_id, d.fence_token,
+      INSERT INTO workhorse.job_event (id, job_id, at, kind, attempt, worker_id, fence_token, data)
+      SELECT v_event_id + d.ord - 1, d.job_id, v_now, d.state, d.current_attempt, p_worker_id, d.fence_token,
              CASE WHEN d.cancel_error IS NOT NULL THEN jsonb_build_object('error', d.cancel_error, 'resultRefused', true) END
       FROM done d
     )
@@ -588,24 +597,27 @@ BEGIN
     RETURN;
   END IF;
 
+  v_fence := nextval('workhorse.fence_seq');
+  v_event_id := nextval('workhorse.history_seq');
   RETURN QUERY
   WITH claimed AS (
     UPDATE workhorse.job_runtime r
        SET state = 'active',
            current_attempt = r.current_attempt + CASE WHEN r.resuming THEN 0 ELSE 1 END,
-           fence_token = nextval('workhorse.fence_seq'),
+           fence_token = v_fence + u.ord - 1,
            worker_id = p_worker_id,
            lease_expires_at = v_now + v_lease,
            heartbeat_at = v_now,
            attempt_started_at = v_now,
            attempt_deadline = v_now + r.execution_timeout_ms * interval '1 millisecond'
-     WHERE r.job_id = ANY (v_ids)
+      FROM unnest(v_ids) WITH ORDINALITY AS u (job_id, ord)
+     WHERE r.job_id = u.job_id
     RETURNING r.job_id, r.queue, r.priority, r.seq, r.current_attempt, r.max_attempts, r.fence_token, r.lease_expires_at,
-              r.execution_timeout_ms, r.resuming
+              r.execution_timeout_ms, r.resuming, u.ord
   ),
   ev AS (
-    INSERT INTO workhorse.job_event (job_id, at, kind, attempt, worker_id, fence_token, data)
-    SELECT c.job_id, v_now, 'claimed', c.current_attempt, p_worker_id, c.fence_token,
+    INSERT INTO workhorse.job_event (id, job_id, at, kind, attempt, worker_id, fence_token, data)
+    SELECT v_event_id + c.ord - 1, c.job_id, v_now, 'claimed', c.current_attempt, p_worker_id, c.fence_token,
            CASE WHEN c.resuming THEN '{"resumed": true}'::jsonb END
     FROM claimed c
   )

@@ -297,6 +297,46 @@ describe('what a claim writes', () => {
     ]);
   });
 
+  it('a batch takes one block of sequence values: consecutive fences and event ids in claim order, attempts before terminal events', async () => {
+    const q = 'blocks';
+    const enqueued = await queue.enqueueMany(Array.from({ length: 4 }, (_, i) => ({ type: 'block.job', payload: { i }, queue: q, priority: i })));
+    const drawn = async () => BigInt((await db.pool.query<{ v: string }>('SELECT last_value AS v FROM workhorse.fence_seq')).rows[0].v);
+    await queue.enqueue('block.job', null, { queue: 'blocks-warm-up' });
+    expect(await claim(['blocks-warm-up'], 1)).toHaveLength(1); // (so the sequence has been drawn from)
+    const before = await drawn();
+    const batch = await claim([q], 4);
+    // One draw for the whole batch: the sequence moved by one block, not by one value per job.
+    expect((await drawn()) - before).toBe(1000n);
+    // Claim order is priority order (3, 2, 1, 0); fences count up from the first in that order.
+    expect(batch.map((r) => r.job_id)).toEqual([...enqueued].reverse());
+    const fences = batch.map((r) => BigInt(r.fence_token));
+    expect(fences).toEqual(fences.map((_, k) => fences[0] + BigInt(k)));
+    const ids = batch.map((r) => r.job_id);
+    const historyIds = async (table: 'job_event' | 'attempt_history', where: string) =>
+      (
+        await db.pool.query<{ job_id: string; id: string }>(
+          `SELECT job_id, id FROM workhorse.${table} WHERE job_id = ANY ($1::uuid[]) AND ${where}`,
+          [ids],
+        )
+      ).rows.reduce<Record<string, bigint>>((m, r) => ({ ...m, [r.job_id]: BigInt(r.id) }), {});
+    const claimedIds = await historyIds('job_event', "kind = 'claimed'");
+    expect(ids.map((id) => claimedIds[id])).toEqual(ids.map((_, k) => claimedIds[ids[0]] + BigInt(k)));
+
+    const items = JSON.stringify(batch.map((r) => ({ jobId: r.job_id, fence: Number(r.fence_token), result: null })));
+    const done = await db.pool.query<{ job_id: string; status: string }>('SELECT job_id, status FROM workhorse.complete_many_v1($1, $2::jsonb)', [
+      'claim-test-worker',
+      items,
+    ]);
+    expect(done.rows.map((r) => r.status)).toEqual(['succeeded', 'succeeded', 'succeeded', 'succeeded']);
+    const attemptIds = await historyIds('attempt_history', 'true');
+    const endIds = await historyIds('job_event', "kind = 'succeeded'");
+    expect(ids.map((id) => attemptIds[id])).toEqual(ids.map((_, k) => attemptIds[ids[0]] + BigInt(k)));
+    expect(ids.map((id) => endIds[id])).toEqual(ids.map((_, k) => endIds[ids[0]] + BigInt(k)));
+    // Every attempt row of the batch precedes every terminal event, and both follow the claims.
+    expect(attemptIds[ids[3]]).toBeLessThan(endIds[ids[0]]);
+    expect(claimedIds[ids[3]]).toBeLessThan(attemptIds[ids[0]]);
+  });
+
   it('hands out strictly increasing fence tokens, including when a job is claimed again', async () => {
     const q = 'fences';
     await queue.enqueueMany(Array.from({ length: 6 }, (_, i) => ({ type: 'fence.job', payload: { i }, queue: q })));

@@ -153,6 +153,32 @@ describe('enqueue', () => {
       expect([...first].sort()).toEqual(first);
     });
 
+    it('numbers a batch from one block: creation order and event ids consecutive in input order, later batches after', async () => {
+      const drawn = async () => BigInt((await db.pool.query<{ v: string }>('SELECT last_value AS v FROM workhorse.job_seq')).rows[0].v);
+      await queue.enqueue('block.job', null); // (so the sequence has been drawn from)
+      const before = await drawn();
+      const first = await queue.enqueueMany(Array.from({ length: 5 }, (_, i) => ({ type: 'block.job', payload: { i } })));
+      // One draw for the whole batch: the sequence moved by one block, not by one value per job.
+      expect((await drawn()) - before).toBe(1000n);
+      const second = await queue.enqueueMany([{ type: 'block.job', payload: { i: 5 } }]);
+      const { rows } = await db.pool.query<{ job_id: string; seq: string; event_id: string }>(
+        `SELECT q.job_id, q.seq, e.id AS event_id FROM workhorse.job_query q
+           JOIN workhorse.job_event e ON e.job_id = q.job_id AND e.kind = 'enqueued'
+          WHERE q.job_id = ANY ($1::uuid[])`,
+        [[...first, ...second]],
+      );
+      const of = (id: string) => rows.find((r) => r.job_id === id) as { seq: string; event_id: string };
+      const seqs = first.map((id) => BigInt(of(id).seq));
+      const events = first.map((id) => BigInt(of(id).event_id));
+      expect(seqs).toEqual(seqs.map((_, k) => seqs[0] + BigInt(k)));
+      expect(events).toEqual(events.map((_, k) => events[0] + BigInt(k)));
+      expect(BigInt(of(second[0]).seq)).toBeGreaterThan(seqs[4]);
+      expect(BigInt(of(second[0]).event_id)).toBeGreaterThan(events[4]);
+      // The runtime row carries the same creation order (FIFO among ready jobs).
+      const runtime = await db.pool.query<{ job_id: string; seq: string }>('SELECT job_id, seq FROM workhorse.job_runtime WHERE job_id = ANY ($1::uuid[])', [first]);
+      expect(first.map((id) => runtime.rows.find((r) => r.job_id === id)?.seq)).toEqual(first.map((id) => of(id).seq));
+    });
+
     it('gives distinct ids across concurrent full batches', async () => {
       const batches = await Promise.all(
         Array.from({ length: 4 }, (_, b) =>

@@ -104,8 +104,8 @@ describe('sample app over HTTP', () => {
       'event:claimed',
       'event:checkpoint_saved:charge',
       'event:checkpoint_saved:label',
-      'event:succeeded',
       'attempt:succeeded',
+      'event:succeeded',
     ]);
 
     const calls = await db.pool.query<{ operation: string; reference: string; idempotency_key: string }>(
