@@ -109,8 +109,9 @@ export class Heartbeater {
 }
 
 /**
- * `[{"jobId", "fence"}]` as JSON text (the heartbeat request). Fence tokens are bigints that PostgreSQL hands
- * us as decimal strings; they are written as JSON numbers verbatim so no precision is lost.
+ * `[{"jobId", "fence"}]` as JSON text (the heartbeat request). Fence tokens are bigints that
+ * PostgreSQL hands us as decimal strings; they are written as JSON numbers verbatim so no
+ * precision is lost.
  */
 function leasesJson(items: { jobId: string; fenceToken: string }[]): string {
   return `[${items.map((i) => `{"jobId":${JSON.stringify(i.jobId)},"fence":${BigInt(i.fenceToken).toString()}}`).join(',')}]`;
