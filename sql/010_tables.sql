@@ -18,8 +18,8 @@ CREATE TABLE workhorse.schema_version (
 -- a claim, a batch of completions, a batch enqueue) draws one value v and gives its rows v,
 -- v + 1, ... v + 999 in batch order; a statement that writes one row uses v itself. Every value
 -- drawn is larger than any drawn before, so the orders below hold as with one value per row,
--- and a batch pays for one nextval() instead of one per row (~0.7 us each here, and two
--- backends drawing from one sequence at once contend for its page).
+-- and a batch pays for one nextval() instead of one per row (~0.3 us each here, more when two
+-- backends draw from one sequence at once and contend for its page).
 --
 -- Fence tokens: one global sequence, so every claim gets a value larger than any before it.
 CREATE SEQUENCE workhorse.fence_seq AS bigint INCREMENT BY 1000;
