@@ -478,7 +478,7 @@ export class Worker {
         run.outcome ??= 'abandoned';
         abortRun(run, new WorkerShutdownError(run.job.jobId));
         this.heartbeater?.remove(run.job.jobId);
-        this.emit({ name: 'job.abandoned', ...this.jobFields(run.job), durationMs: Date.now() - run.startedAt });
+        this.emit({ name: 'job.abandoned', ...this.endedFields(run) });
       }
       this.running.clear();
       for (const lane of this.lanes) lane.runs.clear();
@@ -581,18 +581,9 @@ export class Worker {
         continue;
       }
       failures = 0;
-      // Completion rows come first, in the order of `batch`: matched by position, and by id
-      // (a map) only if the order ever differed. A completion with no row is stale.
-      const claimed: PumpRow[] = [];
-      let matched = 0;
-      let byId: Map<string, string> | null = null;
-      for (const row of rows) {
-        const [jobId, status] = row;
-        if (status === 'claimed') claimed.push(row);
-        else if (byId === null && matched < batch.length && batch[matched].run.job.jobId === jobId) batch[matched++].resolve(status);
-        else (byId ??= new Map()).set(jobId, status);
-      }
-      for (let i = matched; i < batch.length; i++) batch[i].resolve(byId?.get(batch[i].run.job.jobId) ?? 'stale');
+      // complete_and_claim_v1 answers every completion, in the order sent, before the claimed jobs.
+      for (let i = 0; i < batch.length; i++) batch[i].resolve(rows[i][1]);
+      const claimed = batch.length === 0 ? rows : rows.slice(batch.length);
       const claimedAt = Date.now();
       if (claimed.length > 0) failpoint('after-claim');
       for (const row of claimed) this.start(row, lane, sentAt, claimedAt);
@@ -673,9 +664,8 @@ export class Worker {
     this.running.set(job.jobId, run);
     lane.runs.add(run);
     this.heartbeater?.add({ jobId: job.jobId, fenceToken: job.fenceToken, deadline: sentAt + this.leaseMs });
-    if (this.listeners.size > 0) {
-      this.emit({ name: 'job.claimed', jobId: job.jobId, type: job.type, queue: job.queue, attempt: job.attempt, workerId: this.workerId });
-    }
+    // (Nothing to build when nobody listens: this runs for every job.)
+    if (this.listeners.size > 0) this.emit({ name: 'job.claimed', ...this.jobFields(job) });
     // The server closes the attempt at the same moment by its own clock (counted from the claim,
     // which happened before `claimedAt`); this timer only tells the handler sooner.
     if (timeoutMs !== null) {
@@ -866,8 +856,7 @@ export class Worker {
     if (row.status === 'retry_scheduled') {
       this.emit({
         name: 'job.retry_scheduled',
-        ...this.jobFields(job),
-        durationMs: Date.now() - run.startedAt,
+        ...this.endedFields(run),
         error,
         runAt: row.run_at as Date,
         delayMs: Number(row.delay_ms),
@@ -877,24 +866,19 @@ export class Worker {
     }
   }
 
+  /** Reports how a job ended, as an event (nothing to build when nobody listens: it runs for every job). */
   private settleStatus(run: Running, status: string, error: ErrorEnvelope | null): void {
-    const { job } = run;
-    if (status === 'succeeded') {
-      // The event of every job: one object, written out (no spreads), and none without a listener.
-      if (this.listeners.size === 0) return;
-      const durationMs = Date.now() - run.startedAt;
-      this.emit({ name: 'job.succeeded', jobId: job.jobId, type: job.type, queue: job.queue, attempt: job.attempt, workerId: this.workerId, durationMs });
-      return;
-    }
-    const fields = { ...this.jobFields(job), durationMs: Date.now() - run.startedAt };
-    if (status === 'canceled') this.emit({ name: 'job.canceled', ...fields });
+    if (this.listeners.size === 0) return;
+    const fields = this.endedFields(run);
+    if (status === 'succeeded') this.emit({ name: 'job.succeeded', ...fields });
+    else if (status === 'canceled') this.emit({ name: 'job.canceled', ...fields });
     else if (status === 'failed' && error) this.emit({ name: 'job.failed', ...fields, error });
     else if (status === 'stale') this.reportLost(run);
   }
 
   private reportLost(run: Running): void {
     if (run.outcome === 'abandoned') return;
-    this.emit({ name: 'job.lease_lost', ...this.jobFields(run.job), durationMs: Date.now() - run.startedAt });
+    this.emit({ name: 'job.lease_lost', ...this.endedFields(run) });
   }
 
   private async release(run: Running, reason: string): Promise<void> {
@@ -963,6 +947,11 @@ export class Worker {
 
   private jobFields(job: ClaimedJob) {
     return { jobId: job.jobId, type: job.type, queue: job.queue, attempt: job.attempt, workerId: this.workerId };
+  }
+
+  /** jobFields and how long the job ran here, for the events of a job that is over for this worker. */
+  private endedFields(run: Running) {
+    return { ...this.jobFields(run.job), durationMs: Date.now() - run.startedAt };
   }
 
   private reportError(during: string, error: Error): void {

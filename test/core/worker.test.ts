@@ -99,6 +99,31 @@ async function largestClaim(ids: string[]): Promise<number> {
   return rows[0].n;
 }
 
+/**
+ * Runs `count` jobs of a fresh queue through a worker with `options`; job n holds its slot for
+ * `holdMs(n)`. Returns the job ids, the most handlers that ran at once and the worker's events.
+ */
+async function runCounted(
+  count: number,
+  options: WorkerOptions,
+  holdMs: (n: number) => number,
+): Promise<{ ids: string[]; peak: number; events: WorkerEvent[] }> {
+  const q = freshQueue();
+  const ids = await queue.enqueueMany(Array.from({ length: count }, (_, n) => ({ type: 'counted.job', payload: { n }, queue: q })));
+  let running = 0;
+  let peak = 0;
+  const worker = new Worker(queue, { queues: [q], pollMs: 100, ...options }).handle('counted.job', async (payload: { n: number }) => {
+    running += 1;
+    peak = Math.max(peak, running);
+    await delay(holdMs(payload.n));
+    running -= 1;
+    return payload.n;
+  });
+  const s = start(worker);
+  for (const id of ids) await waitFor(() => eventFor(s.events, 'job.succeeded', id), 20000, `job ${id} to succeed`);
+  return { ids, peak, events: s.events };
+}
+
 async function attemptsOf(jobId: string): Promise<{ attempt: number; outcome: string; worker_id: string }[]> {
   const { rows } = await pool.query<{ attempt: number; outcome: string; worker_id: string }>(
     'SELECT attempt, outcome, worker_id FROM workhorse.attempt_history WHERE job_id = $1 ORDER BY id',
@@ -297,22 +322,7 @@ describe('Worker leases and claims', () => {
   });
 
   it('claims in batches and never runs more than concurrency handlers at once (5 of 20)', async () => {
-    const q = freshQueue();
-    const ids = await queue.enqueueMany(Array.from({ length: 20 }, (_, n) => ({ type: 'batch.job', payload: { n }, queue: q })));
-    let running = 0;
-    let peak = 0;
-    const worker = new Worker(queue, { queues: [q], concurrency: 5, pollMs: 100 }).handle(
-      'batch.job',
-      async (payload: { n: number }) => {
-        running += 1;
-        peak = Math.max(peak, running);
-        await delay(100);
-        running -= 1;
-        return payload.n;
-      },
-    );
-    const s = start(worker);
-    for (const id of ids) await waitFor(() => eventFor(s.events, 'job.succeeded', id), 20000, `job ${id} to succeed`);
+    const { ids, peak } = await runCounted(20, { concurrency: 5 }, () => 100);
     expect(peak).toBe(5);
     expect(await outcomeCounts(ids)).toEqual([{ state: 'succeeded', n: 20 }]);
     // The first claim took all five free slots in one call: five claims share one timestamp.
@@ -320,43 +330,17 @@ describe('Worker leases and claims', () => {
   });
 
   it('fills 250 free slots with one claim of 250 (a round trip is not capped below concurrency)', async () => {
-    const q = freshQueue();
-    const ids = await queue.enqueueMany(Array.from({ length: 300 }, (_, n) => ({ type: 'wide.job', payload: { n }, queue: q })));
-    let running = 0;
-    let peak = 0;
-    const worker = new Worker(queue, { queues: [q], concurrency: 250, pollMs: 100 }).handle('wide.job', async () => {
-      running += 1;
-      peak = Math.max(peak, running);
-      await delay(50);
-      running -= 1;
-    });
-    const s = start(worker);
-    for (const id of ids) await waitFor(() => eventFor(s.events, 'job.succeeded', id), 20000, `job ${id} to succeed`);
+    const { ids, peak } = await runCounted(300, { concurrency: 250 }, () => 50);
     expect(peak).toBe(250);
     expect(await outcomeCounts(ids)).toEqual([{ state: 'succeeded', n: 300 }]);
     expect(await largestClaim(ids)).toBe(250);
   });
 
   it('with roundTrips 2, splits the slots between two round trips: claims of at most four of seven, all seven slots used, never more', async () => {
-    const q = freshQueue();
-    const ids = await queue.enqueueMany(Array.from({ length: 60 }, (_, n) => ({ type: 'lanes.job', payload: { n }, queue: q })));
-    let running = 0;
-    let peak = 0;
-    const worker = new Worker(queue, { queues: [q], concurrency: 7, roundTrips: 2, pollMs: 100 }).handle(
-      'lanes.job',
-      async (payload: { n: number }) => {
-        running += 1;
-        peak = Math.max(peak, running);
-        await delay(20 + (payload.n % 3) * 10);
-        running -= 1;
-        return payload.n;
-      },
-    );
-    const s = start(worker);
-    for (const id of ids) await waitFor(() => eventFor(s.events, 'job.succeeded', id), 20000, `job ${id} to succeed`);
+    const { ids, peak, events } = await runCounted(60, { concurrency: 7, roundTrips: 2 }, (n) => 20 + (n % 3) * 10);
     // Seven at once needs both lanes: one has four slots, the other three.
     expect(peak).toBe(7);
-    expect(s.events.filter((e) => e.name === 'worker.error')).toEqual([]);
+    expect(events.filter((e) => e.name === 'worker.error')).toEqual([]);
     expect(await outcomeCounts(ids)).toEqual([{ state: 'succeeded', n: 60 }]);
     // Seven slots in two lanes of four and three: no claim took more than four jobs.
     expect(await largestClaim(ids)).toBe(4);
