@@ -1,12 +1,14 @@
 import type { Pool } from 'pg';
 import { DedicatedConnection } from './connection';
 
-/** A lease the heartbeater keeps alive. */
+/** A lease the heartbeater keeps alive (the worker's record of a job it runs). */
 export interface HeldLease {
   readonly jobId: string;
   readonly fenceToken: string;
   /** Local deadline (ms since epoch) after which the lease must be presumed lost. */
   deadline: number;
+  /** Renewed while true. The worker clears it when it no longer needs the lease, the heartbeater when it gives the lease up. */
+  renewing: boolean;
 }
 
 /** What the heartbeater tells its worker about a lease (one listener for all of them). */
@@ -29,7 +31,6 @@ interface HeartbeatRow {
  * aborts) before the server could hand the job to someone else.
  */
 export class Heartbeater {
-  private readonly leases = new Map<string, HeldLease>();
   private readonly connection: DedicatedConnection;
   private timer: NodeJS.Timeout | null = null;
   private round: Promise<void> | null = null;
@@ -41,16 +42,13 @@ export class Heartbeater {
     private readonly intervalMs: number,
     private readonly onError: (error: Error) => void,
     private readonly listener: LeaseListener,
+    /**
+     * The worker's own map of the jobs it runs, by job id (read, never changed, here): no second
+     * map to keep in step, which would cost two more map operations per job.
+     */
+    private readonly leases: ReadonlyMap<string, HeldLease>,
   ) {
     this.connection = new DedicatedConnection(pool.options, onError);
-  }
-
-  add(lease: HeldLease): void {
-    this.leases.set(lease.jobId, lease);
-  }
-
-  remove(jobId: string): void {
-    this.leases.delete(jobId);
   }
 
   start(): void {
@@ -72,14 +70,18 @@ export class Heartbeater {
 
   private async beat(): Promise<void> {
     const now = Date.now();
-    for (const lease of [...this.leases.values()]) {
-      if (now >= lease.deadline) {
-        this.leases.delete(lease.jobId);
-        this.listener.lost(lease.jobId);
-      }
+    const batch: HeldLease[] = [];
+    const lost: HeldLease[] = [];
+    for (const lease of this.leases.values()) {
+      if (!lease.renewing) continue;
+      if (now >= lease.deadline) lost.push(lease);
+      else batch.push(lease);
     }
-    if (this.leases.size === 0) return;
-    const batch = [...this.leases.values()];
+    for (const lease of lost) {
+      lease.renewing = false;
+      this.listener.lost(lease.jobId);
+    }
+    if (batch.length === 0) return;
     const sentAt = Date.now();
     let rows: HeartbeatRow[];
     try {
@@ -95,9 +97,9 @@ export class Heartbeater {
     }
     for (const row of rows) {
       const lease = this.leases.get(row.job_id);
-      if (!lease) continue;
+      if (!lease?.renewing) continue;
       if (row.status === 'stale') {
-        this.leases.delete(row.job_id);
+        lease.renewing = false;
         this.listener.lost(row.job_id);
       } else if (row.status !== 'busy') {
         // The server renewed the lease after we sent the request, so this bound is safe.

@@ -14,7 +14,7 @@ import {
 } from './errors';
 import type { WorkerEvent, WorkerEventListener } from './events';
 import { failpoint } from './failpoints';
-import { Heartbeater } from './heartbeater';
+import { Heartbeater, type HeldLease, type LeaseListener } from './heartbeater';
 import { Notifier } from './notifier';
 import type { Queue } from './queue';
 import type { ErrorEnvelope, JsonValue, Queryable, RetryPolicy } from './types';
@@ -99,9 +99,13 @@ const OPTION_KEYS = new Set([
   'unknownTypeDelayMs',
 ]);
 
-/** The hot path's statement; the columns the worker uses (a lease time would only cost parsing). */
+/**
+ * The hot path's statement; the columns the worker uses (a lease time would only cost parsing,
+ * and so would the job id of a completion's row: the worker matches those by position).
+ */
 const PUMP_SQL =
-  'SELECT job_id, status, queue, type, payload, attempt, max_attempts, fence_token, execution_timeout_ms, checkpoints, waits ' +
+  "SELECT CASE WHEN status = 'claimed' THEN job_id END, status, queue, type, payload, attempt, max_attempts, fence_token, " +
+  'execution_timeout_ms, checkpoints, waits ' +
   'FROM workhorse.complete_and_claim_v1($1, $2::jsonb, $3, $4, $5)';
 /** Name of PUMP_SQL as a prepared statement (parsed and planned once per connection). */
 const PUMP_STATEMENT = 'workhorse.complete_and_claim_v1';
@@ -130,7 +134,8 @@ function isPreparedStatementMismatch(error: unknown): boolean {
  * per claimed job, and an array is cheaper to build than an object with a property per column.
  */
 type PumpRow = [
-  jobId: string,
+  /** Null in a completion's row (see PUMP_SQL). */
+  jobId: string | null,
   status: string,
   queue: string,
   type: string,
@@ -149,14 +154,18 @@ type PumpRow = [
  */
 interface Lane {
   slots: number;
-  runs: Set<Running>;
+  /** Its handlers running now (started and not yet finished). */
+  active: number;
+  /** Bumped when the worker gives up on its running handlers (stop timeout): they no longer count. */
+  generation: number;
   pending: PendingCompletion[];
   pumping: Promise<void> | null;
   scheduled: boolean;
   again: boolean;
 }
 
-interface Running {
+/** A job the worker runs; also its lease, as the heartbeater renews it. */
+interface Running extends HeldLease {
   job: ClaimedJob;
   lane: Lane;
   /** Made when first needed (the handler reads ctx.signal, or the worker aborts): most jobs never need one. */
@@ -166,11 +175,32 @@ interface Running {
   outcome: 'lost' | 'canceled' | 'abandoned' | 'timeout' | 'sleeping' | null;
   /** The execution timeout's local timer, if the job has one. */
   timer: NodeJS.Timeout | null;
-  /** Settles when the worker is done with the job (its outcome recorded, or given up). */
-  done: Promise<void>;
+  /** The lane generation the run counts in (see Lane.generation). */
+  generation: number;
+  /** The worker is done with the job (its outcome recorded, or given up). */
+  finished: boolean;
+  /** Called once when finished; set only while someone waits (see doneOf). */
+  onDone: (() => void) | null;
 }
 
 const SETTLED: Promise<void> = Promise.resolve();
+
+/**
+ * Settles when the worker is done with the job. Made only when something waits for it (stop,
+ * runOnce): a job that nobody waits for costs no promise.
+ */
+function doneOf(run: Running): Promise<void> {
+  if (run.finished) return SETTLED;
+  return new Promise((resolve) => {
+    const before = run.onDone;
+    run.onDone = before
+      ? () => {
+          before();
+          resolve();
+        }
+      : resolve;
+  });
+}
 
 function controllerOf(run: Running): AbortController {
   return (run.controller ??= new AbortController());
@@ -203,8 +233,6 @@ interface PendingCompletion {
   resultText: string;
   /** Sent in a batch of its own: a batch it was in was refused, and the culprit must be found. */
   alone?: boolean;
-  resolve(status: string): void;
-  reject(error: unknown): void;
 }
 
 type Lifecycle = 'idle' | 'running' | 'stopping';
@@ -300,7 +328,8 @@ export class Worker {
     }
     this.lanes = Array.from({ length: roundTrips }, (_, i) => ({
       slots: Math.floor(this.concurrency / roundTrips) + (i < this.concurrency % roundTrips ? 1 : 0),
-      runs: new Set<Running>(),
+      active: 0,
+      generation: 0,
       pending: [],
       pumping: null,
       scheduled: false,
@@ -410,7 +439,7 @@ export class Worker {
     try {
       await this.tick();
       const claimed = await this.claimOnce(this.concurrency);
-      await Promise.all([...this.running.values()].map((r) => r.done));
+      await Promise.all([...this.running.values()].map(doneOf));
       await this.flush();
       return claimed;
     } finally {
@@ -434,7 +463,7 @@ export class Worker {
   private startServices(): void {
     this.lifecycle = 'running';
     this.pool.on('error', this.onPoolError);
-    this.heartbeater = new Heartbeater(this.pool, this.workerId, this.leaseMs, this.heartbeatMs, (e) => this.reportError('heartbeat', e), {
+    const listener: LeaseListener = {
       lost: (jobId) => {
         const run = this.running.get(jobId);
         if (run) this.loseLease(run);
@@ -446,7 +475,9 @@ export class Worker {
           abortRun(run, new JobCanceledError(jobId));
         }
       },
-    });
+    };
+    const onError = (e: Error) => this.reportError('heartbeat', e);
+    this.heartbeater = new Heartbeater(this.pool, this.workerId, this.leaseMs, this.heartbeatMs, onError, listener, this.running);
     this.heartbeater.start();
   }
 
@@ -464,7 +495,7 @@ export class Worker {
     if (this.tickTimer) clearTimeout(this.tickTimer);
     this.pollTimer = this.tickTimer = null;
     await this.tickInFlight;
-    const all = Promise.all([...this.running.values()].map((r) => r.done));
+    const all = Promise.all([...this.running.values()].map(doneOf));
     let timer: NodeJS.Timeout | undefined;
     const timedOut = await Promise.race([
       all.then(() => false),
@@ -477,11 +508,14 @@ export class Worker {
       for (const run of this.running.values()) {
         run.outcome ??= 'abandoned';
         abortRun(run, new WorkerShutdownError(run.job.jobId));
-        this.heartbeater?.remove(run.job.jobId);
+        run.renewing = false;
         this.emit({ name: 'job.abandoned', ...this.endedFields(run) });
       }
       this.running.clear();
-      for (const lane of this.lanes) lane.runs.clear();
+      for (const lane of this.lanes) {
+        lane.active = 0;
+        lane.generation++;
+      }
     }
     await this.flush();
     await this.stopServices();
@@ -539,7 +573,7 @@ export class Worker {
       lane.again = false;
       const batch = lane.pending.splice(0, lane.pending[0]?.alone ? 1 : MAX_ROUND);
       // Slots held by the runs in this batch are free once the batch is recorded.
-      const want = this.claiming ? Math.min(MAX_ROUND, lane.slots - lane.runs.size + batch.length) : 0;
+      const want = this.claiming ? Math.min(MAX_ROUND, lane.slots - lane.active + batch.length) : 0;
       if (batch.length === 0 && want <= 0) return;
       if (this.pollTimer && want > 0) clearTimeout(this.pollTimer);
       if (want > 0) this.pollTimer = null;
@@ -553,7 +587,8 @@ export class Worker {
         const typed = fromPgError(error);
         if (typed instanceof WorkhorseError) {
           if (batch.length === 1) {
-            batch[0].reject(typed);
+            // The database refused the result itself (a typed error): that fails the attempt.
+            this.settleLater(batch[0].run, this.settleFailure(batch[0].run, typed));
           } else {
             // One refused result (e.g. over the size limit) fails the whole statement: send each
             // completion of the batch on its own so only the culprit is refused.
@@ -569,7 +604,7 @@ export class Worker {
         this.reportError(batch.length > 0 ? 'complete' : 'claim', error as Error);
         failures++;
         const owned = batch.filter((p) => p.run.outcome !== 'lost' && p.run.outcome !== 'abandoned');
-        for (const p of batch) if (!owned.includes(p)) p.resolve('stale');
+        for (const p of batch) if (!owned.includes(p)) this.completed(p.run, 'stale');
         lane.pending.unshift(...owned);
         if (owned.length === 0 && !this.claiming) return;
         if (owned.length === 0) {
@@ -582,7 +617,7 @@ export class Worker {
       }
       failures = 0;
       // complete_and_claim_v1 answers every completion, in the order sent, before the claimed jobs.
-      for (let i = 0; i < batch.length; i++) batch[i].resolve(rows[i][1]);
+      for (let i = 0; i < batch.length; i++) this.completed(batch[i].run, rows[i][1]);
       const claimed = batch.length === 0 ? rows : rows.slice(batch.length);
       const claimedAt = Date.now();
       if (claimed.length > 0) failpoint('after-claim');
@@ -642,7 +677,8 @@ export class Worker {
   private start(row: PumpRow, lane: Lane, sentAt: number, claimedAt: number): void {
     const [jobId, , queue, type, payload, attempt, maxAttempts, fenceToken, timeoutMs, checkpoints, waits] = row;
     const job: ClaimedJob = {
-      jobId,
+      // (A claimed job's row always carries its id.)
+      jobId: jobId as string,
       queue,
       type,
       attempt,
@@ -653,17 +689,22 @@ export class Worker {
       waits: waits ?? {},
     };
     const run: Running = {
+      jobId: job.jobId,
+      fenceToken: job.fenceToken,
+      deadline: sentAt + this.leaseMs,
+      renewing: true,
       job,
       lane,
       controller: null,
       startedAt: claimedAt,
       outcome: null,
       timer: null,
-      done: SETTLED,
+      generation: lane.generation,
+      finished: false,
+      onDone: null,
     };
     this.running.set(job.jobId, run);
-    lane.runs.add(run);
-    this.heartbeater?.add({ jobId: job.jobId, fenceToken: job.fenceToken, deadline: sentAt + this.leaseMs });
+    lane.active++;
     // (Nothing to build when nobody listens: this runs for every job.)
     if (this.listeners.size > 0) this.emit({ name: 'job.claimed', ...this.jobFields(job) });
     // The server closes the attempt at the same moment by its own clock (counted from the claim,
@@ -676,17 +717,24 @@ export class Worker {
         }
       }, Math.max(0, sentAt + timeoutMs - Date.now()));
     }
-    run.done = this.execute(run, payload);
+    this.execute(run, payload);
   }
 
   /** The job is over for this worker (recorded, given up or abandoned): its slot is free. */
   private finish(run: Running): void {
+    if (run.finished) return;
+    run.finished = true;
     if (run.timer) clearTimeout(run.timer);
     const { job, lane } = run;
-    this.heartbeater?.remove(job.jobId);
+    run.renewing = false;
     if (this.running.get(job.jobId) === run) this.running.delete(job.jobId);
-    lane.runs.delete(run);
+    if (run.generation === lane.generation) lane.active--;
     this.wakeLane(lane);
+    if (run.onDone) {
+      const onDone = run.onDone;
+      run.onDone = null;
+      onDone();
+    }
   }
 
   private loseLease(run: Running): void {
@@ -695,38 +743,73 @@ export class Worker {
     abortRun(run, new LeaseLostError(run.job.jobId));
   }
 
-  private async execute(run: Running, payload: JsonValue): Promise<void> {
-    const { job } = run;
-    const handler = this.handlers.get(job.type);
-    try {
-      if (!handler) {
-        await this.release(run, `no handler for job type "${job.type}" on worker ${this.workerId}`);
-      } else if (handler.options.transactional) {
-        await this.executeInTransaction(run, handler.fn, payload);
-      } else {
-        const ctx = this.context(run, this.pool);
-        const outcome = await this.invoke(run, handler.fn, payload, ctx);
-        if (!outcome.ok) {
-          await this.settleFailure(run, outcome.thrown);
-        } else {
-          let status: string | WorkhorseError;
-          try {
-            status = await this.complete(run, outcome.resultText);
-          } catch (refused) {
-            // The database refused the result itself (a typed error): that fails the attempt.
-            if (!(refused instanceof WorkhorseError)) throw refused;
-            status = refused;
-          }
-          if (typeof status === 'string') this.settleStatus(run, status, null);
-          else await this.settleFailure(run, status);
-        }
-      }
-    } catch (error) {
-      // A write that could not reach the database: the lease will expire and the job run again.
-      this.reportError('complete', error as Error);
-    } finally {
-      this.finish(run);
+  // A job's way through the worker, for a plain (not transactional) handler: the handler's
+  // promise settles -> handlerReturned queues the completion for the lane's next round trip ->
+  // the round trip answers -> completed() reports the status and frees the slot. Callbacks, not
+  // an async function per job: this runs for every job, and each await would cost a promise and
+  // a hop through the microtask queue. Every other path (no handler, a transactional handler, a
+  // failure) is an async function whose end settleLater() waits for.
+  private execute(run: Running, payload: JsonValue): void {
+    const handler = this.handlers.get(run.job.type);
+    if (!handler) {
+      this.settleLater(run, this.release(run, `no handler for job type "${run.job.type}" on worker ${this.workerId}`));
+      return;
     }
+    if (handler.options.transactional) {
+      this.settleLater(run, this.executeInTransaction(run, handler.fn, payload));
+      return;
+    }
+    let result: unknown;
+    try {
+      failpoint('before-handler');
+      result = handler.fn(payload, this.context(run, this.pool));
+    } catch (thrown) {
+      this.handlerThrew(run, thrown);
+      return;
+    }
+    Promise.resolve(result).then(
+      (value) => this.handlerReturned(run, value),
+      (thrown) => this.handlerThrew(run, thrown),
+    );
+  }
+
+  private handlerReturned(run: Running, value: unknown): void {
+    failpoint('after-handler');
+    if (run.outcome === 'lost' || run.outcome === 'abandoned' || run.outcome === 'sleeping') {
+      this.handlerThrew(run, signalOf(run).reason);
+      return;
+    }
+    let resultText: string;
+    try {
+      resultText = value === undefined ? 'null' : toJsonText(value, 'result');
+    } catch (thrown) {
+      this.handlerThrew(run, thrown);
+      return;
+    }
+    run.lane.pending.push({ run, resultText });
+    this.wakeLane(run.lane);
+  }
+
+  private handlerThrew(run: Running, thrown: unknown): void {
+    this.settleLater(run, this.settleFailure(run, thrown));
+  }
+
+  /** The lane's round trip recorded the job's completion (or found it stale): report it, free the slot. */
+  private completed(run: Running, status: string): void {
+    this.settleStatus(run, status, null);
+    this.finish(run);
+  }
+
+  /** Frees the job's slot once `work` (which records or reports how the job ended) is over. */
+  private settleLater(run: Running, work: Promise<void>): void {
+    work.then(
+      () => this.finish(run),
+      (error: unknown) => {
+        // A write that could not reach the database: the lease will expire and the job run again.
+        this.reportError('complete', error as Error);
+        this.finish(run);
+      },
+    );
   }
 
   private context(run: Running, runner: Queryable, client?: PoolClient): HandlerContext {
@@ -736,7 +819,7 @@ export class Worker {
   private sleepRun(run: Running, wakeAt: Date): void {
     if (run.outcome !== null) return;
     run.outcome = 'sleeping';
-    this.heartbeater?.remove(run.job.jobId);
+    run.renewing = false;
     abortRun(run, new JobSleeping(run.job.jobId, wakeAt));
     this.emit({ name: 'job.sleeping', ...this.jobFields(run.job), wakeAt });
   }
@@ -903,14 +986,6 @@ export class Worker {
   }
 
   // ---- completion -----------------------------------------------------------------------------
-
-  /** Queues a completion for its lane's next round trip; resolves with its status. */
-  private complete(run: Running, resultText: string): Promise<string> {
-    return new Promise((resolve, reject) => {
-      run.lane.pending.push({ run, resultText, resolve, reject });
-      this.wakeLane(run.lane);
-    });
-  }
 
   /** Waits until every queued completion is recorded (or given up). */
   private async flush(): Promise<void> {
