@@ -100,13 +100,15 @@ const OPTION_KEYS = new Set([
 ]);
 
 /**
- * The hot path's statement; the columns the worker uses (a lease time would only cost parsing,
- * and so would the job id of a completion's row: the worker matches those by position).
+ * The hot path's statement, with the columns the worker uses (a lease time would only cost
+ * parsing). complete_and_claim_v1 answers every completion, in the order sent, and then the
+ * claimed jobs; the completions that succeeded (nearly all of them) are left out here, so only
+ * the others (`canceled`, `stale`) come back, each with its job id: a row that would say
+ * `succeeded` costs the server its output and the worker its parsing, and says nothing.
  */
 const PUMP_SQL =
-  "SELECT CASE WHEN status = 'claimed' THEN job_id END, status, queue, type, payload, attempt, max_attempts, fence_token, " +
-  'execution_timeout_ms, checkpoints, waits ' +
-  'FROM workhorse.complete_and_claim_v1($1, $2::jsonb, $3, $4, $5)';
+  'SELECT job_id, status, queue, type, payload, attempt, max_attempts, fence_token, execution_timeout_ms, checkpoints, waits ' +
+  "FROM workhorse.complete_and_claim_v1($1, $2::jsonb, $3, $4, $5) WHERE status <> 'succeeded'";
 /** Name of PUMP_SQL as a prepared statement (parsed and planned once per connection). */
 const PUMP_STATEMENT = 'workhorse.complete_and_claim_v1';
 /**
@@ -134,8 +136,7 @@ function isPreparedStatementMismatch(error: unknown): boolean {
  * per claimed job, and an array is cheaper to build than an object with a property per column.
  */
 type PumpRow = [
-  /** Null in a completion's row (see PUMP_SQL). */
-  jobId: string | null,
+  jobId: string,
   status: string,
   queue: string,
   type: string,
@@ -616,9 +617,12 @@ export class Worker {
         continue;
       }
       failures = 0;
-      // complete_and_claim_v1 answers every completion, in the order sent, before the claimed jobs.
-      for (let i = 0; i < batch.length; i++) this.completed(batch[i].run, rows[i][1]);
-      const claimed = batch.length === 0 ? rows : rows.slice(batch.length);
+      // The completions that did not succeed come first, by job id; the claimed jobs follow (PUMP_SQL).
+      let first = 0;
+      let unsucceeded: Map<string, string> | null = null;
+      for (; first < rows.length && rows[first][1] !== 'claimed'; first++) (unsucceeded ??= new Map()).set(rows[first][0], rows[first][1]);
+      for (const p of batch) this.completed(p.run, unsucceeded?.get(p.run.job.jobId) ?? 'succeeded');
+      const claimed = first === 0 ? rows : rows.slice(first);
       const claimedAt = Date.now();
       if (claimed.length > 0) failpoint('after-claim');
       for (const row of claimed) this.start(row, lane, sentAt, claimedAt);
@@ -677,8 +681,7 @@ export class Worker {
   private start(row: PumpRow, lane: Lane, sentAt: number, claimedAt: number): void {
     const [jobId, , queue, type, payload, attempt, maxAttempts, fenceToken, timeoutMs, checkpoints, waits] = row;
     const job: ClaimedJob = {
-      // (A claimed job's row always carries its id.)
-      jobId: jobId as string,
+      jobId,
       queue,
       type,
       attempt,

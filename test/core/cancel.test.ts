@@ -212,6 +212,51 @@ describe('jobs that are running', () => {
     expect(seen.map((e) => e.name)).not.toContain('job.succeeded');
   });
 
+  it('completions recorded in one round trip each get their own answer: the canceled one among succeeded ones', async () => {
+    const q = 'cancel-batch';
+    const ids: string[] = [];
+    for (const n of [1, 2, 3]) ids.push(await queue.enqueue('cancel.batch', { n }, { queue: q }));
+    const [first, canceled, last] = ids;
+    const seen: WorkerEvent[] = [];
+    let finish: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => {
+      finish = resolve;
+    });
+    let started = 0;
+    const worker = new Worker(queue, { queues: [q], concurrency: 3, pollMs: 20 }).handle('cancel.batch', async (payload: { n: number }) => {
+      started++;
+      await gate;
+      return { n: payload.n };
+    });
+    worker.on((event) => seen.push(event));
+    const running = worker.run();
+    try {
+      await waitFor(async () => started === 3, 10_000, 'three handlers to start');
+      expect(await admin.cancel(canceled)).toBe('cancel_requested');
+      // All three handlers return in the same turn, so their completions share a round trip.
+      finish();
+      await waitFor(async () => (await db.pool.query('SELECT 1 FROM workhorse.job_outcome WHERE job_id = ANY ($1)', [ids])).rowCount === 3, 10_000, 'the jobs to end');
+    } finally {
+      finish();
+      await worker.stop();
+      await running;
+    }
+
+    const { rows } = await db.pool.query<{ finished_at: Date }>('SELECT DISTINCT finished_at FROM workhorse.job_outcome WHERE job_id = ANY ($1)', [ids]);
+    expect(rows).toHaveLength(1);
+    expect(await outcome(first)).toMatchObject({ state: 'succeeded', result: { n: 1 } });
+    expect(await outcome(canceled)).toMatchObject({ state: 'canceled', result: null, error: { name: 'Canceled' } });
+    expect(await outcome(last)).toMatchObject({ state: 'succeeded', result: { n: 3 } });
+    const ended = seen.filter((e) => e.name === 'job.succeeded' || e.name === 'job.canceled');
+    expect(ended.map((e) => [e.name, 'jobId' in e ? e.jobId : null]).sort()).toEqual(
+      [
+        ['job.canceled', canceled],
+        ['job.succeeded', first],
+        ['job.succeeded', last],
+      ].sort(),
+    );
+  });
+
   it('complete_v1 after a cancel request is refused: the job ends canceled with no result', async () => {
     const q = 'cancel-then-complete';
     const id = await queue.enqueue('cancel.sql', null, { queue: q });
