@@ -12,10 +12,25 @@ export interface ClaimedJob {
   maxAttempts: number;
   fenceToken: string;
   workerId: string;
-  /** Checkpoints stored by earlier runs: name -> [] (undefined) or [value]. */
-  checkpoints: Record<string, [] | [JsonValue]>;
-  /** Wake times of durable sleeps reached by earlier runs (ISO text). */
-  waits: Record<string, string>;
+  /** Checkpoints stored by earlier runs: name -> [] (undefined) or [value]; null while there are none. */
+  checkpoints: Record<string, [] | [JsonValue]> | null;
+  /** Wake times of durable sleeps reached by earlier runs (ISO text); null while there are none. */
+  waits: Record<string, string> | null;
+}
+
+/**
+ * The entry a job itself holds under `name`: never a property every object has (a checkpoint
+ * named `constructor` or `toString` is the job's own, or not there).
+ */
+function entryOf<T>(entries: Record<string, T> | null, name: string): T | undefined {
+  return entries !== null && Object.hasOwn(entries, name) ? entries[name] : undefined;
+}
+
+/** Stores `value` under `name` as the job's own entry (`__proto__` too: it is a name like any other). */
+function setEntry<T>(entries: Record<string, T> | null, name: string, value: T): Record<string, T> {
+  const into = entries ?? {};
+  Object.defineProperty(into, name, { value, writable: true, enumerable: true, configurable: true });
+  return into;
 }
 
 /**
@@ -107,7 +122,7 @@ export class HandlerContext {
     if (typeof name !== 'string' || name.length === 0 || name.length > 200) {
       throw new WorkhorseValidationError('name', 'must be a string of 1 to 200 characters');
     }
-    const stored = this.job.checkpoints[name];
+    const stored = entryOf(this.job.checkpoints, name);
     if (stored) return stored[0] as T;
     this.signal.throwIfAborted();
     const value = await operation();
@@ -126,7 +141,7 @@ export class HandlerContext {
       this.owner.lost(this.run);
       throw new LeaseLostError(this.job.jobId);
     }
-    this.job.checkpoints[name] = value === undefined ? [] : [JSON.parse(text as string) as JsonValue];
+    this.job.checkpoints = setEntry(this.job.checkpoints, name, value === undefined ? [] : [JSON.parse(text as string) as JsonValue]);
     return value;
   }
 
@@ -190,7 +205,7 @@ export class HandlerContext {
     if (typeof name !== 'string' || name.length === 0 || name.length > 200) {
       throw new WorkhorseValidationError('name', 'must be a string of 1 to 200 characters');
     }
-    const known = this.job.waits[name];
+    const known = entryOf(this.job.waits, name);
     if (known !== undefined && new Date(known).getTime() <= Date.now()) return;
     this.signal.throwIfAborted();
     let row: { status: string; wake_at: Date | null };
@@ -212,7 +227,7 @@ export class HandlerContext {
       throw new LeaseLostError(this.job.jobId);
     }
     const wakeAt = row.wake_at as Date;
-    this.job.waits[name] = wakeAt.toISOString();
+    this.job.waits = setEntry(this.job.waits, name, wakeAt.toISOString());
     if (row.status === 'elapsed') return;
     // `sleeping` or `canceled`: either way the job is no longer this worker's to run.
     this.owner.slept(this.run, wakeAt);

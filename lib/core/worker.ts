@@ -688,8 +688,8 @@ export class Worker {
       maxAttempts,
       fenceToken,
       workerId: this.workerId,
-      checkpoints: checkpoints ?? {},
-      waits: waits ?? {},
+      checkpoints,
+      waits,
     };
     const run: Running = {
       jobId: job.jobId,

@@ -670,3 +670,38 @@ describe('durable sleeps', () => {
     ]);
   });
 });
+
+describe('checkpoint names', () => {
+  // A job's stored checkpoints reach the handler as a plain object: names that are
+  // also properties of every object must not read those properties (or, for __proto__, replace
+  // the object's prototype) instead of the job's own entries.
+  it('names like constructor, toString and __proto__ run once and replay like any other', async () => {
+    const q = 'checkpoint-names';
+    const names = ['constructor', 'toString', '__proto__', 'hasOwnProperty', 'plain'];
+    const runsOf = new Map<string, number>();
+    const returned: [string, unknown][][] = [];
+    const worker = (): Worker =>
+      new Worker(queue, { queues: [q], concurrency: 1 }).handle('names.job', async (_payload: null, ctx: HandlerContext) => {
+        const values: [string, unknown][] = [];
+        for (const name of names) {
+          const value = await ctx.checkpoint(name, () => {
+            runsOf.set(name, (runsOf.get(name) ?? 0) + 1);
+            return { stage: name, attempt: ctx.attempt };
+          });
+          values.push([name, value]);
+        }
+        returned.push(values);
+        if (ctx.attempt === 1) throw new Error('fail once, so the second attempt replays');
+        return null;
+      });
+    const id = await queue.enqueue('names.job', null, { queue: q, maxAttempts: 2, retryPolicy: { kind: 'fixed', delayMs: 0 } });
+    expect(await worker().runOnce()).toBe(1);
+    expect(await worker().runOnce()).toBe(1);
+
+    expect((await admin.getJob(id))?.state).toBe('succeeded');
+    // The first attempt ran each stage; the second got every stored value back.
+    const expected = names.map((n) => [n, { stage: n, attempt: 1 }]);
+    expect(returned).toEqual([expected, expected]);
+    expect([...runsOf]).toEqual(names.map((n) => [n, 1]));
+  });
+});
