@@ -35,6 +35,35 @@ export type WorkerEvent =
 
 export type WorkerEventName = WorkerEvent['name'];
 
+/**
+ * Every worker event name, in lifecycle order. Typed so that the build breaks when the event
+ * union above gains or loses a name and this list (and the table in docs/nest.md) is not updated.
+ */
+export const WORKER_EVENT_NAMES = [
+  'worker.started',
+  'job.claimed',
+  'job.succeeded',
+  'job.retry_scheduled',
+  'job.failed',
+  'job.canceled',
+  'job.lease_lost',
+  'job.released',
+  'job.sleeping',
+  'job.abandoned',
+  'worker.error',
+  'worker.stopped',
+] as const satisfies readonly WorkerEventName[];
+
+type Missing = Exclude<WorkerEventName, (typeof WORKER_EVENT_NAMES)[number]>;
+// Fails to compile (naming the missing event) when the list above misses a name of the union.
+const everyNameListed: [Missing] extends [never] ? true : Missing = true;
+void everyNameListed;
+
+/** True when `name` is the name of a worker event. */
+export function isWorkerEventName(name: unknown): name is WorkerEventName {
+  return (WORKER_EVENT_NAMES as readonly unknown[]).includes(name);
+}
+
 /** The event of one name, e.g. `WorkerEventOf<'job.failed'>`. */
 export type WorkerEventOf<N extends WorkerEventName> = Extract<WorkerEvent, { name: N }>;
 

@@ -12,7 +12,7 @@ import {
   WorkhorseError,
   WorkhorseValidationError,
 } from './errors';
-import type { WorkerEvent, WorkerEventListener } from './events';
+import { isWorkerEventName, type WorkerEvent, type WorkerEventListener, type WorkerEventName, type WorkerEventOf } from './events';
 import { failpoint } from './failpoints';
 import { Heartbeater, type HeldLease, type LeaseListener } from './heartbeater';
 import { Notifier } from './notifier';
@@ -288,7 +288,10 @@ export class Worker {
   private readonly listen: boolean | { connectionString: string };
   private readonly unknownTypeDelayMs: number;
   private readonly handlers = new Map<string, Registered>();
-  private readonly listeners = new Set<WorkerEventListener>();
+  /** Subscriptions: a listener and the event names it wants (null: all of them). */
+  private readonly listeners = new Set<{ listener: WorkerEventListener; names: ReadonlySet<WorkerEventName> | null }>();
+  /** The event names some listener wants ('all', or none at all: null); see wants(). */
+  private wanted: ReadonlySet<WorkerEventName> | 'all' | null = null;
   private readonly running = new Map<string, Running>();
   private lifecycle: Lifecycle = 'idle';
   private paused = false;
@@ -382,10 +385,55 @@ export class Worker {
     return [...this.handlers.keys()];
   }
 
-  /** Subscribes to the worker's events; returns the unsubscribe function. */
-  on(listener: WorkerEventListener): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+  /**
+   * Subscribes to the worker's events, all of them or only those named; returns the unsubscribe
+   * function. An event that no listener wants is not even built: the per-job events
+   * (`job.claimed` and how each job ended) cost the worker some CPU for every job while anyone
+   * listens to them, so a listener that only needs errors should say so.
+   *
+   * @example
+   * worker.on(['worker.error'], (event) => log.error(event.during, event.error));
+   */
+  on(listener: WorkerEventListener): () => void;
+  on<N extends WorkerEventName>(names: readonly N[], listener: (event: WorkerEventOf<N>) => void): () => void;
+  on(namesOrListener: readonly WorkerEventName[] | WorkerEventListener, listener?: (event: never) => void): () => void {
+    let entry: { listener: WorkerEventListener; names: ReadonlySet<WorkerEventName> | null };
+    if (typeof namesOrListener === 'function') {
+      entry = { listener: namesOrListener, names: null };
+    } else {
+      if (!Array.isArray(namesOrListener) || namesOrListener.length === 0) {
+        throw new WorkhorseValidationError('names', 'must list at least one event name');
+      }
+      namesOrListener.forEach((name: unknown, i) => {
+        if (!isWorkerEventName(name)) throw new WorkhorseValidationError(`names[${i}]`, 'is not the name of a worker event');
+      });
+      if (typeof listener !== 'function') throw new WorkhorseValidationError('listener', 'must be a function');
+      entry = { listener: listener as WorkerEventListener, names: new Set(namesOrListener) };
+    }
+    this.listeners.add(entry);
+    this.updateWanted();
+    return () => {
+      this.listeners.delete(entry);
+      this.updateWanted();
+    };
+  }
+
+  private updateWanted(): void {
+    const names = new Set<WorkerEventName>();
+    for (const { names: only } of this.listeners) {
+      if (only === null) {
+        this.wanted = 'all';
+        return;
+      }
+      for (const name of only) names.add(name);
+    }
+    this.wanted = names.size > 0 ? names : null;
+  }
+
+  /** Whether some listener wants events of this name (checked before building one that every job would cost). */
+  private wants(name: WorkerEventName): boolean {
+    const wanted = this.wanted;
+    return wanted !== null && (wanted === 'all' || wanted.has(name));
   }
 
   /** Number of handlers running now. */
@@ -709,7 +757,7 @@ export class Worker {
     this.running.set(job.jobId, run);
     lane.active++;
     // (Nothing to build when nobody listens: this runs for every job.)
-    if (this.listeners.size > 0) this.emit({ name: 'job.claimed', ...this.jobFields(job) });
+    if (this.wants('job.claimed')) this.emit({ name: 'job.claimed', ...this.jobFields(job) });
     // The server closes the attempt at the same moment by its own clock (counted from the claim,
     // which happened before `claimedAt`); this timer only tells the handler sooner.
     if (timeoutMs !== null) {
@@ -954,12 +1002,15 @@ export class Worker {
 
   /** Reports how a job ended, as an event (nothing to build when nobody listens: it runs for every job). */
   private settleStatus(run: Running, status: string, error: ErrorEnvelope | null): void {
-    if (this.listeners.size === 0) return;
-    const fields = this.endedFields(run);
-    if (status === 'succeeded') this.emit({ name: 'job.succeeded', ...fields });
-    else if (status === 'canceled') this.emit({ name: 'job.canceled', ...fields });
-    else if (status === 'failed' && error) this.emit({ name: 'job.failed', ...fields, error });
-    else if (status === 'stale') this.reportLost(run);
+    if (status === 'succeeded') {
+      if (this.wants('job.succeeded')) this.emit({ name: 'job.succeeded', ...this.endedFields(run) });
+    } else if (status === 'canceled') {
+      if (this.wants('job.canceled')) this.emit({ name: 'job.canceled', ...this.endedFields(run) });
+    } else if (status === 'failed' && error) {
+      if (this.wants('job.failed')) this.emit({ name: 'job.failed', ...this.endedFields(run), error });
+    } else if (status === 'stale') {
+      this.reportLost(run);
+    }
   }
 
   private reportLost(run: Running): void {
@@ -1037,7 +1088,8 @@ export class Worker {
   }
 
   private emit(event: WorkerEvent): void {
-    for (const listener of this.listeners) {
+    for (const { listener, names } of this.listeners) {
+      if (names !== null && !names.has(event.name)) continue;
       try {
         listener(event);
       } catch (error) {

@@ -532,4 +532,46 @@ describe('Worker API', () => {
     expect(forJob[0]).toMatchObject(fields);
     expect(forJob[1]).toMatchObject({ ...fields, durationMs: expect.any(Number) });
   });
+
+  it('a listener given event names gets only those; unsubscribing stops them', async () => {
+    const q = freshQueue();
+    const worker = new Worker(queue, { queues: [q], pollMs: 100 }).handle('named.job', async (payload: { fail?: boolean }) => {
+      if (payload.fail) throw new Error('no');
+      return 'ok';
+    });
+    const ended: WorkerEvent[] = [];
+    const lifecycle: WorkerEvent[] = [];
+    worker.on(['job.succeeded', 'job.failed'], (event) => ended.push(event));
+    const off = worker.on(['worker.started', 'worker.stopped'], (event) => lifecycle.push(event));
+    const s = start(worker);
+    const [ok, bad] = await queue.enqueueMany([
+      { type: 'named.job', payload: {}, queue: q },
+      { type: 'named.job', payload: { fail: true }, queue: q, maxAttempts: 1 },
+    ]);
+    await waitFor(() => ended.length === 2, 10000, 'both jobs to end');
+    expect(ended.map((e) => [e.name, 'jobId' in e ? e.jobId : null]).sort()).toEqual(
+      [
+        ['job.failed', bad],
+        ['job.succeeded', ok],
+      ].sort(),
+    );
+    expect(ended.find((e) => e.name === 'job.failed')).toMatchObject({ error: { name: 'Error', message: 'no' }, attempt: 1 });
+    // The listener for everything (start()) saw the claims too.
+    expect(eventFor(s.events, 'job.claimed', ok)).toBeDefined();
+    expect(lifecycle.map((e) => e.name)).toEqual(['worker.started']);
+    off();
+    await worker.stop();
+    await s.done;
+    expect(lifecycle.map((e) => e.name)).toEqual(['worker.started']);
+    expect(s.events.at(-1)?.name).toBe('worker.stopped');
+  });
+
+  it('rejects event names that are not worker events, and an empty list, before subscribing', () => {
+    const worker = new Worker(queue);
+    expect(() => worker.on(['job.succeeded', 'job.done' as 'job.succeeded'], () => undefined)).toThrow(
+      expect.objectContaining({ name: 'WorkhorseValidationError', field: 'names[1]' }),
+    );
+    expect(() => worker.on([], () => undefined)).toThrow(expect.objectContaining({ field: 'names' }));
+    expect(() => worker.on(['job.failed'], 'not a function' as unknown as () => void)).toThrow(WorkhorseValidationError);
+  });
 });

@@ -62,9 +62,8 @@ module.exports = {
     worker.handle('noop', async (payload) => {
       onJob(payload);
     });
-    worker.on((event) => {
-      if (event.name === 'worker.error') onError(`${event.during}: ${event.error && event.error.message}`);
-    });
+    // Errors only: the per-job events are not built when nobody listens to them.
+    worker.on(['worker.error'], (event) => onError(`${event.during}: ${event.error && event.error.message}`));
     const running = worker.run();
     return {
       async stop() {
