@@ -12,7 +12,7 @@ const SYSTEMS = {
     label: 'workhorse (core Worker)',
     short: 'workhorse',
     ours: true,
-    settings: 'core `Worker` defaults: LISTEN on, pollMs 1000, leaseMs 30000; pool max 10 (+1 LISTEN, +1 heartbeat connection)',
+    settings: 'core `Worker` defaults: LISTEN on, pollMs 1000, leaseMs 30000; pool max 10 (+1 LISTEN, +1 heartbeat connection); one event listener, for `worker.error` only (`worker.on([\'worker.error\'], ...)`)',
   },
   'workhorse-nest': {
     adapter: 'workhorse-nest',
