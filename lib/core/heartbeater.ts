@@ -3,12 +3,26 @@ import { DedicatedConnection } from './connection';
 
 /** A lease the heartbeater keeps alive (the worker's record of a job it runs). */
 export interface HeldLease {
-  readonly jobId: string;
-  readonly fenceToken: string;
+  readonly job: LeaseOf;
   /** Local deadline (ms since epoch) after which the lease must be presumed lost. */
   deadline: number;
   /** Renewed while true. The worker clears it when it no longer needs the lease, the heartbeater when it gives the lease up. */
   renewing: boolean;
+}
+
+/** Whose lease it is: the job and the fence token of its claim. */
+export interface LeaseOf {
+  readonly jobId: string;
+  readonly fenceToken: string;
+}
+
+/**
+ * `"jobId":"...","fence":...` of a lease, for the JSON of a request. The id and the fence are what
+ * the database returned for the claim (a uuid and an int8 in their text forms, valid JSON as
+ * they are: the fence goes as a number, verbatim, so no precision is lost).
+ */
+export function leaseFields(lease: LeaseOf): string {
+  return `"jobId":"${lease.jobId}","fence":${lease.fenceToken}`;
 }
 
 /** What the heartbeater tells its worker about a lease (one listener for all of them). */
@@ -79,7 +93,7 @@ export class Heartbeater {
     }
     for (const lease of lost) {
       lease.renewing = false;
-      this.listener.lost(lease.jobId);
+      this.listener.lost(lease.job.jobId);
     }
     if (batch.length === 0) return;
     const sentAt = Date.now();
@@ -110,11 +124,7 @@ export class Heartbeater {
   }
 }
 
-/**
- * `[{"jobId", "fence"}]` as JSON text (the heartbeat request). Fence tokens are bigints that
- * PostgreSQL hands us as decimal strings; they are written as JSON numbers verbatim so no
- * precision is lost.
- */
-function leasesJson(items: { jobId: string; fenceToken: string }[]): string {
-  return `[${items.map((i) => `{"jobId":${JSON.stringify(i.jobId)},"fence":${BigInt(i.fenceToken).toString()}}`).join(',')}]`;
+/** `[{"jobId", "fence"}]` as JSON text (the heartbeat request). */
+function leasesJson(leases: HeldLease[]): string {
+  return `[${leases.map((l) => `{${leaseFields(l.job)}}`).join(',')}]`;
 }

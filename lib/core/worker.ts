@@ -14,7 +14,7 @@ import {
 } from './errors';
 import { isWorkerEventName, type WorkerEvent, type WorkerEventListener, type WorkerEventName, type WorkerEventOf } from './events';
 import { failpoint } from './failpoints';
-import { Heartbeater, type HeldLease, type LeaseListener } from './heartbeater';
+import { Heartbeater, leaseFields, type HeldLease, type LeaseListener } from './heartbeater';
 import { Notifier } from './notifier';
 import type { Queue } from './queue';
 import type { ErrorEnvelope, JsonValue, Queryable, RetryPolicy } from './types';
@@ -167,7 +167,7 @@ interface Lane {
 
 /** A job the worker runs; also its lease, as the heartbeater renews it. */
 interface Running extends HeldLease {
-  job: ClaimedJob;
+  readonly job: ClaimedJob;
   lane: Lane;
   /** Made when first needed (the handler reads ctx.signal, or the worker aborts): most jobs never need one. */
   controller: AbortController | null;
@@ -216,15 +216,14 @@ function abortRun(run: Running, reason: Error): void {
 }
 
 /**
- * `[{"jobId", "fence", "result"}]` as JSON text, written directly (it runs for every job). The id
- * and the fence are what the database returned for the claim (a uuid and an int8 in their text
- * forms, which are valid JSON as they are); the result is JSON text already.
+ * `[{"jobId", "fence", "result"}]` as JSON text, written directly (it runs for every job); the
+ * result is JSON text already.
  */
 function completionItems(batch: PendingCompletion[]): string {
   let text = '[';
   for (let i = 0; i < batch.length; i++) {
     const { run, resultText } = batch[i];
-    text += `${i === 0 ? '' : ','}{"jobId":"${run.job.jobId}","fence":${run.job.fenceToken},"result":${resultText}}`;
+    text += `${i === 0 ? '' : ','}{${leaseFields(run.job)},"result":${resultText}}`;
   }
   return `${text}]`;
 }
@@ -740,8 +739,6 @@ export class Worker {
       waits,
     };
     const run: Running = {
-      jobId: job.jobId,
-      fenceToken: job.fenceToken,
       deadline: sentAt + this.leaseMs,
       renewing: true,
       job,
@@ -825,14 +822,9 @@ export class Worker {
   }
 
   private handlerReturned(run: Running, value: unknown): void {
-    failpoint('after-handler');
-    if (run.outcome === 'lost' || run.outcome === 'abandoned' || run.outcome === 'sleeping') {
-      this.handlerThrew(run, signalOf(run).reason);
-      return;
-    }
     let resultText: string;
     try {
-      resultText = value === undefined ? 'null' : toJsonText(value, 'result');
+      resultText = this.resultText(run, value);
     } catch (thrown) {
       this.handlerThrew(run, thrown);
       return;
@@ -884,15 +876,21 @@ export class Worker {
   ): Promise<{ ok: true; resultText: string } | { ok: false; thrown: unknown }> {
     try {
       failpoint('before-handler');
-      const result: unknown = await fn(payload, ctx);
-      failpoint('after-handler');
-      if (run.outcome === 'lost' || run.outcome === 'abandoned' || run.outcome === 'sleeping') {
-        return { ok: false, thrown: signalOf(run).reason };
-      }
-      return { ok: true, resultText: result === undefined ? 'null' : toJsonText(result, 'result') };
+      return { ok: true, resultText: this.resultText(run, await fn(payload, ctx)) };
     } catch (thrown) {
       return { ok: false, thrown };
     }
+  }
+
+  /**
+   * A handler's returned value as the job's result (JSON text). Throws what the attempt fails
+   * with instead: the value is not JSON, or the worker stopped caring about the job (lease lost,
+   * abandoned, asleep) while the handler ran.
+   */
+  private resultText(run: Running, value: unknown): string {
+    failpoint('after-handler');
+    if (run.outcome === 'lost' || run.outcome === 'abandoned' || run.outcome === 'sleeping') throw signalOf(run).reason;
+    return value === undefined ? 'null' : toJsonText(value, 'result');
   }
 
   // The handler's writes and the completion share one transaction: both commit, or neither.
