@@ -34,17 +34,17 @@ function setEntry<T>(entries: Record<string, T> | null, name: string, value: T):
 }
 
 /**
- * What a context asks of the worker that runs its job. A worker implements it once and every
- * job's context holds it with the worker's own record of that job (`run`), so starting a job
- * creates no closures.
+ * What a context asks of the worker that executes its job. A worker implements it once and
+ * every job's context holds it with the worker's own record of that job (`execution`), so
+ * starting a job creates no closures.
  */
-export interface RunOwner {
+export interface ExecutionOwner {
   /** The job's AbortSignal (the worker may make it on first use). */
-  signalOf(run: object): AbortSignal;
+  signalOf(execution: object): AbortSignal;
   /** The database said this worker no longer owns the job. */
-  lost(run: object): void;
+  leaseLost(execution: object): void;
   /** The job went to sleep until `wakeAt` (or was canceled meanwhile): the worker lets go of it. */
-  slept(run: object, wakeAt: Date): void;
+  slept(execution: object, wakeAt: Date): void;
 }
 
 /**
@@ -90,9 +90,10 @@ export class HandlerContext {
 
   constructor(
     private readonly job: ClaimedJob,
-    private readonly owner: RunOwner,
-    private readonly run: object,
-    private readonly runner: Queryable,
+    private readonly owner: ExecutionOwner,
+    private readonly execution: object,
+    /** Where checkpoints and progress are written: the pool, or a transactional handler's client. */
+    private readonly db: Queryable,
     // Sleeps always commit on their own (never inside a transactional handler's transaction,
     // whose rollback must not undo the sleep).
     private readonly pool: Queryable,
@@ -109,7 +110,7 @@ export class HandlerContext {
 
   /** Aborts when the job is canceled, the lease is lost or the worker shuts down. */
   get signal(): AbortSignal {
-    return this.owner.signalOf(this.run);
+    return this.owner.signalOf(this.execution);
   }
 
   /**
@@ -129,7 +130,7 @@ export class HandlerContext {
     const text = value === undefined ? null : toJsonText(value, `checkpoint ${JSON.stringify(name)}`);
     let status: string;
     try {
-      const result = await this.runner.query(
+      const result = await this.db.query(
         'SELECT workhorse.save_checkpoint_v1($1, $2, $3, $4, $5::jsonb) AS status',
         [this.job.jobId, this.job.workerId, this.job.fenceToken, name, text],
       );
@@ -138,7 +139,7 @@ export class HandlerContext {
       throw fromPgError(error);
     }
     if (status === 'stale') {
-      this.owner.lost(this.run);
+      this.owner.leaseLost(this.execution);
       throw new LeaseLostError(this.job.jobId);
     }
     this.job.checkpoints = setEntry(this.job.checkpoints, name, value === undefined ? [] : [JSON.parse(text as string) as JsonValue]);
@@ -160,7 +161,7 @@ export class HandlerContext {
     }
     let status: string;
     try {
-      const result = await this.runner.query('SELECT workhorse.set_progress_v1($1, $2, $3, $4::jsonb) AS status', [
+      const result = await this.db.query('SELECT workhorse.set_progress_v1($1, $2, $3, $4::jsonb) AS status', [
         this.job.jobId,
         this.job.workerId,
         this.job.fenceToken,
@@ -171,7 +172,7 @@ export class HandlerContext {
       throw fromPgError(error);
     }
     if (status === 'stale') {
-      this.owner.lost(this.run);
+      this.owner.leaseLost(this.execution);
       throw new LeaseLostError(this.job.jobId);
     }
   }
@@ -223,14 +224,14 @@ export class HandlerContext {
       throw fromPgError(error);
     }
     if (row.status === 'stale') {
-      this.owner.lost(this.run);
+      this.owner.leaseLost(this.execution);
       throw new LeaseLostError(this.job.jobId);
     }
     const wakeAt = row.wake_at as Date;
     this.job.waits = setEntry(this.job.waits, name, wakeAt.toISOString());
     if (row.status === 'elapsed') return;
-    // `sleeping` or `canceled`: either way the job is no longer this worker's to run.
-    this.owner.slept(this.run, wakeAt);
+    // `sleeping` or `canceled`: either way the job is no longer this worker's to execute.
+    this.owner.slept(this.execution, wakeAt);
     throw new JobSleeping(this.job.jobId, wakeAt);
   }
 }

@@ -1,5 +1,13 @@
 import type { ErrorEnvelope } from './types';
 
+/**
+ * What a worker was doing when an internal operation failed (`worker.error`): claiming or
+ * recording completions in its round trip, renewing leases, offering maintenance, listening
+ * for notifications, running a transactional handler's transaction, or calling a listener; or
+ * an idle pool connection broke.
+ */
+export type WorkerErrorDuring = 'claim' | 'complete' | 'transaction' | 'heartbeat' | 'tick' | 'listen' | 'pool' | 'listener';
+
 interface JobEventBase {
   jobId: string;
   /** The job's type (the handler name). */
@@ -27,8 +35,8 @@ export type WorkerEvent =
   | {
       name: 'worker.error';
       workerId: string;
-      /** What the worker was doing: claim, heartbeat, tick, complete, fail, listen, pool or listener. */
-      during: string;
+      /** What the worker was doing (see {@link WorkerErrorDuring}). */
+      during: WorkerErrorDuring;
       error: Error;
     }
   | { name: 'worker.stopped'; workerId: string };

@@ -61,13 +61,9 @@ export const messages = {
     `@JobHandler on ${target}: the job type (${describe(value)}) ${detail}.`,
   badHandlerOptions: (target: string, value: unknown) =>
     `@JobHandler on ${target}: options must be an object such as { queue: 'emails', transactional: true }, got ${describe(value)}.`,
-  unknownHandlerOption: (target: string, key: string) =>
-    `@JobHandler on ${target}: "${key}" is not a handler option (queue, transactional, retry).`,
-  badHandlerRetry: (target: string, detail: string) => `@JobHandler on ${target}: ${detail}.`,
+  badHandlerOption: (target: string, detail: string) => `@JobHandler on ${target}: ${detail}.`,
   badHandlerQueue: (target: string, value: unknown, detail: string) =>
     `@JobHandler on ${target}: the queue (${describe(value)}) ${detail}.`,
-  badHandlerTransactional: (target: string, value: unknown) =>
-    `@JobHandler on ${target}: transactional must be true or false, got ${describe(value)}.`,
   unknownEvent: (target: string, name: unknown, known: readonly string[]) =>
     `@OnWorkhorseEvent on ${target}: ${describe(name)} is not a worker event (${known.join(', ')}).`,
   duplicateHandler: (type: string, first: string, second: string) =>

@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import { DedicatedConnection } from './connection';
+import { DedicatedConnection } from '../connection';
 
 /** A lease the heartbeater keeps alive (the worker's record of a job it runs). */
 export interface HeldLease {
