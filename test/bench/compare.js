@@ -18,6 +18,11 @@
  *   --jobs N                   jobs per drain (default 20000)
  *   --pairs N                  pairs (default 4)
  *   --options JSON             worker options for both variants, e.g. '{"roundTrips":2}'
+ *   --nice N                   run at this nice value (the server and children inherit it), e.g.
+ *                              -5 on a shared machine (lower needs root)
+ *   --profile                  CPU-profile every drain's worker and print where each variant's
+ *                              worker spent its time (profiling slows the drains: compare the
+ *                              rates of profiled pairs with each other only)
  */
 const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
@@ -29,6 +34,7 @@ const { startServer } = require('./lib/server');
 const { transpileLib, ROOT } = require('./lib/transpile');
 const { startChild, killAll } = require('./lib/children');
 const { waitForQuiet } = require('./lib/machine');
+const { summarizeProfile } = require('./lib/diagnose');
 
 function parseArgs(argv) {
   const args = { concurrency: 50, jobs: 20000, pairs: 4, options: {} };
@@ -44,6 +50,8 @@ function parseArgs(argv) {
     else if (flag === '--jobs') args.jobs = Number(value());
     else if (flag === '--pairs') args.pairs = Number(value());
     else if (flag === '--options') args.options = JSON.parse(value());
+    else if (flag === '--nice') args.nice = Number(value());
+    else if (flag === '--profile') args.profile = true;
     else if (flag === '--help' || flag === '-h') {
       process.stdout.write(`${fs.readFileSync(__filename, 'utf8').split('*/')[0].split('\n').slice(3).map((l) => l.replace(/^ \*? ?/, '')).join('\n')}\n`);
       process.exit(0);
@@ -82,6 +90,7 @@ function prepareVariant(text) {
 let dbCounter = 0;
 async function drainOnce(server, variant, args) {
   const name = `compare_${++dbCounter}`;
+  const profileDir = args.profile ? fs.mkdtempSync(path.join(os.tmpdir(), 'workhorse-compare-prof-')) : null;
   const url = await server.createDatabase(name);
   try {
     await variant.adapter.install({ libDir: variant.libDir, url });
@@ -99,7 +108,7 @@ async function drainOnce(server, variant, args) {
         options: { ...SYSTEMS[variant.systemId].options, ...args.options },
         capMs: 300_000,
       },
-      { label: variant.text },
+      { label: variant.text, execArgv: profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [] },
     );
     await child.next('ready', 60_000);
     await waitForQuiet();
@@ -109,7 +118,14 @@ async function drainOnce(server, variant, args) {
     const serverCpu = server.cpuSeconds();
     await child.finish();
     const done = result.completed;
+    let profile;
+    if (profileDir) {
+      const file = fs.readdirSync(profileDir).find((f) => f.endsWith('.cpuprofile'));
+      if (file) profile = summarizeProfile(path.join(profileDir, file), variant.libDir);
+      fs.rmSync(profileDir, { recursive: true, force: true });
+    }
     return {
+      profile,
       rate: (done / result.elapsedMs) * 1000,
       capped: result.capped,
       workerCpuMsPerJob: (result.cpuUserMs + result.cpuSystemMs) / done,
@@ -133,6 +149,7 @@ const fmt = (r) =>
 
 async function main() {
   const args = parseArgs(process.argv.slice(2));
+  if (args.nice !== undefined) os.setPriority(0, args.nice);
   const a = prepareVariant(args.a);
   const b = prepareVariant(args.b);
   const server = await startServer({ log });
@@ -147,12 +164,27 @@ async function main() {
       log(`pair ${pair + 1} ${side.toUpperCase()}: ${fmt(r)}`);
     }
   }
-  const lines = [`A = ${a.text}`, `B = ${b.text}`, `concurrency ${args.concurrency}, ${args.jobs} jobs per drain, options ${JSON.stringify(args.options)}`, ''];
-  lines.push('pair | order | A jobs/s | B jobs/s | B/A | A RSS MiB | B RSS MiB');
+  const lines = [
+    `A = ${a.text}`,
+    `B = ${b.text}`,
+    `concurrency ${args.concurrency}, ${args.jobs} jobs per drain, options ${JSON.stringify(args.options)}, nice ${os.getPriority(0)}`,
+    '',
+  ];
+  lines.push('pair | order | A jobs/s | B jobs/s | B/A | A worker ms/job | B worker ms/job | A RSS MiB | B RSS MiB');
   for (let i = 0; i < args.pairs; i++) {
     const [ra, rb] = [results.a[i], results.b[i]];
     lines.push(
-      `${i + 1} | ${i % 2 === 0 ? 'A B' : 'B A'} | ${ra.rate.toFixed(0)} | ${rb.rate.toFixed(0)} | ${(rb.rate / ra.rate).toFixed(3)} | ${ra.rssPeakMiB.toFixed(0)} | ${rb.rssPeakMiB.toFixed(0)}`,
+      [
+        i + 1,
+        i % 2 === 0 ? 'A B' : 'B A',
+        ra.rate.toFixed(0),
+        rb.rate.toFixed(0),
+        (rb.rate / ra.rate).toFixed(3),
+        ra.workerCpuMsPerJob.toFixed(4),
+        rb.workerCpuMsPerJob.toFixed(4),
+        ra.rssPeakMiB.toFixed(0),
+        rb.rssPeakMiB.toFixed(0),
+      ].join(' | '),
     );
   }
   const m = (side, key) => median(results[side].map((r) => r[key]));
@@ -166,6 +198,13 @@ async function main() {
   const ratios = results.b.map((r, i) => r.rate / results.a[i].rate);
   lines.push(`B/A per pair: median ${median(ratios).toFixed(3)}, range ${Math.min(...ratios).toFixed(3)}-${Math.max(...ratios).toFixed(3)}`);
   lines.push(`B/A RSS peak: ${(m('b', 'rssPeakMiB') / m('a', 'rssPeakMiB')).toFixed(2)}`);
+  for (const side of args.profile ? ['a', 'b'] : []) {
+    const { profile } = results[side].at(-1);
+    if (!profile) continue;
+    lines.push('', `${side.toUpperCase()}'s worker, last drain (${profile.totalMs.toFixed(0)} ms profiled):`);
+    for (const { area, percent } of profile.areas) lines.push(`  ${String(percent).padStart(5)}%  ${area}`);
+    for (const { fn, percent } of profile.topFunctions) lines.push(`  ${String(percent).padStart(5)}%  ${fn}`);
+  }
   process.stdout.write(`${lines.join('\n')}\n`);
 }
 
