@@ -1,7 +1,7 @@
 import type { PoolClient } from 'pg';
 import { fromPgError, LeaseLostError, WorkhorseValidationError } from './errors';
 import type { JsonValue, Queryable } from './types';
-import { toJsonText } from './validation';
+import { checkText, toJsonText } from './validation';
 
 /** What the worker tells a context about the job it runs. */
 export interface ClaimedJob {
@@ -87,6 +87,8 @@ export class HandlerContext {
    * commit exactly when the job succeeds. Undefined for ordinary handlers.
    */
   readonly client: PoolClient | undefined;
+  /** Checkpoints being saved now, by name (made on first use). */
+  private pendingCheckpoints: Map<string, Promise<unknown>> | null = null;
 
   constructor(
     private readonly job: ClaimedJob,
@@ -117,14 +119,27 @@ export class HandlerContext {
    * Runs `operation` once per job: its result is stored under `name`, and when the handler runs
    * again (after a crash, a retry or a durable sleep) the stored result is returned instead of
    * running the operation again. The result must be JSON (at most 1 MiB); `undefined` is kept.
-   * Throws {@link LeaseLostError} if this worker no longer owns the job.
+   * What it returns is always the stored value (as a replay would return it): a call made while
+   * another of the same name is under way shares that one's operation and value, and a value
+   * stored first by someone else wins over this call's. Throws {@link LeaseLostError} if this
+   * worker no longer owns the job.
    */
   async checkpoint<T>(name: string, operation: () => T | Promise<T>): Promise<T> {
-    if (typeof name !== 'string' || name.length === 0 || name.length > 200) {
-      throw new WorkhorseValidationError('name', 'must be a string of 1 to 200 characters');
-    }
+    checkText(name, 'name', 200);
     const stored = entryOf(this.job.checkpoints, name);
     if (stored) return stored[0] as T;
+    const pending = this.pendingCheckpoints?.get(name);
+    if (pending) return pending as Promise<T>;
+    const saving = this.saveCheckpoint(name, operation);
+    (this.pendingCheckpoints ??= new Map()).set(name, saving);
+    try {
+      return await saving;
+    } finally {
+      this.pendingCheckpoints.delete(name);
+    }
+  }
+
+  private async saveCheckpoint<T>(name: string, operation: () => T | Promise<T>): Promise<T> {
     this.signal.throwIfAborted();
     const value = await operation();
     const text = value === undefined ? null : toJsonText(value, `checkpoint ${JSON.stringify(name)}`);
@@ -142,8 +157,28 @@ export class HandlerContext {
       this.owner.leaseLost(this.execution);
       throw new LeaseLostError(this.job.jobId);
     }
-    this.job.checkpoints = setEntry(this.job.checkpoints, name, value === undefined ? [] : [JSON.parse(text as string) as JsonValue]);
-    return value;
+    // `exists`: another run stored a value first (a worker that lost the job while saving); that one is the stage's.
+    const entry: [] | [JsonValue] =
+      status === 'exists' ? await this.readCheckpoint(name) : value === undefined ? [] : [JSON.parse(text as string) as JsonValue];
+    this.job.checkpoints = setEntry(this.job.checkpoints, name, entry);
+    return entry[0] as T;
+  }
+
+  private async readCheckpoint(name: string): Promise<[] | [JsonValue]> {
+    let rows: { entry: [] | [JsonValue] }[];
+    try {
+      // Wrapped as the claim hands checkpoints over: [] for a stage that returned nothing, [value] otherwise.
+      const result = await this.db.query(
+        "SELECT CASE WHEN value IS NULL THEN '[]'::jsonb ELSE jsonb_build_array(value) END AS entry " +
+          'FROM workhorse.read_checkpoints_v1($1) WHERE name = $2',
+        [this.job.jobId, name],
+      );
+      rows = result.rows as { entry: [] | [JsonValue] }[];
+    } catch (error) {
+      throw fromPgError(error);
+    }
+    // (Checkpoints are never removed, so the one that answered `exists` is there.)
+    return rows[0].entry;
   }
 
   /**
@@ -203,9 +238,7 @@ export class HandlerContext {
   }
 
   private async sleepCall(name: string, until: Date | null, ms: number | null): Promise<void> {
-    if (typeof name !== 'string' || name.length === 0 || name.length > 200) {
-      throw new WorkhorseValidationError('name', 'must be a string of 1 to 200 characters');
-    }
+    checkText(name, 'name', 200);
     const known = entryOf(this.job.waits, name);
     if (known !== undefined && new Date(known).getTime() <= Date.now()) return;
     this.signal.throwIfAborted();
