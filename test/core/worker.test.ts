@@ -484,6 +484,14 @@ describe('Worker API', () => {
       [{ roundTrips: 5 }, 'roundTrips'],
       [{ roundTrips: 1.5 }, 'roundTrips'],
       [{ concurrency: 2, roundTrips: 3 }, 'roundTrips'],
+      // Values that guarantee a malfunction: a lease renewed no sooner than it lapses, a listener
+      // without a connection string, a worker id the database cannot store (every statement fails).
+      [{ leaseMs: 2000, heartbeatMs: 2000 }, 'heartbeatMs'],
+      [{ heartbeatMs: 30_000 }, 'heartbeatMs'],
+      [{ listen: { connectionString: '' } }, 'listen'],
+      [{ listen: { connectionString: 'postgres://x/y', poolMax: 1 } as unknown as WorkerOptions['listen'] }, 'listen'],
+      [{ workerId: 'host\u0000' }, 'workerId'],
+      [{ workerId: 'host-\ud83d' }, 'workerId'],
     ];
     for (const [options, field] of cases) {
       let thrown: unknown;
@@ -495,6 +503,7 @@ describe('Worker API', () => {
       expect(thrown).toBeInstanceOf(WorkhorseValidationError);
       expect((thrown as WorkhorseValidationError).field).toBe(field);
     }
+    expect(() => new Worker(queue, { leaseMs: 3000, heartbeatMs: 5000 })).toThrow('heartbeatMs: must be below leaseMs (3000)');
   });
 
   it('registering a type twice throws', () => {

@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import type { HandlerContext } from '../context';
 import { WorkhorseValidationError } from '../errors';
 import type { RetryPolicy } from '../types';
-import { checkInteger, checkName, checkRetryPolicy } from '../validation';
+import { checkInteger, checkName, checkRetryPolicy, checkText } from '../validation';
 
 /**
  * A job handler: receives the payload and a {@link HandlerContext}, returns the job's result
@@ -45,7 +45,7 @@ export interface WorkerOptions {
   roundTrips?: number;
   /** Lease length in ms, default 30 000. A job whose lease is not renewed within it is recovered. */
   leaseMs?: number;
-  /** Heartbeat interval in ms, default a third of the lease. */
+  /** Heartbeat interval in ms, below `leaseMs`; default a third of the lease. */
   heartbeatMs?: number;
   /** Poll interval in ms when no notification arrives, default 1000 (jittered, backing off to 5x while idle). */
   pollMs?: number;
@@ -135,18 +135,15 @@ export function checkWorkerOptions(options: unknown = {}): WorkerSettings {
   const roundTrips = checkInteger(o.roundTrips ?? 1, 'roundTrips', 1, 4);
   if (roundTrips > concurrency) fail('roundTrips', `must be at most concurrency (${concurrency})`);
   const leaseMs = checkInteger(o.leaseMs ?? 30_000, 'leaseMs', 1000, 86_400_000);
-  const heartbeatMs = checkInteger(o.heartbeatMs ?? Math.floor(leaseMs / 3), 'heartbeatMs', 100, leaseMs);
-  const listen = o.listen ?? true;
-  if (
-    typeof listen !== 'boolean' &&
-    !(typeof listen === 'object' && listen !== null && typeof (listen as { connectionString?: unknown }).connectionString === 'string')
-  ) {
-    fail('listen', 'must be true, false or { connectionString } of a direct connection');
+  const heartbeatMs = checkInteger(o.heartbeatMs ?? Math.floor(leaseMs / 3), 'heartbeatMs', 100, 86_400_000);
+  // A lease renewed no more often than it lasts lapses between two renewals: every job would be
+  // given up (and run again elsewhere) however healthy the worker.
+  if (heartbeatMs >= leaseMs) {
+    fail('heartbeatMs', `must be below leaseMs (${leaseMs}), or every lease lapses before it is renewed; a third of leaseMs is the default`);
   }
-  const workerId = o.workerId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-  if (typeof workerId !== 'string' || workerId.length === 0 || workerId.length > 200) {
-    fail('workerId', 'must be a string of 1 to 200 characters');
-  }
+  const listen = checkListen(o.listen ?? true);
+  // Every statement of the worker carries its id: one the database cannot store fails them all.
+  const workerId = checkText(o.workerId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, 'workerId', 200);
   return {
     queues: [...new Set(queues.map((q: unknown, i) => checkName(q, `queues[${i}]`)))],
     concurrency,
@@ -156,10 +153,25 @@ export function checkWorkerOptions(options: unknown = {}): WorkerSettings {
     pollMs: checkInteger(o.pollMs ?? 1000, 'pollMs', 10, 600_000),
     tickMs: checkInteger(o.tickMs ?? 1000, 'tickMs', 10, 600_000),
     shutdownTimeoutMs: checkInteger(o.shutdownTimeoutMs ?? 25_000, 'shutdownTimeoutMs', 0, 3_600_000),
-    listen: listen as WorkerSettings['listen'],
+    listen,
     workerId,
     unknownTypeDelayMs: checkInteger(o.unknownTypeDelayMs ?? 5000, 'unknownTypeDelayMs', 0, 604_800_000),
   };
+}
+
+function checkListen(listen: unknown): WorkerSettings['listen'] {
+  if (typeof listen === 'boolean') return listen;
+  const direct = listen as { connectionString?: unknown } | null;
+  if (
+    typeof direct !== 'object' ||
+    direct === null ||
+    Object.keys(direct).some((key) => key !== 'connectionString') ||
+    typeof direct.connectionString !== 'string' ||
+    direct.connectionString.length === 0
+  ) {
+    fail('listen', 'must be true, false or { connectionString } of a direct connection');
+  }
+  return { connectionString: direct.connectionString };
 }
 
 /**
