@@ -219,14 +219,19 @@ class AsyncpgDriver:
             if not ended.done():
                 ended.set_result(None)
 
+        def on_notify(_conn: Any, _pid: int, _channel: str, payload: str) -> None:
+            on_payload(payload)
+
         try:
             conn.add_termination_listener(on_end)
-            await conn.add_listener(NOTIFY_CHANNEL, lambda _c, _pid, _channel, payload: on_payload(payload))
+            await conn.add_listener(NOTIFY_CHANNEL, on_notify)
             on_ready()
             await ended
         finally:
-            # Releasing resets the connection (UNLISTEN, listeners dropped) or discards it if broken.
-            await self._pool.release(conn)
+            if not conn.is_closed():
+                await asyncio.shield(conn.remove_listener(NOTIFY_CHANNEL, on_notify))
+            conn.remove_termination_listener(on_end)
+            await asyncio.shield(self._pool.release(conn))
 
 
 def driver_for(pool: Any) -> AsyncDriver:
