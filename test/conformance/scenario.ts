@@ -9,7 +9,7 @@ import type { HandlerContext, JsonValue } from '../../lib/core';
 export const SCENARIO_DIR = join(__dirname, '..', '..', 'sdk', 'conformance', 'scenarios');
 
 export interface Step {
-  do: 'checkpoint' | 'return' | 'return_checkpoints' | 'throw' | 'progress' | 'sleep' | 'mark' | 'block';
+  do: 'checkpoint' | 'return' | 'return_checkpoints' | 'throw' | 'progress' | 'sleep' | 'mark' | 'pause' | 'block';
   attempts?: number[];
   name?: string;
   value?: JsonValue;
@@ -77,6 +77,9 @@ export function scriptHandler(steps: Step[], report: Report) {
           break;
         case 'mark':
           report('mark', ctx.jobId, name);
+          break;
+        case 'pause':
+          await new Promise((resolve) => setTimeout(resolve, step.ms));
           break;
         case 'block': {
           const signal = ctx.signal;

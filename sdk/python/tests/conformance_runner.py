@@ -297,8 +297,8 @@ async def _act(
         assert entries == action["entries"], f"timeline {entries}"
     elif do == "expect_effects":
         job_id = jobs[action["job"]]
-        got = {name: n for (j, name), n in report.effects.items() if j == job_id}
-        assert got == action["counts"], f"effects {got}"
+        effects = {name: n for (j, name), n in report.effects.items() if j == job_id}
+        assert effects == action["counts"], f"effects {effects}"
     elif do == "expect_dead_letter":
         present = jobs[action["job"]] in await variant.dead_letter_ids()
         assert present == action["present"], f"dead letter present: {present}"

@@ -10,6 +10,7 @@ import pytest
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from .conformance_runner import AsyncVariant, SyncVariant, run_scenario, scenario_files
+from .support import split_violations
 
 SCENARIOS = scenario_files()
 
@@ -19,15 +20,18 @@ def test_the_scenarios_are_there() -> None:
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
-async def test_sync(path: Path, pool: ConnectionPool[Any]) -> None:
+async def test_sync(path: Path, pool: ConnectionPool[Any], db_url: str) -> None:
     await run_scenario(path, SyncVariant(pool))
+    assert split_violations(db_url) == []
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
-async def test_async_psycopg(path: Path, apool: AsyncConnectionPool[Any]) -> None:
+async def test_async_psycopg(path: Path, apool: AsyncConnectionPool[Any], db_url: str) -> None:
     await run_scenario(path, AsyncVariant(apool))
+    assert split_violations(db_url) == []
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
-async def test_asyncpg(path: Path, asyncpg_pool: Any) -> None:
+async def test_asyncpg(path: Path, asyncpg_pool: Any, db_url: str) -> None:
     await run_scenario(path, AsyncVariant(asyncpg_pool))
+    assert split_violations(db_url) == []

@@ -8,9 +8,11 @@ claiming, ``{"event": "effect", "jobId", "name"}`` when a checkpoint operation r
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
 import threading
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -73,6 +75,8 @@ def sync_handler(steps: Sequence[Mapping[str, Any]], report: Report) -> Callable
                 ctx.sleep(step["name"], step["ms"])
             elif do == "mark":
                 report("mark", ctx.job_id, step["name"])
+            elif do == "pause":
+                time.sleep(step["ms"] / 1000)
             elif do == "block":
                 ctx.signal.wait()
                 ctx.signal.raise_if_aborted()
@@ -106,6 +110,8 @@ def async_handler(steps: Sequence[Mapping[str, Any]], report: Report) -> Callabl
                 await ctx.sleep(step["name"], step["ms"])
             elif do == "mark":
                 report("mark", ctx.job_id, step["name"])
+            elif do == "pause":
+                await asyncio.sleep(step["ms"] / 1000)
             elif do == "block":
                 await ctx.signal.wait_async()
                 ctx.signal.raise_if_aborted()
