@@ -20,6 +20,8 @@ import {
 } from '../../lib/core';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
+import { claimOne } from '../support/protocol';
+import { waitFor } from '../support/wait';
 
 const FIXTURE = join(__dirname, '..', 'fixtures', 'sleep-worker.ts');
 const REGISTER = require.resolve('../support/ts-register.js');
@@ -73,16 +75,6 @@ async function countRows(): Promise<RowCounts> {
   return rows[0];
 }
 
-async function waitFor<T>(probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
-
 async function expectRejects<E extends Error>(promise: Promise<unknown>, type: new (...args: never[]) => E): Promise<E> {
   const error = await promise.then(
     () => undefined,
@@ -111,15 +103,6 @@ async function waitForState(jobId: string, state: string, timeoutMs: number): Pr
 function startWorker(worker: Worker): void {
   workers.push(worker);
   runs.push(worker.run());
-}
-
-async function claimOne(queueName: string, workerId: string): Promise<{ jobId: string; fence: string; attempt: number; waits: Record<string, string> | null }> {
-  const { rows } = await pool.query<{ job_id: string; fence_token: string; attempt: number; waits: Record<string, string> | null }>(
-    'SELECT job_id, fence_token, attempt, waits FROM workhorse.claim_many_v1($1, $2, 1, 30000)',
-    [[queueName], workerId],
-  );
-  expect(rows).toHaveLength(1);
-  return { jobId: rows[0].job_id, fence: rows[0].fence_token, attempt: rows[0].attempt, waits: rows[0].waits };
 }
 
 async function sqlSleep(
@@ -507,7 +490,7 @@ describe('durable sleeps', () => {
     const queueName = 'sleep-sql';
     const workerId = 'sleep-sql-worker';
     const jobId = await queue.enqueue('durable.sql', null, { queue: queueName });
-    const first = await claimOne(queueName, workerId);
+    const first = await claimOne(pool, queueName, { workerId, leaseMs: 30_000 });
     expect(first.jobId).toBe(jobId);
     // A first attempt has no sleeps behind it.
     expect(first.waits).toBeNull();
@@ -521,7 +504,7 @@ describe('durable sleeps', () => {
     // make the job due early and promote it, as if the handler had been resumed.
     await pool.query(`UPDATE workhorse.job_runtime SET run_at = clock_timestamp() WHERE job_id = $1`, [jobId]);
     expect((await pool.query<{ n: number }>('SELECT workhorse.promote_v1(1000) AS n')).rows[0].n).toBeGreaterThanOrEqual(1);
-    const resumed = await claimOne(queueName, workerId);
+    const resumed = await claimOne(pool, queueName, { workerId, leaseMs: 30_000 });
     expect(resumed.jobId).toBe(jobId);
     expect(resumed.attempt).toBe(1);
     expect(resumed.waits).not.toBeNull();
@@ -546,7 +529,7 @@ describe('durable sleeps', () => {
     const queueName = 'sleep-stale';
     const workerId = 'sleep-stale-worker';
     const jobId = await queue.enqueue('durable.stale', null, { queue: queueName });
-    const claim = await claimOne(queueName, workerId);
+    const claim = await claimOne(pool, queueName, { workerId, leaseMs: 30_000 });
     const eventsBefore = (await events(jobId)).length;
 
     const wrongFence = await sqlSleep(jobId, workerId, String(BigInt(claim.fence) + 1000n), 'pause', null, 60_000);

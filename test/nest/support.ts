@@ -1,6 +1,6 @@
 /**
- * Shared helpers of the Nest tests: quiet Nest logs, polling, gates that tests open by hand,
- * and reading a job's state straight from the tables.
+ * Shared helpers of the Nest tests: quiet Nest logs, start a module, and read a job's state
+ * straight from the tables.
  */
 import { Logger, type ModuleMetadata } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
@@ -10,22 +10,6 @@ import type { Pool } from 'pg';
 export function quietNestLogs(): void {
   Logger.overrideLogger(false);
 }
-
-export async function waitFor<T>(
-  probe: () => T | null | undefined | false | Promise<T | null | undefined | false>,
-  what: string,
-  timeoutMs = 10_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
-export { gate, type Gate } from '../support/wait';
 
 /** The job's state read from the tables (null when no such job is committed). */
 export async function stateOf(pool: Pool, jobId: string): Promise<string | null> {
