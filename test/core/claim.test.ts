@@ -7,8 +7,9 @@ import { Pool } from 'pg';
 import { Queue, Worker, type WorkerEvent } from '../../lib/core';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
+import { stateOf } from '../support/job-state';
 import { claim } from '../support/protocol';
-import { waitFor } from '../support/wait';
+import { delay, waitFor } from '../support/wait';
 
 interface ClaimRow {
   job_id: string;
@@ -22,8 +23,6 @@ interface ClaimRow {
 const CLAIM_SQL =
   'SELECT job_id, queue, type, attempt, fence_token, lease_expires_at FROM workhorse.claim_many_v1($1, $2, $3, $4)';
 
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 let db: TestDatabase;
 let queue: Queue;
@@ -40,16 +39,6 @@ afterEach(async () => {
 afterAll(async () => {
   await db?.drop();
 });
-
-async function stateOf(id: string): Promise<string> {
-  const { rows } = await db.pool.query<{ state: string }>(
-    `SELECT coalesce(r.state, o.state) AS state FROM workhorse.job j
-     LEFT JOIN workhorse.job_runtime r ON r.job_id = j.id LEFT JOIN workhorse.job_outcome o ON o.job_id = j.id
-     WHERE j.id = $1`,
-    [id],
-  );
-  return rows[0].state;
-}
 
 // A mix where priorities interleave, repeat and arrive out of order, so neither plain FIFO nor a
 // priority sort that ignores arrival order could produce the expected sequence.
@@ -111,7 +100,7 @@ describe('claim order', () => {
       'order.job',
       async (_payload: unknown, ctx) => {
         ran.push(ctx.jobId);
-        await sleep(1);
+        await delay(1);
       },
     );
     const running = worker.run();
@@ -144,11 +133,11 @@ describe('what a claim may take', () => {
     const rows = await claim(db.pool, [q], { limit: 100 });
     expect(rows.map((r) => r.jobId)).toEqual([ready]);
 
-    expect(await stateOf(otherQueue)).toBe('ready');
-    expect(await stateOf(scheduled)).toBe('scheduled');
+    expect(await stateOf(db.pool, otherQueue)).toBe('ready');
+    expect(await stateOf(db.pool, scheduled)).toBe('scheduled');
     const owner = await db.pool.query<{ worker_id: string }>('SELECT worker_id FROM workhorse.job_runtime WHERE job_id = $1', [active]);
     expect(owner.rows[0].worker_id).toBe('someone-else');
-    expect(await stateOf(finished)).toBe('canceled');
+    expect(await stateOf(db.pool, finished)).toBe('canceled');
 
     // A queue nobody enqueued to yields nothing rather than an error.
     expect(await claim(db.pool, ['eligible-nothing-here'], { limit: 10 })).toEqual([]);
@@ -198,7 +187,7 @@ describe('what a claim may take', () => {
     try {
       await waitFor(async () => inFlight === 3, 10_000, 'three handlers to start');
       // Give the worker room to over-claim if it were going to.
-      await sleep(300);
+      await delay(300);
       const active = await db.pool.query("SELECT 1 FROM workhorse.job_runtime WHERE queue = $1 AND state = 'active'", [q]);
       expect(active.rowCount).toBe(3);
       release();
@@ -229,7 +218,7 @@ describe('isolation guard', () => {
     } finally {
       client.release();
     }
-    expect(await stateOf(id)).toBe('ready');
+    expect(await stateOf(db.pool, id)).toBe('ready');
   });
 
   it('claims inside an explicit READ COMMITTED transaction', async () => {
@@ -244,7 +233,7 @@ describe('isolation guard', () => {
     } finally {
       client.release();
     }
-    expect(await stateOf(id)).toBe('active');
+    expect(await stateOf(db.pool, id)).toBe('active');
   });
 });
 
@@ -393,7 +382,7 @@ describe('competing workers', () => {
             const runsOfJob = seen.get(ctx.jobId) ?? [];
             runsOfJob.push(workerId);
             seen.set(ctx.jobId, runsOfJob);
-            await sleep(Math.random() * 3);
+            await delay(Math.random() * 3);
             return { by: workerId };
           },
         );

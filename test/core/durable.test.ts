@@ -18,6 +18,7 @@ import {
   type TimelineEntry,
   type WorkerEvent,
 } from '../../lib/core';
+import { CREATE_SIDE_EFFECTS_SQL, recordSideEffect, sideEffects } from '../fixtures/side-effects';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
 import { claimOne } from '../support/protocol';
@@ -49,9 +50,7 @@ beforeAll(async () => {
   pool = db.pool;
   queue = new Queue(pool);
   admin = new Admin(pool);
-  await pool.query(
-    'CREATE TABLE public.side_effects (id bigserial PRIMARY KEY, job_id uuid NOT NULL, stage text NOT NULL, pid integer NOT NULL)',
-  );
+  await pool.query(CREATE_SIDE_EFFECTS_SQL);
 });
 
 afterEach(async () => {
@@ -86,14 +85,6 @@ async function expectRejects<E extends Error>(promise: Promise<unknown>, type: n
 
 async function events(jobId: string): Promise<TimelineEntry[]> {
   return (await admin.getJobTimeline(jobId, { limit: 200 })).items.filter((e) => e.source === 'event');
-}
-
-async function sideEffects(jobId: string): Promise<{ stage: string; pid: number }[]> {
-  const { rows } = await pool.query<{ stage: string; pid: number }>(
-    'SELECT stage, pid FROM public.side_effects WHERE job_id = $1 ORDER BY id',
-    [jobId],
-  );
-  return rows;
 }
 
 async function waitForState(jobId: string, state: string, timeoutMs: number): Promise<void> {
@@ -401,7 +392,7 @@ describe('durable sleeps', () => {
     worker.handle('durable.nap', async (_payload: null, ctx: HandlerContext) => {
       invocations.set(ctx.jobId, (invocations.get(ctx.jobId) ?? 0) + 1);
       const a = await ctx.checkpoint('a', async () => {
-        await pool.query('INSERT INTO public.side_effects (job_id, stage, pid) VALUES ($1, $2, $3)', [ctx.jobId, 'a', process.pid]);
+        await recordSideEffect(pool, ctx.jobId, 'a');
         return `a-run-${invocations.get(ctx.jobId)}`;
       });
       try {
@@ -411,7 +402,7 @@ describe('durable sleeps', () => {
         throw error;
       }
       const b = await ctx.checkpoint('b', async () => {
-        await pool.query('INSERT INTO public.side_effects (job_id, stage, pid) VALUES ($1, $2, $3)', [ctx.jobId, 'b', process.pid]);
+        await recordSideEffect(pool, ctx.jobId, 'b');
         return `b-run-${invocations.get(ctx.jobId)}`;
       });
       return { a, b, attempt: ctx.attempt };
@@ -451,7 +442,7 @@ describe('durable sleeps', () => {
       result: { a: 'a-run-1', b: 'b-run-2', attempt: 1 },
     });
     expect(invocations.get(napId)).toBe(2);
-    expect((await sideEffects(napId)).map((e) => e.stage)).toEqual(['a', 'b']);
+    expect((await sideEffects(pool, napId)).map((e) => e.stage)).toEqual(['a', 'b']);
     // The sleep returned at once on the second run: it threw only the first time.
     expect(thrownFromSleep).toHaveLength(1);
 
@@ -612,12 +603,12 @@ describe('durable sleeps', () => {
     });
     worker.handle('durable.nap', async (payload: { sleepMs: number }, ctx: HandlerContext) => {
       const a = await ctx.checkpoint('a', async () => {
-        await pool.query('INSERT INTO public.side_effects (job_id, stage, pid) VALUES ($1, $2, $3)', [ctx.jobId, 'a', process.pid]);
+        await recordSideEffect(pool, ctx.jobId, 'a');
         return `a-${process.pid}`;
       });
       await ctx.sleep('nap', payload.sleepMs);
       const b = await ctx.checkpoint('b', async () => {
-        await pool.query('INSERT INTO public.side_effects (job_id, stage, pid) VALUES ($1, $2, $3)', [ctx.jobId, 'b', process.pid]);
+        await recordSideEffect(pool, ctx.jobId, 'b');
         return `b-${process.pid}`;
       });
       return { a, b, attempt: ctx.attempt };
@@ -630,7 +621,7 @@ describe('durable sleeps', () => {
       currentAttempt: 1,
       result: { a: `a-${childPid}`, b: `b-${process.pid}`, attempt: 1 },
     });
-    expect(await sideEffects(jobId)).toEqual([
+    expect(await sideEffects(pool, jobId)).toEqual([
       { stage: 'a', pid: childPid },
       { stage: 'b', pid: process.pid },
     ]);

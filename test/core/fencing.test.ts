@@ -5,7 +5,7 @@
  */
 import type { Pool } from 'pg';
 import { Admin, LeaseLostError, Queue, Worker, type HandlerContext, type WorkerEvent } from '../../lib/core';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { createTestDatabase, freshQueue, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
 import { claimOne, forceExpire, type ClaimedJob } from '../support/protocol';
 import { gate, waitFor } from '../support/wait';
@@ -14,13 +14,6 @@ let db: TestDatabase;
 let pool: Pool;
 let queue: Queue;
 let admin: Admin;
-let queueCounter = 0;
-
-// Each test uses a queue of its own, so jobs a test leaves behind never reach another test.
-function freshQueue(): string {
-  queueCounter += 1;
-  return `fencing-${queueCounter}`;
-}
 
 beforeAll(async () => {
   db = await createTestDatabase();

@@ -19,8 +19,9 @@ import {
 } from 'nestjs-workhorse';
 import { waitForJobState } from 'nestjs-workhorse/testing';
 import { createTestDatabase, type TestDatabase } from '../support/db';
+import { stateOf } from '../support/job-state';
 import { waitFor } from '../support/wait';
-import { quietNestLogs, startModule, stateOf } from './support';
+import { quietNestLogs, startModule } from './support';
 
 @Injectable()
 class Handlers {

@@ -11,8 +11,9 @@ import { JobHandler, Queue, WorkhorseModule, WorkhorseWorker, type HandlerContex
 import { Queue as CoreQueue } from 'nestjs-workhorse/core';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
+import { stateOf } from '../support/job-state';
 import { gate, waitFor } from '../support/wait';
-import { quietNestLogs, startModule, stateOf } from './support';
+import { quietNestLogs, startModule } from './support';
 
 const started = new Set<string>();
 const release = gate();

@@ -16,8 +16,9 @@ import {
 import { waitForJobState } from 'nestjs-workhorse/testing';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
+import { stateOf } from '../support/job-state';
 import { gate, waitFor, type Gate } from '../support/wait';
-import { quietNestLogs, startModule, stateOf } from './support';
+import { quietNestLogs, startModule } from './support';
 
 interface PostPayload {
   entry: string;

@@ -22,8 +22,9 @@ import { WorkhorseAdmin } from '../../lib/nest/workhorse-admin';
 import { WorkhorseQueue } from '../../lib/nest/workhorse-queue';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
+import { stateOf } from '../support/job-state';
 import { waitFor } from '../support/wait';
-import { countJobs, quietNestLogs, startModule, stateOf } from './support';
+import { countJobs, quietNestLogs, startModule } from './support';
 
 const txidSql = 'SELECT txid_current()::text AS id';
 

@@ -29,6 +29,7 @@ import { installSchema, Queue, Worker, type HandlerContext, type JsonValue, type
 import { JobHandler, WorkhorseModule, WorkhorseWorker } from '../../lib/nest';
 import { expectSplitInvariant } from '../support/invariants';
 import { freePort } from '../support/net';
+import { stateOf } from '../support/job-state';
 import { delay, gate, waitFor, type Gate } from '../support/wait';
 
 const PG_BIN = process.env.WORKHORSE_PG15_BIN ?? '/usr/lib/postgresql/15/bin';
@@ -229,17 +230,6 @@ async function jobRows(pool: Pool): Promise<JobRow[]> {
     LEFT JOIN workhorse.job_runtime r ON r.job_id = j.id
     LEFT JOIN workhorse.job_outcome o ON o.job_id = j.id`);
   return rows;
-}
-
-async function stateOf(pool: Pool, jobId: string): Promise<string | null> {
-  const { rows } = await pool.query<{ state: string | null }>(
-    `SELECT coalesce(o.state, r.state) AS state FROM workhorse.job j
-     LEFT JOIN workhorse.job_runtime r ON r.job_id = j.id
-     LEFT JOIN workhorse.job_outcome o ON o.job_id = j.id
-     WHERE j.id = $1`,
-    [jobId],
-  );
-  return rows[0]?.state ?? null;
 }
 
 /** What one variant (core or Nest) gives the scenario. */
