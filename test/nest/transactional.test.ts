@@ -18,8 +18,8 @@ import {
   WorkhorseTransactionHost,
   type Queryable,
 } from 'nestjs-workhorse';
-import { WorkhorseAdmin } from '../../lib/nest/workhorse-admin';
-import { WorkhorseQueue } from '../../lib/nest/workhorse-queue';
+import { WorkhorseAdmin } from '../../lib/nest/workhorse-admin.provider';
+import { WorkhorseQueue } from '../../lib/nest/workhorse-queue.provider';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
 import { stateOf } from '../support/job-state';
