@@ -85,16 +85,18 @@ def test_three_worker_processes_share_a_queue_and_every_job_ends_exactly_once(
         "handlers": {"conformance.unit": [{"do": "checkpoint", "name": "work", "value": 1}, {"do": "return_checkpoints"}]},
         "actions": [],
     }))  # fmt: skip
-    ids = Queue(pool).enqueue_many([{"type": "conformance.unit", "payload": {"i": i}} for i in range(150)])
     workers = [WorkerProcess(db_url, scenario, f"py-{n}") for n in range(3)]
     processes.extend(workers)
+    for worker in workers:
+        worker.wait_ready()
+    ids = Queue(pool).enqueue_many([{"type": "conformance.unit", "payload": {"i": i}} for i in range(150)])
     admin = Admin(pool)
 
     def done() -> bool:
         return len(admin.list_jobs(states=["succeeded"], limit=1000).items) == len(ids)
 
     wait_for(done, 60, "all jobs to succeed")
-    assert all(w.terminate() == 0 for w in workers)
+    assert [w.terminate() for w in workers] == [0, 0, 0]
     effects = Counter(e["jobId"] for w in workers for e in w.events if e["event"] == "effect")
     assert sorted(effects) == sorted(ids) and set(effects.values()) == {1}
     assert split_violations(db_url) == []

@@ -28,6 +28,8 @@ from .schema import SCHEMA_VERSION, install_schema, verify_schema
 from .types import (
     JOB_STATES,
     CancelResult,
+    DeadLetterFilter,
+    EnqueueOptions,
     EnqueueRequest,
     ErrorEnvelope,
     JobSnapshot,
@@ -38,6 +40,7 @@ from .types import (
     RedriveResult,
     RetryPolicy,
     TimelineEntry,
+    WorkerOptions,
 )
 from .worker import Worker
 
@@ -48,6 +51,8 @@ __all__ = [
     "Admin",
     "AsyncHandlerContext",
     "CancelResult",
+    "DeadLetterFilter",
+    "EnqueueOptions",
     "EnqueueRequest",
     "ErrorEnvelope",
     "ExecutionTimeoutError",
@@ -71,6 +76,7 @@ __all__ = [
     "SchemaVersionMismatchError",
     "TimelineEntry",
     "Worker",
+    "WorkerOptions",
     "WorkerShutdownError",
     "WorkerStateError",
     "WorkhorseError",

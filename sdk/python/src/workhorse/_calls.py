@@ -106,7 +106,7 @@ def cancel(job_id: object, reason: object) -> Call[CancelResult]:
 
 
 @dataclass(frozen=True)
-class DeadLetterFilter:
+class CheckedFilter:
     queue: str | None
     type: str | None
     error_name: str | None
@@ -114,19 +114,23 @@ class DeadLetterFilter:
     finished_before: datetime | None
 
 
-def dead_letter_filter(
-    queue: object, type: object, error_name: object, finished_after: object, finished_before: object
-) -> DeadLetterFilter:
-    return DeadLetterFilter(
+def dead_letter_filter(given: Mapping[str, Any]) -> CheckedFilter:
+    keys = ("queue", "type", "error_name", "finished_after", "finished_before")
+    for key in given:
+        if key not in keys:
+            fail(key, f"is not a dead-letter filter ({', '.join(keys)})")
+    queue, type, error_name = given.get("queue"), given.get("type"), given.get("error_name")
+    after, before = given.get("finished_after"), given.get("finished_before")
+    return CheckedFilter(
         None if queue is None else check_name(queue, "queue"),
         None if type is None else check_name(type, "type"),
         None if error_name is None else check_text(error_name, "errorName", 200),
-        None if finished_after is None else check_datetime(finished_after, "finishedAfter"),
-        None if finished_before is None else check_datetime(finished_before, "finishedBefore"),
+        None if after is None else check_datetime(after, "finishedAfter"),
+        None if before is None else check_datetime(before, "finishedBefore"),
     )
 
 
-def list_dead_letters(f: DeadLetterFilter, limit: object, cursor: object) -> Call[Page[JobSnapshot]]:
+def list_dead_letters(f: CheckedFilter, limit: object, cursor: object) -> Call[Page[JobSnapshot]]:
     n = check_int(limit, "limit", 1, 1000)
     at, job_id = p.decode_dead_position(cursor)
 
@@ -154,7 +158,7 @@ def redrive(job_id: object, request_id: object, actor: object, reason: object) -
 
 
 def redrive_many(
-    f: DeadLetterFilter, request_id: object, dry_run: object, actor: object, reason: object, limit: object
+    f: CheckedFilter, request_id: object, dry_run: object, actor: object, reason: object, limit: object
 ) -> Call[list[RedriveResult]]:
     check_text(request_id, "requestId", 160, 1)
     _check_actor(actor, reason)

@@ -9,56 +9,52 @@ import signal
 import threading
 import socket
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from ._drivers import AsyncDriver
 from ._engine import Engine, EngineOptions, ErrorListener, Handler
 from .errors import WorkerStateError
-from .types import RetryPolicy
+from .types import RetryPolicy, WorkerOptions
 from .validation import check_int, check_name, check_retry_policy, check_text, fail
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def engine_options(
-    queues: Sequence[str],
-    concurrency: int,
-    lease_ms: int,
-    heartbeat_ms: int | None,
-    poll_ms: int,
-    tick_ms: int,
-    shutdown_timeout_ms: int,
-    listen: bool,
-    worker_id: str | None,
-    unknown_type_delay_ms: int,
-) -> EngineOptions:
+def engine_options(given: Mapping[str, Any]) -> EngineOptions:
     """Checks a worker's options (the same rules and field names as the TypeScript worker)."""
+    for key in given:
+        if key not in WorkerOptions.__annotations__:
+            fail(key, f"is not a worker option ({', '.join(WorkerOptions.__annotations__)})")
+    queues = given.get("queues", ("default",))
     if isinstance(queues, str) or not isinstance(queues, Sequence) or not 1 <= len(queues) <= 100:
         fail("queues", "must list 1 to 100 queue names")
     names = list(dict.fromkeys(check_name(q, f"queues[{i}]") for i, q in enumerate(queues)))
-    lease = check_int(lease_ms, "leaseMs", 1000, 86_400_000)
+    lease = check_int(given.get("lease_ms", 30_000), "leaseMs", 1000, 86_400_000)
+    listen = given.get("listen", True)
     if not isinstance(listen, bool):
         fail("listen", "must be True or False")
+    worker_id = given.get("worker_id") or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
     return EngineOptions(
-        worker_id=check_text(worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}", "workerId", 200, 1),
+        worker_id=check_text(worker_id, "workerId", 200, 1),
         queues=names,
-        concurrency=check_int(concurrency, "concurrency", 1, 1000),
+        concurrency=check_int(given.get("concurrency", 10), "concurrency", 1, 1000),
         lease_ms=lease,
-        heartbeat_ms=check_int(lease // 3 if heartbeat_ms is None else heartbeat_ms, "heartbeatMs", 100, lease),
-        poll_ms=check_int(poll_ms, "pollMs", 10, 600_000),
-        tick_ms=check_int(tick_ms, "tickMs", 10, 600_000),
-        shutdown_timeout_ms=check_int(shutdown_timeout_ms, "shutdownTimeoutMs", 0, 3_600_000),
+        heartbeat_ms=check_int(given.get("heartbeat_ms", lease // 3), "heartbeatMs", 100, lease),
+        poll_ms=check_int(given.get("poll_ms", 1000), "pollMs", 10, 600_000),
+        tick_ms=check_int(given.get("tick_ms", 1000), "tickMs", 10, 600_000),
+        shutdown_timeout_ms=check_int(given.get("shutdown_timeout_ms", 25_000), "shutdownTimeoutMs", 0, 3_600_000),
         listen=listen,
-        unknown_type_delay_ms=check_int(unknown_type_delay_ms, "unknownTypeDelayMs", 0, 604_800_000),
+        unknown_type_delay_ms=check_int(given.get("unknown_type_delay_ms", 5000), "unknownTypeDelayMs", 0, 604_800_000),
     )
 
 
 class WorkerBase:
-    def __init__(self, options: EngineOptions, on_error: ErrorListener | None) -> None:
-        self._options = options
-        self._on_error = on_error
+    def __init__(self, driver: AsyncDriver, options: WorkerOptions) -> None:
+        self._driver = driver
+        self._options = engine_options(options)
+        self._on_error: ErrorListener | None = options.get("on_error")
         self._handlers: dict[str, Handler] = {}
         self._engine: Engine | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -111,7 +107,7 @@ class WorkerBase:
         """Blocks until the running worker claims (True), or ``timeout`` seconds pass."""
         return self._ready.wait(timeout)
 
-    async def _serve(self, driver: AsyncDriver, handle_signals: bool) -> None:
+    async def _serve(self, handle_signals: bool) -> None:
         """Runs the engine in the current event loop until it has drained. Plain functions run
         in a pool of ``concurrency`` threads, coroutine functions in the loop."""
         if self._engine is not None:
@@ -121,7 +117,7 @@ class WorkerBase:
             executor = ThreadPoolExecutor(max_workers=self._options.concurrency, thread_name_prefix="workhorse-handler")
         self._loop = asyncio.get_running_loop()
         self._ready.clear()
-        engine = Engine(driver, self._options, dict(self._handlers), executor, self._on_error, self._ready.set)
+        engine = Engine(self._driver, self._options, dict(self._handlers), executor, self._on_error, self._ready.set)
         self._engine = engine
         signals = (signal.SIGTERM, signal.SIGINT) if handle_signals else ()
         for sig in signals:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
-from typing import Any
+from typing import Any, Unpack
 
 from psycopg_pool import ConnectionPool
 
 from . import _calls as calls
 from ._sync import Connection, SyncExecutor
-from .types import CancelResult, JobSnapshot, JobState, Page, QueueInfo, RedriveResult, TimelineEntry
+from .types import CancelResult, DeadLetterFilter, JobSnapshot, JobState, Page, QueueInfo, RedriveResult, TimelineEntry
 
 
 class Admin:
@@ -57,20 +56,12 @@ class Admin:
         return self._executor.run(calls.cancel(job_id, reason), conn)
 
     def list_dead_letters(
-        self,
-        *,
-        queue: str | None = None,
-        type: str | None = None,
-        error_name: str | None = None,
-        finished_after: datetime | None = None,
-        finished_before: datetime | None = None,
-        limit: int = 50,
-        cursor: str | None = None,
-        conn: Connection | None = None,
+        self, *, limit: int = 50, cursor: str | None = None, conn: Connection | None = None, **filter: Unpack[DeadLetterFilter]
     ) -> Page[JobSnapshot]:
-        """Dead letters (failed jobs), newest first, a page at a time."""
-        f = calls.dead_letter_filter(queue, type, error_name, finished_after, finished_before)
-        return self._executor.run(calls.list_dead_letters(f, limit, cursor), conn)
+        """Dead letters (failed jobs), newest first, filtered by queue, type, final error name and
+        finish time (``queue``, ``type``, ``error_name``, ``finished_after``, ``finished_before``),
+        a page at a time."""
+        return self._executor.run(calls.list_dead_letters(calls.dead_letter_filter(filter), limit, cursor), conn)
 
     def redrive(
         self,
@@ -89,20 +80,16 @@ class Admin:
         self,
         *,
         request_id: str,
-        queue: str | None = None,
-        type: str | None = None,
-        error_name: str | None = None,
-        finished_after: datetime | None = None,
-        finished_before: datetime | None = None,
         dry_run: bool = False,
         actor: str | None = None,
         reason: str | None = None,
         limit: int = 1000,
         conn: Connection | None = None,
+        **filter: Unpack[DeadLetterFilter],
     ) -> list[RedriveResult]:
-        """Redrives up to ``limit`` dead letters matching the filter, each idempotent under
-        ``<request_id>:<job id>``; with ``dry_run`` nothing is written."""
-        f = calls.dead_letter_filter(queue, type, error_name, finished_after, finished_before)
+        """Redrives up to ``limit`` dead letters matching the filter (as ``list_dead_letters``),
+        each idempotent under ``<request_id>:<job id>``; with ``dry_run`` nothing is written."""
+        f = calls.dead_letter_filter(filter)
         return self._executor.run(calls.redrive_many(f, request_id, dry_run, actor, reason, limit), conn)
 
     def pause_queue(

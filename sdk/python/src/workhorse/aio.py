@@ -6,15 +6,25 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from datetime import datetime
-from typing import Any
+from typing import Any, Unpack
 
 from . import _calls as calls
 from ._drivers import AsyncDriver, driver_for
-from ._engine import ErrorListener
-from ._worker_base import WorkerBase, engine_options
+from ._worker_base import WorkerBase
 from .context import AsyncHandlerContext
-from .types import CancelResult, EnqueueRequest, JobSnapshot, JobState, Page, QueueInfo, RedriveResult, RetryPolicy, TimelineEntry
+from .types import (
+    CancelResult,
+    DeadLetterFilter,
+    EnqueueOptions,
+    EnqueueRequest,
+    JobSnapshot,
+    JobState,
+    Page,
+    QueueInfo,
+    RedriveResult,
+    TimelineEntry,
+    WorkerOptions,
+)
 
 
 class AsyncQueue:
@@ -33,30 +43,8 @@ class AsyncQueue:
         self.pool = pool
         self.driver: AsyncDriver = driver_for(pool)
 
-    async def enqueue(
-        self,
-        type: str,
-        payload: Any,
-        *,
-        queue: str | None = None,
-        priority: int | None = None,
-        run_at: datetime | None = None,
-        max_attempts: int | None = None,
-        retry_policy: RetryPolicy | None = None,
-        tags: Sequence[str] | None = None,
-        deadline: datetime | None = None,
-        execution_timeout_ms: int | None = None,
-        idempotency_key: str | None = None,
-        idempotency_scope: str | None = None,
-        idempotency_ttl_ms: int | None = None,
-        conn: Any = None,
-    ) -> str:
+    async def enqueue(self, type: str, payload: Any, *, conn: Any = None, **options: Unpack[EnqueueOptions]) -> str:
         """Enqueues one job and returns its id; see ``workhorse.Queue.enqueue``."""
-        options = dict(
-            queue=queue, priority=priority, run_at=run_at, max_attempts=max_attempts, retry_policy=retry_policy,
-            tags=tags, deadline=deadline, execution_timeout_ms=execution_timeout_ms, idempotency_key=idempotency_key,
-            idempotency_scope=idempotency_scope, idempotency_ttl_ms=idempotency_ttl_ms,
-        )  # fmt: skip
         return (await self.driver.run(calls.enqueue(type, payload, options), conn))[0]
 
     async def enqueue_many(self, requests: Sequence[EnqueueRequest], *, conn: Any = None) -> list[str]:
@@ -95,19 +83,9 @@ class AsyncAdmin:
         return await self._driver.run(calls.cancel(job_id, reason), conn)
 
     async def list_dead_letters(
-        self,
-        *,
-        queue: str | None = None,
-        type: str | None = None,
-        error_name: str | None = None,
-        finished_after: datetime | None = None,
-        finished_before: datetime | None = None,
-        limit: int = 50,
-        cursor: str | None = None,
-        conn: Any = None,
+        self, *, limit: int = 50, cursor: str | None = None, conn: Any = None, **filter: Unpack[DeadLetterFilter]
     ) -> Page[JobSnapshot]:
-        f = calls.dead_letter_filter(queue, type, error_name, finished_after, finished_before)
-        return await self._driver.run(calls.list_dead_letters(f, limit, cursor), conn)
+        return await self._driver.run(calls.list_dead_letters(calls.dead_letter_filter(filter), limit, cursor), conn)
 
     async def redrive(
         self, job_id: str, *, request_id: str, actor: str | None = None, reason: str | None = None, conn: Any = None
@@ -118,18 +96,14 @@ class AsyncAdmin:
         self,
         *,
         request_id: str,
-        queue: str | None = None,
-        type: str | None = None,
-        error_name: str | None = None,
-        finished_after: datetime | None = None,
-        finished_before: datetime | None = None,
         dry_run: bool = False,
         actor: str | None = None,
         reason: str | None = None,
         limit: int = 1000,
         conn: Any = None,
+        **filter: Unpack[DeadLetterFilter],
     ) -> list[RedriveResult]:
-        f = calls.dead_letter_filter(queue, type, error_name, finished_after, finished_before)
+        f = calls.dead_letter_filter(filter)
         return await self._driver.run(calls.redrive_many(f, request_id, dry_run, actor, reason, limit), conn)
 
     async def pause_queue(self, queue: str, *, actor: str | None = None, reason: str | None = None, conn: Any = None) -> None:
@@ -160,32 +134,13 @@ class AsyncWorker(WorkerBase):
         await worker.run()  # until worker.stop()
     """
 
-    def __init__(
-        self,
-        queue: AsyncQueue,
-        *,
-        queues: Sequence[str] = ("default",),
-        concurrency: int = 10,
-        lease_ms: int = 30_000,
-        heartbeat_ms: int | None = None,
-        poll_ms: int = 1000,
-        tick_ms: int = 1000,
-        shutdown_timeout_ms: int = 25_000,
-        listen: bool = True,
-        worker_id: str | None = None,
-        unknown_type_delay_ms: int = 5000,
-        on_error: ErrorListener | None = None,
-    ) -> None:
-        options = engine_options(
-            queues, concurrency, lease_ms, heartbeat_ms, poll_ms, tick_ms, shutdown_timeout_ms, listen, worker_id,
-            unknown_type_delay_ms,
-        )  # fmt: skip
-        super().__init__(options, on_error)
-        self._driver = queue.driver
+    def __init__(self, queue: AsyncQueue, **options: Unpack[WorkerOptions]) -> None:
+        """Options and defaults: see ``workhorse.WorkerOptions``."""
+        super().__init__(queue.driver, options)
 
     async def run(self, *, handle_signals: bool = False) -> None:
         """Runs until ``stop()`` (or SIGTERM/SIGINT with ``handle_signals``), then drains."""
-        await self._serve(self._driver, handle_signals)
+        await self._serve(handle_signals)
 
     async def started(self) -> None:
         """Waits until a running worker claims (for code that started ``run()`` as a task)."""

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
-from typing import Any
+from typing import Any, Unpack
 
 from psycopg_pool import ConnectionPool
 
 from . import _calls as calls
 from ._sync import Connection, SyncExecutor
-from .types import EnqueueRequest, RetryPolicy
+from .types import EnqueueOptions, EnqueueRequest
 
 
 class Queue:
@@ -35,34 +34,14 @@ class Queue:
     def pool(self) -> ConnectionPool[Any]:
         return self._executor.pool
 
-    def enqueue(
-        self,
-        type: str,
-        payload: Any,
-        *,
-        queue: str | None = None,
-        priority: int | None = None,
-        run_at: datetime | None = None,
-        max_attempts: int | None = None,
-        retry_policy: RetryPolicy | None = None,
-        tags: Sequence[str] | None = None,
-        deadline: datetime | None = None,
-        execution_timeout_ms: int | None = None,
-        idempotency_key: str | None = None,
-        idempotency_scope: str | None = None,
-        idempotency_ttl_ms: int | None = None,
-        conn: Connection | None = None,
-    ) -> str:
-        """Enqueues one job and returns its id. Options left as None take the protocol's
+    def enqueue(self, type: str, payload: Any, *, conn: Connection | None = None, **options: Unpack[EnqueueOptions]) -> str:
+        """Enqueues one job and returns its id. Options (``queue``, ``priority``, ``run_at``,
+        ``max_attempts``, ``retry_policy``, ``tags``, ``deadline``, ``execution_timeout_ms``,
+        ``idempotency_key``, ``idempotency_scope``, ``idempotency_ttl_ms``) left out take the protocol's
         defaults (queue ``default``, priority 0, 25 attempts, exponential backoff, run now).
         With ``idempotency_key`` an exact repeat, while the key lives, returns the first job's
         id and writes nothing; a different request under the same key raises
         ``IdempotencyConflictError``."""
-        options = dict(
-            queue=queue, priority=priority, run_at=run_at, max_attempts=max_attempts, retry_policy=retry_policy,
-            tags=tags, deadline=deadline, execution_timeout_ms=execution_timeout_ms, idempotency_key=idempotency_key,
-            idempotency_scope=idempotency_scope, idempotency_ttl_ms=idempotency_ttl_ms,
-        )  # fmt: skip
         return self._executor.run(calls.enqueue(type, payload, options), conn)[0]
 
     def enqueue_many(self, requests: Sequence[EnqueueRequest], *, conn: Connection | None = None) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Generic, Literal, TypedDict, TypeVar, Union
@@ -39,23 +40,59 @@ class ErrorEnvelope(TypedDict, total=False):
     stack: str
 
 
-class EnqueueRequest(TypedDict, total=False):
-    """One job of a batch given to ``enqueue_many``: ``type`` and ``payload`` are required, the
-    rest are the keyword options of ``enqueue``."""
+class EnqueueOptions(TypedDict, total=False):
+    """The keyword options of ``enqueue`` (each optional; the protocol's defaults apply)."""
 
-    type: str
-    payload: JsonValue
     queue: str
     priority: int
     run_at: datetime
     max_attempts: int
     retry_policy: RetryPolicy
-    tags: list[str]
+    tags: Sequence[str]
     deadline: datetime
     execution_timeout_ms: int
     idempotency_key: str
     idempotency_scope: str
     idempotency_ttl_ms: int
+
+
+class EnqueueRequest(EnqueueOptions, total=False):
+    """One job of a batch given to ``enqueue_many``: ``type`` and ``payload`` are required, the
+    rest are the keyword options of ``enqueue``."""
+
+    type: str
+    payload: JsonValue
+
+
+class DeadLetterFilter(TypedDict, total=False):
+    """Which dead letters ``list_dead_letters`` and ``redrive_many`` take."""
+
+    queue: str
+    type: str
+    #: The ``name`` of the final error, e.g. ``PaymentDeclined``.
+    error_name: str
+    finished_after: datetime
+    finished_before: datetime
+
+
+class WorkerOptions(TypedDict, total=False):
+    """Keyword options of ``Worker`` and ``AsyncWorker``, with their defaults: ``queues``
+    (``["default"]``), ``concurrency`` (10), ``lease_ms`` (30000), ``heartbeat_ms`` (a third of
+    the lease), ``poll_ms`` (1000, jittered, backing off to 5x while idle), ``tick_ms`` (1000),
+    ``shutdown_timeout_ms`` (25000), ``listen`` (True), ``worker_id`` (``host:pid:random``),
+    ``unknown_type_delay_ms`` (5000), ``on_error`` (called with what failed and the error)."""
+
+    queues: Sequence[str]
+    concurrency: int
+    lease_ms: int
+    heartbeat_ms: int
+    poll_ms: int
+    tick_ms: int
+    shutdown_timeout_ms: int
+    listen: bool
+    worker_id: str
+    unknown_type_delay_ms: int
+    on_error: Callable[[str, BaseException], None]
 
 
 @dataclass(frozen=True)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Sequence
+from typing import Unpack
 
 from ._drivers import PsycopgDriver
-from ._engine import ErrorListener
-from ._worker_base import WorkerBase, engine_options
+from ._worker_base import WorkerBase
 from .errors import WorkerStateError
 from .queue import Queue
+from .types import WorkerOptions
 
 
 class Worker(WorkerBase):
@@ -35,35 +35,16 @@ class Worker(WorkerBase):
         worker.run()  # until SIGTERM or Ctrl+C
     """
 
-    def __init__(
-        self,
-        queue: Queue,
-        *,
-        queues: Sequence[str] = ("default",),
-        concurrency: int = 10,
-        lease_ms: int = 30_000,
-        heartbeat_ms: int | None = None,
-        poll_ms: int = 1000,
-        tick_ms: int = 1000,
-        shutdown_timeout_ms: int = 25_000,
-        listen: bool = True,
-        worker_id: str | None = None,
-        unknown_type_delay_ms: int = 5000,
-        on_error: ErrorListener | None = None,
-    ) -> None:
-        options = engine_options(
-            queues, concurrency, lease_ms, heartbeat_ms, poll_ms, tick_ms, shutdown_timeout_ms, listen, worker_id,
-            unknown_type_delay_ms,
-        )  # fmt: skip
-        super().__init__(options, on_error)
+    def __init__(self, queue: Queue, **options: Unpack[WorkerOptions]) -> None:
+        """Options and defaults: see ``workhorse.WorkerOptions``."""
         pool = queue.pool
-        self._driver = PsycopgDriver(pool.conninfo, pool.kwargs, None)
+        super().__init__(PsycopgDriver(pool.conninfo, pool.kwargs, None), options)
         self._thread: threading.Thread | None = None
 
     def run(self, *, handle_signals: bool = True) -> None:
         """Runs until SIGTERM or SIGINT (with ``handle_signals``, in the main thread) or
         ``stop()`` from another thread, then drains and returns."""
-        asyncio.run(self._serve(self._driver, handle_signals))
+        asyncio.run(self._serve(handle_signals))
 
     def start(self) -> None:
         """Runs the worker in a background thread; returns once it claims (raises what stopped
