@@ -31,6 +31,8 @@ from typing import Any, Literal
 from . import _calls
 from . import _protocol as p
 from ._drivers import AsyncDriver, Statements
+from ._heartbeater import Heartbeater
+from ._notifier import listen_for_work
 from .context import AbortSignal, AsyncHandlerContext, ClaimedJob, HandlerContext, _Owner, wake_times
 from .errors import (
     ExecutionTimeoutError,
@@ -88,6 +90,10 @@ class _Run:
     task: asyncio.Future[Any] | None = None
     timer: asyncio.TimerHandle | None = None
     finished: bool = False
+
+    @property
+    def lease(self) -> tuple[str, int]:
+        return self.job.job_id, self.job.fence
 
 
 @dataclass(eq=False)
@@ -149,6 +155,7 @@ class Engine:
         self._idle_rounds = 0
         self._statements: Statements | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        self._settling: set[asyncio.Future[None]] = set()
         self._pump: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._all_done = asyncio.Event()
@@ -178,9 +185,14 @@ class Engine:
             await self._statements.close()
             raise
         self._claiming = True
-        self._tasks = [asyncio.create_task(self._heartbeats()), asyncio.create_task(self._ticks())]
+        o = self.options
+        heartbeater = Heartbeater(
+            self._driver, o.worker_id, o.lease_ms, o.heartbeat_ms, self._running, self, self._report
+        )
+        self._tasks = [asyncio.create_task(heartbeater.run()), asyncio.create_task(self._ticks())]
         if self.options.listen:
-            self._tasks.append(asyncio.create_task(self._listener()))
+            notifier = listen_for_work(self._driver, set(self.options.queues), self._wake.set, self._report)
+            self._tasks.append(asyncio.create_task(notifier))
         self._pump = asyncio.create_task(self._pump_loop())
         self.started.set()
         if self._on_started is not None:
@@ -362,7 +374,10 @@ class Engine:
             finally:
                 self._finish(run)
 
-        asyncio.ensure_future(settle())
+        # The loop keeps only weak references to tasks: hold each until it is done.
+        task = asyncio.ensure_future(settle())
+        self._settling.add(task)
+        task.add_done_callback(self._settling.discard)
 
     def _completed(self, run: _Run, status: str) -> None:
         if status == "stale" and run.outcome != "abandoned":
@@ -393,12 +408,18 @@ class Engine:
             run.outcome = "timeout"
             self._abort(run, ExecutionTimeoutError(run.job.job_id, timeout_ms))
 
-    # RunOwner: what a handler's context reports.
+    # RunOwner and LeaseListener: what a handler's context and the heartbeater report.
     def lost(self, job_id: str) -> None:
         run = self._running.get(job_id)
         if run is not None and run.outcome not in ("lost", "abandoned"):
             run.outcome = "lost"
             self._abort(run, LeaseLostError(job_id))
+
+    def cancel_requested(self, job_id: str) -> None:
+        run = self._running.get(job_id)
+        if run is not None and run.outcome is None:
+            run.outcome = "canceled"
+            self._abort(run, JobCanceledError(job_id))
 
     def slept(self, job_id: str, wake_at: datetime) -> None:
         run = self._running.get(job_id)
@@ -435,73 +456,6 @@ class Engine:
 
     # ---- heartbeats, notifications, maintenance -------------------------------------------------
 
-    async def _heartbeats(self) -> None:
-        connection: Statements | None = None
-        interval = self.options.heartbeat_ms / 1000
-        try:
-            while True:
-                await asyncio.sleep(interval)
-                now = monotonic()
-                batch = []
-                for run in list(self._running.values()):
-                    if not run.renewing:
-                        continue
-                    if now >= run.deadline:
-                        run.renewing = False
-                        self.lost(run.job.job_id)
-                    else:
-                        batch.append(run)
-                if not batch:
-                    continue
-                leases = "[" + ",".join(f'{{"jobId":"{r.job.job_id}","fence":{r.job.fence}}}' for r in batch) + "]"
-                sent_at = monotonic()
-                try:
-                    connection = connection or await self._driver.dedicated()
-                    rows = await connection.rows(p.HEARTBEAT_SQL, (self.options.worker_id, leases, self.options.lease_ms))
-                except Exception as error:
-                    self._report("heartbeat", error)
-                    if connection is not None:
-                        await _close_quietly(connection)
-                    connection = None
-                    continue
-                for job_id, status in rows:
-                    held = self._running.get(job_id)
-                    if held is None or not held.renewing:
-                        continue
-                    if status == "stale":
-                        held.renewing = False
-                        self.lost(job_id)
-                    elif status != "busy":
-                        held.deadline = sent_at + self.options.lease_ms / 1000
-                        if status == "cancel_requested" and held.outcome is None:
-                            held.outcome = "canceled"
-                            self._abort(held, JobCanceledError(job_id))
-        finally:
-            if connection is not None:
-                await _close_quietly(connection)
-
-    async def _listener(self) -> None:
-        queues = set(self.options.queues)
-        failures = 0
-
-        def on_payload(payload: str) -> None:
-            if payload in queues:
-                self._wake.set()
-
-        def on_ready() -> None:
-            nonlocal failures
-            failures = 0
-            # Something may have arrived while we were not listening.
-            self._wake.set()
-
-        while True:
-            try:
-                await self._driver.listen(on_payload, on_ready)
-            except Exception as error:
-                self._report("listen", error)
-            failures += 1
-            await asyncio.sleep(min(30.0, 0.25 * 2 ** min(failures, 7)) * (0.5 + random.random() / 2))
-
     async def _ticks(self) -> None:
         assert self._statements is not None
         delay = 0.0
@@ -521,10 +475,3 @@ class Engine:
                 self._on_error(during, typed)
             except Exception:
                 log.exception("on_error listener failed")
-
-
-async def _close_quietly(statements: Statements) -> None:
-    try:
-        await statements.close()
-    except Exception:
-        pass
