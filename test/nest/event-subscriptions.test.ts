@@ -10,7 +10,8 @@ import { JobHandler, OnWorkhorseEvent, Queue, WorkhorseModule, WorkhorseWorker, 
 import { waitForJobState } from 'nestjs-workhorse/testing';
 import { EventHub } from '../../lib/core/worker/event-hub';
 import { createTestDatabase, type TestDatabase } from '../support/db';
-import { quietNestLogs, startModule, waitFor } from './support';
+import { waitFor } from '../support/wait';
+import { quietNestLogs, startModule } from './support';
 
 @Injectable()
 class Handlers {
@@ -65,7 +66,7 @@ async function runOneJob(): Promise<string> {
   const jobId = await moduleRef.get(Queue).enqueue('ok', {});
   await waitForJobState(moduleRef, jobId, 'succeeded');
   // The success is reported a moment after it is recorded.
-  await waitFor(() => built.includes('job.succeeded'), 'job.succeeded to be built');
+  await waitFor(() => built.includes('job.succeeded'), 10_000, 'job.succeeded to be built');
   return jobId;
 }
 
