@@ -1,5 +1,5 @@
 import type { ErrorEnvelope } from '../types';
-import { retryControlOf, storedEnvelope } from './error-envelope';
+import { retryControlOf, toErrorEnvelope } from './error-envelope';
 import type { EventHub } from './event-hub';
 import { endedFields, jobFields, type Execution } from './execution';
 import type { Handler } from './executor';
@@ -83,7 +83,8 @@ export class OutcomeRecorder {
     if (execution.interruption === 'timeout') options.attemptOutcome = 'timeout';
     const retry = this.handlers.get(job.type)?.settings.retry;
     if (retry) options.retryPolicy = retry;
-    const error = storedEnvelope(thrown);
+    // Bounded and storable whatever was thrown, so the database never refuses the failure.
+    const error = toErrorEnvelope(thrown);
     const answer = await this.statements.fail(job, error, options);
     if (answer.status === 'retry_scheduled') {
       this.hub.emit({ name: 'job.retry_scheduled', ...endedFields(execution), error, runAt: answer.runAt as Date, delayMs: answer.delayMs });
