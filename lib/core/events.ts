@@ -1,12 +1,21 @@
 import type { ErrorEnvelope } from './types';
 
 /**
- * What a worker was doing when an internal operation failed (`worker.error`): claiming or
- * recording completions in its round trip, renewing leases, offering maintenance, listening
- * for notifications, running a transactional handler's transaction, or calling a listener; or
- * an idle pool connection broke.
+ * What a worker was doing when an internal operation failed (`worker.error`): claiming, or
+ * recording completions, in its round trip (`claim`, `complete`); recording a failed attempt or
+ * an acknowledged cancellation (`fail`); handing back a job it has no handler for (`release`);
+ * running a transactional handler's transaction (`transaction`); renewing leases
+ * (`heartbeat`); offering maintenance (`tick`); listening for notifications (`listen`); calling
+ * a listener (`listener`); or an idle connection of the pool broke (`pool`).
  */
-export type WorkerErrorDuring = 'claim' | 'complete' | 'transaction' | 'heartbeat' | 'tick' | 'listen' | 'pool' | 'listener';
+export type WorkerErrorDuring = 'claim' | 'complete' | 'fail' | 'release' | 'transaction' | 'heartbeat' | 'tick' | 'listen' | 'pool' | 'listener';
+
+/**
+ * Why the worker abandoned a handler (`job.abandoned`): it had not returned in time after its
+ * attempt timed out, its job was canceled, its lease was lost or it went to sleep, or the worker
+ * stopped (`shutdownTimeoutMs`).
+ */
+export type AbandonReason = 'timeout' | 'canceled' | 'lease_lost' | 'sleeping' | 'shutdown';
 
 interface JobEventBase {
   jobId: string;
@@ -31,7 +40,13 @@ export type WorkerEvent =
   | ({ name: 'job.lease_lost'; durationMs: number } & JobEventBase)
   | ({ name: 'job.released'; reason: string } & JobEventBase)
   | ({ name: 'job.sleeping'; wakeAt: Date } & JobEventBase)
-  | ({ name: 'job.abandoned'; durationMs: number } & JobEventBase)
+  | ({
+      name: 'job.abandoned';
+      durationMs: number;
+      reason: AbandonReason;
+      /** Handlers this worker abandoned that are still running, this one included. */
+      abandonedCount: number;
+    } & JobEventBase)
   | {
       name: 'worker.error';
       workerId: string;

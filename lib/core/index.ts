@@ -28,7 +28,16 @@ export {
   WorkhorseError,
   WorkhorseValidationError,
 } from './errors';
-export { isWorkerEventName, WORKER_EVENT_NAMES, type WorkerEvent, type WorkerEventListener, type WorkerEventName, type WorkerEventOf } from './events';
+export {
+  isWorkerEventName,
+  WORKER_EVENT_NAMES,
+  type AbandonReason,
+  type WorkerErrorDuring,
+  type WorkerEvent,
+  type WorkerEventListener,
+  type WorkerEventName,
+  type WorkerEventOf,
+} from './events';
 export { Queue } from './queue';
 export { GRANT_APP_ROLE_SQL, grantAppRole } from './grants';
 export { getSchemaStatus, installSchema, SCHEMA_VERSION, verifySchema, type SchemaStatus } from './schema';

@@ -2,9 +2,17 @@
  * Every message the Nest integration and the testing helpers show to users: errors, warnings
  * and log lines. Each error says what is wrong and what to do about it.
  */
+import type { AbandonReason } from '../core/events';
 import type { ErrorEnvelope, JobSnapshot, JobState } from '../core/types';
 
 const MODULE = 'WorkhorseModule';
+
+const ABANDON_CAUSES: Record<Exclude<AbandonReason, 'shutdown'>, string> = {
+  timeout: 'its execution timeout passed',
+  canceled: 'the job was canceled',
+  lease_lost: 'the worker lost its lease',
+  sleeping: 'it started a durable sleep',
+};
 
 function describe(value: unknown): string {
   if (value === null) return 'null';
@@ -107,8 +115,12 @@ export const messages = {
   jobLeaseLost: (jobId: string, type: string) =>
     `Job ${jobId} (${type}): this worker lost its lease; the job's outcome is left to whichever worker owns it now.`,
   jobReleased: (jobId: string, type: string, reason: string) => `Job ${jobId} (${type}) released: ${reason}.`,
-  jobAbandoned: (jobId: string, type: string) =>
-    `Job ${jobId} (${type}) did not finish within shutdownTimeoutMs; it was aborted and will run again after its lease expires.`,
+  jobAbandoned: (jobId: string, type: string, reason: AbandonReason, abandonedCount: number) =>
+    (reason === 'shutdown'
+      ? `Job ${jobId} (${type}) did not finish within shutdownTimeoutMs; it was aborted and will run again after its lease expires.`
+      : `The handler of job ${jobId} (${type}) did not return within abandonAfterMs after its attempt ended (${ABANDON_CAUSES[reason]}); ` +
+        'the worker abandoned it and freed its slot. Handlers should stop when ctx.signal aborts.') +
+    ` Abandoned handlers still running: ${abandonedCount}.`,
   subscriberFailed: (target: string, event: string, error: unknown) =>
     `@OnWorkhorseEvent('${event}') ${target} threw: ${error instanceof Error ? error.message : String(error)}. ` +
     'The worker goes on; handle errors inside the subscriber.',

@@ -103,9 +103,14 @@ export class WorkhorseWorker implements OnApplicationBootstrap, BeforeApplicatio
     return this.worker?.queues ?? [];
   }
 
-  /** Handlers running now. */
+  /** Jobs the worker executes now (each holds a slot). */
   get activeCount(): number {
     return this.worker?.activeCount ?? 0;
+  }
+
+  /** Handlers the worker abandoned (see `abandonAfterMs`) that are still running. */
+  get abandonedCount(): number {
+    return this.worker?.abandonedCount ?? 0;
   }
 
   /** Stops claiming new jobs; running handlers go on. Does nothing without a worker. */
@@ -241,7 +246,7 @@ export class WorkhorseWorker implements OnApplicationBootstrap, BeforeApplicatio
     'job.canceled': (e) => this.logger.log(messages.jobCanceled(e.jobId, e.type)),
     'job.lease_lost': (e) => this.logger.warn(messages.jobLeaseLost(e.jobId, e.type)),
     'job.released': (e) => this.logger.warn(messages.jobReleased(e.jobId, e.type, e.reason)),
-    'job.abandoned': (e) => this.logger.warn(messages.jobAbandoned(e.jobId, e.type)),
+    'job.abandoned': (e) => this.logger.warn(messages.jobAbandoned(e.jobId, e.type, e.reason, e.abandonedCount)),
     'job.claimed': null,
     'job.succeeded': null,
     'job.sleeping': null,

@@ -192,7 +192,7 @@ describe('Worker lifecycle', () => {
 
     expect(ctx.signal.aborted).toBe(true);
     expect(ctx.signal.reason).toBeInstanceOf(WorkerShutdownError);
-    expect(eventFor(s.events, 'job.abandoned', jobId)).toMatchObject({ attempt: 1, workerId: worker.workerId });
+    expect(eventFor(s.events, 'job.abandoned', jobId)).toMatchObject({ attempt: 1, workerId: worker.workerId, reason: 'shutdown', abandonedCount: 1 });
     const names = s.events.map((e) => e.name);
     for (const faked of ['job.succeeded', 'job.failed', 'job.retry_scheduled', 'job.canceled']) {
       expect(names).not.toContain(faked);
@@ -214,6 +214,110 @@ describe('Worker lifecycle', () => {
     );
     expect(await admin.getJob(jobId)).toMatchObject({ state: 'ready', currentAttempt: 1, result: null });
     expect(await attemptsOf(jobId)).toEqual([{ attempt: 1, outcome: 'expired', worker_id: worker.workerId }]);
+  });
+});
+
+describe('handlers that ignore ctx.signal', () => {
+  // The issue's case: with an execution timeout of 1 s and handlers that never return, the jobs
+  // ended ExecutionTimeout on the server while the worker kept both slots busy forever.
+  it('are abandoned abandonAfterMs after their attempt timed out: slots freed, the timeout recorded, counted until they return', async () => {
+    const q = freshQueue();
+    const release = gate();
+    const stuck = new Set<string>();
+    const worker = new Worker(queue, { queues: [q], concurrency: 2, pollMs: 50, tickMs: 100, abandonAfterMs: 300 })
+      .handle('deaf.job', async (_payload: unknown, ctx: HandlerContext) => {
+        stuck.add(ctx.jobId);
+        await release.promise; // ignores ctx.signal
+        return 'too late';
+      })
+      .handle('next.job', async () => 'ran');
+    const s = start(worker);
+    const deaf = await queue.enqueueMany([1, 2].map((n) => ({ type: 'deaf.job', payload: { n }, queue: q, executionTimeoutMs: 1000, maxAttempts: 1 })));
+    await waitFor(() => stuck.size === 2, 10000, 'both handlers to start');
+    const next = await queue.enqueue('next.job', {}, { queue: q });
+
+    // Both slots come back: the next job runs although the two handlers never returned.
+    await waitFor(() => eventFor(s.events, 'job.succeeded', next), 10000, 'the next job to run');
+    const abandoned = s.events.filter((e) => e.name === 'job.abandoned');
+    expect(abandoned.map((e) => [e.name === 'job.abandoned' && e.reason, e.name === 'job.abandoned' && e.abandonedCount])).toEqual([
+      ['timeout', 1],
+      ['timeout', 2],
+    ]);
+    expect(worker.abandonedCount).toBe(2);
+    expect(worker.activeCount).toBe(0);
+    for (const id of deaf) {
+      const job = await waitFor(async () => {
+        const j = await admin.getJob(id);
+        return j?.state === 'failed' ? j : undefined;
+      }, 10000, `job ${id} to fail`);
+      // Closed by whichever came first: the server's maintenance (ExecutionTimeout) or the worker
+      // as it abandoned the handler (the error its signal carried, ExecutionTimeoutError).
+      expect(job.error?.name).toMatch(/^ExecutionTimeout(Error)?$/);
+      expect(await attemptsOf(id)).toEqual([{ attempt: 1, outcome: 'timeout', worker_id: worker.workerId }]);
+    }
+
+    // When they finally return, the count goes down and what they returned is ignored.
+    release.open();
+    await waitFor(() => worker.abandonedCount === 0, 10000, 'the abandoned handlers to return');
+    for (const id of deaf) {
+      expect(await admin.getJob(id)).toMatchObject({ state: 'failed', result: null });
+      expect(await attemptsOf(id)).toHaveLength(1);
+    }
+  });
+
+  it('a transactional one abandoned has its connection closed, so its transaction rolls back at once', async () => {
+    const q = freshQueue();
+    const release = gate();
+    let started = false;
+    await pool.query('CREATE TABLE IF NOT EXISTS abandoned_writes (job_id uuid)');
+    const worker = new Worker(queue, { queues: [q], concurrency: 1, pollMs: 50, tickMs: 100, abandonAfterMs: 200 }).handle(
+      'deaf.tx.job',
+      async (_payload: unknown, ctx: HandlerContext) => {
+        await ctx.client?.query('INSERT INTO abandoned_writes VALUES ($1)', [ctx.jobId]);
+        started = true;
+        await release.promise;
+      },
+      { transactional: true },
+    );
+    const s = start(worker);
+    const id = await queue.enqueue('deaf.tx.job', {}, { queue: q, executionTimeoutMs: 1000, maxAttempts: 1 });
+    await waitFor(() => started, 10000, 'the handler to write and wait');
+    const openTransactions = async () =>
+      (
+        await pool.query<{ n: number }>(
+          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'",
+        )
+      ).rows[0].n;
+    expect(await openTransactions()).toBe(1);
+    await waitFor(() => eventFor(s.events, 'job.abandoned', id), 10000, 'the handler to be abandoned');
+    await waitFor(async () => (await openTransactions()) === 0, 10000, 'its transaction to end');
+    expect((await pool.query('SELECT 1 FROM abandoned_writes WHERE job_id = $1', [id])).rowCount).toBe(0);
+    release.open();
+    await waitFor(() => worker.abandonedCount === 0, 10000, 'the abandoned handler to return');
+    await waitFor(async () => (await admin.getJob(id))?.state === 'failed', 10000, 'the job to fail');
+  });
+
+  it('are abandoned after a cancel request, and the cancellation is acknowledged', async () => {
+    const q = freshQueue();
+    const release = gate();
+    let started = false;
+    const worker = new Worker(queue, { queues: [q], concurrency: 1, pollMs: 50, leaseMs: 3000, heartbeatMs: 100, abandonAfterMs: 200 }).handle(
+      'deaf.job',
+      async () => {
+        started = true;
+        await release.promise;
+      },
+    );
+    const s = start(worker);
+    const id = await queue.enqueue('deaf.job', {}, { queue: q });
+    await waitFor(() => started, 10000, 'the handler to start');
+    await admin.cancel(id);
+    await waitFor(() => eventFor(s.events, 'job.canceled', id), 10000, 'the cancellation to be acknowledged');
+    expect(eventFor(s.events, 'job.abandoned', id)).toMatchObject({ reason: 'canceled', abandonedCount: 1 });
+    expect((await admin.getJob(id))?.state).toBe('canceled');
+    expect(worker.abandonedCount).toBe(1);
+    release.open();
+    await waitFor(() => worker.abandonedCount === 0, 10000, 'the abandoned handler to return');
   });
 });
 

@@ -5,7 +5,7 @@ import type { Lane } from './lane';
 /**
  * Why the worker stopped a handler, or stopped caring about what it returns: its lease was
  * lost, its job was canceled, its execution timeout passed, it went to sleep, or the worker
- * abandoned it at shutdown.
+ * abandoned it (it did not return in time after one of those, or at shutdown).
  */
 export type Interruption = 'lost' | 'canceled' | 'timeout' | 'sleeping' | 'abandoned';
 
@@ -23,8 +23,13 @@ export interface Execution extends HeldLease {
   startedAt: number;
   /** Why the worker interrupted the handler, if it did. */
   interruption: Interruption | null;
-  /** The execution timeout's local timer, if the job has one. */
+  /**
+   * The execution timeout's local timer, if the job has one; once the handler is interrupted,
+   * the timer that abandons it if it does not return in time.
+   */
   timer: NodeJS.Timeout | null;
+  /** The handler returned or threw (or never ran): its ending is being recorded. */
+  returned: boolean;
   /** The worker is done with the job: its slot is free. */
   finished: boolean;
   /** Called once when finished; set only while someone waits (see whenFinished). */

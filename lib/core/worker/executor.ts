@@ -1,12 +1,12 @@
 import type { Pool, PoolClient } from 'pg';
-import { HandlerContext, JobSleeping, type ClaimedJob, type ExecutionOwner } from '../context';
-import { ExecutionTimeoutError, JobCanceledError, LeaseLostError, WorkerShutdownError } from '../errors';
+import { HandlerContext, type ClaimedJob } from '../context';
+import { JobCanceledError } from '../errors';
 import { failpoint } from '../failpoints';
 import type { JsonValue, Queryable } from '../types';
 import { toJsonText } from '../validation';
 import type { EventHub } from './event-hub';
-import { abort, endedFields, isLetGo, jobFields, signalOf, type Execution } from './execution';
-import type { LeaseListener } from './heartbeater';
+import { isLetGo, jobFields, signalOf, type Execution } from './execution';
+import { Interrupter } from './interrupter';
 import type { Lane } from './lane';
 import { OutcomeRecorder } from './outcome-recorder';
 import type { OwnerStatements, RoundTripRow } from './owner-statements';
@@ -21,8 +21,8 @@ export interface Handler {
 /**
  * Executes the jobs the round trips claim: starts each one's handler (in a transaction of its
  * own for a transactional handler) and hands what came of it to the {@link OutcomeRecorder}.
- * It is also the heartbeater's listener (lost leases, cancel requests), every job's context's
- * owner (signal, lost lease, sleep), and the one that abandons handlers.
+ * What stops a handler from outside (timeouts, lost leases, cancellations, sleeps, abandonment)
+ * is the {@link Interrupter}'s.
  *
  * A plain handler's job goes through callbacks, not an async function: the handler's promise
  * settles -> {@link handlerReturned} queues the completion for the lane's next round trip -> the
@@ -31,11 +31,12 @@ export interface Handler {
  * other path (no handler, a transactional handler, a failure) is an async function whose end
  * the recorder waits for.
  */
-export class Executor implements LeaseListener, ExecutionOwner {
+export class Executor {
   /** The jobs being executed, by job id (the heartbeater reads it as the leases to renew). */
   readonly executions = new Map<string, Execution>();
   readonly handlers = new Map<string, Handler>();
   readonly recorder: OutcomeRecorder;
+  readonly interrupter: Interrupter;
 
   constructor(
     private readonly pool: Pool,
@@ -44,6 +45,7 @@ export class Executor implements LeaseListener, ExecutionOwner {
     private readonly hub: EventHub,
   ) {
     this.recorder = new OutcomeRecorder(this.executions, this.handlers, statements, hub);
+    this.interrupter = new Interrupter(this.executions, this.recorder, hub, settings.abandonAfterMs);
   }
 
   start(row: RoundTripRow, lane: Lane, sentAt: number, claimedAt: number): void {
@@ -58,75 +60,15 @@ export class Executor implements LeaseListener, ExecutionOwner {
       startedAt: claimedAt,
       interruption: null,
       timer: null,
+      returned: false,
       finished: false,
       onFinished: null,
     };
     this.executions.set(jobId, execution);
     lane.active++;
     if (this.hub.wants('job.claimed')) this.hub.emit({ name: 'job.claimed', ...jobFields(job) });
-    // The server closes the attempt at the same moment by its own clock (counted from the claim,
-    // which happened before `claimedAt`); this timer only tells the handler sooner.
-    if (timeoutMs !== null) {
-      execution.timer = setTimeout(() => {
-        if (execution.interruption === null) {
-          execution.interruption = 'timeout';
-          abort(execution, new ExecutionTimeoutError(jobId, timeoutMs));
-        }
-      }, Math.max(0, sentAt + timeoutMs - Date.now()));
-    }
+    if (timeoutMs !== null) this.interrupter.startTimeout(execution, timeoutMs, sentAt);
     this.execute(execution, payload);
-  }
-
-  // ---- the heartbeater's listener, and the contexts' owner --------------------------------------
-
-  lost(jobId: string): void {
-    const execution = this.executions.get(jobId);
-    if (execution) this.loseLease(execution);
-  }
-
-  cancelRequested(jobId: string): void {
-    const execution = this.executions.get(jobId);
-    if (execution && execution.interruption === null) {
-      execution.interruption = 'canceled';
-      abort(execution, new JobCanceledError(jobId));
-    }
-  }
-
-  signalOf(execution: object): AbortSignal {
-    return signalOf(execution as Execution);
-  }
-
-  leaseLost(execution: object): void {
-    this.loseLease(execution as Execution);
-  }
-
-  private loseLease(execution: Execution): void {
-    if (execution.interruption === 'lost' || execution.interruption === 'abandoned') return;
-    execution.interruption = 'lost';
-    abort(execution, new LeaseLostError(execution.job.jobId));
-  }
-
-  slept(execution: object, wakeAt: Date): void {
-    const e = execution as Execution;
-    if (e.interruption !== null) return;
-    e.interruption = 'sleeping';
-    e.renewing = false;
-    abort(e, new JobSleeping(e.job.jobId, wakeAt));
-    this.hub.emit({ name: 'job.sleeping', ...jobFields(e.job), wakeAt });
-  }
-
-  /**
-   * Shutdown gave up waiting: aborts every running handler (WorkerShutdownError), records
-   * nothing for them (their leases expire and another worker runs them again) and frees their
-   * slots. What an abandoned handler does later is ignored.
-   */
-  abandonAll(): void {
-    for (const execution of [...this.executions.values()]) {
-      execution.interruption ??= 'abandoned';
-      abort(execution, new WorkerShutdownError(execution.job.jobId));
-      this.hub.emit({ name: 'job.abandoned', ...endedFields(execution) });
-      this.recorder.finish(execution);
-    }
   }
 
   // ---- executing -------------------------------------------------------------------------------
@@ -135,11 +77,12 @@ export class Executor implements LeaseListener, ExecutionOwner {
     const handler = this.handlers.get(execution.job.type);
     if (!handler) {
       const reason = `no handler for job type "${execution.job.type}" on worker ${this.settings.workerId}`;
-      this.recorder.finishAfter(execution, this.recorder.release(execution, reason));
+      execution.returned = true;
+      this.recorder.finishAfter(execution, this.recorder.release(execution, reason), 'release');
       return;
     }
     if (handler.settings.transactional) {
-      this.recorder.finishAfter(execution, this.executeInTransaction(execution, handler.fn, payload));
+      this.recorder.finishAfter(execution, this.executeInTransaction(execution, handler.fn, payload), 'transaction');
       return;
     }
     let result: unknown;
@@ -157,18 +100,19 @@ export class Executor implements LeaseListener, ExecutionOwner {
   }
 
   private handlerReturned(execution: Execution, value: unknown): void {
+    if (!this.interrupter.handlerDone(execution)) return;
     let resultText: string;
     try {
       resultText = this.resultText(execution, value);
     } catch (thrown) {
-      this.handlerThrew(execution, thrown);
+      this.recorder.failed(execution, thrown);
       return;
     }
     execution.lane.complete(execution, resultText);
   }
 
   private handlerThrew(execution: Execution, thrown: unknown): void {
-    this.recorder.failed(execution, thrown);
+    if (this.interrupter.handlerDone(execution)) this.recorder.failed(execution, thrown);
   }
 
   /**
@@ -183,13 +127,27 @@ export class Executor implements LeaseListener, ExecutionOwner {
   }
 
   private context(execution: Execution, db: Queryable, client?: PoolClient): HandlerContext {
-    return new HandlerContext(execution.job, this, execution, db, this.pool, client);
+    return new HandlerContext(execution.job, this.interrupter, execution, db, this.pool, client);
   }
 
   // The handler's writes and the completion share one transaction: both commit, or neither.
   private async executeInTransaction(execution: Execution, fn: JobHandlerFn, payload: JsonValue): Promise<void> {
     const { job } = execution;
-    const client = await this.pool.connect();
+    const { interrupter } = this;
+    let client: PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (error) {
+      if (interrupter.handlerDone(execution)) throw error;
+      return;
+    }
+    if (execution.interruption === 'abandoned') {
+      // Abandoned while it waited for a connection: the handler never runs.
+      client.release();
+      interrupter.handlerDone(execution);
+      return;
+    }
+    interrupter.transactions.set(execution, client);
     // A checked-out client whose connection breaks emits `error`; without a listener that would
     // crash the process. The failure reaches us through the next query instead.
     let broken: Error | undefined;
@@ -201,14 +159,19 @@ export class Executor implements LeaseListener, ExecutionOwner {
     let status: string | null = null;
     let thrown: unknown = null;
     try {
-      await client.query('BEGIN');
-      let resultText: string | null = null;
+      let value: unknown;
+      let threw = false;
       try {
+        await client.query('BEGIN');
         failpoint('before-handler');
-        resultText = this.resultText(execution, await fn(payload, this.context(execution, client, client)));
+        value = await fn(payload, this.context(execution, client, client));
       } catch (error) {
+        threw = true;
         thrown = error;
       }
+      // Abandoned meanwhile: its connection is closed (its transaction rolled back), its ending recorded.
+      if (!interrupter.handlerDone(execution)) return;
+      const resultText = threw ? null : this.resultText(execution, value);
       if (resultText !== null) {
         failpoint('before-complete');
         status = await this.statements.completeIn(client, job, resultText);
@@ -226,8 +189,8 @@ export class Executor implements LeaseListener, ExecutionOwner {
       status = null;
     } finally {
       client.off('error', onClientError);
-      // A broken connection is destroyed rather than given back to the pool.
-      client.release(broken);
+      // Given back to the pool, unless abandonment closed it; a broken connection is destroyed.
+      if (interrupter.transactions.delete(execution)) client.release(broken);
     }
     if (status === 'succeeded' || status === 'stale') {
       this.recorder.reportOutcome(execution, status, null);

@@ -1,7 +1,8 @@
+import type { WorkerErrorDuring } from '../events';
 import type { ErrorEnvelope } from '../types';
 import { retryControlOf, toErrorEnvelope } from './error-envelope';
 import type { EventHub } from './event-hub';
-import { endedFields, jobFields, type Execution } from './execution';
+import { endedFields, jobFields, type Execution, type Interruption } from './execution';
 import type { Handler } from './executor';
 import type { FailOptions, OwnerStatements } from './owner-statements';
 
@@ -29,21 +30,24 @@ export class OutcomeRecorder {
 
   /** The database refused the job's result (a typed error): that fails the attempt. */
   refused(execution: Execution, error: Error): void {
-    this.finishAfter(execution, this.recordFailure(execution, error));
+    this.finishAfter(execution, this.recordFailure(execution, error), 'fail');
   }
 
   /** The handler threw (or its result could not be used): records the failed attempt. */
   failed(execution: Execution, thrown: unknown): void {
-    this.finishAfter(execution, this.recordFailure(execution, thrown));
+    this.finishAfter(execution, this.recordFailure(execution, thrown), 'fail');
   }
 
-  /** Frees the job's slot once `work` (which records or reports how the job ended) is over. */
-  finishAfter(execution: Execution, work: Promise<void>): void {
+  /**
+   * Frees the job's slot once `work` (which records or reports how the job ended) is over; a
+   * failure of `work` is reported as a `worker.error` during `during`.
+   */
+  finishAfter(execution: Execution, work: Promise<void>, during: WorkerErrorDuring): void {
     work.then(
       () => this.finish(execution),
       (error: unknown) => {
         // A write that could not reach the database: the lease will expire and the job run again.
-        this.hub.reportError('complete', error as Error);
+        this.hub.reportError(during, error as Error);
         this.finish(execution);
       },
     );
@@ -66,21 +70,25 @@ export class OutcomeRecorder {
     }
   }
 
-  /** Records a failed attempt (or, for a job the worker let go of, what is left to say about it). */
-  async recordFailure(execution: Execution, thrown: unknown): Promise<void> {
+  /**
+   * Records a failed attempt, or what else the `interruption` of its handler (the execution's
+   * own, unless given) means: a cancellation acknowledged, a timed-out attempt, nothing for a job
+   * the worker let go of.
+   */
+  async recordFailure(execution: Execution, thrown: unknown, interruption: Interruption | null = execution.interruption): Promise<void> {
     const { job } = execution;
     // The job sleeps: the database already holds its new state, there is nothing to record.
-    if (execution.interruption === 'sleeping') return;
-    if (execution.interruption === 'lost' || execution.interruption === 'abandoned') {
+    if (interruption === 'sleeping') return;
+    if (interruption === 'lost' || interruption === 'abandoned') {
       this.reportLost(execution);
       return;
     }
-    if (execution.interruption === 'canceled') {
+    if (interruption === 'canceled') {
       this.reportOutcome(execution, await this.statements.acknowledgeCancel(job), null);
       return;
     }
     const options: FailOptions = retryControlOf(thrown);
-    if (execution.interruption === 'timeout') options.attemptOutcome = 'timeout';
+    if (interruption === 'timeout') options.attemptOutcome = 'timeout';
     const retry = this.handlers.get(job.type)?.settings.retry;
     if (retry) options.retryPolicy = retry;
     // Bounded and storable whatever was thrown, so the database never refuses the failure.

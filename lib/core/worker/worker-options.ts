@@ -51,8 +51,15 @@ export interface WorkerOptions {
   pollMs?: number;
   /** Maintenance (promotion, recovery) interval in ms, default 1000. */
   tickMs?: number;
-  /** How long `stop()` lets running handlers finish before aborting them, default 25 000 ms. */
+  /** How long `stop()` lets running handlers finish before abandoning them, default 25 000 ms. */
   shutdownTimeoutMs?: number;
+  /**
+   * How long a handler may go on after its attempt is over (its execution timeout passed, its
+   * job was canceled, its lease was lost: its `ctx.signal` aborted) before the worker abandons
+   * it and frees its slot, default 10 000 ms (0 to 3 600 000). A handler that ignores its signal
+   * then no longer holds a slot; see `job.abandoned` and `abandonedCount`.
+   */
+  abandonAfterMs?: number;
   /**
    * Wake up on LISTEN/NOTIFY (default true). Behind a transaction-pooling PgBouncer, NOTIFY does
    * not reach a pooled LISTEN: either give `{ connectionString }` of a direct connection to the
@@ -75,6 +82,7 @@ export interface WorkerSettings {
   readonly pollMs: number;
   readonly tickMs: number;
   readonly shutdownTimeoutMs: number;
+  readonly abandonAfterMs: number;
   readonly listen: boolean | { readonly connectionString: string };
   readonly workerId: string;
   readonly unknownTypeDelayMs: number;
@@ -95,6 +103,7 @@ const WORKER_OPTION_KEYS = [
   'pollMs',
   'tickMs',
   'shutdownTimeoutMs',
+  'abandonAfterMs',
   'listen',
   'workerId',
   'unknownTypeDelayMs',
@@ -153,6 +162,7 @@ export function checkWorkerOptions(options: unknown = {}): WorkerSettings {
     pollMs: checkInteger(o.pollMs ?? 1000, 'pollMs', 10, 600_000),
     tickMs: checkInteger(o.tickMs ?? 1000, 'tickMs', 10, 600_000),
     shutdownTimeoutMs: checkInteger(o.shutdownTimeoutMs ?? 25_000, 'shutdownTimeoutMs', 0, 3_600_000),
+    abandonAfterMs: checkInteger(o.abandonAfterMs ?? 10_000, 'abandonAfterMs', 0, 3_600_000),
     listen,
     workerId,
     unknownTypeDelayMs: checkInteger(o.unknownTypeDelayMs ?? 5000, 'unknownTypeDelayMs', 0, 604_800_000),

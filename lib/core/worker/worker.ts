@@ -96,9 +96,18 @@ export class Worker {
       : this.hub.on(namesOrListener, listener as (event: WorkerEventOf<WorkerEventName>) => void);
   }
 
-  /** Number of handlers running now. */
+  /** Number of jobs this worker executes now (each holds a slot). */
   get activeCount(): number {
     return this.executor.executions.size;
+  }
+
+  /**
+   * Number of handlers this worker abandoned (they did not return `abandonAfterMs` after their
+   * attempt was over, or at shutdown) that are still running: they hold no slot, but whatever
+   * they hold (memory, sockets) is still held. See `job.abandoned`.
+   */
+  get abandonedCount(): number {
+    return this.executor.interrupter.abandonedCount;
   }
 
   get isRunning(): boolean {
@@ -158,9 +167,9 @@ export class Worker {
   }
 
   /**
-   * Stops claiming, lets running handlers finish for up to `shutdownTimeoutMs`, then aborts the
-   * rest (their signal fires with {@link WorkerShutdownError}; nothing is recorded for them, so
-   * their leases expire and another worker runs them again), and closes the worker's own
+   * Stops claiming, lets running handlers finish for up to `shutdownTimeoutMs`, then abandons
+   * the rest (their signal fires with {@link WorkerShutdownError}; nothing is recorded for them,
+   * so their leases expire and another worker runs them again), and closes the worker's own
    * connections. Never fakes a success, failure or cancellation.
    */
   async stop(): Promise<void> {
@@ -178,7 +187,8 @@ export class Worker {
     this.pool.on('error', this.onPoolError);
     const { workerId, leaseMs, heartbeatMs } = this.settings;
     const onError = (e: Error) => this.hub.reportError('heartbeat', e);
-    this.heartbeater = new Heartbeater(this.pool, workerId, leaseMs, heartbeatMs, onError, this.executor, this.executor.executions);
+    const { executions, interrupter } = this.executor;
+    this.heartbeater = new Heartbeater(this.pool, workerId, leaseMs, heartbeatMs, onError, interrupter, executions);
     this.heartbeater.start();
   }
 
@@ -203,7 +213,7 @@ export class Worker {
       }),
     ]);
     clearTimeout(timer);
-    if (timedOut) this.executor.abandonAll();
+    if (timedOut) await this.executor.interrupter.abandonAll();
     await this.roundTrips.flush();
     await this.stopServices();
     this.lifecycle = 'idle';
