@@ -50,8 +50,8 @@ $$;
 
 -- Renews the leases of one worker's running jobs in one statement. Per lease: `accepted`,
 -- `cancel_requested` (renewed; the owner should stop and acknowledge), `busy` (not renewed this
--- round: another transaction holds the row, e.g. a transactional handler that saved a
--- checkpoint; try again next round) or `stale` (the worker lost the job and must stop writing
+-- round: another transaction holds the row, e.g. an owner write under way; try again next
+-- round) or `stale` (the worker lost the job and must stop writing
 -- for it). Only lease columns change, and they are in no index, so each renewal is a HOT update.
 CREATE FUNCTION workhorse.heartbeat_many_v1(p_worker_id text, p_leases jsonb, p_lease_ms integer)
 RETURNS TABLE (job_id uuid, status text, lease_expires_at timestamptz)
@@ -293,8 +293,14 @@ $$;
 
 -- Saves a completed stage's value under p_name. The first value saved for a name wins; a second
 -- save reports `exists` and changes nothing. Returns `saved`, `exists` or `stale`.
+-- p_in_transaction: the caller is a transactional handler, whose own transaction also records
+-- the job's completion (complete_v1). The job's row is then not locked, only read: the
+-- completion locks it and checks the owner before anything of that transaction commits, while a
+-- lock taken here would be held for the rest of the handler's run, and neither the heartbeat
+-- (it skips rows others hold) nor a durable sleep (it would wait for this very transaction)
+-- could touch the job until then.
 CREATE FUNCTION workhorse.save_checkpoint_v1(
-  p_job_id uuid, p_worker_id text, p_fence bigint, p_name text, p_value jsonb)
+  p_job_id uuid, p_worker_id text, p_fence bigint, p_name text, p_value jsonb, p_in_transaction boolean DEFAULT false)
 RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -306,9 +312,16 @@ BEGIN
     PERFORM workhorse.raise_invalid('name', 'must be a string of 1 to 200 characters');
   END IF;
   PERFORM workhorse.check_json_size(p_value, 'value');
-  r := workhorse.lock_owned(p_job_id, p_worker_id, p_fence);
-  IF r.job_id IS NULL THEN
-    RETURN 'stale';
+  IF p_in_transaction THEN
+    SELECT * INTO r FROM workhorse.job_runtime x WHERE x.job_id = p_job_id;
+    IF r.job_id IS NULL OR NOT workhorse.owns(r, p_worker_id, p_fence, clock_timestamp()) THEN
+      RETURN 'stale';
+    END IF;
+  ELSE
+    r := workhorse.lock_owned(p_job_id, p_worker_id, p_fence);
+    IF r.job_id IS NULL THEN
+      RETURN 'stale';
+    END IF;
   END IF;
   v_now := clock_timestamp();
   INSERT INTO workhorse.job_checkpoint (job_id, name, value, attempt, fence_token, worker_id, created_at)

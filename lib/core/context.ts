@@ -94,10 +94,10 @@ export class HandlerContext {
     private readonly job: ClaimedJob,
     private readonly owner: ExecutionOwner,
     private readonly execution: object,
-    /** Where checkpoints and progress are written: the pool, or a transactional handler's client. */
+    /** Where checkpoints are written: the pool, or a transactional handler's client. */
     private readonly db: Queryable,
-    // Sleeps always commit on their own (never inside a transactional handler's transaction,
-    // whose rollback must not undo the sleep).
+    // Sleeps and progress always commit on their own (never inside a transactional handler's
+    // transaction, whose rollback must not undo a sleep, and which must not hold the job's row).
     private readonly pool: Queryable,
     client?: PoolClient,
   ) {
@@ -145,9 +145,11 @@ export class HandlerContext {
     const text = value === undefined ? null : toJsonText(value, `checkpoint ${JSON.stringify(name)}`);
     let status: string;
     try {
+      // In a transactional handler the checkpoint is part of its transaction, and commits (or
+      // not) with the job's completion; it must not lock the job's row meanwhile (see the SQL).
       const result = await this.db.query(
-        'SELECT workhorse.save_checkpoint_v1($1, $2, $3, $4, $5::jsonb) AS status',
-        [this.job.jobId, this.job.workerId, this.job.fenceToken, name, text],
+        'SELECT workhorse.save_checkpoint_v1($1, $2, $3, $4, $5::jsonb, $6) AS status',
+        [this.job.jobId, this.job.workerId, this.job.fenceToken, name, text, this.client !== undefined],
       );
       status = (result.rows[0] as { status: string }).status;
     } catch (error) {
@@ -183,8 +185,11 @@ export class HandlerContext {
 
   /**
    * Reports progress (any JSON, at most 64 KiB), visible in `admin.getJob(id).progress` and kept
-   * on the outcome when the job ends. Each call replaces the last value. Throws
-   * {@link LeaseLostError} if this worker no longer owns the job.
+   * on the outcome when the job ends. Each call replaces the last value, and commits on its own
+   * at once, also in a transactional handler (progress is for watching the job while it runs,
+   * and a write to the job's row inside the handler's transaction would hold the row until the
+   * handler ends, its lease unrenewable meanwhile). Throws {@link LeaseLostError} if this worker
+   * no longer owns the job.
    *
    * @example
    * await ctx.setProgress({ done: 40, total: 100 });
@@ -196,7 +201,7 @@ export class HandlerContext {
     }
     let status: string;
     try {
-      const result = await this.db.query('SELECT workhorse.set_progress_v1($1, $2, $3, $4::jsonb) AS status', [
+      const result = await this.pool.query('SELECT workhorse.set_progress_v1($1, $2, $3, $4::jsonb) AS status', [
         this.job.jobId,
         this.job.workerId,
         this.job.fenceToken,
