@@ -1,14 +1,34 @@
 import type { ErrorEnvelope } from './types';
 
 /**
- * What a worker was doing when an internal operation failed (`worker.error`): claiming, or
- * recording completions, in its round trip (`claim`, `complete`); recording a failed attempt or
+ * What a worker was doing when an internal operation failed (`worker.error`): checking the
+ * schema at start (`start`); claiming, or recording completions, in its round trip (`claim`,
+ * `complete`); recording a failed attempt or
  * an acknowledged cancellation (`fail`); handing back a job it has no handler for (`release`);
  * running a transactional handler's transaction (`transaction`); renewing leases
  * (`heartbeat`); offering maintenance (`tick`); listening for notifications (`listen`); calling
  * a listener (`listener`); or an idle connection of the pool broke (`pool`).
  */
-export type WorkerErrorDuring = 'claim' | 'complete' | 'fail' | 'release' | 'transaction' | 'heartbeat' | 'tick' | 'listen' | 'pool' | 'listener';
+export type WorkerErrorDuring =
+  | 'start'
+  | 'claim'
+  | 'complete'
+  | 'fail'
+  | 'release'
+  | 'transaction'
+  | 'heartbeat'
+  | 'tick'
+  | 'listen'
+  | 'pool'
+  | 'listener';
+
+/**
+ * The operations a worker repeats while it runs (checking the schema at start until the
+ * database answers, its round trips, heartbeats, ticks and LISTEN connection): when one of them
+ * works again after failing, the database is reachable again (`worker.reconnected`).
+ */
+export const RECURRING_OPERATIONS = ['start', 'claim', 'complete', 'heartbeat', 'tick', 'listen'] as const satisfies readonly WorkerErrorDuring[];
+export type RecurringOperation = (typeof RECURRING_OPERATIONS)[number];
 
 /**
  * Why the worker abandoned a handler (`job.abandoned`): it had not returned in time after its
@@ -54,6 +74,16 @@ export type WorkerEvent =
       during: WorkerErrorDuring;
       error: Error;
     }
+  | {
+      name: 'worker.reconnected';
+      workerId: string;
+      /** The operation that works again (it had failed: `worker.error` during the same). */
+      during: RecurringOperation;
+      /** Its failures (`worker.error` events) since it first failed. */
+      failures: number;
+      /** How long it failed, from its first failure to now. */
+      downMs: number;
+    }
   | { name: 'worker.stopped'; workerId: string };
 
 export type WorkerEventName = WorkerEvent['name'];
@@ -74,6 +104,7 @@ export const WORKER_EVENT_NAMES = [
   'job.sleeping',
   'job.abandoned',
   'worker.error',
+  'worker.reconnected',
   'worker.stopped',
 ] as const satisfies readonly WorkerEventName[];
 

@@ -106,6 +106,8 @@ export const messages = {
     `Worker ${workerId} started on queue(s) ${queues.join(', ')} with concurrency ${concurrency}.`,
   workerStopped: (workerId: string) => `Worker ${workerId} stopped.`,
   workerError: (during: string, error: Error) => `Worker error while doing "${during}": ${error.message}`,
+  workerReconnected: (workerId: string, during: string, failures: number, downMs: number) =>
+    `Worker ${workerId}: the database is reachable again ("${during}" works after ${failures} failure(s) over ${(downMs / 1000).toFixed(1)} s).`,
   workerCrashed: (error: unknown) => `The worker stopped unexpectedly: ${error instanceof Error ? error.message : String(error)}`,
   jobRetry: (jobId: string, type: string, attempt: number, error: ErrorEnvelope, runAt: Date) =>
     `Job ${jobId} (${type}) attempt ${attempt} failed with ${errorText(error)}; next attempt at ${runAt.toISOString()}.`,

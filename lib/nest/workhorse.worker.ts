@@ -241,6 +241,11 @@ export class WorkhorseWorker implements OnApplicationBootstrap, BeforeApplicatio
     'worker.started': (e) => this.logger.log(messages.workerStarted(e.workerId, e.queues, e.concurrency)),
     'worker.stopped': (e) => this.logger.log(messages.workerStopped(e.workerId)),
     'worker.error': (e) => this.logError(e.during, e.error),
+    'worker.reconnected': (e) => {
+      // The next outage's first failure is logged in full again.
+      this.errorLog.delete(e.during);
+      this.logger.log(messages.workerReconnected(e.workerId, e.during, e.failures, e.downMs));
+    },
     'job.retry_scheduled': (e) => this.logger.warn(messages.jobRetry(e.jobId, e.type, e.attempt, e.error, e.runAt)),
     'job.failed': (e) => this.logger.warn(messages.jobFailed(e.jobId, e.type, e.attempt, e.error)),
     'job.canceled': (e) => this.logger.log(messages.jobCanceled(e.jobId, e.type)),

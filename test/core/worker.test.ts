@@ -2,10 +2,11 @@
  * The Worker's lifecycle: run/stop/drain, shutdown abandonment, LISTEN wake-up and polling,
  * heartbeats, batched claims, unknown types, runOnce, pause/resume, option validation and events.
  */
-import type { Pool } from 'pg';
+import { Pool } from 'pg';
 import {
   Admin,
   Queue,
+  SchemaNotInstalledError,
   Worker,
   WorkerShutdownError,
   WorkerStateError,
@@ -14,6 +15,7 @@ import {
   type WorkerEvent,
   type WorkerOptions,
 } from '../../lib/core';
+import { freePort } from '../../lib/testing/free-port';
 import { createTestDatabase, freshQueue, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
 import { stateOf } from '../support/job-state';
@@ -318,6 +320,47 @@ describe('handlers that ignore ctx.signal', () => {
     expect(worker.abandonedCount).toBe(1);
     release.open();
     await waitFor(() => worker.abandonedCount === 0, 10000, 'the abandoned handler to return');
+  });
+});
+
+describe('starting', () => {
+  it('run() and runOnce() on a database without the schema fail at once with SchemaNotInstalledError, saying what to run', async () => {
+    const bare = await createTestDatabase({ installSchema: false });
+    try {
+      const worker = new Worker(new Queue(bare.pool), { pollMs: 50, tickMs: 50 });
+      const errors: WorkerEvent[] = [];
+      worker.on(['worker.error'], (event) => errors.push(event));
+      const startedAt = Date.now();
+      const run = worker.run();
+      await expect(run).rejects.toBeInstanceOf(SchemaNotInstalledError);
+      await expect(run).rejects.toThrow('npx workhorse schema install');
+      await expect(worker.runOnce()).rejects.toBeInstanceOf(SchemaNotInstalledError);
+      // At once: no loop of failing claims and ticks first.
+      expect(Date.now() - startedAt).toBeLessThan(5000);
+      expect(errors).toEqual([]);
+      expect(worker.isRunning).toBe(false);
+    } finally {
+      await bare.drop();
+    }
+  });
+
+  it('run() waits for a database it cannot reach, reporting each try as worker.error during start, until stopped', async () => {
+    const unreachable = new URL(db.url);
+    unreachable.port = String(await freePort());
+    const closed = new Pool({ connectionString: unreachable.toString() });
+    try {
+      const worker = new Worker(new Queue(closed));
+      const errors: WorkerEvent[] = [];
+      worker.on(['worker.error'], (event) => errors.push(event));
+      const run = worker.run();
+      await waitFor(() => errors.length >= 2, 10000, 'two failed tries');
+      expect(errors.every((e) => e.name === 'worker.error' && e.during === 'start')).toBe(true);
+      expect(worker.isRunning).toBe(false);
+      await worker.stop();
+      await expect(run).resolves.toBeUndefined();
+    } finally {
+      await closed.end();
+    }
   });
 });
 

@@ -1,12 +1,18 @@
 import { WorkhorseValidationError } from '../errors';
 import {
   isWorkerEventName,
+  RECURRING_OPERATIONS,
+  type RecurringOperation,
   type WorkerErrorDuring,
   type WorkerEvent,
   type WorkerEventListener,
   type WorkerEventName,
   type WorkerEventOf,
 } from '../events';
+
+function isRecurring(during: WorkerErrorDuring): during is RecurringOperation {
+  return (RECURRING_OPERATIONS as readonly string[]).includes(during);
+}
 
 interface Subscription {
   listener: WorkerEventListener;
@@ -23,6 +29,8 @@ export class EventHub {
   private readonly subscriptions = new Set<Subscription>();
   /** The event names some listener wants ('all', or none at all: null). */
   private wanted: ReadonlySet<WorkerEventName> | 'all' | null = null;
+  /** Recurring operations failing now: since when, and how many failures. */
+  private readonly failing = new Map<RecurringOperation, { since: number; failures: number }>();
 
   constructor(private readonly workerId: string) {}
 
@@ -70,7 +78,24 @@ export class EventHub {
 
   /** An internal operation failed; the worker goes on. */
   reportError(during: WorkerErrorDuring, error: Error): void {
+    if (isRecurring(during)) {
+      const failing = this.failing.get(during);
+      if (failing) failing.failures++;
+      else this.failing.set(during, { since: Date.now(), failures: 1 });
+    }
     this.emit({ name: 'worker.error', workerId: this.workerId, during, error });
+  }
+
+  /**
+   * A recurring operation worked: if it had been failing, the database is reachable again, and
+   * `worker.reconnected` says so (once per outage and operation).
+   */
+  reportSuccess(during: RecurringOperation): void {
+    if (this.failing.size === 0) return;
+    const failing = this.failing.get(during);
+    if (!failing) return;
+    this.failing.delete(during);
+    this.emit({ name: 'worker.reconnected', workerId: this.workerId, during, failures: failing.failures, downMs: Date.now() - failing.since });
   }
 
   private updateWanted(): void {

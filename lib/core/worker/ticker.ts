@@ -35,6 +35,7 @@ export class Ticker {
   async tick(): Promise<void> {
     try {
       await this.pool.query('SELECT workhorse.tick_v1()');
+      this.hub.reportSuccess('tick');
     } catch (error) {
       this.hub.reportError('tick', error as Error);
     }

@@ -2,6 +2,7 @@ import type { Pool } from 'pg';
 import { WorkerStateError, WorkhorseValidationError } from '../errors';
 import type { WorkerEventListener, WorkerEventName, WorkerEventOf } from '../events';
 import { Notifier } from '../notifier';
+import { verifySchema } from '../schema';
 import type { Queue } from '../queue';
 import { checkName } from '../validation';
 import { EventHub } from './event-hub';
@@ -10,10 +11,11 @@ import { Executor } from './executor';
 import { Heartbeater } from './heartbeater';
 import { OwnerStatements } from './owner-statements';
 import { RoundTrips } from './round-trips';
+import { waitForSchema } from './schema-wait';
 import { Ticker } from './ticker';
 import { checkHandlerOptions, checkWorkerOptions, type HandlerOptions, type JobHandlerFn, type WorkerOptions, type WorkerSettings } from './worker-options';
 
-type Lifecycle = 'idle' | 'running' | 'stopping';
+type Lifecycle = 'idle' | 'starting' | 'running' | 'stopping';
 
 /**
  * Claims jobs from PostgreSQL and runs the handler registered for each job's type.
@@ -47,6 +49,8 @@ export class Worker {
   private lifecycle: Lifecycle = 'idle';
   private paused = false;
   private stopPromise: Promise<void> | null = null;
+  /** While run() checks the schema: the check, and how to stop it. */
+  private starting: { abort: AbortController; schema: Promise<boolean> } | null = null;
   private resolveRun: (() => void) | null = null;
   private readonly onPoolError = (error: Error) => this.hub.reportError('pool', error);
 
@@ -127,10 +131,23 @@ export class Worker {
 
   /**
    * Runs until {@link stop} is called: claims, executes, heartbeats and ticks. The promise
-   * settles once the worker has drained and closed its connections.
+   * settles once the worker has drained and closed its connections. It first checks the schema:
+   * it rejects at once with {@link SchemaNotInstalledError} (saying what to run) or
+   * {@link SchemaVersionMismatchError} when the database holds no or another schema, and waits
+   * while the database cannot be reached (each failure a `worker.error` during `start`).
    */
   async run(): Promise<void> {
     if (this.lifecycle !== 'idle') throw new WorkerStateError('This worker is already running.');
+    this.lifecycle = 'starting';
+    const starting = new AbortController();
+    this.starting = { abort: starting, schema: waitForSchema(this.pool, this.hub, starting.signal) };
+    try {
+      // False: stopped before the database answered.
+      if (!(await this.starting.schema)) return;
+    } finally {
+      this.starting = null;
+      if (this.lifecycle === 'starting') this.lifecycle = 'idle';
+    }
     const stopped = new Promise<void>((resolve) => {
       this.resolveRun = resolve;
     });
@@ -138,7 +155,13 @@ export class Worker {
     const { listen } = this.settings;
     if (listen) {
       const config = typeof listen === 'object' ? { ...this.pool.options, connectionString: listen.connectionString } : this.pool.options;
-      this.notifier = new Notifier(config, new Set(this.queues), () => this.roundTrips.wake(), (e) => this.hub.reportError('listen', e));
+      this.notifier = new Notifier(
+        config,
+        new Set(this.queues),
+        () => this.roundTrips.wake(),
+        (e) => this.hub.reportError('listen', e),
+        () => this.hub.reportSuccess('listen'),
+      );
       this.notifier.start();
     }
     this.ticker.start();
@@ -149,10 +172,18 @@ export class Worker {
 
   /**
    * One pass for scripts and tests: a maintenance tick, one claim of up to `concurrency` jobs,
-   * and those jobs run to the end. Resolves with how many jobs it ran.
+   * and those jobs run to the end. Resolves with how many jobs it ran; rejects with
+   * {@link SchemaNotInstalledError} or {@link SchemaVersionMismatchError} before anything else
+   * when the database holds no or another schema.
    */
   async runOnce(): Promise<number> {
     if (this.lifecycle !== 'idle') throw new WorkerStateError('This worker is already running.');
+    this.lifecycle = 'starting';
+    try {
+      await verifySchema(this.pool);
+    } finally {
+      this.lifecycle = 'idle';
+    }
     this.startServices();
     try {
       await this.ticker.tick();
@@ -173,7 +204,13 @@ export class Worker {
    * connections. Never fakes a success, failure or cancellation.
    */
   async stop(): Promise<void> {
-    if (this.lifecycle === 'idle') return;
+    if (this.starting) {
+      // Still checking the schema: nothing runs yet, so there is nothing to drain.
+      this.starting.abort.abort();
+      await this.starting.schema.catch(() => undefined);
+      return;
+    }
+    if (this.lifecycle === 'idle' || this.lifecycle === 'starting') return;
     this.stopPromise ??= this.drain();
     return this.stopPromise;
   }
@@ -188,7 +225,8 @@ export class Worker {
     const { workerId, leaseMs, heartbeatMs } = this.settings;
     const onError = (e: Error) => this.hub.reportError('heartbeat', e);
     const { executions, interrupter } = this.executor;
-    this.heartbeater = new Heartbeater(this.pool, workerId, leaseMs, heartbeatMs, onError, interrupter, executions);
+    const onRenewed = () => this.hub.reportSuccess('heartbeat');
+    this.heartbeater = new Heartbeater(this.pool, workerId, leaseMs, heartbeatMs, onError, interrupter, executions, onRenewed);
     this.heartbeater.start();
   }
 
