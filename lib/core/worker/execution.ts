@@ -12,8 +12,8 @@ export type Interruption = 'lost' | 'canceled' | 'timeout' | 'sleeping' | 'aband
 /**
  * One job this worker executes, from its claim until the worker is done with it (its outcome
  * recorded, or given up): the job, its lease (as the heartbeater renews it) and its slot. Every
- * callback of a job's way through the worker takes this record, so starting a job creates no
- * closures.
+ * part of the worker that handles the job takes this record as an argument, so a job costs no
+ * closures of its own beyond the two that receive its handler's promise.
  */
 export interface Execution extends HeldLease {
   readonly job: ClaimedJob;
