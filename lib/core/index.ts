@@ -32,6 +32,7 @@ export {
   isWorkerEventName,
   WORKER_EVENT_NAMES,
   type AbandonReason,
+  type RecurringOperation,
   type WorkerErrorDuring,
   type WorkerEvent,
   type WorkerEventListener,
