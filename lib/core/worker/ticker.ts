@@ -9,7 +9,7 @@ import type { EventHub } from './event-hub';
 export class Ticker {
   private timer: NodeJS.Timeout | null = null;
   private inFlight: Promise<void> | null = null;
-  private running = false;
+  private ticking = false;
 
   constructor(
     private readonly pool: Pool,
@@ -19,13 +19,13 @@ export class Ticker {
 
   /** Ticks now, then about every `tickMs` until {@link stop}. */
   start(): void {
-    this.running = true;
+    this.ticking = true;
     this.schedule(0);
   }
 
   /** Stops ticking and waits for a tick under way. */
   async stop(): Promise<void> {
-    this.running = false;
+    this.ticking = false;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     await this.inFlight;
@@ -42,7 +42,7 @@ export class Ticker {
   }
 
   private schedule(delay: number): void {
-    if (!this.running) return;
+    if (!this.ticking) return;
     this.timer = setTimeout(() => {
       this.timer = null;
       this.inFlight = this.tick().finally(() => {
