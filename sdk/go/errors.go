@@ -206,3 +206,12 @@ type RetryAfterError struct {
 
 func (e *RetryAfterError) Error() string { return e.Err.Error() }
 func (e *RetryAfterError) Unwrap() error { return e.Err }
+
+// ErrorName methods: the name an error is stored under when a handler returns it (the
+// envelope's name), the same as the TypeScript client's class names.
+func (e *ValidationError) ErrorName() string          { return "WorkhorseValidationError" }
+func (e *IdempotencyConflictError) ErrorName() string { return "IdempotencyConflictError" }
+func (e *JobCanceledError) ErrorName() string         { return "JobCanceledError" }
+func (e *LeaseLostError) ErrorName() string           { return "LeaseLostError" }
+func (e *WorkerShutdownError) ErrorName() string      { return "WorkerShutdownError" }
+func (e *ExecutionTimeoutError) ErrorName() string    { return "ExecutionTimeoutError" }

@@ -2,6 +2,9 @@ package workhorse_test
 
 import (
 	"context"
+	"encoding/json"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,4 +61,29 @@ func startWorker(t *testing.T, w *workhorse.Worker) (stop func()) {
 	}
 	t.Cleanup(stop)
 	return stop
+}
+
+// newWorker is a worker on db's pool that polls every 50 ms and ticks every 100 ms unless the
+// options say otherwise.
+func newWorker(t *testing.T, db *testpg.DB, o workhorse.WorkerOptions) *workhorse.Worker {
+	t.Helper()
+	if o.Poll == 0 {
+		o.Poll = 50 * time.Millisecond
+	}
+	if o.Tick == 0 {
+		o.Tick = 100 * time.Millisecond
+	}
+	w, err := workhorse.NewWorker(workhorse.Pgx(db.Pool), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func join(words []string) string { return strings.Join(words, " ") }
+
+// sameJSON compares JSON by value (jsonb orders an object's keys its own way).
+func sameJSON(got []byte, want string) bool {
+	var a, b any
+	return json.Unmarshal(got, &a) == nil && json.Unmarshal([]byte(want), &b) == nil && reflect.DeepEqual(a, b)
 }

@@ -78,9 +78,44 @@ type DB struct {
 	Pool *pgxpool.Pool
 }
 
-// New returns a fresh database with the workhorse schema installed; the test's cleanup closes
-// its pool and drops it.
-func New(t testing.TB) *DB { return create(t, template) }
+// New returns a fresh database with the workhorse schema installed; the test's cleanup checks
+// the split invariant (cleanups registered later, such as stopping workers, run before it),
+// closes the pool and drops the database.
+func New(t testing.TB) *DB {
+	db := create(t, template)
+	t.Cleanup(func() {
+		if t.Failed() {
+			return
+		}
+		if ids := splitViolations(db.Pool); len(ids) > 0 {
+			t.Errorf("the split invariant does not hold for jobs %v", ids)
+		}
+	})
+	return db
+}
+
+// splitViolations lists the jobs that have not exactly one runtime or one outcome row, and
+// runtime or outcome rows without their job (as test/support/invariants.ts).
+func splitViolations(pool *pgxpool.Pool) []string {
+	rows, err := pool.Query(context.Background(), `
+    SELECT j.id::text
+    FROM workhorse.job j
+    LEFT JOIN workhorse.job_runtime r ON r.job_id = j.id
+    LEFT JOIN workhorse.job_outcome o ON o.job_id = j.id
+    WHERE (r.job_id IS NULL) = (o.job_id IS NULL)
+    UNION ALL
+    SELECT r.job_id::text FROM workhorse.job_runtime r WHERE NOT EXISTS (SELECT 1 FROM workhorse.job j WHERE j.id = r.job_id)
+    UNION ALL
+    SELECT o.job_id::text FROM workhorse.job_outcome o WHERE NOT EXISTS (SELECT 1 FROM workhorse.job j WHERE j.id = o.job_id)`)
+	if err != nil {
+		return []string{"(query failed: " + err.Error() + ")"}
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return []string{"(query failed: " + err.Error() + ")"}
+	}
+	return ids
+}
 
 // NewEmpty returns a fresh database without the workhorse schema.
 func NewEmpty(t testing.TB) *DB { return create(t, "template1") }
