@@ -34,6 +34,9 @@ type EnqueueOptions struct {
 	IdempotencyScope string
 	// IdempotencyTTL is how long the key is remembered, 1 s to 30 days (default 24 h).
 	IdempotencyTTL time.Duration
+
+	// notes of options decoded from JSON (see UnmarshalJSON); nil for options built in Go.
+	notes *wireNotes
 }
 
 // EnqueueRequest is one job of a batch given to EnqueueMany.
@@ -129,6 +132,14 @@ func (q *Queue) send(ctx context.Context, requests []byte) ([]string, error) {
 // wireRequest validates one enqueue call and appends the JSON object enqueue_many_v1 reads to
 // out. `path` prefixes field names for batch members ("requests[3].").
 func wireRequest(out []byte, jobType string, payload any, o *EnqueueOptions, path string) ([]byte, error) {
+	if n := o.notes; n != nil {
+		if len(n.unknown) > 0 {
+			return nil, invalid(path+n.unknown[0], "is not an enqueue option (queue, priority, runAt, maxAttempts, retryPolicy, tags, deadline, executionTimeoutMs, idempotencyKey, idempotencyScope, idempotencyTtlMs)")
+		}
+		if n.problem != nil {
+			return nil, invalid(path+n.problem.Field, "%s", n.problem.Message)
+		}
+	}
 	if err := checkName(jobType, path+"type"); err != nil {
 		return nil, err
 	}
@@ -141,19 +152,19 @@ func wireRequest(out []byte, jobType string, payload any, o *EnqueueOptions, pat
 	out = append(out, jobType...)
 	out = append(out, `","payload":`...)
 	out = append(out, data...)
-	if o.Queue != "" {
+	if o.Queue != "" || o.isGiven("queue") {
 		if err := checkName(o.Queue, path+"queue"); err != nil {
 			return nil, err
 		}
 		out = append(append(append(out, `,"queue":"`...), o.Queue...), '"')
 	}
-	if o.Priority != 0 {
+	if o.Priority != 0 || o.isGiven("priority") {
 		if err := checkRange(int64(o.Priority), path+"priority", 0, 100); err != nil {
 			return nil, err
 		}
 		out = strconv.AppendInt(append(out, `,"priority":`...), int64(o.Priority), 10)
 	}
-	if o.MaxAttempts != 0 {
+	if o.MaxAttempts != 0 || o.isGiven("maxAttempts") {
 		if err := checkRange(int64(o.MaxAttempts), path+"maxAttempts", 1, 100); err != nil {
 			return nil, err
 		}
@@ -163,7 +174,7 @@ func wireRequest(out []byte, jobType string, payload any, o *EnqueueOptions, pat
 		at    time.Time
 		field string
 	}{{o.RunAt, "runAt"}, {o.Deadline, "deadline"}} {
-		if t.at.IsZero() {
+		if t.at.IsZero() && !o.isGiven(t.field) {
 			continue
 		}
 		text, err := checkTime(t.at, path+t.field)
@@ -173,7 +184,7 @@ func wireRequest(out []byte, jobType string, payload any, o *EnqueueOptions, pat
 		out = append(append(append(append(out, `,"`...), t.field...), `":"`...), text...)
 		out = append(out, '"')
 	}
-	if o.ExecutionTimeout != 0 {
+	if o.ExecutionTimeout != 0 || o.isGiven("executionTimeoutMs") {
 		ms, err := wholeMs(o.ExecutionTimeout, path+"executionTimeoutMs", 1000, 86_400_000)
 		if err != nil {
 			return nil, err
@@ -203,16 +214,16 @@ func wireRequest(out []byte, jobType string, payload any, o *EnqueueOptions, pat
 		tags, _ := json.Marshal(o.Tags)
 		out = append(append(out, `,"tags":`...), tags...)
 	}
-	if o.IdempotencyKey == "" {
-		if o.IdempotencyScope != "" {
+	if o.IdempotencyKey == "" && !o.isGiven("idempotencyKey") {
+		if o.IdempotencyScope != "" || o.isGiven("idempotencyScope") {
 			return nil, invalid(path+"idempotencyScope", "needs an idempotencyKey")
 		}
-		if o.IdempotencyTTL != 0 {
+		if o.IdempotencyTTL != 0 || o.isGiven("idempotencyTtlMs") {
 			return nil, invalid(path+"idempotencyTtlMs", "needs an idempotencyKey")
 		}
 		return append(out, '}'), nil
 	}
-	if n := len([]rune(o.IdempotencyKey)); n > 512 {
+	if n := len([]rune(o.IdempotencyKey)); n < 1 || n > 512 {
 		return nil, invalid(path+"idempotencyKey", "must be a string of 1 to 512 characters")
 	}
 	if err := checkText(o.IdempotencyKey, path+"idempotencyKey"); err != nil {
@@ -220,13 +231,13 @@ func wireRequest(out []byte, jobType string, payload any, o *EnqueueOptions, pat
 	}
 	key, _ := json.Marshal(o.IdempotencyKey)
 	out = append(append(out, `,"idempotencyKey":`...), key...)
-	if o.IdempotencyScope != "" {
+	if o.IdempotencyScope != "" || o.isGiven("idempotencyScope") {
 		if err := checkName(o.IdempotencyScope, path+"idempotencyScope"); err != nil {
 			return nil, err
 		}
 		out = append(append(append(out, `,"idempotencyScope":"`...), o.IdempotencyScope...), '"')
 	}
-	if o.IdempotencyTTL != 0 {
+	if o.IdempotencyTTL != 0 || o.isGiven("idempotencyTtlMs") {
 		ms, err := wholeMs(o.IdempotencyTTL, path+"idempotencyTtlMs", 1000, 2_592_000_000)
 		if err != nil {
 			return nil, err
