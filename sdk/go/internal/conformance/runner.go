@@ -63,6 +63,17 @@ func (r *Runner) Mark(jobID, name string) {
 	r.mu.Unlock()
 }
 
+// EffectCount is how many checkpoint operations ran, over all jobs.
+func (r *Runner) EffectCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, c := range r.effects {
+		n += c
+	}
+	return n
+}
+
 // Run runs every action in order; the error names the action that failed.
 func (r *Runner) Run(ctx context.Context) error {
 	for i, a := range r.Scenario.Actions {
