@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"unicode/utf8"
 )
 
 // HandlerError is an error with a name of its own: the name is what an operator sees in the
@@ -80,8 +81,20 @@ func (e *panicError) Error() string      { return fmt.Sprint(e.value) }
 func (e *panicError) ErrorName() string  { return "Panic" }
 func (e *panicError) ErrorStack() string { return e.stack }
 
-// storable makes error text storable in jsonb: NUL and invalid UTF-8 become U+FFFD (error text
-// is not under our control, so it is repaired rather than refused).
+// maxEnvelopeText bounds each of an envelope's name, message and stack, as the Python SDK does,
+// so that a failure is always storable (fail_v1 refuses an envelope over 1 MiB).
+const maxEnvelopeText = 64 << 10
+
+// storable makes error text storable in jsonb: NUL and invalid UTF-8 become U+FFFD, and text
+// beyond 64 KiB is cut (error text is not under our control, so it is repaired, not refused).
 func storable(text string) string {
-	return strings.ReplaceAll(strings.ToValidUTF8(text, "\uFFFD"), "\x00", "\uFFFD")
+	text = strings.ReplaceAll(strings.ToValidUTF8(text, "\uFFFD"), "\x00", "\uFFFD")
+	if len(text) <= maxEnvelopeText {
+		return text
+	}
+	cut := maxEnvelopeText
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	return text[:cut]
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	workhorse "github.com/stablemates/nestjs-workhorse/sdk/go"
 	"github.com/stablemates/nestjs-workhorse/sdk/go/internal/testpg"
@@ -201,5 +202,18 @@ func TestProgressIsVisibleAndKept(t *testing.T) {
 	var progress map[string]int
 	if err := json.Unmarshal(job.Progress, &progress); err != nil || progress["done"] != 100 {
 		t.Fatalf("progress %s", job.Progress)
+	}
+}
+
+func TestErrorTextIsMadeStorable(t *testing.T) {
+	huge := strings.Repeat("é", 100_000) // 200,000 bytes
+	job, _, _ := runOne(t, 0, &workhorse.EnqueueOptions{MaxAttempts: 1}, func(context.Context, *workhorse.Job, int) (any, error) {
+		return nil, workhorse.NewError("Bad\x00Name", "nul \x00 and invalid \xff utf-8, then "+huge)
+	})
+	if job.State != workhorse.StateFailed || job.Error.Name != "Bad\uFFFDName" {
+		t.Fatalf("job %+v, error name %q", job, job.Error.Name)
+	}
+	if !strings.HasPrefix(job.Error.Message, "nul \uFFFD and invalid \uFFFD utf-8") || len(job.Error.Message) > 64<<10 || !utf8.ValidString(job.Error.Message) {
+		t.Fatalf("message of %d bytes: %.60q", len(job.Error.Message), job.Error.Message)
 	}
 }
