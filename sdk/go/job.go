@@ -92,15 +92,21 @@ func (j *Job) checkpoint(name string) (json.RawMessage, bool, error) {
 	return value, found, nil
 }
 
-func (j *Job) saveCheckpoint(ctx context.Context, name string, data []byte) error {
-	s, err := status(context.WithoutCancel(ctx), j.w.db, "SELECT workhorse.save_checkpoint_v1($1, $2, $3, $4, $5::jsonb)",
-		j.ID, j.WorkerID, j.FenceToken, name, string(data))
-	if err != nil {
-		return err
-	}
-	if s == "stale" {
+// fenced answers an owner write's status: `stale` means this worker no longer owns the job,
+// which it then gives up (the handler's context is canceled with a *LeaseLostError).
+func (j *Job) fenced(s string, err error) error {
+	if err == nil && s == "stale" {
 		j.w.loseLease(j.run)
 		return &LeaseLostError{JobID: j.ID}
+	}
+	return err
+}
+
+func (j *Job) saveCheckpoint(ctx context.Context, name string, data []byte) error {
+	err := j.fenced(status(context.WithoutCancel(ctx), j.w.db, "SELECT workhorse.save_checkpoint_v1($1, $2, $3, $4, $5::jsonb)",
+		j.ID, j.WorkerID, j.FenceToken, name, string(data)))
+	if err != nil {
+		return err
 	}
 	j.mu.Lock()
 	if j.checkpoints == nil {
@@ -118,16 +124,8 @@ func (j *Job) SetProgress(ctx context.Context, value any) error {
 	if err != nil {
 		return err
 	}
-	s, err := status(context.WithoutCancel(ctx), j.w.db, "SELECT workhorse.set_progress_v1($1, $2, $3, $4::jsonb)",
-		j.ID, j.WorkerID, j.FenceToken, string(data))
-	if err != nil {
-		return err
-	}
-	if s == "stale" {
-		j.w.loseLease(j.run)
-		return &LeaseLostError{JobID: j.ID}
-	}
-	return nil
+	return j.fenced(status(context.WithoutCancel(ctx), j.w.db, "SELECT workhorse.set_progress_v1($1, $2, $3, $4::jsonb)",
+		j.ID, j.WorkerID, j.FenceToken, string(data)))
 }
 
 // Sleep is a durable sleep: the job is set aside until d after the first time it reached the
@@ -174,12 +172,8 @@ func (j *Job) sleep(ctx context.Context, name string, until, ms any) error {
 	var wakeAt time.Time
 	err = queryRow(context.WithoutCancel(ctx), j.w.db, "SELECT status, wake_at FROM workhorse.sleep_v1($1, $2, $3, $4, $5::text::timestamptz, $6::bigint)",
 		[]any{j.ID, j.WorkerID, j.FenceToken, name, until, ms}, &s, &wakeAt)
-	if err != nil {
+	if err := j.fenced(s, err); err != nil {
 		return err
-	}
-	if s == "stale" {
-		j.w.loseLease(j.run)
-		return &LeaseLostError{JobID: j.ID}
 	}
 	j.mu.Lock()
 	j.waits[name] = wakeAt
