@@ -95,7 +95,7 @@ func TestConformanceScenariosWithWorkerProcesses(t *testing.T) {
 		t.Run(file.Scenario.Name, func(t *testing.T) {
 			t.Parallel()
 			runScenario(t, file, func(db *testpg.DB) conformance.StartWorker {
-				return conformance.Process([]string{command}, db.URL, file.Path)
+				return conformance.Process(conformance.Command{Args: []string{command}}, db.URL, file.Path)
 			})
 		})
 	}

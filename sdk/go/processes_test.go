@@ -22,7 +22,7 @@ func TestWorkerProcessesShareAQueueAndSurviveASIGKILL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runner := conformance.NewRunner(&scenario, workhorse.Pgx(db.Pool), conformance.Process([]string{conformanceWorker(t)}, db.URL, file))
+	runner := conformance.NewRunner(&scenario, workhorse.Pgx(db.Pool), conformance.Process(conformance.Command{Args: []string{conformanceWorker(t)}}, db.URL, file))
 	const jobs = 600
 	requests := make([]workhorse.EnqueueRequest, jobs)
 	for i := range requests {

@@ -112,9 +112,9 @@ func (l *lane) idle() {
 // gather lets handlers that are about to finish join the next batch: a short job's handler
 // ends microseconds after the one that woke the pump, and a round trip (a commit) per handful
 // of jobs would cost far more than waiting for them. It yields to the other goroutines while
-// that makes the batch grow and handlers are still running, a few times at most.
+// that makes the batch grow and handlers are still running (so at most once per handler).
 func (l *lane) gather() {
-	for i := 0; i < 8; i++ {
+	for {
 		l.mu.Lock()
 		pending, running := len(l.pending), l.active
 		l.mu.Unlock()

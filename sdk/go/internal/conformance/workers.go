@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -62,14 +63,21 @@ func (p *inProcess) Kill() error {
 	return errors.Join(err, <-p.done)
 }
 
-// Process starts scenario workers as processes of a conformance worker command (any SDK's:
-// README, "Cross-language runs"), given the command's words before its options, the database
-// URL and the scenario's file. The process's effects and marks reach the runner from its
-// standard output.
-func Process(command []string, databaseURL, scenarioFile string) StartWorker {
+// Command is a conformance worker command (any SDK's: README, "Cross-language runs"): its
+// words before the options, and variables to add to the environment.
+type Command struct {
+	Args []string
+	Env  []string
+}
+
+// Process starts scenario workers as processes of a conformance worker command, given the
+// database URL and the scenario's file. The process's effects and marks reach the runner from
+// its standard output.
+func Process(command Command, databaseURL, scenarioFile string) StartWorker {
 	return func(r *Runner, name string) (Worker, error) {
-		args := append(append([]string{}, command[1:]...), "--database-url", databaseURL, "--scenario", scenarioFile, "--worker-id", freshWorkerID(name))
-		cmd := exec.Command(command[0], args...)
+		args := append(append([]string{}, command.Args[1:]...), "--database-url", databaseURL, "--scenario", scenarioFile, "--worker-id", freshWorkerID(name))
+		cmd := exec.Command(command.Args[0], args...)
+		cmd.Env = append(os.Environ(), command.Env...)
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
 			return nil, err
