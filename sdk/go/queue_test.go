@@ -272,3 +272,57 @@ func TestIdempotentEnqueue(t *testing.T) {
 		t.Fatalf("%d jobs", n)
 	}
 }
+
+// Options and requests that arrive as JSON by their wire names are checked as given: an
+// explicit zero is refused rather than taken for the default, and a key that is no option is
+// named.
+func TestWireNamedOptionsAreCheckedAsGiven(t *testing.T) {
+	db := testpg.New(t)
+	ctx := context.Background()
+	queue := workhorse.NewQueue(workhorse.Pgx(db.Pool))
+	for wire, field := range map[string]string{
+		`{"maxAttempts": 0}`:                                 "maxAttempts",
+		`{"queue": ""}`:                                      "queue",
+		`{"priority": 1.5}`:                                  "priority",
+		`{"executionTimeoutMs": 0}`:                          "executionTimeoutMs",
+		`{"runAt": "tomorrow"}`:                              "runAt",
+		`{"retryPolicy": {"kind": "linear"}}`:                "retryPolicy.kind",
+		`{"retryPolicy": {"kind": "fixed", "initialMs": 5}}`: "retryPolicy.initialMs",
+		`{"idempotencyKey": ""}`:                             "idempotencyKey",
+		`{"colour": "blue"}`:                                 "colour",
+	} {
+		var opts workhorse.EnqueueOptions
+		if err := json.Unmarshal([]byte(wire), &opts); err != nil {
+			t.Fatal(err)
+		}
+		_, err := queue.Enqueue(ctx, "t", nil, &opts)
+		var invalid *workhorse.ValidationError
+		if !errors.As(err, &invalid) || invalid.Field != field {
+			t.Errorf("%s: got %v, want a ValidationError naming %s", wire, err, field)
+		}
+	}
+	var requests []workhorse.EnqueueRequest
+	if err := json.Unmarshal([]byte(`[{"type": "t", "payload": 1}, {"type": "t", "payload": 2, "maxAttempts": 0}]`), &requests); err != nil {
+		t.Fatal(err)
+	}
+	_, err := queue.EnqueueMany(ctx, requests)
+	var invalid *workhorse.ValidationError
+	if !errors.As(err, &invalid) || invalid.Field != "requests[1].maxAttempts" {
+		t.Errorf("batch: got %v", err)
+	}
+	if n := countJobs(t, db); n != 0 {
+		t.Fatalf("%d jobs written", n)
+	}
+	var good workhorse.EnqueueOptions
+	if err := json.Unmarshal([]byte(`{"priority": 0, "maxAttempts": 3, "retryPolicy": {"kind": "fixed", "delayMs": 0}, "runAt": "2030-01-01T00:00:00Z"}`), &good); err != nil {
+		t.Fatal(err)
+	}
+	id, err := queue.Enqueue(ctx, "t", nil, &good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, _ := workhorse.NewAdmin(workhorse.Pgx(db.Pool)).GetJob(ctx, id)
+	if job.MaxAttempts != 3 || job.State != workhorse.StateScheduled || !sameJSON(job.RetryPolicy, `{"kind": "fixed", "delayMs": 0}`) {
+		t.Fatalf("job %+v", job)
+	}
+}
