@@ -75,28 +75,28 @@ func runScenario(t *testing.T, file conformance.File, start func(db *testpg.DB) 
 	}
 }
 
-func TestConformanceScenarios(t *testing.T) {
-	for _, file := range scenarios(t) {
+// runScenarios runs every scenario in parallel subtests, each in a fresh database, its workers
+// started by start.
+func runScenarios(t *testing.T, files []conformance.File, start func(file conformance.File, db *testpg.DB) conformance.StartWorker) {
+	for _, file := range files {
 		t.Run(file.Scenario.Name, func(t *testing.T) {
 			t.Parallel()
-			runScenario(t, file, func(db *testpg.DB) conformance.StartWorker {
-				return conformance.InProcess(workhorse.Pgx(db.Pool))
-			})
+			runScenario(t, file, func(db *testpg.DB) conformance.StartWorker { return start(file, db) })
 		})
 	}
+}
+
+func TestConformanceScenarios(t *testing.T) {
+	runScenarios(t, scenarios(t), func(_ conformance.File, db *testpg.DB) conformance.StartWorker {
+		return conformance.InProcess(workhorse.Pgx(db.Pool))
+	})
 }
 
 // The same scenarios with every worker a process of the conformance worker command: kill_worker
 // is a real SIGKILL, stop_worker a SIGTERM that must drain and exit 0.
 func TestConformanceScenariosWithWorkerProcesses(t *testing.T) {
-	files := scenarios(t)
-	command := conformanceWorker(t)
-	for _, file := range files {
-		t.Run(file.Scenario.Name, func(t *testing.T) {
-			t.Parallel()
-			runScenario(t, file, func(db *testpg.DB) conformance.StartWorker {
-				return conformance.Process(conformance.Command{Args: []string{command}}, db.URL, file.Path)
-			})
-		})
-	}
+	command := conformance.Command{Args: []string{conformanceWorker(t)}}
+	runScenarios(t, scenarios(t), func(file conformance.File, db *testpg.DB) conformance.StartWorker {
+		return conformance.Process(command, db.URL, file.Path)
+	})
 }

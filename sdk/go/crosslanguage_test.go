@@ -30,14 +30,9 @@ func pythonWorker(t *testing.T) conformance.Command {
 func TestScenariosWithPythonWorkers(t *testing.T) {
 	files := scenarios(t)
 	python := pythonWorker(t)
-	for _, file := range files {
-		t.Run(file.Scenario.Name, func(t *testing.T) {
-			t.Parallel()
-			runScenario(t, file, func(db *testpg.DB) conformance.StartWorker {
-				return conformance.Process(python, db.URL, file.Path)
-			})
-		})
-	}
+	runScenarios(t, files, func(file conformance.File, db *testpg.DB) conformance.StartWorker {
+		return conformance.Process(python, db.URL, file.Path)
+	})
 }
 
 // checkpoint-then-crash across languages: a worker of one language is SIGKILLed after its
