@@ -1,11 +1,15 @@
 package workhorse_test
 
 import (
+	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	workhorse "github.com/stablemates/nestjs-workhorse/sdk/go"
 	"github.com/stablemates/nestjs-workhorse/sdk/go/internal/conformance"
 	"github.com/stablemates/nestjs-workhorse/sdk/go/internal/testpg"
 )
@@ -25,6 +29,18 @@ func pythonWorker(t *testing.T) conformance.Command {
 	return conformance.Command{Args: []string{python, "-m", "workhorse.conformance_worker"}, Env: env}
 }
 
+// scenarioNamed is the shared scenario of that name.
+func scenarioNamed(t *testing.T, name string) conformance.File {
+	t.Helper()
+	for _, f := range scenarios(t) {
+		if f.Scenario.Name == name {
+			return f
+		}
+	}
+	t.Fatalf("no %s scenario", name)
+	return conformance.File{}
+}
+
 // Every scenario with each worker a Python process: jobs enqueued through the Go SDK run in
 // Python, and their states, results, error envelopes and timelines read the same from Go.
 func TestScenariosWithPythonWorkers(t *testing.T) {
@@ -38,15 +54,7 @@ func TestScenariosWithPythonWorkers(t *testing.T) {
 // checkpoint-then-crash across languages: a worker of one language is SIGKILLed after its
 // checkpoint, and a worker of the other recovers the job and replays the checkpoint.
 func TestACrashedWorkerIsRecoveredInTheOtherLanguage(t *testing.T) {
-	var crash conformance.File
-	for _, f := range scenarios(t) {
-		if f.Scenario.Name == "checkpoint-then-crash" {
-			crash = f
-		}
-	}
-	if crash.Path == "" {
-		t.Fatal("no checkpoint-then-crash scenario")
-	}
+	crash := scenarioNamed(t, "checkpoint-then-crash")
 	python := pythonWorker(t)
 	goWorker := conformance.Command{Args: []string{conformanceWorker(t)}}
 	for _, order := range []struct {
@@ -66,5 +74,44 @@ func TestACrashedWorkerIsRecoveredInTheOtherLanguage(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// Three languages on one job: checkpoint-then-crash with its job enqueued through the
+// TypeScript core, the worker that checkpoints and is SIGKILLed a Python process, and the one
+// that recovers the job and replays the checkpoint a Go worker.
+func TestEnqueuedInTypeScriptCrashedInPythonFinishedInGo(t *testing.T) {
+	crash := scenarioNamed(t, "checkpoint-then-crash")
+	python := pythonWorker(t)
+	node, err := exec.LookPath("node")
+	register := filepath.Join(testpg.RepoRoot(), "test", "support", "ts-register.js")
+	if _, statErr := os.Stat(filepath.Join(testpg.RepoRoot(), "node_modules", "typescript")); err != nil || statErr != nil {
+		t.Skip("node and the repository's node_modules (npm ci) are needed to enqueue through the TypeScript core")
+	}
+	first := crash.Scenario.Actions[0]
+	if first.Do() != "enqueue" {
+		t.Fatalf("the scenario's first action is %s, not the enqueue", first.Do())
+	}
+	db := testpg.New(t)
+	var typ, job string
+	_ = json.Unmarshal(first["type"], &typ)
+	_ = json.Unmarshal(first["job"], &job)
+	out, err := exec.Command(node, "-r", register, filepath.Join(testpg.RepoRoot(), "test", "fixtures", "enqueue-job.ts"), db.URL, typ, string(first["payload"])).Output()
+	if err != nil {
+		t.Fatalf("enqueue through TypeScript: %v", err)
+	}
+	runner := conformance.NewRunner(&crash.Scenario, workhorse.Pgx(db.Pool), func(r *conformance.Runner, name string) (conformance.Worker, error) {
+		if name == "w1" {
+			return conformance.Process(python, db.URL, crash.Path)(r, name)
+		}
+		return conformance.InProcess(workhorse.Pgx(db.Pool))(r, name)
+	})
+	runner.Name(job, strings.TrimSpace(string(out)))
+	err = runner.RunFrom(context.Background(), 1)
+	if stopErr := runner.StopAll(); err == nil {
+		err = stopErr
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -74,9 +74,23 @@ func (r *Runner) EffectCount() int {
 	return n
 }
 
+// Name names a job the runner did not enqueue itself (one enqueued by another language), for
+// the actions that follow.
+func (r *Runner) Name(name, jobID string) {
+	r.jobs[name] = jobID
+}
+
 // Run runs every action in order; the error names the action that failed.
 func (r *Runner) Run(ctx context.Context) error {
+	return r.RunFrom(ctx, 0)
+}
+
+// RunFrom runs the actions from the one at index first on, in order.
+func (r *Runner) RunFrom(ctx context.Context, first int) error {
 	for i, a := range r.Scenario.Actions {
+		if i < first {
+			continue
+		}
 		if err := r.act(ctx, a); err != nil {
 			text, _ := json.Marshal(a)
 			return fmt.Errorf("action %d %.200s: %w", i, text, err)
