@@ -3,6 +3,8 @@ package workhorse_test
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -12,7 +14,13 @@ import (
 	"github.com/stablemates/nestjs-workhorse/sdk/go/internal/testpg"
 )
 
-func TestMain(m *testing.M) { testpg.Main(m) }
+func TestMain(m *testing.M) {
+	code := testpg.Run(m)
+	if workerCommand != "" {
+		_ = os.RemoveAll(filepath.Dir(workerCommand))
+	}
+	os.Exit(code)
+}
 
 // waitForState polls Admin.GetJob until the job is in one of the states, failing the test
 // after timeout.

@@ -42,12 +42,9 @@ func RepoRoot() string {
 	return filepath.Join(filepath.Dir(file), "..", "..", "..", "..")
 }
 
-// Main runs a package's tests against the test server and exits with their status.
-func Main(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
+// Run runs a package's tests against the test server (started and stopped around them when
+// needed) and returns their exit status.
+func Run(m *testing.M) int {
 	adminURL = os.Getenv(URLEnv)
 	if adminURL == "" {
 		stop, url, err := startServer()
