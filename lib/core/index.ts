@@ -32,6 +32,7 @@ export { isWorkerEventName, WORKER_EVENT_NAMES, type WorkerEvent, type WorkerEve
 export { Queue } from './queue';
 export { GRANT_APP_ROLE_SQL, grantAppRole } from './grants';
 export { getSchemaStatus, installSchema, SCHEMA_VERSION, verifySchema, type SchemaStatus } from './schema';
+export { TransactionScope, type TransactionSource } from './transaction-scope';
 export * from './types';
 export { LIMITS } from './validation';
 export { toErrorEnvelope, Worker, type HandlerOptions, type JobHandlerFn, type WorkerOptions } from './worker';
