@@ -19,9 +19,10 @@ export interface TransactionSource {
  * Carries an ORM's transaction through async calls: `run(fn)` opens a transaction with the ORM
  * (TypeORM's `dataSource.transaction`, Prisma's `$transaction`, ...) and makes it current while
  * `fn` runs; a `run` inside another joins it. ORMs pass their transaction to the callback only,
- * so code further down (an injected `Queue`) cannot see it; this scope lets it. Build one with
- * the factory of your ORM's entry point (`typeormTransactionScope(dataSource)`,
- * `prismaTransactionScope(prisma)`, `drizzleTransactionScope(db)`, `kyselyTransactionScope(db)`).
+ * so code further down (an injected `Queue`) cannot see it; this scope lets it. Get one from
+ * your ORM's entry point (`typeormTransactionScope(dataSource)`, `prismaTransactionScope(prisma)`,
+ * `drizzleTransactionScope(db)`, `kyselyTransactionScope(db)`): each gives the one scope of that
+ * connection, so the module option and your services share it without wiring.
  *
  * @example
  * const transactions = typeormTransactionScope(dataSource);
@@ -68,4 +69,16 @@ export class TransactionScope<Tx> implements TransactionSource {
   runWith<R>(tx: Tx, fn: () => Promise<R>): Promise<R> {
     return this.storage.run(tx, fn);
   }
+}
+
+const scopes = new WeakMap<object, TransactionScope<unknown>>();
+
+/** The one scope of `connection` (an ORM's DataSource, client or database), created on first use. */
+export function scopeOf<Tx>(connection: object, create: () => TransactionScope<Tx>): TransactionScope<Tx> {
+  let scope = scopes.get(connection) as TransactionScope<Tx> | undefined;
+  if (scope === undefined) {
+    scope = create();
+    scopes.set(connection, scope as TransactionScope<unknown>);
+  }
+  return scope;
 }

@@ -11,7 +11,7 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import { types, type QueryResult } from 'pg';
-import { TransactionScope } from '../core/transaction-scope';
+import { scopeOf, TransactionScope } from '../core/transaction-scope';
 import type { Queryable } from '../core/types';
 
 /**
@@ -97,9 +97,9 @@ export function fromDrizzle(client: DrizzleNodePgClient): Queryable {
 }
 
 /**
- * A {@link TransactionScope} over `db.transaction`: inside `scope.run(async (tx) => ...)`,
- * `Queue` and `Admin` given `transaction: scope` in `WorkhorseModule.forRoot` join the
- * transaction of `tx` without a client argument.
+ * The {@link TransactionScope} of `db` (the same one on every call), over `db.transaction`:
+ * inside `scope.run(async (tx) => ...)`, `Queue` and `Admin` given `transaction: scope` in
+ * `WorkhorseModule.forRoot` join the transaction of `tx` without a client argument.
  *
  * @example
  * const transactions = drizzleTransactionScope(db);
@@ -109,5 +109,5 @@ export function fromDrizzle(client: DrizzleNodePgClient): Queryable {
  * });
  */
 export function drizzleTransactionScope<Tx extends DrizzleNodePgClient>(db: DrizzleNodePgDatabase<Tx>): TransactionScope<Tx> {
-  return new TransactionScope<Tx>((fn) => db.transaction(fn), fromDrizzle);
+  return scopeOf(db, () => new TransactionScope<Tx>((fn) => db.transaction(fn), fromDrizzle));
 }

@@ -10,7 +10,7 @@
  * });
  */
 import { CompiledQuery, type Kysely, type QueryResult, type Transaction } from 'kysely';
-import { TransactionScope } from '../core/transaction-scope';
+import { scopeOf, TransactionScope } from '../core/transaction-scope';
 import type { Queryable } from '../core/types';
 
 /** A `Kysely` instance or `Transaction`, as far as {@link fromKysely} uses it. */
@@ -42,9 +42,10 @@ export function fromKysely(db: KyselyExecutor): Queryable {
 }
 
 /**
- * A {@link TransactionScope} over `db.transaction().execute`: inside
- * `scope.run(async (trx) => ...)`, `Queue` and `Admin` given `transaction: scope` in
- * `WorkhorseModule.forRoot` join the transaction of `trx` without a client argument.
+ * The {@link TransactionScope} of `db` (the same one on every call), over
+ * `db.transaction().execute`: inside `scope.run(async (trx) => ...)`, `Queue` and `Admin` given
+ * `transaction: scope` in `WorkhorseModule.forRoot` join the transaction of `trx` without a
+ * client argument.
  *
  * @example
  * const transactions = kyselyTransactionScope(db);
@@ -54,5 +55,5 @@ export function fromKysely(db: KyselyExecutor): Queryable {
  * });
  */
 export function kyselyTransactionScope<DB>(db: Kysely<DB>): TransactionScope<Transaction<DB>> {
-  return new TransactionScope<Transaction<DB>>((fn) => db.transaction().execute(fn), fromKysely);
+  return scopeOf(db, () => new TransactionScope<Transaction<DB>>((fn) => db.transaction().execute(fn), fromKysely));
 }

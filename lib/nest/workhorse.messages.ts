@@ -47,6 +47,10 @@ export const messages = {
   badWorkerOption: (detail: string) => `${MODULE}: worker.${detail}`,
   badRequestTransactions: (value: unknown) =>
     `${MODULE}: requestTransactions must be true or false, got ${describe(value)}.`,
+  badTransactionSource: (value: unknown) =>
+    `${MODULE}: transaction must be an object with a current() method that returns the current transaction as a ` +
+    `Queryable (e.g. typeormTransactionScope(dataSource) from 'nestjs-workhorse/typeorm', or clsTransactionSource(...) ` +
+    `from 'nestjs-workhorse/nestjs-cls'), got ${describe(value)}.`,
   schemaNotInstalled: (detail: string) =>
     `${MODULE} (schema: 'verify') refuses to start: ${detail} ` +
     "Or let this process install the schema with schema: 'install'.",

@@ -10,7 +10,7 @@
  *   await queue.enqueue('order.fulfill', { id }, {}, fromPrisma(tx));
  * });
  */
-import { TransactionScope } from '../core/transaction-scope';
+import { scopeOf, TransactionScope } from '../core/transaction-scope';
 import type { Queryable } from '../core/types';
 
 /**
@@ -23,14 +23,7 @@ export interface PrismaRawClient {
 
 /** A Prisma Client that opens interactive transactions (what {@link prismaTransactionScope} needs). */
 export interface PrismaTransactionalClient<Tx extends PrismaRawClient> {
-  $transaction<R>(fn: (tx: Tx) => Promise<R>, options?: PrismaTransactionOptions): Promise<R>;
-}
-
-/** Options of Prisma's interactive `$transaction`. */
-export interface PrismaTransactionOptions {
-  maxWait?: number;
-  timeout?: number;
-  isolationLevel?: string;
+  $transaction<R>(fn: (tx: Tx) => Promise<R>): Promise<R>;
 }
 
 // Prisma decodes int8 as BigInt; node-postgres (whose rows Queue and Admin read) gives it as a
@@ -101,9 +94,12 @@ export function fromPrisma(client: PrismaRawClient): Queryable {
 }
 
 /**
- * A {@link TransactionScope} over Prisma's interactive `$transaction`: inside
- * `scope.run(async (tx) => ...)`, `Queue` and `Admin` given `transaction: scope` in
- * `WorkhorseModule.forRoot` join the transaction of `tx` without a client argument.
+ * The {@link TransactionScope} of `prisma` (the same one on every call), over Prisma's
+ * interactive `$transaction` with Prisma's default options: inside `scope.run(async (tx) =>
+ * ...)`, `Queue` and `Admin` given `transaction: scope` in `WorkhorseModule.forRoot` join the
+ * transaction of `tx` without a client argument. For other transaction options (a longer
+ * `timeout`, an isolation level), build a scope of your own:
+ * `new TransactionScope((fn) => prisma.$transaction(fn, { timeout: 15_000 }), fromPrisma)`.
  *
  * @example
  * const transactions = prismaTransactionScope(prisma);
@@ -112,9 +108,6 @@ export function fromPrisma(client: PrismaRawClient): Queryable {
  *   await queue.enqueue('order.fulfill', { id });
  * });
  */
-export function prismaTransactionScope<Tx extends PrismaRawClient>(
-  prisma: PrismaTransactionalClient<Tx>,
-  options?: PrismaTransactionOptions,
-): TransactionScope<Tx> {
-  return new TransactionScope<Tx>((fn) => prisma.$transaction(fn, options), fromPrisma);
+export function prismaTransactionScope<Tx extends PrismaRawClient>(prisma: PrismaTransactionalClient<Tx>): TransactionScope<Tx> {
+  return scopeOf(prisma, () => new TransactionScope<Tx>((fn) => prisma.$transaction(fn), fromPrisma));
 }

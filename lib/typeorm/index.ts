@@ -10,7 +10,7 @@
  * });
  */
 import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
-import { TransactionScope } from '../core/transaction-scope';
+import { scopeOf, TransactionScope } from '../core/transaction-scope';
 import type { Queryable } from '../core/types';
 
 /** What {@link fromTypeOrm} accepts. */
@@ -66,9 +66,10 @@ export function fromTypeOrm(source: TypeOrmConnection): Queryable {
 }
 
 /**
- * A {@link TransactionScope} over `dataSource.transaction`: inside `scope.run(async (manager) =>
- * ...)`, `Queue` and `Admin` given `transaction: scope` in `WorkhorseModule.forRoot` join the
- * transaction of `manager` without a client argument.
+ * The {@link TransactionScope} of `dataSource` (the same one on every call), over
+ * `dataSource.transaction`: inside `scope.run(async (manager) => ...)`, `Queue` and `Admin`
+ * given `transaction: scope` in `WorkhorseModule.forRoot` join the transaction of `manager`
+ * without a client argument.
  *
  * @example
  * const transactions = typeormTransactionScope(dataSource);
@@ -78,5 +79,5 @@ export function fromTypeOrm(source: TypeOrmConnection): Queryable {
  * });
  */
 export function typeormTransactionScope(dataSource: DataSource): TransactionScope<EntityManager> {
-  return new TransactionScope<EntityManager>((fn) => dataSource.transaction(fn), fromTypeOrm);
+  return scopeOf(dataSource, () => new TransactionScope<EntityManager>((fn) => dataSource.transaction(fn), fromTypeOrm));
 }
