@@ -68,6 +68,9 @@ export const messages = {
   unknownHandlerOption: (target: string, key: string) =>
     `@JobHandler on ${target}: "${key}" is not a handler option (queue, transactional, retry).`,
   badHandlerRetry: (target: string, detail: string) => `@JobHandler on ${target}: ${detail}.`,
+  queueWithDefinition: (target: string, type: string) =>
+    `@JobHandler on ${target}: a handler of a job definition takes its queue from the definition; ` +
+    `give queue in defineJob('${type}', { queue }) instead of the handler options.`,
   badHandlerQueue: (target: string, value: unknown, detail: string) =>
     `@JobHandler on ${target}: the queue (${describe(value)}) ${detail}.`,
   badHandlerTransactional: (target: string, value: unknown) =>
