@@ -3,15 +3,10 @@
  * the `tx` of `db.transaction` (Drizzle keeps timestamps as text; the adapter must give Dates).
  */
 import { fromDrizzle, drizzleTransactionScope } from 'nestjs-workhorse/drizzle';
-import { integer, pgTable, text } from 'drizzle-orm/pg-core';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import { Pool } from 'pg';
 import { describeOrmConformance } from './orm-conformance';
-
-const orders = pgTable('orders', {
-  id: text('id').primaryKey(),
-  amountCents: integer('amount_cents').notNull(),
-});
+import { ordersTable } from './orm-models';
 
 function openDrizzle(url: string) {
   const pool = new Pool({ connectionString: url, max: 4 });
@@ -25,7 +20,7 @@ describeOrmConformance<DrizzleTransaction>('Drizzle (node-postgres)', async (dat
   return {
     transaction: (fn) => db.transaction(fn),
     insertOrder: async (tx, id) => {
-      await tx.insert(orders).values({ id, amountCents: 4200 });
+      await tx.insert(ordersTable).values({ id, amountCents: 4200 });
     },
     adapt: fromDrizzle,
     plain: fromDrizzle(db),

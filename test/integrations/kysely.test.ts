@@ -7,10 +7,7 @@ import { fromKysely, kyselyTransactionScope } from 'nestjs-workhorse/kysely';
 import { CamelCasePlugin, Kysely, PostgresDialect, type Transaction } from 'kysely';
 import { Pool } from 'pg';
 import { describeOrmConformance } from './orm-conformance';
-
-interface Database {
-  orders: { id: string; amountCents: number };
-}
+import type { KyselyDatabase as Database } from './orm-models';
 
 describeOrmConformance<Transaction<Database>>('Kysely', async (db) => {
   const kysely = new Kysely<Database>({

@@ -12,29 +12,22 @@ import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-t
 import { Inject, Injectable, Module, type DynamicModule, type OnModuleDestroy } from '@nestjs/common';
 import type { TestingModule } from '@nestjs/testing';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { PrismaPg } from '@prisma/adapter-pg';
-import { integer, pgTable, text } from 'drizzle-orm/pg-core';
 import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres';
 import { ClsModule } from 'nestjs-cls';
-import { Admin, Pool, Queue, WorkhorseModule, type JobSnapshot, type TransactionSource } from 'nestjs-workhorse';
+import { Admin, Pool, Queue, WorkhorseModule, type TransactionSource } from 'nestjs-workhorse';
 import { fromDrizzle } from 'nestjs-workhorse/drizzle';
 import { clsTransactionSource, TransactionalAdapterPg } from 'nestjs-workhorse/nestjs-cls';
 import { fromPrisma } from 'nestjs-workhorse/prisma';
 import { fromTypeOrm } from 'nestjs-workhorse/typeorm';
-import { Column, DataSource, Entity, PrimaryColumn } from 'typeorm';
+import { DataSource } from 'typeorm';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { quietNestLogs, startModule, stateOf } from '../nest/support';
+import { describeNestAppsJoin, type OrdersPlacer, type Placed } from './nest-app-conformance';
 import { ORDERS_TABLE_SQL } from './orm-conformance';
-import { PrismaClient } from './prisma/generated/client';
-
-interface Placed {
-  jobId: string;
-  /** What the injected Admin saw inside the transaction, before the commit. */
-  seen: JobSnapshot | null;
-}
+import { OrderEntity, ordersTable, PrismaModule, PrismaService } from './orm-models';
 
 /** Writes the order with the adapter's transaction and enqueues with the injected Queue. */
-abstract class OrdersService {
+abstract class OrdersService implements OrdersPlacer {
   last: Placed | undefined;
 
   constructor(
@@ -55,15 +48,6 @@ abstract class OrdersService {
 }
 
 // ---- TypeORM
-
-@Entity('orders')
-class OrderEntity {
-  @PrimaryColumn('text')
-  id!: string;
-
-  @Column('integer', { name: 'amount_cents' })
-  amountCents!: number;
-}
 
 @Injectable()
 class TypeOrmOrders extends OrdersService {
@@ -97,20 +81,6 @@ function typeormApp(url: string): Promise<TestingModule> {
 }
 
 // ---- Prisma
-
-class PrismaService extends PrismaClient implements OnModuleDestroy {
-  onModuleDestroy(): Promise<void> {
-    return this.$disconnect();
-  }
-}
-
-@Module({})
-class PrismaModule {
-  static forUrl(url: string): DynamicModule {
-    const client = { provide: PrismaService, useFactory: () => new PrismaService({ adapter: new PrismaPg({ connectionString: url, max: 4 }) }) };
-    return { module: PrismaModule, providers: [client], exports: [PrismaService] };
-  }
-}
 
 type PrismaAdapter = TransactionalAdapterPrisma<PrismaService>;
 
@@ -147,7 +117,6 @@ function prismaApp(url: string): Promise<TestingModule> {
 
 // ---- Drizzle
 
-const orders = pgTable('orders', { id: text('id').primaryKey(), amountCents: integer('amount_cents').notNull() });
 const DRIZZLE = Symbol('drizzle');
 type Drizzle = NodePgDatabase & { $client: Pool };
 type DrizzleAdapter = TransactionalAdapterDrizzleOrm<Drizzle>;
@@ -159,7 +128,7 @@ class DrizzleOrders extends OrdersService {
   }
 
   protected async insertOrder(id: string): Promise<void> {
-    await this.txHost.tx.insert(orders).values({ id, amountCents: 100 });
+    await this.txHost.tx.insert(ordersTable).values({ id, amountCents: 100 });
   }
 }
 
@@ -272,53 +241,12 @@ function pgApp(url: string): Promise<TestingModule> {
   });
 }
 
-const apps: [string, (url: string) => Promise<TestingModule>, abstract new (...args: never[]) => OrdersService][] = [
+describeNestAppsJoin('@nestjs-cls/transactional with %s: @Transactional() makes Queue and Admin join its transaction', [
   ['its TypeORM adapter', typeormApp, TypeOrmOrders],
   ['its Prisma adapter', prismaApp, PrismaOrders],
   ['its Drizzle adapter', drizzleApp, DrizzleOrders],
   ['the node-postgres adapter of nestjs-workhorse', pgApp, PgOrders],
-];
-
-describe.each(apps)('@nestjs-cls/transactional with %s', (_name, start, service) => {
-  let db: TestDatabase;
-  let app: TestingModule;
-  let ordersService: OrdersService;
-
-  const orderExists = async (id: string) => (await db.pool.query('SELECT 1 FROM orders WHERE id = $1', [id])).rows.length === 1;
-
-  beforeAll(async () => {
-    quietNestLogs();
-    db = await createTestDatabase();
-    await db.pool.query(ORDERS_TABLE_SQL);
-    app = await start(db.url);
-    ordersService = app.get(service);
-  });
-
-  afterAll(async () => {
-    await app?.close();
-    await db?.drop();
-  });
-
-  it('@Transactional() commits the order and its job together; Admin saw the job inside', async () => {
-    const { jobId, seen } = await ordersService.place('o-1');
-    expect(seen).toMatchObject({ id: jobId, state: 'ready', payload: { orderId: 'o-1' } });
-    expect(await orderExists('o-1')).toBe(true);
-    expect(await stateOf(db.pool, jobId)).toBe('ready');
-  });
-
-  it('@Transactional() rolls back the order and its job together when the method throws', async () => {
-    await expect(ordersService.place('o-2', true)).rejects.toThrow('payment refused');
-    const inside = ordersService.last;
-    expect(inside?.seen).toMatchObject({ state: 'ready', payload: { orderId: 'o-2' } });
-    expect(await stateOf(db.pool, inside?.jobId ?? '')).toBeNull();
-    expect(await orderExists('o-2')).toBe(false);
-  });
-
-  it('outside a transaction the Queue uses the pool', async () => {
-    const jobId = await app.get(Queue).enqueue('order.fulfill', { orderId: 'o-3' });
-    expect(await stateOf(db.pool, jobId)).toBe('ready');
-  });
-});
+]);
 
 describe('TransactionalAdapterPg', () => {
   let db: TestDatabase;

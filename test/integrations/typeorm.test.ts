@@ -4,18 +4,10 @@
  */
 import { Queue } from 'nestjs-workhorse/core';
 import { fromTypeOrm, typeormTransactionScope } from 'nestjs-workhorse/typeorm';
-import { Column, DataSource, Entity, PrimaryColumn, type EntityManager } from 'typeorm';
-import { describeOrmConformance } from './orm-conformance';
+import { DataSource, type EntityManager } from 'typeorm';
+import { describeOrmConformance, ORDERS_TABLE_SQL } from './orm-conformance';
+import { OrderEntity } from './orm-models';
 import { createTestDatabase } from '../support/db';
-
-@Entity('orders')
-class OrderEntity {
-  @PrimaryColumn('text')
-  id!: string;
-
-  @Column('integer', { name: 'amount_cents' })
-  amountCents!: number;
-}
 
 async function openDataSource(url: string): Promise<DataSource> {
   return new DataSource({ type: 'postgres', url, entities: [OrderEntity], poolSize: 4 }).initialize();
@@ -38,7 +30,7 @@ describeOrmConformance<EntityManager>('TypeORM (EntityManager)', async (db) => {
 describe("TypeORM's QueryRunner and DataSource", () => {
   it("joins a QueryRunner's transaction, and the DataSource's manager runs on its own", async () => {
     const db = await createTestDatabase();
-    await db.pool.query('CREATE TABLE orders (id text PRIMARY KEY, amount_cents integer NOT NULL)');
+    await db.pool.query(ORDERS_TABLE_SQL);
     const dataSource = await openDataSource(db.url);
     try {
       const queue = new Queue(db.pool);
