@@ -15,10 +15,10 @@
  *   }),
  * });
  */
-export { clsTransactionSource, type ClsTransactionHost } from './cls-transaction-source';
+export { clsTransactionSource, type ClsTransactionHost } from './cls-transaction.source';
 export {
   TransactionalAdapterPg,
   type PgTransaction,
   type PgTransactionalAdapterOptions,
   type PgTransactionOptions,
-} from './transactional-adapter-pg';
+} from './transactional-pg.adapter';

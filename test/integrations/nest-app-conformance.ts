@@ -8,7 +8,8 @@
 import type { TestingModule } from '@nestjs/testing';
 import { Queue, type JobSnapshot } from 'nestjs-workhorse';
 import { createTestDatabase, type TestDatabase } from '../support/db';
-import { quietNestLogs, stateOf } from '../nest/support';
+import { quietNestLogs } from '../nest/support';
+import { stateOf } from '../support/job-state';
 import { ORDERS_TABLE_SQL } from './orm-conformance';
 
 export interface Placed {

@@ -10,7 +10,8 @@ import { Admin, Queue, Transactional, WorkhorseModule, WorkhorseTransactionHost 
 import { prismaTransactionScope } from 'nestjs-workhorse/prisma';
 import { typeormTransactionScope } from 'nestjs-workhorse/typeorm';
 import { DataSource } from 'typeorm';
-import { startModule, stateOf } from '../nest/support';
+import { startModule } from '../nest/support';
+import { stateOf } from '../support/job-state';
 import { describeNestAppsJoin, type OrdersPlacer, type Placed } from './nest-app-conformance';
 import { OrderEntity, PrismaModule, PrismaService } from './orm-models';
 
