@@ -1,7 +1,7 @@
 /**
  * nestjs-workhorse/prisma: enqueue and administer jobs inside Prisma transactions. Works with
- * any generated Prisma Client on PostgreSQL (with or without a driver adapter); this package
- * loads nothing of Prisma itself.
+ * a generated Prisma 7 Client on PostgreSQL (through its driver adapter, e.g.
+ * `@prisma/adapter-pg`); this package loads nothing of Prisma itself.
  *
  * @example
  * import { fromPrisma } from 'nestjs-workhorse/prisma';
@@ -42,15 +42,13 @@ function asNodePostgresRow(row: unknown): unknown {
   return converted;
 }
 
-// A failed raw query surfaces as PrismaClientKnownRequestError P2010, with the server's SQLSTATE
-// and message in `meta` (driver adapters) or only in the message (Prisma's own engine).
+// A failed raw query surfaces as PrismaClientKnownRequestError P2010, with the server's error
+// (SQLSTATE, message, column, detail) in `meta.driverAdapterError.cause`.
 function asPostgresError(error: unknown): unknown {
-  const meta = (error as { meta?: { code?: unknown; message?: unknown; driverAdapterError?: { cause?: PgLikeCause } } })?.meta;
-  const cause = meta?.driverAdapterError?.cause;
-  const code = cause?.originalCode ?? meta?.code;
+  const cause = (error as { meta?: { driverAdapterError?: { cause?: PgLikeCause } } })?.meta?.driverAdapterError?.cause;
+  const code = cause?.originalCode;
   if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code)) return error;
-  const message = cause?.originalMessage ?? (typeof meta?.message === 'string' ? meta.message : (error as Error).message);
-  return Object.assign(new Error(message), {
+  return Object.assign(new Error(cause?.originalMessage ?? (error as Error).message), {
     code,
     column: cause?.column,
     detail: cause?.detail,
