@@ -169,5 +169,21 @@ export function describeOrmConformance<Tx>(name: string, setUp: (db: TestDatabas
       expect(await orderExists(db, 'o-scope')).toBe(true);
       expect(await jobExists(db, committed)).toBe(true);
     });
+
+    it("makes a transaction opened with the ORM itself current with runWith, and rolls it back with it", async () => {
+      let jobId = '';
+      await expect(
+        orm.transaction((tx) =>
+          orm.scope.runWith(tx, async () => {
+            expect(orm.scope.tx).toBe(tx);
+            jobId = await queue.enqueue('order.fulfill', { orderId: 'o-with' }, {}, orm.scope.current());
+            expect(await admin.getJob(jobId, orm.scope.current())).toMatchObject({ state: 'ready' });
+            throw new Rollback('runWith rollback');
+          }),
+        ),
+      ).rejects.toBeInstanceOf(Rollback);
+      expect(orm.scope.current()).toBeUndefined();
+      expect(await jobExists(db, jobId)).toBe(false);
+    });
   });
 }
