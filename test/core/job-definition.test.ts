@@ -17,6 +17,7 @@ import {
 } from 'nestjs-workhorse/core';
 import { z } from 'zod';
 import { createTestDatabase, type TestDatabase } from '../support/db';
+import { expectSplitInvariant } from '../support/invariants';
 
 let db: TestDatabase;
 let queue: Queue;
@@ -26,6 +27,10 @@ beforeAll(async () => {
   db = await createTestDatabase();
   queue = new Queue(db.pool);
   admin = new Admin(db.pool);
+});
+
+afterEach(async () => {
+  await expectSplitInvariant(db.pool);
 });
 
 afterAll(async () => {

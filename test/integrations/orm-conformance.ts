@@ -9,6 +9,7 @@
 import { Admin, IdempotencyConflictError, Queue, WorkhorseValidationError, type Queryable } from 'nestjs-workhorse/core';
 import type { TransactionScope } from '../../lib/core/transaction-scope';
 import { createTestDatabase, type TestDatabase } from '../support/db';
+import { expectSplitInvariant } from '../support/invariants';
 
 /** The business table every ORM test maps: `orders (id text primary key, amount_cents int)`. */
 export const ORDERS_TABLE_SQL = 'CREATE TABLE orders (id text PRIMARY KEY, amount_cents integer NOT NULL)';
@@ -53,6 +54,10 @@ export function describeOrmConformance<Tx>(name: string, setUp: (db: TestDatabas
       orm = await setUp(db);
       queue = new Queue(db.pool);
       admin = new Admin(db.pool);
+    });
+
+    afterEach(async () => {
+      await expectSplitInvariant(db.pool);
     });
 
     afterAll(async () => {
