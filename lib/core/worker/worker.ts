@@ -1,6 +1,7 @@
 import type { Pool } from 'pg';
 import { WorkerStateError, WorkhorseValidationError } from '../errors';
 import type { WorkerEventListener, WorkerEventName, WorkerEventOf } from '../events';
+import { definedHandler, isJobDefinition, type JobDefinition } from '../job-definition';
 import { Notifier } from '../notifier';
 import { verifySchema } from '../schema';
 import type { Queue } from '../queue';
@@ -67,9 +68,17 @@ export class Worker {
     this.ticker = new Ticker(this.pool, this.settings.tickMs, this.hub);
   }
 
-  /** Registers the handler for one job type; returns the worker for chaining. */
+  /**
+   * Registers the handler for one job type; returns the worker for chaining. Given a definition
+   * (`defineJob`), the handler's payload and result must be of its types, and a result validator
+   * of the definition checks each result before it is recorded.
+   */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  handle<P = any, R = unknown>(type: string, handler: JobHandlerFn<P, R>, options: HandlerOptions = {}): this {
+  handle<P = any, R = unknown>(type: string, handler: JobHandlerFn<P, R>, options?: HandlerOptions): this;
+  handle<P, R, I>(definition: JobDefinition<P, R, I>, handler: JobHandlerFn<NoInfer<P>, NoInfer<R>>, options?: HandlerOptions): this;
+  handle(job: string | JobDefinition<unknown, unknown, unknown>, fn: JobHandlerFn, options: HandlerOptions = {}): this {
+    const type = isJobDefinition(job) ? job.type : job;
+    const handler = isJobDefinition(job) && typeof fn === 'function' ? definedHandler(job, fn) : fn;
     checkName(type, 'type');
     if (typeof handler !== 'function') throw new WorkhorseValidationError('handler', 'must be a function');
     const settings = checkHandlerOptions(options);
