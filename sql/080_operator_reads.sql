@@ -6,8 +6,8 @@
 -- of job_query whose `created_at` is not before p_at, or one past the largest `seq` when every
 -- job is older. A binary search over job_query's primary key (about 30 index probes for a
 -- billion seq values) instead of an index on `created_at`, which every enqueue would pay for.
--- `seq` and `created_at` grow together up to the skew of concurrent transactions (a job's
--- `created_at` is its transaction's start), so a bound is exact to within that skew.
+-- `seq` and `created_at` grow together (enqueue_many_v1 reads the clock and draws `seq` in the
+-- same call), up to the microseconds by which two concurrent calls may interleave the two.
 CREATE FUNCTION workhorse.job_seq_at(p_at timestamptz)
 RETURNS bigint
 LANGUAGE plpgsql STABLE AS $$
@@ -42,10 +42,10 @@ $$;
 --    in creation order, through the index that serves that filter, before the filters no index
 --    serves (the type when a queue is given too, the states) are applied. A filter that rarely
 --    matches then answers in bounded time with fewer rows instead of walking the whole history.
--- Returns at most p_limit jobs, then, when the listing may go on, one more row whose `id` is
--- null and whose `seq` is the p_before_seq of the next call: after a full page when another
--- match exists, or after a partial one when the scan limit was reached first. No such row: the
--- listing is complete.
+-- Returns at most p_limit jobs, then, when the listing goes on, one more row whose `id` is null
+-- and whose `seq` is the p_before_seq of the next call: after a full page when another match
+-- exists, or after a partial one when the walk reached its limit with jobs left to examine. No
+-- such row: the listing is complete.
 CREATE FUNCTION workhorse.list_jobs_v2(
   p_queue text DEFAULT NULL, p_type text DEFAULT NULL, p_states text[] DEFAULT NULL,
   p_limit integer DEFAULT 50, p_before_seq bigint DEFAULT NULL,
@@ -59,6 +59,7 @@ DECLARE
   v_walk text := 'true';
   v_filter text := 'true';
   v_source text;
+  v_probe text;
   v_row workhorse.job_snapshot;
   v_count integer := 0;
   v_last bigint;
@@ -101,6 +102,7 @@ BEGIN
   IF p_scan_limit IS NOT NULL THEN
     -- A subquery with a LIMIT keeps the other filters out of the bounded walk.
     v_source := v_source || ' ORDER BY q.seq DESC LIMIT $7';
+    v_probe := 'SELECT q.seq FROM workhorse.job_query q WHERE ' || v_walk || ' ORDER BY q.seq DESC LIMIT $7 + 1';
   END IF;
   FOR v_row IN EXECUTE
     'SELECT s.* FROM (SELECT q.seq, q.job_id FROM (' || v_source || ') q WHERE ' || v_filter
@@ -116,11 +118,13 @@ BEGIN
     RETURN NEXT v_row;
   END LOOP;
   IF p_scan_limit IS NOT NULL THEN
-    EXECUTE 'SELECT count(*), min(q.seq) FROM (' || v_source || ') q'
+    -- Did the walk stop at its limit with jobs left? One index entry further tells; the next
+    -- call starts at that job (p_before_seq is exclusive).
+    EXECUTE 'SELECT count(*), min(q.seq) FROM (' || v_probe || ') q'
     INTO v_scanned, v_oldest
     USING p_queue, p_type, p_states, p_limit, v_before, v_after, p_scan_limit;
-    IF v_scanned = p_scan_limit THEN
-      RETURN NEXT jsonb_populate_record(NULL::workhorse.job_snapshot, jsonb_build_object('seq', v_oldest));
+    IF v_scanned > p_scan_limit THEN
+      RETURN NEXT jsonb_populate_record(NULL::workhorse.job_snapshot, jsonb_build_object('seq', v_oldest + 1));
     END IF;
   END IF;
 END
