@@ -9,7 +9,8 @@ import { barChart, niceCeiling, sparkline } from '../../lib/dashboard/charts';
 import { resolveDashboardOptions, type DashboardOptions } from '../../lib/dashboard/dashboard-options';
 import { inlineData, jsonBlock, INLINE_JSON_CHARS } from '../../lib/dashboard/format';
 import { escapeHtml, html, Html } from '../../lib/dashboard/html';
-import { matchPage, type DashboardPage } from '../../lib/dashboard/page';
+import { DASHBOARD_ACTIONS } from '../../lib/dashboard/dashboard-actions';
+import { matchPage, type DashboardPage, type PageAction } from '../../lib/dashboard/page';
 import { DASHBOARD_PAGES } from '../../lib/dashboard/pages';
 
 describe('escaping', () => {
@@ -88,6 +89,19 @@ describe('charts', () => {
     expect(svg).not.toMatch(/NaN|Infinity/);
     const empty = sparkline({ title: 'nothing', buckets, bucketSeconds: 60, series: [{ label: 'x', className: 'fill-failed', values: [0, 0, 0, 0] }] });
     expect(empty.toString()).not.toMatch(/<rect|NaN/);
+  });
+});
+
+describe('actions', () => {
+  it('are a closed list: a page cannot ask authorize about an action outside it (checked by the compiler)', () => {
+    const offered: PageAction = {
+      // @ts-expect-error 'drop-everything' is not one of DASHBOARD_ACTIONS; this file stops compiling if it ever is.
+      action: 'drop-everything',
+      run: async () => ({ redirect: './' }),
+    };
+    expect(DASHBOARD_ACTIONS).not.toContain(offered.action);
+    const asked = DASHBOARD_PAGES.flatMap((page) => Object.values(page.actions ?? {}).map((action) => action.action));
+    expect(asked.filter((action) => !DASHBOARD_ACTIONS.includes(action))).toEqual([]);
   });
 });
 
