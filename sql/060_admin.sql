@@ -4,7 +4,9 @@
 -- Cancels a job. A job that is not running ends `canceled` at once; for a running job the
 -- request is recorded and its worker is told on its next heartbeat (it stops the handler and
 -- acknowledges). Returns `canceled`, `cancel_requested`, `already_terminal` or `not_found`.
-CREATE FUNCTION workhorse.cancel_v1(p_job_id uuid, p_reason text DEFAULT NULL)
+-- p_actor (who asked, e.g. an operator of the dashboard) is recorded with the reason: in the
+-- `cancel_requested` event of a running job, in the cancellation envelope of any other.
+CREATE FUNCTION workhorse.cancel_v1(p_job_id uuid, p_reason text DEFAULT NULL, p_actor text DEFAULT NULL)
 RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -13,6 +15,9 @@ DECLARE
 BEGIN
   IF p_reason IS NOT NULL AND length(p_reason) > 1000 THEN
     PERFORM workhorse.raise_invalid('reason', 'must be at most 1000 characters');
+  END IF;
+  IF p_actor IS NOT NULL AND length(p_actor) > 200 THEN
+    PERFORM workhorse.raise_invalid('actor', 'must be at most 200 characters');
   END IF;
   SELECT * INTO r FROM workhorse.job_runtime WHERE job_id = p_job_id FOR UPDATE;
   IF NOT FOUND THEN
@@ -27,13 +32,14 @@ BEGIN
       UPDATE workhorse.job_runtime SET cancel_requested_at = v_now, cancel_reason = p_reason WHERE job_id = p_job_id;
       INSERT INTO workhorse.job_event (job_id, at, kind, attempt, worker_id, fence_token, data)
       VALUES (p_job_id, v_now, 'cancel_requested', r.current_attempt, r.worker_id, r.fence_token,
-              jsonb_build_object('reason', p_reason));
+              jsonb_build_object('reason', p_reason) || jsonb_strip_nulls(jsonb_build_object('actor', p_actor)));
     END IF;
     RETURN 'cancel_requested';
   END IF;
   r.worker_id := NULL;
   PERFORM workhorse.finish_job(r, 'canceled', NULL,
-    jsonb_build_object('name', 'Canceled', 'message', coalesce(p_reason, 'canceled on request')), NULL, v_now);
+    jsonb_build_object('name', 'Canceled', 'message', coalesce(p_reason, 'canceled on request'))
+      || jsonb_strip_nulls(jsonb_build_object('actor', p_actor)), NULL, v_now);
   RETURN 'canceled';
 END
 $$;

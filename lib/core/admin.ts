@@ -284,15 +284,16 @@ export class Admin {
   /**
    * Cancels a job: at once if it is not running; otherwise its worker is told to stop (the
    * handler's `ctx.signal` aborts) and the job ends `canceled` when the worker acknowledges.
+   * `actor` and `reason` are recorded: in the `cancel_requested` event of a running job, in the
+   * cancellation envelope (the job's `error`) of any other.
    */
-  async cancel(jobId: string, options: { reason?: string } = {}, client?: Queryable): Promise<CancelResult> {
+  async cancel(jobId: string, options: ActorOptions = {}, client?: Queryable): Promise<CancelResult> {
     checkJobId(jobId);
-    if (options.reason !== undefined && (typeof options.reason !== 'string' || options.reason.length > 1000)) {
-      throw new WorkhorseValidationError('reason', 'must be a string of at most 1000 characters');
-    }
-    const rows = await this.run<{ status: CancelResult }>(client, 'SELECT workhorse.cancel_v1($1, $2) AS status', [
+    checkActor(options);
+    const rows = await this.run<{ status: CancelResult }>(client, 'SELECT workhorse.cancel_v1($1, $2, $3) AS status', [
       jobId,
       options.reason ?? null,
+      options.actor ?? null,
     ]);
     return rows[0].status;
   }

@@ -2,6 +2,7 @@
  * The dashboard's rendering without a server: escaping of hostile text, charts, route matching,
  * option checks, and its browser script type-checked against the DOM's types.
  */
+import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import * as ts from 'typescript';
 import { Admin, Pool, WorkhorseValidationError } from '../../lib/core';
@@ -155,6 +156,17 @@ describe('options', () => {
         expect((error as WorkhorseValidationError).field).toBe(field);
       }
     }
+  });
+});
+
+describe('the entry points', () => {
+  it('nestjs-workhorse/dashboard/handler loads no Nest package', () => {
+    const root = join(__dirname, '../..');
+    const script = `require('./lib/dashboard/handler.ts');
+      const loaded = Object.keys(require.cache).filter((file) => file.includes('@nestjs'));
+      process.stdout.write(JSON.stringify(loaded));`;
+    const output = execFileSync(process.execPath, ['-r', './scripts/run-ts.js', '-e', script], { cwd: root, encoding: 'utf8' });
+    expect(JSON.parse(output)).toEqual([]);
   });
 });
 

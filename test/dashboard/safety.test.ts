@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { Admin, NonRetryableError, Queue, Worker } from '../../lib/core';
 import { createDashboardHandler, type DashboardAction, type DashboardOptions } from '../../lib/dashboard/handler';
 import { createTestDatabase, type TestDatabase } from '../support/db';
+import { claimOne } from '../support/protocol';
 import { FormClient, linksOf } from './form-client';
 
 let db: TestDatabase;
@@ -291,5 +292,34 @@ describe('behind a proxy that adds a path prefix', () => {
     expect((await client.post('queues', { do: 'pause', queue: 'guarded', reason: 'via proxy' })).location).toBe('./queues?notice=paused');
     expect(await paused('guarded')).toBe(true);
     await admin.resumeQueue('guarded');
+  });
+});
+
+describe('cancel through the job page', () => {
+  it('cancels a waiting job at once and asks a running one to stop, recording the operator and the reason', async () => {
+    const origin = await serve();
+    const operator = new FormClient(`${origin}/workhorse/`, { 'x-role': 'operator' });
+    const waiting = await queue.enqueue('report.build', {}, { queue: 'cancel-forms', runAt: new Date(Date.now() + 3_600_000) });
+    const page = await operator.get(`jobs/${waiting}`);
+    expect(page.text).toContain('name="do" value="cancel"');
+    const done = await operator.post(`jobs/${waiting}`, { do: 'cancel', reason: 'report no longer needed' });
+    expect(done.location).toBe(`../jobs/${waiting}?notice=canceled`);
+    expect(await admin.getJob(waiting)).toMatchObject({ state: 'canceled', error: { name: 'Canceled', message: 'report no longer needed', actor: 'role:operator' } });
+    const shown = await operator.get(`jobs/${waiting}?notice=canceled`);
+    expect(shown.text).toContain('The job is canceled.');
+    expect(shown.text).toContain('by <strong>role:operator</strong>');
+    expect(shown.text).not.toContain('name="do" value="cancel"');
+
+    const running = await queue.enqueue('report.build', {}, { queue: 'cancel-forms' });
+    await claimOne(db.pool, 'cancel-forms');
+    await operator.get(`jobs/${running}`);
+    const requested = await operator.post(`jobs/${running}`, { do: 'cancel', reason: 'stuck on a lock' });
+    expect(requested.location).toBe(`../jobs/${running}?notice=cancel-requested`);
+    const { items } = await admin.getJobTimeline(running);
+    expect(items.find((entry) => entry.kind === 'cancel_requested')?.data).toEqual({ reason: 'stuck on a lock', actor: 'role:operator' });
+    expect((await admin.getJob(running))?.state).toBe('active');
+    // A viewer's page offers no cancel.
+    const viewer = new FormClient(`${origin}/workhorse/`, { 'x-role': 'viewer' });
+    expect((await viewer.get(`jobs/${running}`)).text).not.toContain('method="post"');
   });
 });

@@ -2,8 +2,9 @@ import { WorkhorseValidationError } from '../../core/errors';
 import type { CheckpointEntry, JobSnapshot, TimelineEntry } from '../../core/types';
 import { inlineData, jsonBlock, redacted, relative, stateBadge, time, truncate } from '../format';
 import { html, type Html, type HtmlValue } from '../html';
-import { changeForm, table } from '../layout';
-import type { DashboardPage, PageContext, PageView } from '../page';
+import { DashboardHttpError } from '../http-request';
+import { changeForm, reasonField, reasonOf, table } from '../layout';
+import type { ActionContext, ActionResult, DashboardPage, PageContext, PageView } from '../page';
 
 const TIMELINE_PAGE = 100;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -43,20 +44,44 @@ function summary({ context, job }: JobSection): Html {
   </dl>`;
 }
 
+const LIVE_STATES: ReadonlySet<JobSnapshot['state']> = new Set(['blocked', 'scheduled', 'ready', 'active']);
+
 async function actions({ context, job }: JobSection): Promise<Html> {
-  if (job.state !== 'failed' || !(await context.mayChange('redrive-job'))) return html``;
-  return html`<section class="actions">${changeForm(
-    context,
-    { route: 'dead-letters', name: 'preview' },
-    html`<input type="hidden" name="id" value="${job.id}"><button type="submit">Redrive…</button>`,
-  )}</section>`;
+  if (job.state === 'failed' && (await context.mayChange('redrive-job'))) {
+    return html`<section class="actions">${changeForm(
+      context,
+      { route: 'dead-letters', name: 'preview' },
+      html`<input type="hidden" name="id" value="${job.id}"><button type="submit">Redrive…</button>`,
+    )}</section>`;
+  }
+  if (LIVE_STATES.has(job.state) && job.cancelRequestedAt === null && (await context.mayChange('cancel-job'))) {
+    const running = job.state === 'active';
+    return html`<section class="actions">${changeForm(
+      context,
+      { route: `jobs/${job.id}`, name: 'cancel', confirm: running ? 'Ask the worker to stop this job and cancel it?' : 'Cancel this job? It will never run.' },
+      html`${reasonField('why this job must not run')} <button type="submit">Cancel job</button>`,
+    )}</section>`;
+  }
+  return html``;
+}
+
+const CANCEL_NOTICES = { canceled: 'canceled', cancel_requested: 'cancel-requested', already_terminal: 'already-terminal' } as const;
+
+async function cancel(context: ActionContext): Promise<ActionResult> {
+  const id = context.params.id;
+  if (!UUID.test(id)) throw new DashboardHttpError(404, 'There is no such job.');
+  const status = await context.admin.cancel(id.toLowerCase(), { actor: context.actor, reason: reasonOf(context.form) });
+  if (status === 'not_found') throw new DashboardHttpError(404, 'There is no such job.');
+  return { redirect: context.href(`jobs/${id}`, { notice: CANCEL_NOTICES[status] }) };
 }
 
 function failure({ job }: JobSection): Html {
   if (!job.error) return html``;
   const heading = job.state === 'failed' || job.state === 'canceled' ? 'Error' : 'Last attempt\u2019s error';
+  // A cancellation envelope names who canceled, when an actor was given (Admin.cancel).
+  const actor = (job.error as { actor?: unknown }).actor;
   return html`<section><h2>${heading}</h2>
-    <p><strong>${job.error.name}</strong></p>
+    <p><strong>${job.error.name}</strong>${typeof actor === 'string' && html` by <strong>${actor}</strong>`}</p>
     <pre class="message">${truncate(job.error.message, 16_384)}</pre>
     ${job.error.stack && html`<details><summary>Stack</summary><pre>${truncate(job.error.stack, 65_536)}</pre></details>`}
   </section>`;
@@ -126,6 +151,7 @@ const SECTIONS: ReadonlyArray<(section: JobSection) => Html | Promise<Html>> = [
 /** One job: its definition and state, error, data (when allowed), checkpoints, lineage and timeline. */
 export const jobPage: DashboardPage = {
   route: 'jobs/:id',
+  actions: { cancel: { action: 'cancel-job', run: cancel } },
   async render(context) {
     const found = await jobOrNotFound(context);
     if (!('id' in found)) return found;
