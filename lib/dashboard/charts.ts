@@ -46,6 +46,7 @@ function totals(input: BarChartInput): number[] {
  * page needs no chart library and no script; colours come from the stylesheet.
  */
 export function barChart(input: BarChartInput): Html {
+  if (input.buckets.length === 0) return html``;
   const max = niceCeiling(Math.max(0, ...totals(input)));
   const plotWidth = WIDTH - LEFT - 4;
   const plotHeight = HEIGHT - TOP - BOTTOM;

@@ -9,6 +9,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { Module, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import express from 'express';
 import Fastify from 'fastify';
 import { Admin, NonRetryableError, Queue, Worker } from '../../lib/core';
 import { WorkhorseDashboardModule } from '../../lib/dashboard';
@@ -16,14 +17,6 @@ import { createDashboardHandler, type DashboardHandler, type DashboardOptions } 
 import { WorkhorseModule } from '../../lib/nest';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { FormClient, linksOf } from './form-client';
-
-type Express = ((request: IncomingMessage, response: ServerResponse) => void) & {
-  use(...handlers: unknown[]): void;
-  get(path: string, handler: (request: unknown, response: { send(text: string): void }) => void): void;
-};
-type ExpressModule = (() => Express) & { urlencoded(options: { extended: boolean }): unknown };
-// Express comes with @nestjs/platform-express; it has no type declarations of its own here.
-const express = require('express') as ExpressModule;
 
 let db: TestDatabase;
 let admin: Admin;

@@ -323,3 +323,31 @@ describe('cancel through the job page', () => {
     expect((await viewer.get(`jobs/${running}`)).text).not.toContain('method="post"');
   });
 });
+
+describe('the cost of a page', () => {
+  it('gives up on counting finished jobs after its time budget and says so, instead of holding on', async () => {
+    const origin = await serve();
+    const operator = new FormClient(`${origin}/workhorse/`, { 'x-role': 'operator' });
+    // Another session holds job_outcome so that the read waits, as a huge window would run long.
+    const blocker = await db.pool.connect();
+    try {
+      await blocker.query('BEGIN');
+      await blocker.query('LOCK TABLE workhorse.job_outcome IN ACCESS EXCLUSIVE MODE');
+      const started = Date.now();
+      const page = await operator.get('?window=7d');
+      expect(page.status).toBe(200);
+      expect(page.text).toContain('Too many jobs finished in the last 7 days to count them within 3 s');
+      expect(page.text).not.toContain('class="charts"');
+      expect(Date.now() - started).toBeLessThan(15_000);
+    } finally {
+      await blocker.query('ROLLBACK');
+      blocker.release();
+    }
+    // The answer is kept for the window's cache period, so a slow window costs the server one
+    // read per period, not one per view; other windows are read as usual.
+    const again = Date.now();
+    expect((await operator.get('?window=7d')).text).toContain('Too many jobs finished');
+    expect(Date.now() - again).toBeLessThan(2_000);
+    expect((await operator.get('?window=24h')).text).toContain('class="charts"');
+  });
+});

@@ -1,21 +1,30 @@
-import type { QueueActivity, QueueInfo } from '../../core/types';
+import type { Admin } from '../../core/admin';
+import type { QueueActivity, QueueActivityOptions, QueueInfo } from '../../core/types';
 import { barChart, sparkline, type ChartSeries } from '../charts';
 import { relative } from '../format';
 import { html, type Html } from '../html';
 import { table } from '../layout';
 import type { DashboardPage, PageContext } from '../page';
 
-/** The time windows the charts offer: bucket length and count. */
+/**
+ * The time windows the charts offer: bucket length and count, and how long one read of the
+ * window is shared by every viewer of this process (longer for the wider, costlier windows).
+ */
 export const ACTIVITY_WINDOWS = {
-  '1h': { label: 'last hour', bucketSeconds: 60, buckets: 60 },
-  '24h': { label: 'last 24 hours', bucketSeconds: 1800, buckets: 48 },
-  '7d': { label: 'last 7 days', bucketSeconds: 4 * 3600, buckets: 42 },
+  '1h': { label: 'last hour', bucketSeconds: 60, buckets: 60, cacheMs: 10_000 },
+  '24h': { label: 'last 24 hours', bucketSeconds: 1800, buckets: 48, cacheMs: 60_000 },
+  '7d': { label: 'last 7 days', bucketSeconds: 4 * 3600, buckets: 42, cacheMs: 300_000 },
 } as const;
 
 type WindowName = keyof typeof ACTIVITY_WINDOWS;
 
-/** Finished jobs per window are read at most this often, however many operators watch. */
-const ACTIVITY_CACHE_MS = 10_000;
+/**
+ * A read of finished jobs costs what finished inside its window. Past this budget it is
+ * canceled by the server and the page says so, instead of a wide window on a busy database
+ * holding a connection and a core for long. That answer is cached like a result, so a window
+ * too wide for the database costs one canceled read per cache period, not one per view.
+ */
+export const ACTIVITY_BUDGET_MS = 3_000;
 
 interface Activity {
   buckets: Date[];
@@ -53,22 +62,44 @@ function toActivity(rows: readonly QueueActivity[], since: Date, bucketSeconds: 
   return { buckets, bucketSeconds, byQueue };
 }
 
-async function readActivity(context: PageContext, name: WindowName): Promise<Activity> {
-  const { bucketSeconds, buckets } = ACTIVITY_WINDOWS[name];
+/** Reads finished jobs within the time budget, in a transaction of its own on the admin's pool. */
+async function queueActivityWithin(admin: Admin, options: QueueActivityOptions): Promise<QueueActivity[] | null> {
+  const client = await admin.pool.connect();
+  try {
+    await client.query('BEGIN READ ONLY');
+    await client.query(`SET LOCAL statement_timeout = ${ACTIVITY_BUDGET_MS}`);
+    const rows = await admin.queueActivity(options, client);
+    await client.query('COMMIT');
+    return rows;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    if ((error as { code?: unknown }).code === QUERY_CANCELED) return null;
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
+/** Finished jobs of a window, or null when reading them took longer than the budget. */
+async function readActivity(context: PageContext, name: WindowName): Promise<Activity | null> {
+  const { bucketSeconds, buckets, cacheMs } = ACTIVITY_WINDOWS[name];
   const bucketMs = bucketSeconds * 1000;
   // Buckets aligned to their length, the last one holding now.
   const since = new Date(Math.floor(context.now.getTime() / bucketMs) * bucketMs - (buckets - 1) * bucketMs);
-  const rows = await context.cached(`activity:${name}:${since.getTime()}`, ACTIVITY_CACHE_MS, () =>
-    context.admin.queueActivity({ since, bucketSeconds }),
+  const rows = await context.cached(`activity:${name}:${since.getTime()}`, cacheMs, () =>
+    queueActivityWithin(context.admin, { since, bucketSeconds }),
   );
-  return toActivity(rows, since, bucketSeconds, buckets);
+  return rows && toActivity(rows, since, bucketSeconds, buckets);
 }
 
 /** Queues that finished jobs in the last 24 hours (their live counts may all be zero). */
 export async function recentlyActiveQueues(context: PageContext): Promise<string[]> {
   const activity = await readActivity(context, '24h');
-  return [...activity.byQueue.keys()].filter((queue) => queue !== '');
+  return activity ? [...activity.byQueue.keys()].filter((queue) => queue !== '') : [];
 }
+
+/** SQLSTATE of a statement canceled by statement_timeout. */
+const QUERY_CANCELED = '57014';
 
 const sum = (values: readonly number[]): number => values.reduce((a, b) => a + b, 0);
 
@@ -94,7 +125,8 @@ export const overviewPage: DashboardPage = {
   nav: 'Overview',
   async render(context) {
     const name = windowOf(context.query);
-    const [queues, activity] = await Promise.all([context.admin.listQueues(), readActivity(context, name)]);
+    const [queues, read] = await Promise.all([context.admin.listQueues(), readActivity(context, name)]);
+    const activity = read ?? toActivity([], new Date(context.now), ACTIVITY_WINDOWS[name].bucketSeconds, 0);
     const info = new Map(queues.map((queue) => [queue.queue, queue]));
     const names = [...new Set([...info.keys(), ...[...activity.byQueue.keys()].filter((q) => q !== '')])].sort();
     const all = activity.byQueue.get('') ?? { succeeded: [], failed: [], canceled: [] };
@@ -124,13 +156,14 @@ export const overviewPage: DashboardPage = {
     return {
       title: 'Overview',
       body: html`<p class="windows"><span class="muted">Finished in the</span> ${windows}</p>
-        <section class="charts">
+        ${read === null && html`<p class="notice" role="status">Too many jobs finished in the ${ACTIVITY_WINDOWS[name].label} to count them within ${ACTIVITY_BUDGET_MS / 1000} s; choose a shorter window.</p>`}
+        ${read !== null && html`<section class="charts">
           <div><h2>Throughput</h2>${barChart({ ...chartBase, title: `Jobs finished per bucket, ${ACTIVITY_WINDOWS[name].label}`, series: throughputSeries(all) })}</div>
           <div><h2>Failures</h2>${barChart({ ...chartBase, title: `Jobs failed per bucket, ${ACTIVITY_WINDOWS[name].label}`, series: [{ label: 'failed', className: 'fill-failed', values: all.failed }] })}</div>
-        </section>
+        </section>`}
         <h2>Queues</h2>
         ${table(['Queue', 'Health', 'Blocked', 'Scheduled', 'Ready', 'Active', 'Succeeded', 'Failed', 'Canceled', 'Activity'], rows, 'No queue has jobs yet.')}
-        <p class="muted">Live states count the jobs waiting or running now; succeeded, failed and canceled count the jobs that finished in the ${ACTIVITY_WINDOWS[name].label} (refreshed every ${ACTIVITY_CACHE_MS / 1000} s).</p>`,
+        <p class="muted">Live states count the jobs waiting or running now; succeeded, failed and canceled count the jobs that finished in the ${ACTIVITY_WINDOWS[name].label} (read at most every ${ACTIVITY_WINDOWS[name].cacheMs / 1000} s).</p>`,
     };
   },
 };
