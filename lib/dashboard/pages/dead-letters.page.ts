@@ -6,7 +6,7 @@ import { html, type Html } from '../html';
 import { DashboardHttpError } from '../http-request';
 import { changeForm, reasonField, reasonOf, table } from '../layout';
 import type { ActionContext, DashboardPage, PageContext, PageView } from '../page';
-import { optionalName, optionalText, optionalTime, pageSize, timeFieldValue } from './filters';
+import { optionalName, optionalText, optionalTime, pageSize, pager, timeFieldValue } from './listing';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** At most this many dead letters are redriven by one confirmation (as `redriveMany` does). */
@@ -135,7 +135,6 @@ export const deadLettersPage: DashboardPage = {
       const limit = pageSize(context.query);
       const page = await context.admin.listDeadLetters({ ...filter, limit, cursor: context.query.get('cursor') ?? undefined });
       const canRedrive = await context.mayChange('redrive-job');
-      const here = Object.fromEntries([...context.query.keys()].filter((k) => k !== 'cursor').map((k) => [k, context.query.getAll(k)]));
       const listing = table(canRedrive ? ['', ...COLUMNS] : COLUMNS, page.items.map((job) => deadLetterRow(context, job, canRedrive)), 'No dead letter matches.');
       return {
         title: 'Dead letters',
@@ -147,10 +146,7 @@ export const deadLettersPage: DashboardPage = {
               ${changeForm(context, { route: 'dead-letters', name: 'preview-all' }, html`${hiddenFilter(context)}
                 <button type="submit">Preview redrive of every match (up to ${MAX_REDRIVE})</button>`)}`
             : listing}
-          <nav class="pager">
-            ${context.query.has('cursor') && html`<a href="${context.href('dead-letters', here)}">Newest</a>`}
-            ${page.nextCursor && html`<a href="${context.href('dead-letters', { ...here, cursor: page.nextCursor })}" rel="next">Next page</a>`}
-          </nav>`,
+          ${pager(context, 'dead-letters', page.nextCursor, 'Next page')}`,
       };
     } catch (error) {
       if (!(error instanceof WorkhorseValidationError)) throw error;

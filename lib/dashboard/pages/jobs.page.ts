@@ -4,7 +4,7 @@ import { stateBadge, time } from '../format';
 import { html, type Html } from '../html';
 import { table } from '../layout';
 import type { DashboardPage, PageContext } from '../page';
-import { optionalName, optionalTime, pageSize, states, timeFieldValue } from './filters';
+import { optionalName, optionalTime, pageSize, pager, states, timeFieldValue } from './listing';
 
 /**
  * How many jobs one page of the listing may examine. A filter that matches rarely (a state few
@@ -40,8 +40,8 @@ function filterForm(context: PageContext, filter: ListJobsFilter, error: string 
   </form>`;
 }
 
-/** A row of a job listing (also used by the dead letters page). */
-export function jobRow(context: PageContext, job: JobSnapshot, extra: Html = html``): Html {
+/** A row of the job listing. */
+function jobRow(context: PageContext, job: JobSnapshot, extra: Html = html``): Html {
   return html`<tr>
     ${extra}
     <td class="id"><a href="${context.href(`jobs/${job.id}`)}">${job.id}</a></td>
@@ -54,7 +54,7 @@ export function jobRow(context: PageContext, job: JobSnapshot, extra: Html = htm
   </tr>`;
 }
 
-export const JOB_COLUMNS = ['Job', 'Type', 'Queue', 'State', 'Attempt', 'Created', 'Run at / finished'];
+const JOB_COLUMNS = ['Job', 'Type', 'Queue', 'State', 'Attempt', 'Created', 'Run at / finished'];
 
 /** Jobs newest first, filtered by queue, type, states and creation time, a page at a time. */
 export const jobsPage: DashboardPage = {
@@ -71,17 +71,12 @@ export const jobsPage: DashboardPage = {
         scanLimit: JOB_SCAN_LIMIT,
         cursor: context.query.get('cursor') ?? undefined,
       });
-      const here = Object.fromEntries([...context.query.keys()].filter((k) => k !== 'cursor').map((k) => [k, context.query.getAll(k)]));
-      const next = page.nextCursor && context.href('jobs', { ...here, cursor: page.nextCursor });
       const partial = page.nextCursor !== null && page.items.length < limit;
       return {
         title: 'Jobs',
         body: html`${filterForm(context, filter, null)}
           ${table(JOB_COLUMNS, page.items.map((job) => jobRow(context, job)), partial ? 'No matching job among the jobs searched so far.' : 'No job matches.')}
-          <nav class="pager">
-            ${context.query.has('cursor') && html`<a href="${context.href('jobs', here)}">Newest</a>`}
-            ${next && html`<a href="${next}" rel="next">${partial ? `Search older jobs (${JOB_SCAN_LIMIT.toLocaleString('en')} at a time)` : 'Next page'}</a>`}
-          </nav>
+          ${pager(context, 'jobs', page.nextCursor, partial ? `Search older jobs (${JOB_SCAN_LIMIT.toLocaleString('en')} at a time)` : 'Next page')}
           ${partial && html`<p class="muted">Each page examines at most ${JOB_SCAN_LIMIT.toLocaleString('en')} jobs, newest first, so that a rare match does not search the whole history at once.</p>`}`,
       };
     } catch (error) {

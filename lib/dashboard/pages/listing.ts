@@ -1,11 +1,13 @@
 import { WorkhorseValidationError } from '../../core/errors';
 import { JOB_STATES, type JobState } from '../../core/types';
 import { checkName } from '../../core/validation';
+import { html, type Html } from '../html';
+import type { PageContext } from '../page';
 
-/**
- * Filters read from a page's query string. A bad value is a `WorkhorseValidationError` naming
- * the parameter, which the page shows next to its form (status 400).
- */
+// What the listing pages (jobs, dead letters) share: filters read from the query string, where a
+// bad value is a WorkhorseValidationError naming the parameter, which the page shows next to
+// its form (status 400), and the pager under the listing.
+
 export function optionalName(query: URLSearchParams, field: string): string | undefined {
   const value = query.get(field)?.trim();
   return value ? checkName(value, field) : undefined;
@@ -47,4 +49,16 @@ export function states(query: URLSearchParams): JobState[] | undefined {
 export function pageSize(query: URLSearchParams): number {
   const value = Number(query.get('limit'));
   return [25, 50, 100].includes(value) ? value : 50;
+}
+
+/**
+ * The links under a listing: back to its newest page when a cursor is in the URL, and on to the
+ * next page (`next` names that link). The filters in the URL are kept.
+ */
+export function pager(context: PageContext, route: string, nextCursor: string | null, next: string): Html {
+  const filters = Object.fromEntries([...context.query.keys()].filter((key) => key !== 'cursor').map((key) => [key, context.query.getAll(key)]));
+  return html`<nav class="pager">
+    ${context.query.has('cursor') && html`<a href="${context.href(route, filters)}">Newest</a>`}
+    ${nextCursor && html`<a href="${context.href(route, { ...filters, cursor: nextCursor })}" rel="next">${next}</a>`}
+  </nav>`;
 }
