@@ -339,15 +339,17 @@ describe('the cost of a page', () => {
       expect(page.text).toContain('Too many jobs finished in the last 7 days to count them within 3 s');
       expect(page.text).not.toContain('class="charts"');
       expect(Date.now() - started).toBeLessThan(15_000);
+      // The answer is kept for the window's cache period, so a slow window costs the server one
+      // read per period, not one per view: asked again while the table is still held, the page
+      // does not wait out another budget (3 s).
+      const again = Date.now();
+      expect((await operator.get('?window=7d')).text).toContain('Too many jobs finished');
+      expect(Date.now() - again).toBeLessThan(2_900);
     } finally {
       await blocker.query('ROLLBACK');
       blocker.release();
     }
-    // The answer is kept for the window's cache period, so a slow window costs the server one
-    // read per period, not one per view; other windows are read as usual.
-    const again = Date.now();
-    expect((await operator.get('?window=7d')).text).toContain('Too many jobs finished');
-    expect(Date.now() - again).toBeLessThan(2_000);
+    // Other windows are read as usual.
     expect((await operator.get('?window=24h')).text).toContain('class="charts"');
   });
 });
