@@ -8,7 +8,7 @@ import { CSRF_FIELD, CsrfTokens } from './csrf';
 import { html, type Html } from './html';
 import { DashboardHttpError, isEncrypted, isSameOrigin, locate, readForm, type DashboardLocation } from './http-request';
 import { layout } from './layout';
-import { matchPage, type ActionContext, type DashboardPage, type PageContext, type PageView, type QueryValue } from './page';
+import { matchPage, type DashboardPage, type PageContext, type PageView, type QueryValue } from './page';
 import { DASHBOARD_PAGES } from './pages';
 
 /**
@@ -110,11 +110,7 @@ class Dashboard {
     if (!(await can('read'))) throw new DashboardHttpError(403, DASHBOARD_MESSAGES.readRefused);
 
     if (location.path.startsWith('/assets/')) {
-      const asset = this.assetsByName.get(location.path.slice('/assets/'.length));
-      if (!asset || method === 'POST') throw new DashboardHttpError(404, DASHBOARD_MESSAGES.notFound);
-      response.setHeader('Cache-Control', 'public, max-age=31536000, immutable');
-      response.setHeader('X-Content-Type-Options', 'nosniff');
-      this.send(response, 200, asset.contentType, asset.body, method === 'HEAD');
+      this.asset(response, location.path.slice('/assets/'.length), method);
       return;
     }
 
@@ -139,25 +135,7 @@ class Dashboard {
     };
 
     if (method === 'POST') {
-      const form = await readForm(request);
-      const action = matched.page.actions?.[form.get('do') ?? ''];
-      if (!action) throw new DashboardHttpError(400, DASHBOARD_MESSAGES.unknownChange);
-      if (isDashboardMutation(action.action) && this.options.readOnly) throw new DashboardHttpError(403, DASHBOARD_MESSAGES.readOnly);
-      if (!isSameOrigin(request, this.options.trustedOrigins)) throw new DashboardHttpError(403, DASHBOARD_MESSAGES.crossOrigin);
-      if (!this.csrf.verify(cookieNonce, form.get(CSRF_FIELD) ?? undefined)) throw new DashboardHttpError(403, DASHBOARD_MESSAGES.staleForm);
-      if (!(await can(action.action))) throw new DashboardHttpError(403, DASHBOARD_MESSAGES.changeRefused(action.action));
-      const actor = await this.options.actor(request);
-      if (typeof actor !== 'string' || actor.length === 0 || actor.length > ACTOR_MAX) {
-        throw new Error(DASHBOARD_MESSAGES.badActor(ACTOR_MAX));
-      }
-      const actionContext: ActionContext = { ...context, form, actor };
-      const result = await action.run(actionContext);
-      if ('redirect' in result) {
-        response.setHeader('Location', result.redirect);
-        this.send(response, 303, 'text/plain; charset=utf-8', 'See other');
-      } else {
-        this.page(response, context, matched.page.route, result.view, false);
-      }
+      await this.change(response, matched.page, context, cookieNonce);
       return;
     }
 
@@ -169,6 +147,41 @@ class Dashboard {
       return;
     }
     this.page(response, context, matched.page.route, view, method === 'HEAD');
+  }
+
+  private asset(response: ServerResponse, name: string, method: string): void {
+    const asset = this.assetsByName.get(name);
+    if (!asset || method === 'POST') throw new DashboardHttpError(404, DASHBOARD_MESSAGES.notFound);
+    response.setHeader('Cache-Control', 'public, max-age=31536000, immutable');
+    response.setHeader('X-Content-Type-Options', 'nosniff');
+    this.send(response, 200, asset.contentType, asset.body, method === 'HEAD');
+  }
+
+  /**
+   * A posted change, in the order of its checks: the page offers it; the dashboard is not
+   * read-only; the form comes from the dashboard's own origin and carries the token of this
+   * browser's cookie; `authorize` allows the action. Then it runs, with the actor.
+   */
+  private async change(response: ServerResponse, page: DashboardPage, context: PageContext, cookieNonce: string | null): Promise<void> {
+    const { request } = context;
+    const form = await readForm(request);
+    const action = page.actions?.[form.get('do') ?? ''];
+    if (!action) throw new DashboardHttpError(400, DASHBOARD_MESSAGES.unknownChange);
+    if (isDashboardMutation(action.action) && this.options.readOnly) throw new DashboardHttpError(403, DASHBOARD_MESSAGES.readOnly);
+    if (!isSameOrigin(request, this.options.trustedOrigins)) throw new DashboardHttpError(403, DASHBOARD_MESSAGES.crossOrigin);
+    if (!this.csrf.verify(cookieNonce, form.get(CSRF_FIELD) ?? undefined)) throw new DashboardHttpError(403, DASHBOARD_MESSAGES.staleForm);
+    if (!(await context.can(action.action))) throw new DashboardHttpError(403, DASHBOARD_MESSAGES.changeRefused(action.action));
+    const actor = await this.options.actor(request);
+    if (typeof actor !== 'string' || actor.length === 0 || actor.length > ACTOR_MAX) {
+      throw new Error(DASHBOARD_MESSAGES.badActor(ACTOR_MAX));
+    }
+    const result = await action.run({ ...context, form, actor });
+    if ('redirect' in result) {
+      response.setHeader('Location', result.redirect);
+      this.send(response, 303, 'text/plain; charset=utf-8', 'See other');
+    } else {
+      this.page(response, context, page.route, result.view, false);
+    }
   }
 
   private page(response: ServerResponse, context: PageContext, route: string | null, view: PageView, headOnly: boolean): void {
