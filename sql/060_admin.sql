@@ -72,34 +72,15 @@ $$;
 
 -- Pages through jobs newest first in creation order (keyset on job_query.seq: stable while jobs
 -- are added), optionally filtered by queue, type and current states. p_before_seq is the `seq`
--- of the last row of the previous page.
+-- of the last row of the previous page. The listing of list_jobs_v2 (080_operator_reads.sql)
+-- without its time window and scan bound, and without its continuation row.
 CREATE FUNCTION workhorse.list_jobs_v1(
   p_queue text DEFAULT NULL, p_type text DEFAULT NULL, p_states text[] DEFAULT NULL,
   p_limit integer DEFAULT 50, p_before_seq bigint DEFAULT NULL)
 RETURNS SETOF workhorse.job_snapshot
 LANGUAGE plpgsql STABLE AS $$
-DECLARE
-  v_where text := 'true';
 BEGIN
-  IF p_limit IS NULL OR p_limit < 1 OR p_limit > 1000 THEN
-    PERFORM workhorse.raise_invalid('limit', 'must be an integer from 1 to 1000');
-  END IF;
-  IF p_states IS NOT NULL AND NOT p_states <@ ARRAY['blocked', 'scheduled', 'ready', 'active', 'succeeded', 'failed', 'canceled'] THEN
-    PERFORM workhorse.raise_invalid('states', 'must list states among blocked, scheduled, ready, active, succeeded, failed, canceled');
-  END IF;
-  -- Built per call so the planner sees which filters are present and picks the matching index.
-  IF p_queue IS NOT NULL THEN v_where := v_where || ' AND q.queue = $1'; END IF;
-  IF p_type IS NOT NULL THEN v_where := v_where || ' AND q.type = $2'; END IF;
-  IF p_before_seq IS NOT NULL THEN v_where := v_where || ' AND q.seq < $5'; END IF;
-  IF p_states IS NOT NULL THEN v_where := v_where || ' AND s.state = ANY ($3)'; END IF;
-  RETURN QUERY EXECUTE
-    'SELECT s.*
-     FROM workhorse.job_query q
-     JOIN workhorse.job_snapshot s ON s.id = q.job_id
-     WHERE ' || v_where || '
-     ORDER BY q.seq DESC
-     LIMIT $4'
-  USING p_queue, p_type, p_states, p_limit, p_before_seq;
+  RETURN QUERY SELECT * FROM workhorse.list_jobs_v2(p_queue, p_type, p_states, p_limit, p_before_seq) AS s WHERE s.id IS NOT NULL;
 END
 $$;
 
