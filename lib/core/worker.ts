@@ -14,6 +14,7 @@ import {
 } from './errors';
 import { isWorkerEventName, type WorkerEvent, type WorkerEventListener, type WorkerEventName, type WorkerEventOf } from './events';
 import { failpoint } from './failpoints';
+import { registerHandlerPolicies } from './handler-policies';
 import { Heartbeater, leaseFields, type HeldLease, type LeaseListener } from './heartbeater';
 import { Notifier } from './notifier';
 import type { Queue } from './queue';
@@ -307,6 +308,8 @@ export class Worker {
   private pollTimer: NodeJS.Timeout | null = null;
   private tickTimer: NodeJS.Timeout | null = null;
   private tickInFlight: Promise<void> | null = null;
+  /** The handlers' retry policies are registered with the server (by the first tick that could). */
+  private registered = false;
   /** False once the connection path refused a prepared statement (see isPreparedStatementMismatch). */
   private prepare = true;
   private stopPromise: Promise<void> | null = null;
@@ -1054,19 +1057,28 @@ export class Worker {
     if (this.lifecycle !== 'running') return;
     this.tickTimer = setTimeout(() => {
       this.tickTimer = null;
-      this.tickInFlight = this.tick().finally(() => {
+      // (tick() never rejects.) When maintenance left work, a backlog of due jobs, go on at once.
+      this.tickInFlight = this.tick().then((more) => {
         this.tickInFlight = null;
-        this.scheduleTick(this.tickMs * (0.8 + Math.random() * 0.4));
+        this.scheduleTick(more ? 0 : this.tickMs * (0.8 + Math.random() * 0.4));
       });
     }, delay);
     this.tickTimer.unref();
   }
 
-  private async tick(): Promise<void> {
+  /** One maintenance tick (registering the handlers' policies first, until that succeeds); true when the tick left work. */
+  private async tick(): Promise<boolean> {
     try {
-      await this.pool.query('SELECT workhorse.tick_v1()');
+      if (!this.registered) {
+        const handlers = [...this.handlers].map(([type, h]) => ({ type, retry: h.options.retry }));
+        await registerHandlerPolicies(this.pool, this.workerId, this.queues, handlers);
+        this.registered = true;
+      }
+      const { rows } = await this.pool.query<{ tick: { more?: boolean } }>('SELECT workhorse.tick_v1() AS tick');
+      return rows[0].tick.more === true;
     } catch (error) {
       this.reportError('tick', error as Error);
+      return false;
     }
   }
 
