@@ -6,7 +6,7 @@
  * touched (test/support/invariants.ts).
  */
 import { Admin, Queue } from '../../lib/core';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { createTestDatabase, freshQueue, type TestDatabase } from '../support/db';
 import { attemptHistoryViolations, expectSplitInvariant } from '../support/invariants';
 import { claimOne, complete, type Owner } from '../support/protocol';
 
@@ -21,8 +21,6 @@ interface AttemptRow {
 let db: TestDatabase;
 let queue: Queue;
 let admin: Admin;
-let queueCount = 0;
-const freshQueue = () => `history-${++queueCount}`;
 
 beforeAll(async () => {
   db = await createTestDatabase();

@@ -6,7 +6,7 @@
  * DeadlineExceeded, the open attempt closed as `deadline`.
  */
 import { Admin, Queue, Worker, type WorkerEvent } from '../../lib/core';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { createTestDatabase, freshQueue, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
 import { claimOne, complete, fail, forceExpire, type ClaimedJob } from '../support/protocol';
 import { gate, waitFor } from '../support/wait';
@@ -14,8 +14,6 @@ import { gate, waitFor } from '../support/wait';
 let db: TestDatabase;
 let queue: Queue;
 let admin: Admin;
-let queueCount = 0;
-const freshQueue = () => `deadline-wins-${++queueCount}`;
 
 beforeAll(async () => {
   db = await createTestDatabase();

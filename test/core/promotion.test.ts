@@ -5,15 +5,13 @@
  * batch per tick interval.
  */
 import { Queue, Worker, type EnqueueRequest } from '../../lib/core';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { createTestDatabase, freshQueue, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
 import { claim, claimOne, fail } from '../support/protocol';
 import { waitFor } from '../support/wait';
 
 let db: TestDatabase;
 let queue: Queue;
-let queueCount = 0;
-const freshQueue = () => `promotion-${++queueCount}`;
 
 beforeAll(async () => {
   db = await createTestDatabase();

@@ -6,7 +6,7 @@
  * attempt stays a `timeout` whatever happens to the lease afterwards.
  */
 import { Admin, fromPgError, Queue, Worker, WorkhorseValidationError, type HandlerContext, type TimelineEntry } from '../../lib/core';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { createTestDatabase, freshQueue, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
 import { claimOne, forceExpire } from '../support/protocol';
 import { gate, waitFor } from '../support/wait';
@@ -14,8 +14,6 @@ import { gate, waitFor } from '../support/wait';
 let db: TestDatabase;
 let queue: Queue;
 let admin: Admin;
-let queueCount = 0;
-const freshQueue = () => `server-policy-${++queueCount}`;
 const workers: Worker[] = [];
 
 beforeAll(async () => {
