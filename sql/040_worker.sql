@@ -131,9 +131,9 @@ $$;
 -- Retries follow the job's policy, else the handler's (the one given here, else the one
 -- registered for the job's queue and type by register_handlers_v1), else the default, while
 -- attempts remain and the next attempt could start before the job's deadline; otherwise the job
--- fails for good with p_error as its error envelope. Returns the status (`retry_scheduled`, `failed`, `canceled`
--- or `stale`), and for a retry the next run time, the delay and its source (`explicit`, `job`,
--- `handler` or `default`).
+-- fails for good with p_error as its error envelope. Returns the status (`retry_scheduled`,
+-- `failed`, `canceled` or `stale`), and for a retry the next run time, the delay and its source
+-- (`explicit`, `job`, `handler` or `default`).
 CREATE FUNCTION workhorse.fail_v1(
   p_job_id uuid, p_worker_id text, p_fence bigint, p_error jsonb, p_options jsonb DEFAULT '{}'::jsonb)
 RETURNS TABLE (status text, run_at timestamptz, delay_ms bigint, delay_source text)
