@@ -205,16 +205,18 @@ describe('Worker lifecycle', () => {
     expect((await pool.query('SELECT 1 FROM workhorse.job_outcome WHERE job_id = $1', [jobId])).rowCount).toBe(0);
     expect(await attemptsOf(jobId)).toEqual([]);
 
-    // The stopped worker renews nothing, so the 1 s lease really runs out and recovery takes it.
-    await waitFor(
+    // The stopped worker renews nothing, so the 1 s lease really runs out and recovery takes it
+    // (the job waits for its retry delay, counted from the moment the lease ran out).
+    const waiting = await waitFor(
       async () => {
         await pool.query('SELECT workhorse.recover_expired_v1(100)');
-        return (await stateOf(pool, jobId)) === 'ready';
+        const state = await stateOf(pool, jobId);
+        return (state === 'ready' || state === 'scheduled') && state;
       },
       10000,
-      'recovery to make the job ready',
+      'recovery to make the job wait for its next attempt',
     );
-    expect(await admin.getJob(jobId)).toMatchObject({ state: 'ready', currentAttempt: 1, result: null });
+    expect(await admin.getJob(jobId)).toMatchObject({ state: waiting, currentAttempt: 1, result: null });
     expect(await attemptsOf(jobId)).toEqual([{ attempt: 1, outcome: 'expired', worker_id: worker.workerId }]);
   });
 });
@@ -493,7 +495,8 @@ describe('Worker leases and claims', () => {
     expect(ignorantEvents.map((e) => e.name)).toEqual(['job.claimed', 'job.released']);
     expect(ignorantEvents[1]).toMatchObject({ jobId, type: 'mystery.job', reason: expect.stringContaining('mystery.job') });
     // Scheduled for 300 ms later; only a maintenance tick can promote it, and none ran since.
-    expect(await admin.getJob(jobId)).toMatchObject({ state: 'scheduled', currentAttempt: 0, workerId: null });
+    // Attempt 1 is closed as released: its number is used, but it does not count against maxAttempts.
+    expect(await admin.getJob(jobId)).toMatchObject({ state: 'scheduled', currentAttempt: 1, maxAttempts: 1, workerId: null });
     expect(await attemptsOf(jobId)).toEqual([{ attempt: 1, outcome: 'released', worker_id: 'ignorant' }]);
     expect((await admin.getJobTimeline(jobId)).items.map((e) => e.kind)).toContain('released');
 
@@ -507,12 +510,12 @@ describe('Worker leases and claims', () => {
     );
     const s = start(able);
     await waitFor(() => eventFor(s.events, 'job.succeeded', jobId), 10000, 'the able worker to run the job');
-    // maxAttempts 1 and it still ran: the release gave the attempt back.
-    expect(attemptSeen).toBe(1);
-    expect(await admin.getJob(jobId)).toMatchObject({ state: 'succeeded', result: 42, currentAttempt: 1 });
+    // maxAttempts 1 and it still ran: the release gave the attempt back. Its number is attempt 2.
+    expect(attemptSeen).toBe(2);
+    expect(await admin.getJob(jobId)).toMatchObject({ state: 'succeeded', result: 42, currentAttempt: 2 });
     expect(await attemptsOf(jobId)).toEqual([
       { attempt: 1, outcome: 'released', worker_id: 'ignorant' },
-      { attempt: 1, outcome: 'succeeded', worker_id: 'able' },
+      { attempt: 2, outcome: 'succeeded', worker_id: 'able' },
     ]);
   });
 
@@ -521,7 +524,7 @@ describe('Worker leases and claims', () => {
     const jobId = await queue.enqueue('mystery.job', {}, { queue: q });
     const ignorant = new Worker(queue, { queues: [q], unknownTypeDelayMs: 0 });
     expect(await ignorant.runOnce()).toBe(1);
-    expect(await admin.getJob(jobId)).toMatchObject({ state: 'ready', currentAttempt: 0 });
+    expect(await admin.getJob(jobId)).toMatchObject({ state: 'ready', currentAttempt: 1 });
     // Clean up: run it, so the job does not stay live.
     const able = new Worker(queue, { queues: [q] }).handle('mystery.job', async () => null);
     expect(await able.runOnce()).toBe(1);

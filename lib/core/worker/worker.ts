@@ -65,7 +65,9 @@ export class Worker {
     const statements = new OwnerStatements(this.pool, this.settings);
     this.executor = new Executor(this.pool, this.settings, statements, this.hub);
     this.roundTrips = new RoundTrips(this.settings, statements, this.executor, this.hub, () => this.claiming);
-    this.ticker = new Ticker(this.pool, this.settings.tickMs, this.hub);
+    this.ticker = new Ticker(this.pool, this.settings.tickMs, this.hub, this.workerId, this.queues, () =>
+      [...this.executor.handlers].map(([type, handler]) => ({ type, retry: handler.settings.retry })),
+    );
   }
 
   /**
