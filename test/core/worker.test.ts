@@ -346,6 +346,39 @@ describe('starting', () => {
     }
   });
 
+  it('while it checks the schema, an idle pool connection that breaks is reported, not left to crash the process', async () => {
+    const appName = 'worker-start-pool-error';
+    const own = new Pool({ connectionString: db.url, max: 3, application_name: appName });
+    // Two idle connections in the pool, and the schema check held up by a lock.
+    await Promise.all([own.query('SELECT pg_sleep(0.05)'), own.query('SELECT pg_sleep(0.05)')]);
+    const locker = await pool.connect();
+    await locker.query('BEGIN');
+    await locker.query('LOCK TABLE workhorse.schema_version IN ACCESS EXCLUSIVE MODE');
+    const worker = new Worker(new Queue(own), { queues: [freshQueue()] });
+    const errors: WorkerEvent[] = [];
+    worker.on(['worker.error'], (event) => errors.push(event));
+    const run = worker.run();
+    try {
+      const blocked = await waitFor(async () => {
+        const { rows } = await pool.query<{ n: number }>(
+          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'",
+          [appName],
+        );
+        return rows[0].n === 1;
+      }, 10000, 'the schema check to wait for the lock');
+      expect(blocked).toBe(true);
+      await pool.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1 AND state = 'idle'", [appName]);
+      await waitFor(() => errors.some((e) => e.name === 'worker.error' && e.during === 'pool'), 10000, 'the broken connection to be reported');
+    } finally {
+      await locker.query('ROLLBACK');
+      locker.release();
+    }
+    await waitFor(() => worker.isRunning, 10000, 'the worker to start');
+    await worker.stop();
+    await run;
+    await own.end();
+  });
+
   it('run() waits for a database it cannot reach, reporting each try as worker.error during start, until stopped', async () => {
     const unreachable = new URL(db.url);
     unreachable.port = String(await freePort());

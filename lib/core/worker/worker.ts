@@ -151,10 +151,19 @@ export class Worker {
     if (this.lifecycle !== 'idle') throw new WorkerStateError('This worker is already running.');
     this.lifecycle = 'starting';
     const starting = new AbortController();
+    // Listens from the start: an idle connection that breaks while the schema check waits must
+    // be reported, not crash the process (a pool emits 'error' to nobody otherwise).
+    this.listenToPool();
     this.starting = { abort: starting, schema: waitForSchema(this.pool, this.hub, starting.signal) };
     try {
       // False: stopped before the database answered.
-      if (!(await this.starting.schema)) return;
+      if (!(await this.starting.schema)) {
+        this.pool.off('error', this.onPoolError);
+        return;
+      }
+    } catch (error) {
+      this.pool.off('error', this.onPoolError);
+      throw error;
     } finally {
       this.starting = null;
       if (this.lifecycle === 'starting') this.lifecycle = 'idle';
@@ -232,13 +241,17 @@ export class Worker {
 
   private startServices(): void {
     this.lifecycle = 'running';
-    this.pool.on('error', this.onPoolError);
+    this.listenToPool();
     const { workerId, leaseMs, heartbeatMs } = this.settings;
     const onError = (e: Error) => this.hub.reportError('heartbeat', e);
     const { executions, interrupter } = this.executor;
     const onRenewed = () => this.hub.reportSuccess('heartbeat');
     this.heartbeater = new Heartbeater(this.pool, workerId, leaseMs, heartbeatMs, onError, interrupter, executions, onRenewed);
     this.heartbeater.start();
+  }
+
+  private listenToPool(): void {
+    if (!this.pool.listeners('error').includes(this.onPoolError)) this.pool.on('error', this.onPoolError);
   }
 
   private async stopServices(): Promise<void> {
