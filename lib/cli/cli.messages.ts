@@ -109,6 +109,15 @@ export const messages = {
   queueResumed: (queue: string) => `Resumed queue ${queue}: workers claim its jobs again.`,
   queueNotPaused: (queue: string) => `Queue ${queue} was not paused; workers claim its jobs as before.`,
 
+  // ---- workers ----------------------------------------------------------------------------------
+  noWorkers: () => 'No workers registered: none runs, or none reported since it started.',
+  workerCount: (count: number) => (count === 1 ? '1 worker.' : `${count} workers.`),
+  workerNotFound: (workerId: string) =>
+    `no worker ${workerId} in the registry (it stopped, or was gone for over a day). Run \`workhorse workers list\` for the ids.`,
+  drainRequested: (workerId: string) =>
+    `Asked worker ${workerId} to drain: within its heartbeat interval it stops claiming and finishes its jobs. Stop its process once \`workhorse workers list\` shows it drained.`,
+  drainAlreadyRequested: (workerId: string) => `Worker ${workerId} was already asked to drain; nothing changed.`,
+
   // ---- anything else ----------------------------------------------------------------------------
   unexpected: (reason: string) => `unexpected error: ${reason}`,
 };

@@ -3,6 +3,7 @@
  * should use `--json` instead; these layouts may change between releases.
  */
 import type { ErrorEnvelope, JobSnapshot, QueueInfo, RedriveResult, TimelineEntry } from '../core/types';
+import type { WorkerInfo } from '../core/operations/live-workers';
 import { oneLine } from './output';
 
 const GAP = '  ';
@@ -149,6 +150,24 @@ export function formatQueueTable(queues: readonly QueueInfo[]): string {
       formatDate(queue.changedAt),
       queue.changedBy ?? NONE,
       queue.reason === null ? NONE : oneLine(queue.reason),
+    ]),
+  );
+}
+
+export function formatWorkerTable(workers: readonly WorkerInfo[]): string {
+  return formatTable(
+    ['WORKER', 'STATUS', 'HOST', 'PID', 'QUEUES', 'CONCURRENCY', 'IN FLIGHT', 'VERSION', 'STARTED', 'LAST SEEN'],
+    workers.map((w) => [
+      w.workerId,
+      w.status,
+      w.host,
+      String(w.pid),
+      w.queues.join(','),
+      String(w.concurrency),
+      String(w.inFlight),
+      w.version,
+      formatDate(w.startedAt),
+      formatDate(w.lastSeenAt),
     ]),
   );
 }

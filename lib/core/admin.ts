@@ -25,7 +25,8 @@ import {
   type TimelineOptions,
 } from './types';
 import { isJobDefinition, type JobDefinition } from './job-definition';
-import { checkInteger, checkJobId, checkName } from './validation';
+import { checkInteger, checkJobId, checkName, checkText } from './validation';
+import { drainWorker, listWorkers, type DrainResult, type WorkerInfo } from './operations/live-workers';
 
 interface JobRow {
   id: string;
@@ -398,6 +399,31 @@ export class Admin {
   async listQueues(client?: Queryable): Promise<QueueInfo[]> {
     const rows = await this.run<QueueRow>(client, 'SELECT * FROM workhorse.list_queues_v1()', []);
     return rows.map(toQueueInfo);
+  }
+
+  /**
+   * The workers in the registry of live workers, newest first: where each runs, what it claims
+   * from, how many jobs it holds, and its status (`running`, `draining`, `drained`, `gone`).
+   *
+   * @example
+   * const stuck = (await admin.listWorkers()).filter((w) => w.status === 'gone');
+   */
+  async listWorkers(client?: Queryable): Promise<WorkerInfo[]> {
+    return listWorkers(this.runner(client));
+  }
+
+  /**
+   * Asks a worker to drain: at its next report (within its heartbeat interval) it stops
+   * claiming and finishes the jobs it holds; `listWorkers` then shows it `drained`, and its
+   * process can be stopped without abandoning work.
+   *
+   * @example
+   * await admin.drainWorker('web-1:4242:9f3a0c1e', { actor: 'alice', reason: 'host maintenance' });
+   */
+  async drainWorker(workerId: string, options: ActorOptions = {}, client?: Queryable): Promise<DrainResult> {
+    checkText(workerId, 'workerId', 200);
+    checkActor(options);
+    return drainWorker(this.runner(client), workerId, options.actor ?? null, options.reason ?? null);
   }
 
   private async setPaused(fn: string, queue: string, options: ActorOptions, client?: Queryable): Promise<QueueInfo> {

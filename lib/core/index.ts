@@ -56,3 +56,4 @@ export { TransactionScope, type TransactionSource } from './transaction-scope';
 export * from './types';
 export { LIMITS } from './validation';
 export { toErrorEnvelope, Worker, type HandlerOptions, type JobHandlerFn, type WorkerOptions } from './worker';
+export type { DrainResult, WorkerInfo, WorkerStatus } from './operations/live-workers';

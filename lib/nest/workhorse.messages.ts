@@ -112,6 +112,8 @@ export const messages = {
   workerStarted: (workerId: string, queues: readonly string[], concurrency: number) =>
     `Worker ${workerId} started on queue(s) ${queues.join(', ')} with concurrency ${concurrency}.`,
   workerStopped: (workerId: string) => `Worker ${workerId} stopped.`,
+  workerDraining: (workerId: string, activeCount: number) =>
+    `Worker ${workerId} drains (an operator asked): it claims no more jobs and finishes the ${activeCount} it holds; stop its process once \`workhorse workers list\` shows it drained.`,
   workerError: (during: string, error: Error) => `Worker error while doing "${during}": ${error.message}`,
   workerReconnected: (workerId: string, during: string, failures: number, downMs: number) =>
     `Worker ${workerId}: the database is reachable again ("${during}" works after ${failures} failure(s) over ${(downMs / 1000).toFixed(1)} s).`,

@@ -242,6 +242,7 @@ export class WorkhorseWorker implements OnApplicationBootstrap, BeforeApplicatio
   private readonly logs: { [N in WorkerEventName]: ((event: WorkerEventOf<N>) => void) | null } = {
     'worker.started': (e) => this.logger.log(messages.workerStarted(e.workerId, e.queues, e.concurrency)),
     'worker.stopped': (e) => this.logger.log(messages.workerStopped(e.workerId)),
+    'worker.draining': (e) => this.logger.warn(messages.workerDraining(e.workerId, e.activeCount)),
     'worker.error': (e) => this.logError(e.during, e.error),
     'worker.reconnected': (e) => {
       // The next outage's first failure is logged in full again.

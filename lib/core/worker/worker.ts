@@ -11,6 +11,7 @@ import { whenFinished } from './execution';
 import { Executor } from './executor';
 import { Heartbeater } from './heartbeater';
 import { OwnerStatements } from './owner-statements';
+import { Registration } from './registration';
 import { RoundTrips } from './round-trips';
 import { waitForSchema } from './schema-wait';
 import { Ticker } from './ticker';
@@ -46,9 +47,12 @@ export class Worker {
   private readonly roundTrips: RoundTrips;
   private readonly ticker: Ticker;
   private heartbeater: Heartbeater | null = null;
+  private registration: Registration | null = null;
   private notifier: Notifier | null = null;
   private lifecycle: Lifecycle = 'idle';
   private paused = false;
+  /** An operator asked this worker to drain (`workhorse workers drain`): it claims no more. */
+  private drainRequested = false;
   private stopPromise: Promise<void> | null = null;
   /** While run() checks the schema: the check, and how to stop it. */
   private starting: { abort: AbortController; schema: Promise<boolean> } | null = null;
@@ -129,6 +133,15 @@ export class Worker {
     return this.lifecycle === 'running';
   }
 
+  /**
+   * An operator asked this worker to drain (`admin.drainWorker`, `workhorse workers drain`): it
+   * claims no more jobs and finishes those it holds, then stays idle until it is stopped (a
+   * drain is for taking a worker out of service before stopping its process).
+   */
+  get isDraining(): boolean {
+    return this.drainRequested;
+  }
+
   /** Stops claiming new jobs; running handlers go on. */
   pause(): void {
     this.paused = true;
@@ -185,6 +198,8 @@ export class Worker {
       this.notifier.start();
     }
     this.ticker.start();
+    this.registration = new Registration(this.pool, this, this.settings.heartbeatMs, this.hub, () => this.onDrainRequested());
+    this.registration.start();
     this.hub.emit({ name: 'worker.started', workerId: this.workerId, queues: [...this.queues], concurrency: this.concurrency });
     this.roundTrips.wake();
     await stopped;
@@ -236,7 +251,16 @@ export class Worker {
   }
 
   private get claiming(): boolean {
-    return this.lifecycle === 'running' && !this.paused && this.resolveRun !== null;
+    return this.lifecycle === 'running' && !this.paused && !this.drainRequested && this.resolveRun !== null;
+  }
+
+  private onDrainRequested(): void {
+    if (this.drainRequested) return;
+    this.drainRequested = true;
+    this.roundTrips.stopPolling();
+    this.hub.emit({ name: 'worker.draining', workerId: this.workerId, activeCount: this.activeCount });
+    // Report as soon as the last job is done, so the registry shows the worker as drained.
+    void Promise.all([...this.executor.executions.values()].map(whenFinished)).then(() => this.registration?.reportNow());
   }
 
   private startServices(): void {
@@ -277,6 +301,8 @@ export class Worker {
     clearTimeout(timer);
     if (timedOut) await this.executor.interrupter.abandonAll();
     await this.roundTrips.flush();
+    await this.registration?.stop();
+    this.registration = null;
     await this.stopServices();
     this.lifecycle = 'idle';
     this.stopPromise = null;

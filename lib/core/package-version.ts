@@ -1,7 +1,7 @@
 /**
- * The version of the installed nestjs-workhorse, for `workhorse --version`: read from the
+ * The version of the installed nestjs-workhorse, for `workhorse --version` and the registry of live workers: read from the
  * package's own package.json, found by walking up from this file (it sits at a different depth
- * in the sources, `lib/cli/`, than in the build, `dist/lib/cli/`).
+ * in the sources, `lib/core/`, than in the build, `dist/lib/core/`).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
