@@ -186,6 +186,7 @@ DECLARE
   v_expired integer;
   v_keys integer;
   v_created integer := 0;
+  v_retention jsonb;
   v_horizon date := (clock_timestamp() AT TIME ZONE 'UTC')::date + 2;
 BEGIN
   IF NOT pg_try_advisory_xact_lock(7362515002) THEN
@@ -208,8 +209,11 @@ BEGIN
       v_created := 0;
     END;
   END IF;
+  -- Retention (097_retention.sql): a bounded pass; it never sets `more` (it is background work).
+  v_retention := workhorse.retention_run_v1(1000);
   RETURN jsonb_build_object('skipped', false, 'promoted', v_promoted, 'recovered', v_recovered,
                             'deadlinesExpired', v_expired, 'partitionsCreated', v_created,
+                            'jobsPurged', coalesce((v_retention ->> 'jobsPurged')::integer, 0),
                             'more', v_expired = 1000 OR v_promoted = 10000 OR v_recovered = 1000 OR v_keys = 1000);
 END
 $$;

@@ -109,6 +109,10 @@ export const messages = {
   queueResumed: (queue: string) => `Resumed queue ${queue}: workers claim its jobs again.`,
   queueNotPaused: (queue: string) => `Queue ${queue} was not paused; workers claim its jobs as before.`,
 
+  // ---- health and retention --------------------------------------------------------------------
+  badThreshold: (value: string) =>
+    `--threshold: "${value}" is not NAME.LEVEL=N, such as oldestReadyMs.warn=5000 or readyWithoutWorkers.warn=null.`,
+
   // ---- workers ----------------------------------------------------------------------------------
   noWorkers: () => 'No workers registered: none runs, or none reported since it started.',
   workerCount: (count: number) => (count === 1 ? '1 worker.' : `${count} workers.`),

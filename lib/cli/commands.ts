@@ -6,8 +6,10 @@
  * then asks for its section in docs/cli.md) all read this table.
  */
 import type { CommandGroup, OptionSpec } from './command';
+import { healthCommand } from './health.commands';
 import { jobsCommands } from './jobs.commands';
 import { queuesCommands } from './queues.commands';
+import { retentionCommands } from './retention.commands';
 import { schemaCommands } from './schema.commands';
 import { workersCommands } from './workers.commands';
 
@@ -27,5 +29,5 @@ export const COMMON_OPTIONS: readonly OptionSpec[] = [
 export const rootCommand: CommandGroup = {
   name: 'workhorse',
   summary: 'Operate a nestjs-workhorse job queue inside PostgreSQL.',
-  subcommands: [schemaCommands, jobsCommands, queuesCommands, workersCommands],
+  subcommands: [schemaCommands, jobsCommands, queuesCommands, workersCommands, healthCommand, retentionCommands],
 };

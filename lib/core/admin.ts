@@ -27,6 +27,8 @@ import {
 import { isJobDefinition, type JobDefinition } from './job-definition';
 import { checkInteger, checkJobId, checkName, checkText } from './validation';
 import { drainWorker, listWorkers, type DrainResult, type WorkerInfo } from './operations/live-workers';
+import { checkHealthThresholds, health, type HealthReport, type HealthThresholds } from './operations/health';
+import { retentionStatus, runRetention, setRetention, type RetentionPolicy, type RetentionRun, type RetentionStatus } from './operations/retention';
 
 interface JobRow {
   id: string;
@@ -424,6 +426,46 @@ export class Admin {
     checkText(workerId, 'workerId', 200);
     checkActor(options);
     return drainWorker(this.runner(client), workerId, options.actor ?? null, options.reason ?? null);
+  }
+
+  /**
+   * One consistent snapshot of the queue's health, read by one statement: per queue the live
+   * jobs by state, the oldest ready job's wait, expired leases not yet recovered and dead letters
+   * of the last hour; live workers; retention lag; missing history partitions; and a status
+   * (`ok`, `warn`, `critical`) with the reasons for it. Thresholds left out keep their defaults
+   * (docs/operations.md lists them, and what to do about each reason).
+   *
+   * @example
+   * const { status, reasons } = await admin.health({ oldestReadyMs: { warn: 5_000, critical: 60_000 } });
+   */
+  async health(thresholds: HealthThresholds = {}, client?: Queryable): Promise<HealthReport> {
+    return health(this.runner(client), checkHealthThresholds(thresholds));
+  }
+
+  /** The retention policy and how far retention got (see docs/operations.md#retention). */
+  async retentionStatus(client?: Queryable): Promise<RetentionStatus> {
+    return retentionStatus(this.runner(client));
+  }
+
+  /**
+   * Sets the retention policy; settings left out keep their values. The maintenance tick applies
+   * it from its next pass.
+   *
+   * @example
+   * await admin.setRetention({ finishedJobMs: 7 * 86_400_000, jobEventDays: 7 }, { actor: 'alice' });
+   */
+  async setRetention(policy: Partial<RetentionPolicy>, options: Pick<ActorOptions, 'actor'> = {}, client?: Queryable): Promise<void> {
+    checkActor(options);
+    return setRetention(this.runner(client), policy, options.actor ?? null);
+  }
+
+  /**
+   * One retention pass now (the maintenance tick runs one per tick anyway): drops expired
+   * history partitions and looks at up to `budget` jobs (default 10 000, at most 1 000 000),
+   * removing those whose window has passed. Answers `skipped` when another pass runs.
+   */
+  async runRetention(options: { budget?: number } = {}, client?: Queryable): Promise<RetentionRun> {
+    return runRetention(this.runner(client), checkInteger(options.budget ?? 10_000, 'budget', 1, 1_000_000));
   }
 
   private async setPaused(fn: string, queue: string, options: ActorOptions, client?: Queryable): Promise<QueueInfo> {

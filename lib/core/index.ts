@@ -57,3 +57,5 @@ export * from './types';
 export { LIMITS } from './validation';
 export { toErrorEnvelope, Worker, type HandlerOptions, type JobHandlerFn, type WorkerOptions } from './worker';
 export type { DrainResult, WorkerInfo, WorkerStatus } from './operations/live-workers';
+export type { HealthReason, HealthReasonCode, HealthReport, HealthStatus, HealthThresholds, QueueHealth, ThresholdPair } from './operations/health';
+export type { RetentionPolicy, RetentionRun, RetentionStatus } from './operations/retention';
