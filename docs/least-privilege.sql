@@ -18,6 +18,9 @@
 --   on queue_control and handler_policy; SELECT on schema_version and the job_snapshot view.
 -- * USAGE and SELECT on the sequences fence_seq, job_seq and history_seq.
 -- * EXECUTE on every function of the schema except internal SECURITY DEFINER helpers.
+-- * Nothing on worker_registry, retention_policy, retention_state and retention_deferred: the
+--   registry of live workers, health and retention functions that use them run with the schema
+--   owner's rights (SECURITY DEFINER, fixed search_path), so tick_v1 applies retention for this role.
 -- The tables stay owned by the installer, so the role cannot ALTER, DROP or TRUNCATE them.
 --
 -- Limitations:

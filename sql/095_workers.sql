@@ -2,6 +2,9 @@
 -- an operator may ask one to drain (stop claiming, finish what it holds). The registry is for
 -- operators only: no claim, completion or lease reads it, so a worker that cannot report still
 -- runs its jobs, and a registry row never decides who owns a job (leases and fences do).
+--
+-- The functions here run with the schema owner's rights (SECURITY DEFINER, fixed search_path):
+-- an application role calls them and is granted nothing on these tables.
 
 CREATE TABLE workhorse.worker_registry (
   worker_id text PRIMARY KEY,
@@ -36,7 +39,7 @@ $$;
 -- restart.
 CREATE FUNCTION workhorse.report_worker_v1(p_worker_id text, p_info jsonb, p_in_flight integer)
 RETURNS boolean
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
   v_now timestamptz := clock_timestamp();
   v_started timestamptz;
@@ -73,7 +76,7 @@ $$;
 -- A worker that stopped cleanly leaves the registry at once.
 CREATE FUNCTION workhorse.unregister_worker_v1(p_worker_id text)
 RETURNS boolean
-LANGUAGE sql AS $$
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
   WITH gone AS (DELETE FROM workhorse.worker_registry WHERE worker_id = p_worker_id RETURNING 1)
   SELECT EXISTS (SELECT 1 FROM gone)
 $$;
@@ -85,7 +88,7 @@ CREATE FUNCTION workhorse.list_workers_v1()
 RETURNS TABLE (worker_id text, status text, host text, pid integer, queues text[], concurrency integer,
                in_flight integer, version text, started_at timestamptz, last_seen_at timestamptz,
                drain_requested_at timestamptz, drain_requested_by text, drain_reason text)
-LANGUAGE sql STABLE AS $$
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
   SELECT w.worker_id,
          CASE WHEN workhorse.worker_is_gone(w.last_seen_at, w.period_ms, clock_timestamp()) THEN 'gone'
               WHEN w.drain_requested_at IS NULL THEN 'running'
@@ -102,7 +105,7 @@ $$;
 -- or `not_found`.
 CREATE FUNCTION workhorse.drain_worker_v1(p_worker_id text, p_actor text DEFAULT NULL, p_reason text DEFAULT NULL)
 RETURNS text
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
   v_before timestamptz;
 BEGIN

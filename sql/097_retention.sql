@@ -2,6 +2,9 @@
 -- windows, by the maintenance tick (tick_v1 calls retention_run_v1 with a small budget) or by an
 -- operator (`workhorse retention run`). Live jobs are never touched, nor finished jobs that a live
 -- job still references (see retention_referenced). See docs/operations.md#retention.
+--
+-- The functions here run with the schema owner's rights (SECURITY DEFINER, fixed search_path):
+-- an application role calls them and is granted nothing on these tables.
 
 -- The policy (one row). History goes by whole UTC days (a day's partition is dropped once the
 -- day is older than its window); finished jobs go one by one, with their outcome, query row,
@@ -74,7 +77,7 @@ $$;
 -- for an hour (or for the window, when it is shorter). Returns how many jobs it removed.
 CREATE FUNCTION workhorse.retention_purge(p_ids uuid[], p_cutoff timestamptz, p_window_ms bigint, p_now timestamptz)
 RETURNS integer
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
   v_gone uuid[];
   v_seqs bigint[];
@@ -167,7 +170,7 @@ REVOKE EXECUTE ON FUNCTION workhorse.retention_drop_partitions(text, text, integ
 -- touches only finished jobs' rows. `more` says the budget ran out with work left.
 CREATE FUNCTION workhorse.retention_run_v1(p_budget integer DEFAULT 1000, p_force boolean DEFAULT false)
 RETURNS jsonb
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
   v_now timestamptz := clock_timestamp();
   p workhorse.retention_policy;
@@ -243,7 +246,7 @@ $$;
 -- Sets the policy; fields left out keep their values. Names the first bad field.
 CREATE FUNCTION workhorse.set_retention_v1(p_policy jsonb, p_actor text DEFAULT NULL)
 RETURNS void
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
   v_key text;
 BEGIN
@@ -272,7 +275,7 @@ $$;
 -- the oldest history day kept and the days past their window still there, totals.
 CREATE FUNCTION workhorse.retention_status_v1()
 RETURNS jsonb
-LANGUAGE sql STABLE AS $$
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
   WITH parts AS (
     SELECT p.relname AS tbl, to_date(right(c.relname, 8), 'YYYYMMDD') AS day
     FROM pg_inherits i
@@ -299,3 +302,6 @@ LANGUAGE sql STABLE AS $$
                           WHERE day < today.d - CASE WHEN tbl = 'job_event' THEN pol.job_event_days ELSE pol.attempt_history_days END))
   FROM workhorse.retention_policy pol, workhorse.retention_state st
 $$;
+
+-- Only retention_run_v1 may remove jobs with the owner's rights.
+REVOKE EXECUTE ON FUNCTION workhorse.retention_purge(uuid[], timestamptz, bigint, timestamptz) FROM PUBLIC;
