@@ -2,6 +2,7 @@ import type { Pool } from 'pg';
 import { fromPgError, WorkhorseValidationError } from './errors';
 import { definedRequest, isJobDefinition, type JobDefinition } from './job-definition';
 import type { EnqueueOptions, EnqueueRequest, Queryable } from './types';
+import { JobMetrics } from './telemetry/job-metrics';
 import { LIMITS, toWireRequest, type WireEnqueueRequest } from './validation';
 
 /**
@@ -17,6 +18,9 @@ import { LIMITS, toWireRequest, type WireEnqueueRequest } from './validation';
  * await client.query('COMMIT');
  */
 export class Queue {
+  /** The job metrics (null without an OpenTelemetry SDK), resolved at the first enqueue. */
+  private metrics: JobMetrics | null | undefined;
+
   constructor(readonly pool: Pool) {}
 
   /**
@@ -72,7 +76,10 @@ export class Queue {
       const result = await this.runner(client).query('SELECT job_id FROM workhorse.enqueue_many_v1($1::jsonb)', [
         JSON.stringify(requests),
       ]);
-      return (result.rows as { job_id: string }[]).map((row) => row.job_id);
+      const ids = (result.rows as { job_id: string }[]).map((row) => row.job_id);
+      if (this.metrics === undefined) this.metrics = JobMetrics.active();
+      if (this.metrics) for (const request of requests) this.metrics.enqueued(request.queue ?? 'default', request.type);
+      return ids;
     } catch (error) {
       throw fromPgError(error);
     }

@@ -12,6 +12,8 @@ import { Executor } from './executor';
 import { Heartbeater } from './heartbeater';
 import { OwnerStatements } from './owner-statements';
 import { Registration } from './registration';
+import { activeMeter, JobMetrics } from '../telemetry/job-metrics';
+import { observeQueueDepth } from '../telemetry/queue-depth';
 import { RoundTrips } from './round-trips';
 import { waitForSchema } from './schema-wait';
 import { Ticker } from './ticker';
@@ -48,6 +50,8 @@ export class Worker {
   private readonly ticker: Ticker;
   private heartbeater: Heartbeater | null = null;
   private registration: Registration | null = null;
+  /** Stops the queue depth gauge (with an OpenTelemetry SDK). */
+  private stopObserving: (() => void) | null = null;
   private notifier: Notifier | null = null;
   private lifecycle: Lifecycle = 'idle';
   private paused = false;
@@ -200,6 +204,8 @@ export class Worker {
     this.ticker.start();
     this.registration = new Registration(this.pool, this, this.settings.heartbeatMs, this.hub, () => this.onDrainRequested());
     this.registration.start();
+    const meter = activeMeter();
+    if (meter) this.stopObserving = observeQueueDepth(meter, this.pool, this.queues);
     this.hub.emit({ name: 'worker.started', workerId: this.workerId, queues: [...this.queues], concurrency: this.concurrency });
     this.roundTrips.wake();
     await stopped;
@@ -265,6 +271,10 @@ export class Worker {
 
   private startServices(): void {
     this.lifecycle = 'running';
+    // Resolved at each start: the application may register its SDK after building the worker.
+    const metrics = JobMetrics.active();
+    this.executor.metrics = metrics;
+    this.executor.recorder.metrics = metrics;
     this.listenToPool();
     const { workerId, leaseMs, heartbeatMs } = this.settings;
     const onError = (e: Error) => this.hub.reportError('heartbeat', e);
@@ -303,6 +313,8 @@ export class Worker {
     await this.roundTrips.flush();
     await this.registration?.stop();
     this.registration = null;
+    this.stopObserving?.();
+    this.stopObserving = null;
     await this.stopServices();
     this.lifecycle = 'idle';
     this.stopPromise = null;
