@@ -59,3 +59,4 @@ export { toErrorEnvelope, Worker, type HandlerOptions, type JobHandlerFn, type W
 export type { DrainResult, WorkerInfo, WorkerStatus } from './operations/live-workers';
 export type { HealthReason, HealthReasonCode, HealthReport, HealthStatus, HealthThresholds, QueueHealth, ThresholdPair } from './operations/health';
 export type { RetentionPolicy, RetentionRun, RetentionStatus } from './operations/retention';
+export { EventLog, type WorkhorseLogger } from './worker';

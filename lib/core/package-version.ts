@@ -18,3 +18,20 @@ export function packageVersion(from: string = __dirname): string {
     if (dirname(dir) === dir) throw new Error(`cannot find the package.json of ${PACKAGE_NAME} above ${from}`);
   }
 }
+
+let cached: string | undefined;
+
+/**
+ * {@link packageVersion} for what only reports it (the registry of live workers, the meter's
+ * version): `unknown` where no package.json is found (a bundled application), read once.
+ */
+export function reportedVersion(): string {
+  if (cached === undefined) {
+    try {
+      cached = packageVersion();
+    } catch {
+      cached = 'unknown';
+    }
+  }
+  return cached;
+}

@@ -2,17 +2,9 @@
  * Every message the Nest integration and the testing helpers show to users: errors, warnings
  * and log lines. Each error says what is wrong and what to do about it.
  */
-import type { AbandonReason } from '../core/events';
 import type { ErrorEnvelope, JobSnapshot, JobState } from '../core/types';
 
 const MODULE = 'WorkhorseModule';
-
-const ABANDON_CAUSES: Record<Exclude<AbandonReason, 'shutdown'>, string> = {
-  timeout: 'its execution timeout passed',
-  canceled: 'the job was canceled',
-  lease_lost: 'the worker lost its lease',
-  sleeping: 'it started a durable sleep',
-};
 
 function describe(value: unknown): string {
   if (value === null) return 'null';
@@ -109,29 +101,7 @@ export const messages = {
   workerWithoutHandlers: (queues: readonly string[]) =>
     `The worker found no @JobHandler methods; it will claim jobs from ${queues.join(', ')} only to release them. ` +
     'Add handlers, or set worker: false in a process that should only enqueue.',
-  workerStarted: (workerId: string, queues: readonly string[], concurrency: number) =>
-    `Worker ${workerId} started on queue(s) ${queues.join(', ')} with concurrency ${concurrency}.`,
-  workerStopped: (workerId: string) => `Worker ${workerId} stopped.`,
-  workerDraining: (workerId: string, activeCount: number) =>
-    `Worker ${workerId} drains (an operator asked): it claims no more jobs and finishes the ${activeCount} it holds; stop its process once \`workhorse workers list\` shows it drained.`,
-  workerError: (during: string, error: Error) => `Worker error while doing "${during}": ${error.message}`,
-  workerReconnected: (workerId: string, during: string, failures: number, downMs: number) =>
-    `Worker ${workerId}: the database is reachable again ("${during}" works after ${failures} failure(s) over ${(downMs / 1000).toFixed(1)} s).`,
   workerCrashed: (error: unknown) => `The worker stopped unexpectedly: ${error instanceof Error ? error.message : String(error)}`,
-  jobRetry: (jobId: string, type: string, attempt: number, error: ErrorEnvelope, runAt: Date) =>
-    `Job ${jobId} (${type}) attempt ${attempt} failed with ${errorText(error)}; next attempt at ${runAt.toISOString()}.`,
-  jobFailed: (jobId: string, type: string, attempt: number, error: ErrorEnvelope) =>
-    `Job ${jobId} (${type}) failed for good on attempt ${attempt}: ${errorText(error)}.`,
-  jobCanceled: (jobId: string, type: string) => `Job ${jobId} (${type}) was canceled while running.`,
-  jobLeaseLost: (jobId: string, type: string) =>
-    `Job ${jobId} (${type}): this worker lost its lease; the job's outcome is left to whichever worker owns it now.`,
-  jobReleased: (jobId: string, type: string, reason: string) => `Job ${jobId} (${type}) released: ${reason}.`,
-  jobAbandoned: (jobId: string, type: string, reason: AbandonReason, abandonedCount: number) =>
-    (reason === 'shutdown'
-      ? `Job ${jobId} (${type}) did not finish within shutdownTimeoutMs; it was aborted and will run again after its lease expires.`
-      : `The handler of job ${jobId} (${type}) did not return within abandonAfterMs after its attempt ended (${ABANDON_CAUSES[reason]}); ` +
-        'the worker abandoned it and freed its slot. Handlers should stop when ctx.signal aborts.') +
-    ` Abandoned handlers still running: ${abandonedCount}.`,
   subscriberFailed: (target: string, event: string, error: unknown) =>
     `@OnWorkhorseEvent('${event}') ${target} threw: ${error instanceof Error ? error.message : String(error)}. ` +
     'The worker goes on; handle errors inside the subscriber.',

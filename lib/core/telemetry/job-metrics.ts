@@ -1,5 +1,5 @@
 import { createNoopMeter, metrics, ValueType, type Attributes, type Counter, type Histogram, type Meter } from '@opentelemetry/api';
-import { packageVersion } from '../package-version';
+import { reportedVersion } from '../package-version';
 
 /** The instrumentation scope of every instrument (`otel_scope_name` in Prometheus). */
 export const METER_NAME = 'nestjs-workhorse';
@@ -12,7 +12,7 @@ const NOOP_METER = createNoopMeter().constructor;
  * null check, not a call into the API's no-op instruments with an attribute object.
  */
 export function activeMeter(): Meter | null {
-  const meter = metrics.getMeter(METER_NAME, packageVersion());
+  const meter = metrics.getMeter(METER_NAME, reportedVersion());
   return meter instanceof NOOP_METER ? null : meter;
 }
 

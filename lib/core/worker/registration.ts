@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import type { Pool } from 'pg';
-import { packageVersion } from '../package-version';
+import { reportedVersion } from '../package-version';
 import type { EventHub } from './event-hub';
 
 /** What the registration needs of its worker. */
@@ -36,7 +36,7 @@ export class Registration {
       pid: process.pid,
       queues: worker.queues,
       concurrency: worker.concurrency,
-      version: packageVersion(),
+      version: reportedVersion(),
       startedAt: new Date().toISOString(),
       periodMs,
     });

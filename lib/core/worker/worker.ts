@@ -7,6 +7,7 @@ import { verifySchema } from '../schema';
 import type { Queue } from '../queue';
 import { checkName } from '../validation';
 import { EventHub } from './event-hub';
+import { EventLog } from './event-log';
 import { whenFinished } from './execution';
 import { Executor } from './executor';
 import { Heartbeater } from './heartbeater';
@@ -70,6 +71,10 @@ export class Worker {
     this.concurrency = this.settings.concurrency;
     this.pool = queue.pool;
     this.hub = new EventHub(this.workerId);
+    if (this.settings.logger) {
+      const log = new EventLog(this.settings.logger);
+      this.hub.on(log.names, (event) => log.write(event));
+    }
     const statements = new OwnerStatements(this.pool, this.settings);
     this.executor = new Executor(this.pool, this.settings, statements, this.hub);
     this.roundTrips = new RoundTrips(this.settings, statements, this.executor, this.hub, () => this.claiming);
