@@ -119,6 +119,18 @@ BEGIN
 END
 $$;
 
+-- The daily partitions of the history tables: table, partition name and day.
+CREATE FUNCTION workhorse.history_partitions()
+RETURNS TABLE (tbl text, part text, day date)
+LANGUAGE sql STABLE AS $$
+  SELECT p.relname::text, c.relname::text, to_date(right(c.relname, 8), 'YYYYMMDD')
+  FROM pg_catalog.pg_inherits i
+  JOIN pg_catalog.pg_class c ON c.oid = i.inhrelid
+  JOIN pg_catalog.pg_class p ON p.oid = i.inhparent
+  JOIN pg_catalog.pg_namespace n ON n.oid = p.relnamespace
+  WHERE n.nspname = 'workhorse' AND p.relname IN ('job_event', 'attempt_history') AND c.relname ~ '_p[0-9]{8}$'
+$$;
+
 -- Drops the daily partitions of one history table whose day ended more than p_days days ago
 -- (oldest first, at most p_max), each waiting at most p_lock_ms for its lock: dropping a
 -- partition locks the parent table, and a drop stuck behind a long transaction would make every
@@ -135,14 +147,9 @@ BEGIN
   dropped := 0;
   timed_out := 0;
   FOR v_part IN
-    SELECT c.relname
-    FROM pg_inherits i
-    JOIN pg_class c ON c.oid = i.inhrelid
-    JOIN pg_class p ON p.oid = i.inhparent
-    JOIN pg_namespace n ON n.oid = p.relnamespace
-    WHERE n.nspname = 'workhorse' AND p.relname = p_table AND c.relname ~ '_p[0-9]{8}$'
-      AND to_date(right(c.relname, 8), 'YYYYMMDD') < v_cut
-    ORDER BY c.relname
+    SELECT h.part FROM workhorse.history_partitions() h
+    WHERE h.tbl = p_table AND h.day < v_cut
+    ORDER BY h.day
     LIMIT p_max
   LOOP
     BEGIN
@@ -276,14 +283,8 @@ $$;
 CREATE FUNCTION workhorse.retention_status_v1()
 RETURNS jsonb
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-  WITH parts AS (
-    SELECT p.relname AS tbl, to_date(right(c.relname, 8), 'YYYYMMDD') AS day
-    FROM pg_inherits i
-    JOIN pg_class c ON c.oid = i.inhrelid
-    JOIN pg_class p ON p.oid = i.inhparent
-    JOIN pg_namespace n ON n.oid = p.relnamespace
-    WHERE n.nspname = 'workhorse' AND p.relname IN ('job_event', 'attempt_history') AND c.relname ~ '_p[0-9]{8}$'
-  ), today AS (SELECT (clock_timestamp() AT TIME ZONE 'UTC')::date AS d)
+  WITH parts AS (SELECT h.tbl, h.day FROM workhorse.history_partitions() h),
+  today AS (SELECT (clock_timestamp() AT TIME ZONE 'UTC')::date AS d)
   SELECT jsonb_build_object(
     'policy', jsonb_build_object('enabled', pol.enabled, 'jobEventDays', pol.job_event_days,
                                  'attemptHistoryDays', pol.attempt_history_days, 'finishedJobMs', pol.finished_job_ms,
