@@ -108,7 +108,7 @@ it('the maintenance tick applies the policy', async () => {
   await waitFor(async () => {
     await pool.query('SELECT workhorse.tick_v1()');
     return (await rowsOf(id)).job === 0;
-  }, 10_000, 'a tick to remove the finished job');
+  }, 30_000, 'a tick to remove the finished job (an idle retention looks again within 10 s)');
 });
 
 async function dayPartition(table: string, daysAgo: number): Promise<string> {
