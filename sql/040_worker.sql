@@ -360,6 +360,9 @@ BEGIN
   IF p_delay_ms < 0 OR p_delay_ms > 31536000000 THEN
     PERFORM workhorse.raise_invalid('ms', 'must be an integer from 0 to 31536000000 (one year)');
   END IF;
+  IF p_until < '1970-01-01T00:00:00Z' OR p_until >= '10000-01-01T00:00:00Z' THEN
+    PERFORM workhorse.raise_invalid('until', 'must be a time between the years 1970 and 9999');
+  END IF;
   r := workhorse.lock_owned(p_job_id, p_worker_id, p_fence);
   IF r.job_id IS NULL THEN
     RETURN QUERY SELECT 'stale'::text, NULL::timestamptz;

@@ -64,6 +64,16 @@ LANGUAGE sql STABLE AS $$
   SELECT * FROM workhorse.job_snapshot WHERE id = p_job_id
 $$;
 
+-- One job's snapshot for the producer that enqueued it: no row when the id is unknown or the job
+-- was enqueued by another login role (so a producer cannot learn whether other jobs exist).
+CREATE FUNCTION workhorse.get_own_job_v1(p_job_id uuid)
+RETURNS SETOF workhorse.job_snapshot
+LANGUAGE sql STABLE AS $$
+  SELECT s.* FROM workhorse.job_snapshot s
+  WHERE s.id = p_job_id
+    AND EXISTS (SELECT 1 FROM workhorse.job j WHERE j.id = p_job_id AND j.enqueued_by = session_user)
+$$;
+
 -- Pages through jobs newest first in creation order (keyset on job_query.seq: stable while jobs
 -- are added), optionally filtered by queue, type and current states. p_before_seq is the `seq`
 -- of the last row of the previous page.

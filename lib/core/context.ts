@@ -1,7 +1,7 @@
 import type { PoolClient } from 'pg';
 import { fromPgError, LeaseLostError, WorkhorseValidationError } from './errors';
 import type { JsonValue, Queryable } from './types';
-import { toJsonText } from './validation';
+import { checkDate, checkText, toJsonText } from './validation';
 
 /** What the worker tells a context about the job it runs. */
 export interface ClaimedJob {
@@ -119,9 +119,7 @@ export class HandlerContext {
    * Throws {@link LeaseLostError} if this worker no longer owns the job.
    */
   async checkpoint<T>(name: string, operation: () => T | Promise<T>): Promise<T> {
-    if (typeof name !== 'string' || name.length === 0 || name.length > 200) {
-      throw new WorkhorseValidationError('name', 'must be a string of 1 to 200 characters');
-    }
+    checkText(name, 'name', 1, 200);
     const stored = entryOf(this.job.checkpoints, name);
     if (stored) return stored[0] as T;
     this.signal.throwIfAborted();
@@ -197,14 +195,11 @@ export class HandlerContext {
 
   /** Like {@link sleep}, until a point in time. */
   async sleepUntil(name: string, until: Date): Promise<void> {
-    if (!(until instanceof Date) || Number.isNaN(until.getTime())) throw new WorkhorseValidationError('until', 'must be a valid Date');
-    return this.sleepCall(name, until, null);
+    return this.sleepCall(name, checkDate(until, 'until'), null);
   }
 
   private async sleepCall(name: string, until: Date | null, ms: number | null): Promise<void> {
-    if (typeof name !== 'string' || name.length === 0 || name.length > 200) {
-      throw new WorkhorseValidationError('name', 'must be a string of 1 to 200 characters');
-    }
+    checkText(name, 'name', 1, 200);
     const known = entryOf(this.job.waits, name);
     if (known !== undefined && new Date(known).getTime() <= Date.now()) return;
     this.signal.throwIfAborted();

@@ -30,7 +30,7 @@ export {
 } from './errors';
 export { isWorkerEventName, WORKER_EVENT_NAMES, type WorkerEvent, type WorkerEventListener, type WorkerEventName, type WorkerEventOf } from './events';
 export { Queue } from './queue';
-export { GRANT_APP_ROLE_SQL, grantAppRole } from './grants';
+export { CAPABILITIES, GRANT_ROLE_SQL, grantAppRole, grantRole, type Capability } from './grants';
 export { getSchemaStatus, installSchema, SCHEMA_VERSION, verifySchema, type SchemaStatus } from './schema';
 export * from './types';
 export { LIMITS } from './validation';

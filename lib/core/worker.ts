@@ -18,7 +18,7 @@ import { Heartbeater, leaseFields, type HeldLease, type LeaseListener } from './
 import { Notifier } from './notifier';
 import type { Queue } from './queue';
 import type { ErrorEnvelope, JsonValue, Queryable, RetryPolicy } from './types';
-import { checkInteger, checkName, checkRetryPolicy, toJsonText } from './validation';
+import { checkInteger, checkName, checkRetryPolicy, checkText, toJsonText } from './validation';
 
 /**
  * A job handler: receives the payload and a {@link HandlerContext}, returns the job's result
@@ -353,11 +353,7 @@ export class Worker {
       throw new WorkhorseValidationError('listen', 'must be true, false or { connectionString } of a direct connection');
     }
     this.listen = options.listen ?? true;
-    const id = options.workerId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-    if (typeof id !== 'string' || id.length === 0 || id.length > 200) {
-      throw new WorkhorseValidationError('workerId', 'must be a string of 1 to 200 characters');
-    }
-    this.workerId = id;
+    this.workerId = checkText(options.workerId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, 'workerId', 1, 200);
   }
 
   /** Registers the handler for one job type; returns the worker for chaining. */
