@@ -5,7 +5,8 @@
 import { userInfo } from 'node:os';
 import type { Pool } from 'pg';
 import { getSchemaStatus } from '../core/schema';
-import type { OptionSpec, ParsedArguments } from './argument-parser';
+import type { OptionSpec } from './command';
+import type { ParsedArguments } from './command-line';
 import { CliError, CliUsageError, EXIT } from './cli.errors';
 import { messages } from './cli.messages';
 import { sqlState } from './database-connection';
