@@ -13,7 +13,7 @@
  */
 import { Admin, Queue } from '../../lib/core';
 import { adminUrl, createTestDatabase, type TestDatabase } from '../support/db';
-import { unixSocketProxy, type UnixSocketProxy } from '../support/net';
+import { unixSocketProxy, type UnixSocketProxy } from '../support/unix-socket-proxy';
 import { claimOne, fail } from '../support/protocol';
 import { cli, cliConnections, documentOf, type Env } from './cli-harness';
 
