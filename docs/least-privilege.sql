@@ -13,7 +13,9 @@
 -- (lib/core/grants.ts) run the same block. docs/security.md says what each capability may do.
 --
 -- What the role gets:
--- * CONNECT on the database and USAGE on schema workhorse; never CREATE on the schema.
+-- * CONNECT on the database (when the role running this may grant it: the database's owner, a
+--   superuser, or a role given CONNECT WITH GRANT OPTION) and USAGE on schema workhorse; never
+--   CREATE on the schema.
 -- * SELECT on workhorse.schema_version, which clients read before they start.
 -- * EXECUTE on the protocol functions of its capabilities (the list is the table
 --   workhorse.protocol_function, filled by sql/990_privileges.sql).
@@ -51,7 +53,11 @@ BEGIN
       MESSAGE = 'schema workhorse does not exist: install it first (npx workhorse schema install)';
   END IF;
 
-  EXECUTE format('GRANT CONNECT ON DATABASE %I TO %I', current_database(), v_role);
+  -- CONNECT only when this role may grant it (the database's owner, a superuser, or a role given
+  -- it WITH GRANT OPTION); otherwise whoever set up the database grants it.
+  IF has_database_privilege(current_database(), 'CONNECT WITH GRANT OPTION') THEN
+    EXECUTE format('GRANT CONNECT ON DATABASE %I TO %I', current_database(), v_role);
+  END IF;
   EXECUTE format('GRANT USAGE ON SCHEMA workhorse TO %I', v_role);
   -- The protocol functions run with the owner's rights: no table or sequence privilege is needed.
   EXECUTE format('REVOKE ALL ON ALL TABLES IN SCHEMA workhorse FROM %I', v_role);

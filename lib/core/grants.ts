@@ -21,7 +21,8 @@ export type Capability = (typeof CAPABILITIES)[number];
  * `workhorse.grant_capabilities`. `docs/least-privilege.sql` holds the same block for psql users;
  * a test keeps the two identical.
  *
- * The role gets CONNECT on the database, USAGE on the schema (never CREATE), SELECT on
+ * The role gets CONNECT on the database (when the granting role may grant it), USAGE on the
+ * schema (never CREATE), SELECT on
  * `schema_version` (clients check the version before they start), and EXECUTE on the protocol
  * functions of its capabilities. It gets no privilege on any other table or sequence (any it held
  * is revoked): the protocol functions run with the schema owner's rights, and they are the only
@@ -51,7 +52,11 @@ BEGIN
       MESSAGE = 'schema workhorse does not exist: install it first (npx workhorse schema install)';
   END IF;
 
-  EXECUTE format('GRANT CONNECT ON DATABASE %I TO %I', current_database(), v_role);
+  -- CONNECT only when this role may grant it (the database's owner, a superuser, or a role given
+  -- it WITH GRANT OPTION); otherwise whoever set up the database grants it.
+  IF has_database_privilege(current_database(), 'CONNECT WITH GRANT OPTION') THEN
+    EXECUTE format('GRANT CONNECT ON DATABASE %I TO %I', current_database(), v_role);
+  END IF;
   EXECUTE format('GRANT USAGE ON SCHEMA workhorse TO %I', v_role);
   -- The protocol functions run with the owner's rights: no table or sequence privilege is needed.
   EXECUTE format('REVOKE ALL ON ALL TABLES IN SCHEMA workhorse FROM %I', v_role);
