@@ -359,6 +359,16 @@ describe('the privilege model', () => {
     expect(rows).toEqual([]);
   });
 
+  it('is the table of docs/security.md, function by function', async () => {
+    const doc = readFileSync(join(__dirname, '..', '..', 'docs', 'security.md'), 'utf8');
+    const documented = [...doc.matchAll(/^\| `(\w+_v\d+)` \|([^|]*)\|([^|]*)\|([^|]*)\|$/gm)].map(
+      (m) => [m[1], CAPABILITIES.filter((_, i) => m[i + 2].trim() === 'yes')] as const,
+    );
+    const { rows } = await db.pool.query<{ name: string; capabilities: Capability[] }>('SELECT name, capabilities FROM workhorse.protocol_function');
+    const listed = Object.fromEntries(rows.map((r) => [r.name, CAPABILITIES.filter((c) => r.capabilities.includes(c))]));
+    expect(Object.fromEntries(documented)).toEqual(listed);
+  });
+
   it('refuses to install while a protocol function is missing from the list', async () => {
     await withTestDatabase(
       async (fresh) => {
