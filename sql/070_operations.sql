@@ -59,7 +59,10 @@ CREATE FUNCTION workhorse.list_queues_v1()
 RETURNS TABLE (
   queue text, paused boolean, changed_at timestamptz, changed_by text, reason text,
   ready bigint, scheduled bigint, active bigint, blocked bigint)
-LANGUAGE sql STABLE AS $$
+LANGUAGE plpgsql STABLE AS $$
+#variable_conflict use_column
+BEGIN
+  RETURN QUERY
   WITH counts AS (
     SELECT r.queue,
            count(*) FILTER (WHERE r.state = 'ready') AS ready,
@@ -73,7 +76,8 @@ LANGUAGE sql STABLE AS $$
          coalesce(k.ready, 0), coalesce(k.scheduled, 0), coalesce(k.active, 0), coalesce(k.blocked, 0)
   FROM workhorse.queue_control c
   FULL JOIN counts k ON k.queue = c.queue
-  ORDER BY 1
+  ORDER BY 1;
+END
 $$;
 
 -- Records a running job's progress (any JSON, at most 64 KiB). Fenced like every owner write:

@@ -15,6 +15,7 @@ import {
 import { isWorkerEventName, type WorkerEvent, type WorkerEventListener, type WorkerEventName, type WorkerEventOf } from './events';
 import { failpoint } from './failpoints';
 import { Heartbeater, leaseFields, type HeldLease, type LeaseListener } from './heartbeater';
+import { ClaimBudget } from './claim-budget';
 import { Notifier } from './notifier';
 import type { Queue } from './queue';
 import type { ErrorEnvelope, JsonValue, Queryable, RetryPolicy } from './types';
@@ -163,6 +164,12 @@ interface Lane {
   pumping: Promise<void> | null;
   scheduled: boolean;
   again: boolean;
+  /** The lane's last claim found fewer jobs than it asked for: its queues ran dry. */
+  dry: boolean;
+  /** A notification arrived while the lane was dry and a round was in flight. */
+  hinted: boolean;
+  /** How often notifications may make the dry lane claim. */
+  budget: ClaimBudget;
 }
 
 /** A job the worker runs; also its lease, as the heartbeater renews it. */
@@ -337,6 +344,9 @@ export class Worker {
       pumping: null,
       scheduled: false,
       again: false,
+      dry: false,
+      hinted: false,
+      budget: new ClaimBudget(),
     }));
     this.leaseMs = checkInteger(options.leaseMs ?? 30_000, 'leaseMs', 1000, 86_400_000);
     this.heartbeatMs = checkInteger(options.heartbeatMs ?? Math.floor(this.leaseMs / 3), 'heartbeatMs', 100, this.leaseMs);
@@ -464,7 +474,7 @@ export class Worker {
     if (this.listen) {
       const config =
         typeof this.listen === 'object' ? { ...this.pool.options, connectionString: this.listen.connectionString } : this.pool.options;
-      this.notifier = new Notifier(config, new Set(this.queues), () => this.wake(), (e) => this.reportError('listen', e));
+      this.notifier = new Notifier(config, new Set(this.queues), () => this.hint(), (e) => this.reportError('listen', e));
       this.notifier.start();
     }
     this.scheduleTick(0);
@@ -538,6 +548,7 @@ export class Worker {
     if (this.pollTimer) clearTimeout(this.pollTimer);
     if (this.tickTimer) clearTimeout(this.tickTimer);
     this.pollTimer = this.tickTimer = null;
+    for (const lane of this.lanes) lane.budget.cancel();
     await this.tickInFlight;
     const all = Promise.all([...this.running.values()].map(doneOf));
     let timer: NodeJS.Timeout | undefined;
@@ -586,6 +597,22 @@ export class Worker {
     for (const lane of this.lanes) this.wakeLane(lane);
   }
 
+  /**
+   * A notification: a queue may have gained work. A lane that found jobs last time claims at once;
+   * a dry lane claims within its ClaimBudget (anyone who can connect can send notifications, so a
+   * flood of them must not turn into a flood of empty claims).
+   */
+  private hint(): void {
+    for (const lane of this.lanes) this.hintLane(lane);
+  }
+
+  private hintLane(lane: Lane): void {
+    // A round about to start claims anyway; one in flight may have claimed before the news.
+    if (!lane.dry) this.wakeLane(lane);
+    else if (lane.pumping) lane.hinted = true;
+    else if (!lane.scheduled) lane.budget.request(() => this.wakeLane(lane));
+  }
+
   /** Asks a lane's pump for a round as soon as possible (coalescing everything that happens meanwhile). */
   private wakeLane(lane: Lane): void {
     if (lane.pumping) {
@@ -599,9 +626,13 @@ export class Worker {
       lane.scheduled = false;
       lane.pumping ??= this.pump(lane).finally(() => {
         lane.pumping = null;
+        const hinted = lane.hinted;
+        lane.hinted = false;
         if (lane.again) {
           lane.again = false;
           this.wakeLane(lane);
+        } else if (hinted) {
+          this.hintLane(lane);
         }
       });
     });
@@ -667,10 +698,14 @@ export class Worker {
       for (const p of batch) this.completed(p.run, unsucceeded?.get(p.run.job.jobId) ?? 'succeeded');
       const claimed = first === 0 ? rows : rows.slice(first);
       const claimedAt = Date.now();
-      if (claimed.length > 0) failpoint('after-claim');
+      if (claimed.length > 0) {
+        failpoint('after-claim');
+        lane.budget.refund();
+      }
       for (const row of claimed) this.start(row, lane, sentAt, claimedAt);
       if (want > 0) {
-        if (claimed.length < want) {
+        lane.dry = claimed.length < want;
+        if (lane.dry) {
           // The queues ran dry: wait for a notification or the next poll.
           this.idleRounds++;
           this.schedulePoll();

@@ -344,6 +344,14 @@ describe('the privilege model', () => {
     expect(rows.filter((r) => r.public).map((r) => r.name)).toEqual([]);
   });
 
+  it('writes every protocol function in PL/pgSQL (a SECURITY DEFINER SQL function is planned on every call before PostgreSQL 18)', async () => {
+    const { rows } = await db.pool.query<{ name: string; language: string }>(
+      `SELECT p.proname AS name, l.lanname AS language FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
+       WHERE p.pronamespace = 'workhorse'::regnamespace AND p.proname ~ '_v[0-9]+$' AND l.lanname <> 'plpgsql'`,
+    );
+    expect(rows).toEqual([]);
+  });
+
   it('lets no role but the schema owner and superusers write any table, and PUBLIC read none', async () => {
     const { rows } = await db.pool.query<{ role: string; relation: string }>(
       `SELECT r.rolname AS role, c.relname AS relation
