@@ -59,6 +59,29 @@ afterAll(async () => {
   await db?.drop();
 });
 
+/** The field a WorkhorseValidationError names, or what else was thrown. */
+function fieldOf(error: unknown): string {
+  return error instanceof WorkhorseValidationError ? error.field : String(error);
+}
+
+/** Runs `body` in the handler of a job of its own on `queueName`, and resolves with what it returned. */
+async function inHandler<T>(queueName: string, body: (ctx: HandlerContext) => Promise<T>): Promise<T> {
+  const id = await queue.enqueue('checks.handler', {}, { queue: queueName });
+  let value: T | undefined;
+  const worker = new Worker(queue, { queues: [queueName], pollMs: 50, tickMs: 1000 }).handle('checks.handler', async (_p, ctx: HandlerContext) => {
+    value = await body(ctx);
+    return 'checked';
+  });
+  const done = worker.run();
+  try {
+    await waitFor(async () => (await admin.getJob(id))?.state === 'succeeded', 15_000, 'the handler to finish');
+  } finally {
+    await worker.stop();
+    await done;
+  }
+  return value as T;
+}
+
 const BAD_TEXT = ['before\u0000after', '\u0000', 'lone \ud800 high', 'lone \udc00 low', '\udbff', 'pair reversed \udc00\ud800'];
 
 /** Each text input of the public API, called with `text` in that one place. */
@@ -106,31 +129,17 @@ describe('text inputs', () => {
   });
 
   it('checkpoint and sleep names in a handler: typed errors naming `name`', async () => {
-    const q = 'checks-handler';
-    const id = await queue.enqueue('checks.names', {}, { queue: q });
-    const refusals: string[] = [];
-    const worker = new Worker(queue, { queues: [q], pollMs: 50, tickMs: 1000 }).handle('checks.names', async (_p, ctx: HandlerContext) => {
+    const { jobId, refusals } = await inHandler('checks-handler', async (ctx) => {
+      const fields: string[] = [];
       for (const name of BAD_TEXT) {
         for (const call of [() => ctx.checkpoint(name, () => 1), () => ctx.sleep(name, 1), () => ctx.sleepUntil(name, new Date())]) {
-          try {
-            await call();
-            refusals.push('accepted');
-          } catch (error) {
-            refusals.push(error instanceof WorkhorseValidationError ? error.field : String(error));
-          }
+          fields.push(await call().then(() => 'accepted', fieldOf));
         }
       }
-      return 'checked';
+      return { jobId: ctx.jobId, refusals: fields };
     });
-    const done = worker.run();
-    try {
-      await waitFor(async () => (await admin.getJob(id))?.state === 'succeeded', 15_000, 'the handler to finish');
-    } finally {
-      await worker.stop();
-      await done;
-    }
     expect(refusals).toEqual(BAD_TEXT.flatMap(() => ['name', 'name', 'name']));
-    const { rows } = await db.pool.query('SELECT count(*)::int AS n FROM workhorse.job_checkpoint WHERE job_id = $1', [id]);
+    const { rows } = await db.pool.query('SELECT count(*)::int AS n FROM workhorse.job_checkpoint WHERE job_id = $1', [jobId]);
     expect(rows[0]).toEqual({ n: 0 });
   });
 });
@@ -149,26 +158,15 @@ describe('dates', () => {
   });
 
   it('ctx.sleepUntil refuses them too, and sleep_v1 refuses a wake time past 9999 with P1001', async () => {
-    const q = 'checks-sleep-until';
-    const id = await queue.enqueue('checks.until', {}, { queue: q });
-    const fields: string[] = [];
-    const worker = new Worker(queue, { queues: [q], pollMs: 50, tickMs: 1000 }).handle('checks.until', async (_p, ctx: HandlerContext) => {
-      for (const date of outside) {
-        await ctx.sleepUntil('nap', date).catch((e: unknown) => fields.push(e instanceof WorkhorseValidationError ? e.field : String(e)));
-      }
+    const fields = await inHandler('checks-sleep-until', async (ctx) => {
+      const refused: string[] = [];
+      for (const date of outside) refused.push(await ctx.sleepUntil('nap', date).then(() => 'accepted', fieldOf));
+      const { rows } = await db.pool.query<{ fence: string }>('SELECT fence_token AS fence FROM workhorse.job_runtime WHERE job_id = $1', [ctx.jobId]);
       const sql = await db.pool
-        .query('SELECT * FROM workhorse.sleep_v1($1, $2, $3, $4, $5, NULL)', [ctx.jobId, ctx.workerId, (ctx as unknown as { job: { fenceToken: string } }).job.fenceToken, 'nap', '10000-01-01T00:00:00Z'])
-        .catch((e: { code?: string; column?: string }) => `${e.code}:${e.column}`);
-      fields.push(String(sql));
-      return 'checked';
+        .query('SELECT * FROM workhorse.sleep_v1($1, $2, $3, $4, $5, NULL)', [ctx.jobId, ctx.workerId, rows[0].fence, 'nap', '10000-01-01T00:00:00Z'])
+        .then(() => 'accepted', (e: { code?: string; column?: string }) => `${e.code}:${e.column}`);
+      return [...refused, sql];
     });
-    const done = worker.run();
-    try {
-      await waitFor(async () => (await admin.getJob(id))?.state === 'succeeded', 15_000, 'the handler to finish');
-    } finally {
-      await worker.stop();
-      await done;
-    }
     expect(fields).toEqual(['until', 'until', 'until', 'P1001:until']);
   });
 });
