@@ -1,6 +1,6 @@
 /**
  * The README stays true to the code: every ```ts block of README.md (and of docs/workers.md,
- * docs/testing.md and docs/security.md) is
+ * docs/testing.md, docs/integrations.md and docs/security.md) is
  * type-checked with the TypeScript compiler, with `nestjs-workhorse` resolving to lib/ through
  * the paths of tsconfig.json, and any diagnostic fails. Besides, the two newcomer commands stand
  * near the top, every `npm run` script the documents mention exists, and every relative link
@@ -16,8 +16,8 @@ import { dirname, join, relative, resolve } from 'node:path';
 import * as ts from 'typescript';
 
 const ROOT = resolve(__dirname, '..');
-const CHECKED_DOCUMENTS = ['README.md', 'docs/workers.md', 'docs/testing.md', 'docs/security.md'];
-const LINKED_DOCUMENTS = ['README.md', 'docs/README.md', 'docs/workers.md', 'docs/security.md'];
+const CHECKED_DOCUMENTS = ['README.md', 'docs/workers.md', 'docs/testing.md', 'docs/integrations.md', 'docs/security.md'];
+const LINKED_DOCUMENTS = ['README.md', 'docs/README.md', 'docs/workers.md', 'docs/integrations.md', 'docs/security.md'];
 /** Where the blocks live, virtually: inside the repository, so node_modules and paths resolve. */
 const VIRTUAL_ROOT = join(ROOT, '.readme-blocks');
 
@@ -41,6 +41,15 @@ declare class OrderService {
   placeOrder(orderId: string): Promise<void>;
 }
 `;
+
+/**
+ * Modules the examples import from the reader's project, by their path under a document's
+ * blocks: the Prisma Client that the reader generates stands in as the one the Prisma tests
+ * generate (test/integrations/prisma/schema.prisma, model Order on the table orders).
+ */
+const STAND_IN_MODULES: Record<string, string> = {
+  'src/generated/prisma/client.ts': `export * from '${join(ROOT, 'test/integrations/prisma/generated/client')}';`,
+};
 
 interface Block {
   document: string;
@@ -69,10 +78,15 @@ function fencedBlocks(document: string): Block[] {
   return blocks;
 }
 
+/** Where the blocks of one document live. */
+function documentRoot(document: string): string {
+  return join(VIRTUAL_ROOT, document.replace(/[^\w]+/g, '-'));
+}
+
 /** The block's file: the one its first-line comment names, or one named after its place. */
 function virtualPath(block: Block): string {
   const named = /^\/\/ (\S+\.ts)$/.exec(block.code.split('\n')[0]);
-  const base = join(VIRTUAL_ROOT, block.document.replace(/[^\w]+/g, '-'));
+  const base = documentRoot(block.document);
   return named ? join(base, named[1]) : join(base, `line-${block.line}.ts`);
 }
 
@@ -108,6 +122,9 @@ function checkBlocks(blocks: Block[]): Checked {
   }
   const prelude = join(VIRTUAL_ROOT, 'prelude.d.ts');
   sources.set(prelude, PRELUDE);
+  for (const document of new Set(blocks.map((block) => block.document))) {
+    for (const [path, text] of Object.entries(STAND_IN_MODULES)) sources.set(join(documentRoot(document), path), text);
+  }
 
   const options = compilerOptions();
   const host = ts.createCompilerHost(options);

@@ -1,5 +1,6 @@
 import type { Pool } from 'pg';
 import { fromPgError, WorkhorseValidationError } from './errors';
+import { definedRequest, isJobDefinition, type JobDefinition } from './job-definition';
 import { toSnapshot, type JobRow } from './job-snapshot';
 import type { EnqueueOptions, EnqueueRequest, JobSnapshot, Queryable } from './types';
 import { checkJobId, LIMITS, toRequestJson } from './validation';
@@ -22,9 +23,20 @@ export class Queue {
   /**
    * Enqueues one job and returns its id. Input is validated before anything is sent: a bad
    * argument raises {@link WorkhorseValidationError} naming the field, and nothing is written.
+   * Given a definition (`defineJob`), the payload must be of its type, its validator (if any)
+   * runs first (a refusal is a `JobDataRejectedError`), and its defaults apply under `options`.
    */
-  async enqueue<P = unknown>(type: string, payload: P, options?: EnqueueOptions, client?: Queryable): Promise<string> {
-    const [id] = await this.send(`[${toRequestJson(type, payload, options)}]`, client);
+  enqueue<P = unknown>(type: string, payload: P, options?: EnqueueOptions, client?: Queryable): Promise<string>;
+  enqueue<P, R, I>(definition: JobDefinition<P, R, I>, payload: NoInfer<I>, options?: EnqueueOptions, client?: Queryable): Promise<string>;
+  async enqueue(job: string | JobDefinition<unknown, unknown, unknown>, payload: unknown, options?: EnqueueOptions, client?: Queryable): Promise<string> {
+    let request: string;
+    if (isJobDefinition(job)) {
+      const defined = await definedRequest(job, payload, options);
+      request = toRequestJson(job.type, defined.payload, defined.options);
+    } else {
+      request = toRequestJson(job, payload, options);
+    }
+    const [id] = await this.send(`[${request}]`, client);
     return id;
   }
 
