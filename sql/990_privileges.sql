@@ -39,6 +39,8 @@ INSERT INTO workhorse.protocol_function (name, capabilities) VALUES
   ('tick_v1',                 '{worker,operator}'),
   ('get_job_v1',              '{operator}'),
   ('list_jobs_v1',            '{operator}'),
+  ('list_jobs_v2',            '{operator}'),
+  ('queue_activity_v1',       '{operator}'),
   ('get_timeline_v1',         '{operator}'),
   ('read_checkpoints_v1',     '{operator}'),
   ('cancel_v1',               '{operator}'),

@@ -6,8 +6,11 @@ import {
   JOB_STATES,
   type ActorOptions,
   type CancelResult,
+  type CheckpointEntry,
   type DeadLetterFilter,
   type ListDeadLettersOptions,
+  type QueueActivity,
+  type QueueActivityOptions,
   type QueueInfo,
   type RedriveManyOptions,
   type RedriveOptions,
@@ -137,7 +140,8 @@ export class Admin {
    * stable: jobs enqueued meanwhile do not shift later pages.
    */
   async listJobs(filter?: ListJobsFilter, client?: Queryable): Promise<Page<JobSnapshot>> {
-    filter = checkOptions(filter, 'filter', ['queue', 'type', 'states', 'limit', 'cursor'], 'a listJobs filter');
+    const keys = ['queue', 'type', 'states', 'createdAfter', 'createdBefore', 'scanLimit', 'limit', 'cursor'];
+    filter = checkOptions(filter, 'filter', keys, 'a listJobs filter');
     const queue = filter.queue === undefined ? null : checkName(filter.queue, 'queue');
     const type = filter.type === undefined ? null : checkName(filter.type, 'type');
     let states: JobState[] | null = null;
@@ -148,31 +152,69 @@ export class Admin {
       states = filter.states;
     }
     const limit = filter.limit === undefined ? 50 : checkInteger(filter.limit, 'limit', 1, 1000);
+    const scanLimit = filter.scanLimit === undefined ? null : checkInteger(filter.scanLimit, 'scanLimit', 1, 1_000_000);
     const before = decodeCursor('jobs', filter.cursor);
-    const rows = await this.run<JobRow>(client, 'SELECT * FROM workhorse.list_jobs_v1($1, $2, $3, $4, $5)', [
+    const rows = await this.run<JobRow>(client, 'SELECT * FROM workhorse.list_jobs_v2($1, $2, $3, $4, $5, $6, $7, $8)', [
       queue,
       type,
       states,
       limit,
       before,
+      filter.createdAfter === undefined ? null : checkDate(filter.createdAfter, 'createdAfter'),
+      filter.createdBefore === undefined ? null : checkDate(filter.createdBefore, 'createdBefore'),
+      scanLimit,
     ]);
-    const last = rows[rows.length - 1];
-    return {
-      items: rows.map(toSnapshot),
-      nextCursor: rows.length === limit ? encodeCursor('jobs', last.seq) : null,
-    };
+    // A last row without an id says where the listing goes on (see list_jobs_v2).
+    const more = rows.length > 0 && rows[rows.length - 1].id === null ? rows.pop() : undefined;
+    return { items: rows.map(toSnapshot), nextCursor: more ? encodeCursor('jobs', more.seq) : null };
+  }
+
+  /** The checkpoints a job saved, oldest first, with their stored values. */
+  async listCheckpoints(jobId: string, client?: Queryable): Promise<CheckpointEntry[]> {
+    checkJobId(jobId);
+    const rows = await this.run<{ name: string; value: JsonValue | null; attempt: number; worker_id: string; created_at: Date }>(
+      client,
+      'SELECT name, value, attempt, worker_id, created_at FROM workhorse.read_checkpoints_v1($1)',
+      [jobId],
+    );
+    return rows.map((r) => ({ name: r.name, value: r.value, attempt: r.attempt, workerId: r.worker_id, createdAt: r.created_at }));
+  }
+
+  /**
+   * Finished jobs per queue and time bucket since `since`, by terminal state (buckets without
+   * any are left out). Its cost is that of the jobs finished in the window.
+   */
+  async queueActivity(options: QueueActivityOptions, client?: Queryable): Promise<QueueActivity[]> {
+    const given = checkOptions(options, 'options', ['since', 'bucketSeconds'], 'a queueActivity option');
+    const since = checkDate(given.since, 'since');
+    const bucketSeconds = checkInteger(given.bucketSeconds, 'bucketSeconds', 1, 86_400);
+    const rows = await this.run<{ queue: string; bucket: Date; succeeded: string; failed: string; canceled: string }>(
+      client,
+      'SELECT * FROM workhorse.queue_activity_v1($1, $2)',
+      [since, bucketSeconds],
+    );
+    return rows.map((r) => ({
+      queue: r.queue,
+      bucket: r.bucket,
+      succeeded: Number(r.succeeded),
+      failed: Number(r.failed),
+      canceled: Number(r.canceled),
+    }));
   }
 
   /**
    * Cancels a job: at once if it is not running; otherwise its worker is told to stop (the
    * handler's `ctx.signal` aborts) and the job ends `canceled` when the worker acknowledges.
+   * `actor` and `reason` are recorded: in the `cancel_requested` event of a running job, in the
+   * cancellation envelope (the job's `error`) of any other.
    */
-  async cancel(jobId: string, options?: { reason?: string }, client?: Queryable): Promise<CancelResult> {
+  async cancel(jobId: string, options?: ActorOptions, client?: Queryable): Promise<CancelResult> {
     checkJobId(jobId);
-    const { reason } = checkOptions(options, 'options', ['reason'], 'a cancel option');
-    const rows = await this.run<{ status: CancelResult }>(client, 'SELECT workhorse.cancel_v1($1, $2) AS status', [
+    const [actor, reason] = actorOf(checkOptions(options, 'options', ACTOR_KEYS, 'a cancel option'));
+    const rows = await this.run<{ status: CancelResult }>(client, 'SELECT workhorse.cancel_v1($1, $2, $3) AS status', [
       jobId,
-      reason === undefined ? null : checkText(reason, 'reason', 0, 1000),
+      reason,
+      actor,
     ]);
     return rows[0].status;
   }

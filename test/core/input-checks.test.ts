@@ -87,6 +87,7 @@ const BAD_TEXT = ['before\u0000after', '\u0000', 'lone \ud800 high', 'lone \udc0
 /** Each text input of the public API, called with `text` in that one place. */
 const TEXT_INPUTS: Record<string, { field: string; call: (text: string) => Promise<unknown> }> = {
   'cancel reason': { field: 'reason', call: (t) => admin.cancel(live, { reason: t }) },
+  'cancel actor': { field: 'actor', call: (t) => admin.cancel(live, { actor: t }) },
   'pauseQueue actor': { field: 'actor', call: (t) => admin.pauseQueue('checks-pause', { actor: t }) },
   'pauseQueue reason': { field: 'reason', call: (t) => admin.pauseQueue('checks-pause', { reason: t }) },
   'resumeQueue actor': { field: 'actor', call: (t) => admin.resumeQueue('checks-pause', { actor: t }) },
