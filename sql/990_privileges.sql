@@ -36,6 +36,7 @@ INSERT INTO workhorse.protocol_function (name, capabilities) VALUES
   ('save_checkpoint_v1',      '{worker}'),
   ('set_progress_v1',         '{worker}'),
   ('sleep_v1',                '{worker}'),
+  ('register_handlers_v1',    '{worker}'),
   ('tick_v1',                 '{worker,operator}'),
   ('get_job_v1',              '{operator}'),
   ('list_jobs_v1',            '{operator}'),

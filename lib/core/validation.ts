@@ -72,12 +72,12 @@ function describe(value: unknown): string {
   return typeof value;
 }
 
-// A string PostgreSQL can store (as text or in jsonb): no NUL character and no unpaired UTF-16
-// surrogate (node-postgres would send one as U+FFFD, silently changing the text).
-function checkString(value: string, field: string): void {
+// A string PostgreSQL can store (in jsonb, or in a text column: `where`) as it is: no NUL
+// character and no unpaired UTF-16 surrogate.
+function checkString(value: string, field: string, where = ' in JSON'): void {
   for (let i = 0; i < value.length; i++) {
     const c = value.charCodeAt(i);
-    if (c === 0) fail(field, 'contains the character \\u0000, which PostgreSQL cannot store in JSON');
+    if (c === 0) fail(field, `contains the character \\u0000, which PostgreSQL cannot store${where}`);
     if (c >= 0xd800 && c <= 0xdbff) {
       const next = value.charCodeAt(i + 1);
       if (next >= 0xdc00 && next <= 0xdfff) {
@@ -259,10 +259,12 @@ function checkTimestamp(value: unknown, field: string): string {
  * instead of a database error (a NUL) or a silent change (an unpaired surrogate).
  */
 export function checkText(value: unknown, field: string, min: number, max: number): string {
-  if (typeof value !== 'string' || value.length < min || [...value].length > max) {
+  // Counted in code points, as PostgreSQL counts them (only a string longer than max in UTF-16 units
+  // can be too long in code points).
+  if (typeof value !== 'string' || value.length < min || (value.length > max && [...value].length > max)) {
     fail(field, min > 0 ? `must be a string of ${min} to ${max} characters` : `must be a string of at most ${max} characters`);
   }
-  checkString(value, field);
+  checkString(value, field, '');
   return value;
 }
 

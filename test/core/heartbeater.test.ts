@@ -8,7 +8,7 @@
  * The round is made slow and `stale` on purpose: in a database of its own, heartbeat_many_v1 is
  * replaced by a function that sleeps, then answers `stale` for every lease.
  */
-import { Heartbeater, type HeldLease } from '../../lib/core/heartbeater';
+import { Heartbeater, type HeldLease } from '../../lib/core/worker/heartbeater';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { waitFor } from '../support/wait';
 
