@@ -151,6 +151,8 @@ describe('operations against a database', () => {
         [['--limit', '0'], 'limit: must be an integer from 1 to 1000'],
         [['--limit', 'many'], 'limit: must be an integer from 1 to 1000'],
         [['--cursor', 'bm90LWEtY3Vyc29y'], 'cursor: is not a cursor returned by this API'],
+        // Crafted in the cursor's own format, at a time PostgreSQL cannot read (it has no year 0).
+        [['--cursor', Buffer.from('dead:0000-01-01T00:00:00.000000Z/0190a000-0000-7000-8000-000000000001').toString('base64url')], 'cursor: is not a cursor returned by this API'],
         [['--queue', 'bad queue'], 'queue: must be 1 to 128 characters: a letter or digit, then letters, digits or . _ : / -'],
         [['--error-name', 'x'.repeat(201)], 'errorName: must be a string of at most 200 characters'],
       ];
