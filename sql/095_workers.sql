@@ -3,8 +3,8 @@
 -- operators only: no claim, completion or lease reads it, so a worker that cannot report still
 -- runs its jobs, and a registry row never decides who owns a job (leases and fences do).
 --
--- The functions here run with the schema owner's rights (SECURITY DEFINER, fixed search_path):
--- an application role calls them and is granted nothing on these tables.
+-- Application roles get nothing on these tables: the protocol functions here are listed in
+-- sql/990_privileges.sql, which makes them SECURITY DEFINER like every other.
 
 CREATE TABLE workhorse.worker_registry (
   worker_id text PRIMARY KEY,
@@ -39,7 +39,7 @@ $$;
 -- restart.
 CREATE FUNCTION workhorse.report_worker_v1(p_worker_id text, p_info jsonb, p_in_flight integer)
 RETURNS boolean
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
   v_now timestamptz := clock_timestamp();
   v_started timestamptz;
@@ -76,9 +76,11 @@ $$;
 -- A worker that stopped cleanly leaves the registry at once.
 CREATE FUNCTION workhorse.unregister_worker_v1(p_worker_id text)
 RETURNS boolean
-LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-  WITH gone AS (DELETE FROM workhorse.worker_registry WHERE worker_id = p_worker_id RETURNING 1)
-  SELECT EXISTS (SELECT 1 FROM gone)
+LANGUAGE plpgsql AS $$
+BEGIN
+  DELETE FROM workhorse.worker_registry WHERE worker_id = p_worker_id;
+  RETURN FOUND;
+END
 $$;
 
 -- The registered workers, newest first, with their status: `running`, `draining` (asked to
@@ -88,7 +90,9 @@ CREATE FUNCTION workhorse.list_workers_v1()
 RETURNS TABLE (worker_id text, status text, host text, pid integer, queues text[], concurrency integer,
                in_flight integer, version text, started_at timestamptz, last_seen_at timestamptz,
                drain_requested_at timestamptz, drain_requested_by text, drain_reason text)
-LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  RETURN QUERY
   SELECT w.worker_id,
          CASE WHEN workhorse.worker_is_gone(w.last_seen_at, w.period_ms, clock_timestamp()) THEN 'gone'
               WHEN w.drain_requested_at IS NULL THEN 'running'
@@ -97,7 +101,8 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
          w.host, w.pid, w.queues, w.concurrency, w.in_flight, w.version, w.started_at, w.last_seen_at,
          w.drain_requested_at, w.drain_requested_by, w.drain_reason
   FROM workhorse.worker_registry w
-  ORDER BY w.started_at DESC, w.worker_id
+  ORDER BY w.started_at DESC, w.worker_id;
+END
 $$;
 
 -- Asks a worker to drain: at its next report it stops claiming and finishes the jobs it holds.
@@ -105,7 +110,7 @@ $$;
 -- or `not_found`.
 CREATE FUNCTION workhorse.drain_worker_v1(p_worker_id text, p_actor text DEFAULT NULL, p_reason text DEFAULT NULL)
 RETURNS text
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
   v_before timestamptz;
 BEGIN

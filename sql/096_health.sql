@@ -1,8 +1,8 @@
 -- Health: one snapshot of what an on-call engineer watches, read by one statement (so its parts
 -- agree with one another), with a status level and the reasons for it. See docs/operations.md.
 --
--- The functions here run with the schema owner's rights (SECURITY DEFINER, fixed search_path):
--- an application role calls them and is granted nothing on these tables.
+-- Application roles get nothing on these tables: the protocol functions here are listed in
+-- sql/990_privileges.sql, which makes them SECURITY DEFINER like every other.
 
 -- The thresholds, each a level pair {"warn": n, "critical": n} (a null level is never reached),
 -- merged over these defaults level by level. The client checks their shape; here they are read as given.
@@ -43,7 +43,7 @@ $$;
 -- so a database holding millions of them answers as fast as an empty one.
 CREATE FUNCTION workhorse.health_v1(p_thresholds jsonb DEFAULT '{}')
 RETURNS jsonb
-LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql STABLE AS $$
 BEGIN
   RETURN (
     WITH t AS (SELECT workhorse.health_thresholds(p_thresholds) AS t),

@@ -3,8 +3,8 @@
 -- operator (`workhorse retention run`). Live jobs are never touched, nor finished jobs that a live
 -- job still references (see retention_referenced). See docs/operations.md#retention.
 --
--- The functions here run with the schema owner's rights (SECURITY DEFINER, fixed search_path):
--- an application role calls them and is granted nothing on these tables.
+-- Application roles get nothing on these tables: the protocol functions here are listed in
+-- sql/990_privileges.sql, which makes them SECURITY DEFINER like every other.
 
 -- The policy (one row). History goes by whole UTC days (a day's partition is dropped once the
 -- day is older than its window); finished jobs go one by one, with their outcome, query row,
@@ -79,7 +79,7 @@ $$;
 -- for an hour (or for the window, when it is shorter). Returns how many jobs it removed.
 CREATE FUNCTION workhorse.retention_purge(p_ids uuid[], p_cutoff timestamptz, p_window_ms bigint, p_now timestamptz)
 RETURNS integer
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
   v_gone uuid[];
   v_seqs bigint[];
@@ -140,7 +140,7 @@ $$;
 -- Rows of those days in the default partition are deleted as well. Returns (dropped, timed out).
 CREATE FUNCTION workhorse.retention_drop_partitions(p_table text, p_column text, p_days integer, p_max integer, p_lock_ms integer,
                                                     OUT dropped integer, OUT timed_out integer)
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
   v_cut date := (clock_timestamp() AT TIME ZONE 'UTC')::date - p_days;
   v_part text;
@@ -168,18 +168,18 @@ BEGIN
     USING v_cut::timestamp AT TIME ZONE 'UTC';
 END
 $$;
-REVOKE EXECUTE ON FUNCTION workhorse.retention_drop_partitions(text, text, integer, integer, integer) FROM PUBLIC;
 
 -- One retention pass, unless another runs (a try-lock: the caller is answered at once with
--- {"skipped": true}) or the policy is disabled: expired history partitions are dropped (at most
--- once a minute, unless p_force), and up to p_budget jobs are looked at in blocks of 1000 (the
+-- {"skipped": true}) or the policy is disabled: an expired history partition is dropped (looked
+-- for at most once a minute, unless p_force; a pass that drops one does nothing else), or up to
+-- p_budget jobs are looked at in blocks of 1000 (the
 -- deferred ones that are due first, then the next ones past the watermark), removing those that
 -- finished before the window. Each block is a few index lookups per job, so a pass holds no lock
 -- that a claim or a completion waits for: claims take `ready` runtime rows, and retention
 -- touches only finished jobs' rows. `more` says the budget ran out with work left.
 CREATE FUNCTION workhorse.retention_run_v1(p_budget integer DEFAULT 1000, p_force boolean DEFAULT false)
 RETURNS jsonb
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
   v_now timestamptz := clock_timestamp();
   p workhorse.retention_policy;
@@ -212,14 +212,28 @@ BEGIN
     RETURN jsonb_build_object('skipped', true, 'disabled', true);
   END IF;
   SELECT * INTO s FROM workhorse.retention_state FOR UPDATE;
+  -- At most one partition per pass, and then nothing else: the drop holds its lock on the
+  -- parent table until the pass's transaction ends, and every writer of the history waits for it
+  -- meanwhile. The next pass (at once: `more`) looks for the next one.
   IF p_force OR s.last_partition_check_at IS NULL OR s.last_partition_check_at < v_now - interval '1 minute' THEN
-    d := workhorse.retention_drop_partitions('job_event', 'at', p.job_event_days, 10, 100);
-    v_dropped := v_dropped + d.dropped;
-    v_timeouts := v_timeouts + d.timed_out;
-    d := workhorse.retention_drop_partitions('attempt_history', 'finished_at', p.attempt_history_days, 10, 100);
-    v_dropped := v_dropped + d.dropped;
-    v_timeouts := v_timeouts + d.timed_out;
-    s.last_partition_check_at := v_now;
+    d := workhorse.retention_drop_partitions('job_event', 'at', p.job_event_days, 1, 100);
+    v_dropped := d.dropped;
+    v_timeouts := d.timed_out;
+    IF v_dropped = 0 THEN
+      d := workhorse.retention_drop_partitions('attempt_history', 'finished_at', p.attempt_history_days, 1, 100);
+      v_dropped := d.dropped;
+      v_timeouts := v_timeouts + d.timed_out;
+    END IF;
+    IF v_dropped = 0 THEN
+      s.last_partition_check_at := v_now;
+    END IF;
+  END IF;
+  IF v_dropped > 0 THEN
+    UPDATE workhorse.retention_state
+       SET last_run_at = v_now, partitions_dropped = partitions_dropped + v_dropped,
+           lock_timeouts = lock_timeouts + v_timeouts, last_more = true;
+    RETURN jsonb_build_object('skipped', false, 'jobsPurged', 0, 'jobsExamined', 0,
+                              'partitionsDropped', v_dropped, 'lockTimeouts', v_timeouts, 'more', true);
   END IF;
   v_cutoff := v_now - p.finished_job_ms * interval '1 millisecond';
   v_floor := workhorse.job_id_floor(v_cutoff);
@@ -261,7 +275,7 @@ $$;
 -- Sets the policy; fields left out keep their values. Names the first bad field.
 CREATE FUNCTION workhorse.set_retention_v1(p_policy jsonb, p_actor text DEFAULT NULL)
 RETURNS void
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
   v_key text;
 BEGIN
@@ -290,7 +304,9 @@ $$;
 -- the oldest history day kept and the days past their window still there, totals.
 CREATE FUNCTION workhorse.retention_status_v1()
 RETURNS jsonb
-LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  RETURN (
   WITH parts AS (SELECT h.tbl, h.day FROM workhorse.history_partitions() h),
   today AS (SELECT (clock_timestamp() AT TIME ZONE 'UTC')::date AS d)
   SELECT jsonb_build_object(
@@ -310,7 +326,6 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
     'expiredPartitions', (SELECT count(*) FROM parts, today
                           WHERE day < today.d - CASE WHEN tbl = 'job_event' THEN pol.job_event_days ELSE pol.attempt_history_days END))
   FROM workhorse.retention_policy pol, workhorse.retention_state st
+  );
+END
 $$;
-
--- Only retention_run_v1 may remove jobs with the owner's rights.
-REVOKE EXECUTE ON FUNCTION workhorse.retention_purge(uuid[], timestamptz, bigint, timestamptz) FROM PUBLIC;

@@ -1,9 +1,10 @@
 import type { Pool } from 'pg';
 import { fromPgError, WorkhorseValidationError } from './errors';
 import { definedRequest, isJobDefinition, type JobDefinition } from './job-definition';
-import type { EnqueueOptions, EnqueueRequest, Queryable } from './types';
+import { toSnapshot, type JobRow } from './job-snapshot';
+import type { EnqueueOptions, EnqueueRequest, JobSnapshot, Queryable } from './types';
 import { JobMetrics } from './telemetry/job-metrics';
-import { LIMITS, toWireRequest, type WireEnqueueRequest } from './validation';
+import { checkJobId, LIMITS, toRequestJson } from './validation';
 
 /**
  * Puts jobs into PostgreSQL. Pass your open transaction's client as the last argument and the
@@ -18,7 +19,6 @@ import { LIMITS, toWireRequest, type WireEnqueueRequest } from './validation';
  * await client.query('COMMIT');
  */
 export class Queue {
-  /** The job metrics (null without an OpenTelemetry SDK), resolved at the first enqueue. */
   private metrics: JobMetrics | null | undefined;
 
   constructor(readonly pool: Pool) {}
@@ -32,35 +32,71 @@ export class Queue {
   enqueue<P = unknown>(type: string, payload: P, options?: EnqueueOptions, client?: Queryable): Promise<string>;
   enqueue<P, R, I>(definition: JobDefinition<P, R, I>, payload: NoInfer<I>, options?: EnqueueOptions, client?: Queryable): Promise<string>;
   async enqueue(job: string | JobDefinition<unknown, unknown, unknown>, payload: unknown, options?: EnqueueOptions, client?: Queryable): Promise<string> {
-    let request: WireEnqueueRequest;
+    let request: string;
+    let queue: string | undefined;
     if (isJobDefinition(job)) {
       const defined = await definedRequest(job, payload, options);
-      request = toWireRequest(job.type, defined.payload, defined.options);
+      request = toRequestJson(job.type, defined.payload, defined.options);
+      queue = defined.options?.queue;
     } else {
-      request = toWireRequest(job, payload, options);
+      request = toRequestJson(job, payload, options);
+      queue = options?.queue;
     }
-    const [id] = await this.send([request], client);
+    const [id] = await this.send(`[${request}]`, client);
+    this.jobMetrics()?.enqueued(queue ?? 'default', isJobDefinition(job) ? job.type : job);
     return id;
   }
 
   /**
    * Enqueues up to 1000 jobs in one statement, all or nothing, and returns their ids in input
-   * order.
+   * order. The whole batch may hold at most 16 MiB of JSON (`LIMITS.batchBytes`, payloads and
+   * options together): a larger one is refused before it is sent, as soon as the requests read so
+   * far pass the limit, so the memory it takes stays bounded.
    */
   async enqueueMany(requests: EnqueueRequest[], client?: Queryable): Promise<string[]> {
     if (!Array.isArray(requests)) throw new WorkhorseValidationError('requests', 'must be an array');
     if (requests.length > LIMITS.batchSize) {
       throw new WorkhorseValidationError('requests', `a batch holds at most ${LIMITS.batchSize} jobs, got ${requests.length}`);
     }
-    const wire = requests.map((request, i) => {
+    if (requests.length === 0) return [];
+    const texts: string[] = [];
+    // The brackets and the commas between requests.
+    let bytes = 1 + requests.length;
+    for (const [i, request] of requests.entries()) {
       if (typeof request !== 'object' || request === null) {
         throw new WorkhorseValidationError(`requests[${i}]`, 'must be an object with type and payload');
       }
       const { type, payload, ...options } = request;
-      return toWireRequest(type, payload, options, `requests[${i}].`);
-    });
-    if (wire.length === 0) return [];
-    return this.send(wire, client);
+      const text = toRequestJson(type, payload, options, `requests[${i}].`);
+      bytes += Buffer.byteLength(text, 'utf8');
+      if (bytes > LIMITS.batchBytes) {
+        throw new WorkhorseValidationError(
+          'requests',
+          `a batch holds at most 16 MiB of JSON (${LIMITS.batchBytes} bytes); requests[0] to requests[${i}] already hold ${bytes}`,
+        );
+      }
+      texts.push(text);
+    }
+    const ids = await this.send(`[${texts.join(',')}]`, client);
+    const metrics = this.jobMetrics();
+    if (metrics) for (const request of requests) metrics.enqueued(request.queue ?? 'default', request.type);
+    return ids;
+  }
+
+  /**
+   * A job this producer enqueued, or null: a job's snapshot is given only to the login role that
+   * enqueued it (the `producer` capability; `Admin.getJob` reads any job). An unknown id and
+   * another role's job both answer null, so a producer learns nothing about other jobs.
+   *
+   * @example
+   * const id = await queue.enqueue('report.build', { month: '2030-01' });
+   * const job = await queue.getJob(id);
+   * console.log(job?.state);
+   */
+  async getJob(jobId: string, client?: Queryable): Promise<JobSnapshot | null> {
+    checkJobId(jobId);
+    const rows = await this.call<JobRow>('SELECT * FROM workhorse.get_own_job_v1($1)', [jobId], client);
+    return rows.length === 0 ? null : toSnapshot(rows[0]);
   }
 
   /**
@@ -71,15 +107,20 @@ export class Queue {
     return client ?? this.pool;
   }
 
-  private async send(requests: WireEnqueueRequest[], client?: Queryable): Promise<string[]> {
+  /** The job metrics (null without an OpenTelemetry SDK), resolved at the first enqueue. */
+  private jobMetrics(): JobMetrics | null {
+    if (this.metrics === undefined) this.metrics = JobMetrics.active();
+    return this.metrics;
+  }
+
+  private async send(requests: string, client?: Queryable): Promise<string[]> {
+    const rows = await this.call<{ job_id: string }>('SELECT job_id FROM workhorse.enqueue_many_v1($1::jsonb)', [requests], client);
+    return rows.map((row) => row.job_id);
+  }
+
+  private async call<R>(text: string, values: unknown[], client?: Queryable): Promise<R[]> {
     try {
-      const result = await this.runner(client).query('SELECT job_id FROM workhorse.enqueue_many_v1($1::jsonb)', [
-        JSON.stringify(requests),
-      ]);
-      const ids = (result.rows as { job_id: string }[]).map((row) => row.job_id);
-      if (this.metrics === undefined) this.metrics = JobMetrics.active();
-      if (this.metrics) for (const request of requests) this.metrics.enqueued(request.queue ?? 'default', request.type);
-      return ids;
+      return (await this.runner(client).query(text, values)).rows as R[];
     } catch (error) {
       throw fromPgError(error);
     }
