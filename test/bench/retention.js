@@ -8,8 +8,9 @@
  *
  * Seeds `--finished` jobs that finished 40 days ago (and 20-day-old history partitions), then in
  * alternating pairs drains `--jobs` no-op jobs (one worker, concurrency 50) once with retention
- * off and once with `retention_run_v1(10000)` running back to back on another connection (busier
- * than the tick, which runs 1000 per tick). Samples pg_stat_activity every 20 ms for worker
+ * off and once on. On: the worker's own maintenance ticks apply it (`--mode tick`, the default:
+ * 1000 jobs per tick), or `retention_run_v1(10000)` runs back to back on another connection
+ * (`--mode loop`: as fast as retention goes). Samples pg_stat_activity every 20 ms for worker
  * backends waiting on a lock. Prints each drain's rate, the purge rate, the lock waits, and
  * `health_v1()`'s time on the seeded database.
  */
@@ -19,8 +20,11 @@ const { Pool } = require('pg');
 const { installSchema, Queue, Worker } = require('../../lib/core/index.ts');
 
 function parseArgs(argv) {
-  const args = { finished: 1_000_000, jobs: 20_000, pairs: 2 };
-  for (let i = 0; i < argv.length; i += 2) args[argv[i].replace(/^--/, '')] = Number(argv[i + 1]);
+  const args = { finished: 1_000_000, jobs: 20_000, pairs: 2, mode: 'tick' };
+  for (let i = 0; i < argv.length; i += 2) {
+    const key = argv[i].replace(/^--/, '');
+    args[key] = key === 'mode' ? argv[i + 1] : Number(argv[i + 1]);
+  }
   return args;
 }
 
@@ -49,7 +53,7 @@ async function seed(pool, n) {
   await pool.query('VACUUM ANALYZE workhorse.job, workhorse.job_outcome, workhorse.job_query');
 }
 
-async function drain(url, jobs, retention) {
+async function drain(url, jobs, retention, mode) {
   const pool = new Pool({ connectionString: url, max: 10, application_name: 'drain' });
   const queue = new Queue(pool);
   for (let i = 0; i < jobs; i += 1000) {
@@ -61,7 +65,7 @@ async function drain(url, jobs, retention) {
   let waits = 0;
   let samples = 0;
   const purging = (async () => {
-    while (retention && !stop) {
+    while (retention && mode === 'loop' && !stop) {
       const { rows } = await side.query('SELECT workhorse.retention_run_v1(10000, true) AS r');
       purged += rows[0].r.jobsPurged ?? 0;
     }
@@ -76,6 +80,7 @@ async function drain(url, jobs, retention) {
       await new Promise((r) => setTimeout(r, 20));
     }
   })();
+  const purgedBefore = (await side.query('SELECT jobs_purged FROM workhorse.retention_state')).rows[0].jobs_purged;
   let finished = 0;
   const worker = new Worker(queue, { queues: ['bench'], concurrency: 50, tickMs: 1000 }).handle('noop', () => {
     finished++;
@@ -88,6 +93,7 @@ async function drain(url, jobs, retention) {
   await running;
   stop = true;
   await Promise.all([purging, sampling]);
+  if (mode === 'tick') purged = (await side.query('SELECT jobs_purged FROM workhorse.retention_state')).rows[0].jobs_purged - purgedBefore;
   await side.end();
   await pool.end();
   return { rate: jobs / seconds, purgedPerSecond: purged / seconds, lockWaitSamples: waits, samples };
@@ -118,7 +124,7 @@ async function main() {
       for (const retention of p % 2 === 0 ? [false, true] : [true, false]) {
         if (!retention) await pool.query(`SELECT workhorse.set_retention_v1('{"enabled": false}')`);
         else await pool.query(`SELECT workhorse.set_retention_v1('{"enabled": true}')`);
-        const r = await drain(url, args.jobs, retention);
+        const r = await drain(url, args.jobs, retention, args.mode);
         rows.push({ pair: p + 1, retention, ...r });
         log(`pair ${p + 1} retention ${retention ? 'on ' : 'off'}: ${r.rate.toFixed(0)} jobs/s, purged ${r.purgedPerSecond.toFixed(0)}/s, lock-wait samples ${r.lockWaitSamples}/${r.samples}`);
       }
