@@ -1,5 +1,6 @@
 import type { Pool } from 'pg';
-import { fromPgError, InvalidCursorError, WorkhorseValidationError } from './errors';
+import { applyConnectTimeout } from './connect-timeout';
+import { fromDatabaseError, InvalidCursorError, WorkhorseValidationError } from './errors';
 import {
   JOB_STATES,
   type ActorOptions,
@@ -173,7 +174,9 @@ const toQueueInfo = (row: QueueRow): QueueInfo => ({
  * console.log(job?.state, job?.currentAttempt, job?.result);
  */
 export class Admin {
-  constructor(readonly pool: Pool) {}
+  constructor(readonly pool: Pool) {
+    applyConnectTimeout(pool);
+  }
 
   /** The job's snapshot, whichever state it is in, or null if no such job exists. */
   async getJob(jobId: string, client?: Queryable): Promise<JobSnapshot | null> {
@@ -385,7 +388,7 @@ export class Admin {
       const result = await this.runner(client).query(text, values);
       return result.rows as R[];
     } catch (error) {
-      throw fromPgError(error);
+      throw fromDatabaseError(error, this.pool);
     }
   }
 }

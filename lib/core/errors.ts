@@ -1,10 +1,14 @@
+import type { Pool } from 'pg';
+import { connectTarget, connectTimeoutKind, connectTimeoutOf } from './connect-timeout';
+import { SCHEMA_VERSION } from './schema-version';
+
 /**
  * Every error this library raises on purpose extends {@link WorkhorseError}, so callers can
  * tell our refusals apart from driver or network failures with one `instanceof`.
  */
 export class WorkhorseError extends Error {
-  constructor(message: string) {
-    super(message);
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
     this.name = new.target.name;
   }
 }
@@ -28,7 +32,16 @@ export class WorkhorseValidationError extends WorkhorseError {
   }
 }
 
-/** The database holds no `workhorse` schema and this process was told not to install it. */
+/**
+ * The database holds no `workhorse` schema: raised by `verifySchema` (and the Nest module's
+ * `schema: 'verify'`), and by `Queue`, `Admin` and the worker when they call the protocol's
+ * functions in a database where nobody installed it. The message says how to install it.
+ *
+ * @example
+ * try { await queue.enqueue('email.send', { to }); } catch (e) {
+ *   if (e instanceof SchemaNotInstalledError) console.error(e.message); // "... Run `npx workhorse schema install` ..."
+ * }
+ */
 export class SchemaNotInstalledError extends WorkhorseError {
   constructor(readonly expected: number) {
     super(
@@ -48,6 +61,42 @@ export class SchemaVersionMismatchError extends WorkhorseError {
       `The workhorse schema in this database is version ${installed}, but this package needs version ${expected}. ` +
         'During 0.x there is no upgrade path: either install the package release that matches the database, ' +
         'or (losing every queued job and its history) run `DROP SCHEMA workhorse CASCADE` and install again.',
+    );
+  }
+}
+
+/**
+ * No database connection within the pool's connect timeout (`connectionTimeoutMillis`, 10 s
+ * unless the pool sets it). `waited` says which part ran out of time: `'connect'`, opening a new
+ * connection (the server accepted none, or accepted one and never answered); `'pool'`, waiting
+ * for a connection of the pool to become free (all `max` of them were in use). Raised instead of
+ * waiting forever, by start-up (the Nest module, `installSchema`) and by `Queue` and `Admin`.
+ *
+ * @example
+ * try { await installSchema(pool); } catch (e) {
+ *   if (e instanceof ConnectTimeoutError) console.error(`${e.target}: no connection within ${e.timeoutMs} ms`);
+ * }
+ */
+export class ConnectTimeoutError extends WorkhorseError {
+  constructor(
+    /** `host:port/database` (never the user or password). */
+    readonly target: string,
+    /** The timeout that ran out, in milliseconds. */
+    readonly timeoutMs: number,
+    /** Opening a new connection (`'connect'`) or waiting for a free one of the pool (`'pool'`). */
+    readonly waited: 'connect' | 'pool',
+    options?: { cause?: unknown },
+  ) {
+    super(
+      waited === 'connect'
+        ? `Could not connect to PostgreSQL at ${target} within ${timeoutMs} ms: the server did not complete the ` +
+            'connection. Check the host and port (a port of another service, or a firewall that drops packets, ' +
+            'looks like this) and that the server is up and not overloaded. To wait longer, set ' +
+            "connectionTimeoutMillis in the pool's settings (poolConfig of WorkhorseModule)."
+        : `No connection to PostgreSQL at ${target} became free within ${timeoutMs} ms: every connection of the ` +
+            'pool was in use. Give the pool more connections (max), hold them for less time (long transactions), ' +
+            "or wait longer with connectionTimeoutMillis in the pool's settings (poolConfig of WorkhorseModule).",
+      options,
     );
   }
 }
@@ -109,6 +158,30 @@ export function fromPgError(error: unknown): unknown {
       return new IdempotencyConflictError(field, message, detail.existingJobId ?? '', detail.fields ?? []);
     }
   }
+  return error;
+}
+
+// SQLSTATE 3F000 (invalid_schema_name): a `workhorse.*` function called where no such schema exists.
+const NO_SUCH_SCHEMA = '3F000';
+
+function isMissingSchema(error: unknown): boolean {
+  const e = error as PgErrorLike | null;
+  return !!e && typeof e === 'object' && e.code === NO_SUCH_SCHEMA && /"workhorse"/.test(e.message);
+}
+
+/**
+ * What a client call (`Queue`, `Admin`, schema installation) raises for a database error: the
+ * protocol's refusals as {@link fromPgError} types them, a database without the schema as
+ * {@link SchemaNotInstalledError}, and a connection that could not be opened in time as
+ * {@link ConnectTimeoutError}; anything else unchanged. Not for the worker's round trip, where
+ * a typed error means "the database refused this result" and fails the job's attempt.
+ */
+export function fromDatabaseError(error: unknown, pool: Pool): unknown {
+  const typed = fromPgError(error);
+  if (typed !== error) return typed;
+  if (isMissingSchema(error)) return new SchemaNotInstalledError(SCHEMA_VERSION);
+  const timedOut = connectTimeoutKind(error);
+  if (timedOut) return new ConnectTimeoutError(connectTarget(pool), connectTimeoutOf(pool), timedOut, { cause: error });
   return error;
 }
 

@@ -1,5 +1,6 @@
 import type { Pool } from 'pg';
-import { WorkhorseValidationError } from './errors';
+import { applyConnectTimeout } from './connect-timeout';
+import { fromDatabaseError, WorkhorseValidationError } from './errors';
 
 /**
  * The grants of an application role, as one `DO` block that reads the role's name from the
@@ -82,7 +83,8 @@ export async function grantAppRole(pool: Pool, role: string): Promise<void> {
   if (typeof role !== 'string' || role.length === 0 || role.length > 63 || role.includes('\u0000')) {
     throw new WorkhorseValidationError('role', 'must be the name of an existing role (1 to 63 characters)');
   }
-  const client = await pool.connect();
+  applyConnectTimeout(pool);
+  const client = await pool.connect().catch((error: unknown) => Promise.reject(fromDatabaseError(error, pool)));
   try {
     await client.query('BEGIN');
     await client.query("SELECT set_config('workhorse.grant_role', $1, true)", [role]);
@@ -90,7 +92,7 @@ export async function grantAppRole(pool: Pool, role: string): Promise<void> {
     await client.query('COMMIT');
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
+    throw fromDatabaseError(error, pool);
   } finally {
     client.release();
   }

@@ -12,6 +12,7 @@ export { Pool, type PoolClient, type PoolConfig } from 'pg';
 export { Admin } from './admin';
 export { HandlerContext, JobSleeping } from './context';
 export {
+  ConnectTimeoutError,
   ExecutionTimeoutError,
   fromPgError,
   IdempotencyConflictError,
@@ -31,7 +32,8 @@ export {
 export { isWorkerEventName, WORKER_EVENT_NAMES, type WorkerEvent, type WorkerEventListener, type WorkerEventName, type WorkerEventOf } from './events';
 export { Queue } from './queue';
 export { GRANT_APP_ROLE_SQL, grantAppRole } from './grants';
-export { getSchemaStatus, installSchema, SCHEMA_VERSION, verifySchema, type SchemaStatus } from './schema';
+export { getSchemaStatus, installSchema, SCHEMA_VERSION, verifySchema, type InstallSchemaResult, type SchemaStatus } from './schema';
+export { DEFAULT_CONNECT_TIMEOUT_MS } from './connect-timeout';
 export * from './types';
 export { LIMITS } from './validation';
 export { toErrorEnvelope, Worker, type HandlerOptions, type JobHandlerFn, type WorkerOptions } from './worker';

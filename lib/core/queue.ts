@@ -1,5 +1,6 @@
 import type { Pool } from 'pg';
-import { fromPgError, WorkhorseValidationError } from './errors';
+import { applyConnectTimeout } from './connect-timeout';
+import { fromDatabaseError, WorkhorseValidationError } from './errors';
 import type { EnqueueOptions, EnqueueRequest, Queryable } from './types';
 import { LIMITS, toWireRequest, type WireEnqueueRequest } from './validation';
 
@@ -16,7 +17,9 @@ import { LIMITS, toWireRequest, type WireEnqueueRequest } from './validation';
  * await client.query('COMMIT');
  */
 export class Queue {
-  constructor(readonly pool: Pool) {}
+  constructor(readonly pool: Pool) {
+    applyConnectTimeout(pool);
+  }
 
   /**
    * Enqueues one job and returns its id. Input is validated before anything is sent: a bad
@@ -62,7 +65,7 @@ export class Queue {
       ]);
       return (result.rows as { job_id: string }[]).map((row) => row.job_id);
     } catch (error) {
-      throw fromPgError(error);
+      throw fromDatabaseError(error, this.pool);
     }
   }
 }
