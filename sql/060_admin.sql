@@ -75,8 +75,10 @@ LANGUAGE plpgsql STABLE AS $$
 DECLARE
   v_where text := 'true';
 BEGIN
-  IF p_limit IS NULL OR p_limit < 1 OR p_limit > 1000 THEN
-    PERFORM workhorse.raise_invalid('limit', 'must be an integer from 1 to 1000');
+  -- A page holds at most 1000 rows; a client asks for one row more than it shows to know
+  -- whether another page follows (so a page that is exactly full has no next cursor).
+  IF p_limit IS NULL OR p_limit < 1 OR p_limit > 1001 THEN
+    PERFORM workhorse.raise_invalid('limit', 'must be an integer from 1 to 1001');
   END IF;
   IF p_states IS NOT NULL AND NOT p_states <@ ARRAY['blocked', 'scheduled', 'ready', 'active', 'succeeded', 'failed', 'canceled'] THEN
     PERFORM workhorse.raise_invalid('states', 'must list states among blocked, scheduled, ready, active, succeeded, failed, canceled');
@@ -106,8 +108,10 @@ RETURNS TABLE (
 LANGUAGE plpgsql STABLE AS $$
 #variable_conflict use_column
 BEGIN
-  IF p_limit IS NULL OR p_limit < 1 OR p_limit > 1000 THEN
-    PERFORM workhorse.raise_invalid('limit', 'must be an integer from 1 to 1000');
+  -- A page holds at most 1000 rows; a client asks for one row more than it shows to know
+  -- whether another page follows (so a page that is exactly full has no next cursor).
+  IF p_limit IS NULL OR p_limit < 1 OR p_limit > 1001 THEN
+    PERFORM workhorse.raise_invalid('limit', 'must be an integer from 1 to 1001');
   END IF;
   RETURN QUERY
   SELECT t.id, t.at, t.source, t.kind, t.attempt, t.worker_id, t.fence_token, t.data

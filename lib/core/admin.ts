@@ -118,6 +118,16 @@ function decodeCursor(kind: string, cursor: string | undefined): string | null {
   return position;
 }
 
+/**
+ * One page of a listing. The SQL is asked for one row more than the page shows (`limit + 1`):
+ * a next cursor is given only when that row exists, so a listing that exactly fills its last
+ * page ends there instead of pointing at an empty page.
+ */
+function toPage<R, T>(rows: R[], limit: number, item: (row: R) => T, cursorAfter: (last: R) => string): Page<T> {
+  const shown = rows.length > limit ? rows.slice(0, limit) : rows;
+  return { items: shown.map(item), nextCursor: rows.length > limit ? cursorAfter(shown[shown.length - 1]) : null };
+}
+
 function checkActor(options: ActorOptions): void {
   if (options.actor !== undefined && (typeof options.actor !== 'string' || options.actor.length > 200)) {
     throw new WorkhorseValidationError('actor', 'must be a string of at most 200 characters');
@@ -196,20 +206,23 @@ export class Admin {
     const rows = await this.run<TimelineRow>(client, 'SELECT * FROM workhorse.get_timeline_v1($1, $2, $3)', [
       jobId,
       after,
-      limit,
+      limit + 1,
     ]);
-    const items = rows.map((row) => ({
-      id: row.id,
-      at: row.at,
-      source: row.source,
-      kind: row.kind,
-      attempt: row.attempt,
-      workerId: row.worker_id,
-      fenceToken: row.fence_token,
-      data: row.data,
-    }));
-    const last = rows[rows.length - 1];
-    return { items, nextCursor: rows.length === limit ? encodeCursor('timeline', last.id) : null };
+    return toPage(
+      rows,
+      limit,
+      (row) => ({
+        id: row.id,
+        at: row.at,
+        source: row.source,
+        kind: row.kind,
+        attempt: row.attempt,
+        workerId: row.worker_id,
+        fenceToken: row.fence_token,
+        data: row.data,
+      }),
+      (last) => encodeCursor('timeline', last.id),
+    );
   }
 
   /**
@@ -237,14 +250,10 @@ export class Admin {
       queue,
       type,
       states,
-      limit,
+      limit + 1,
       before,
     ]);
-    const last = rows[rows.length - 1];
-    return {
-      items: rows.map(toSnapshot),
-      nextCursor: rows.length === limit ? encodeCursor('jobs', last.seq) : null,
-    };
+    return toPage(rows, limit, toSnapshot, (last) => encodeCursor('jobs', last.seq));
   }
 
   /**
@@ -277,14 +286,10 @@ export class Admin {
       `SELECT *, to_char(finished_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_at
        FROM workhorse.list_dead_letters_v1($1, $2, $3, $4, $5, $6, $7::timestamptz, $8)`,
       [filter.queue ?? null, filter.type ?? null, filter.errorName ?? null, filter.finishedAfter ?? null,
-        filter.finishedBefore ?? null, limit, finishedAt, jobId],
+        filter.finishedBefore ?? null, limit + 1, finishedAt, jobId],
     );
-    const last = rows[rows.length - 1];
-    return {
-      items: rows.map(toSnapshot),
-      // The position keeps microseconds (a JavaScript Date would cut them to milliseconds).
-      nextCursor: rows.length === limit ? encodeCursor('dead', `${last.cursor_at}/${last.id}`) : null,
-    };
+    // The position keeps microseconds (a JavaScript Date would cut them to milliseconds).
+    return toPage(rows, limit, toSnapshot, (last) => encodeCursor('dead', `${last.cursor_at}/${last.id}`));
   }
 
   /**
