@@ -15,10 +15,15 @@ import { transactionalEnqueue } from '../fixtures/seed-examples/transactional-en
 import { runWorker } from '../fixtures/seed-examples/worker-run';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
+import { itIf, type Requirement } from '../support/requirements';
 
 const FIXTURES = resolve(__dirname, '../fixtures/seed-examples');
 // The product documents the examples come from; present in the development workspace only.
 const SEEDS = resolve(__dirname, '../../../shared/seeds');
+const SEEDS_PRESENT: Requirement = {
+  met: existsSync(SEEDS),
+  missing: `the product documents are not beside the repository (${SEEDS}); they exist in the development workspace only`,
+};
 const LIB_IMPORT = '"../../../lib/core"';
 
 interface SeedBlock {
@@ -101,7 +106,7 @@ describe('seed document examples', () => {
       expect(verbatim?.[1]).toBe(body);
     });
 
-    (existsSync(SEEDS) ? it : it.skip)('match the seed documents', () => {
+    itIf(SEEDS_PRESENT, 'match the seed documents', () => {
       for (const block of blocks) {
         const seed = readFileSync(join(SEEDS, block.source), 'utf8');
         expect(seed).toContain('```ts\n' + block.code + '```');

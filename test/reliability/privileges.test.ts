@@ -29,6 +29,7 @@ import {
 import { GRANT_APP_ROLE_SQL, grantAppRole } from '../../lib/core/grants';
 import { createTestDatabase, withAdminClient, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
+import { itIf } from '../support/requirements';
 import { waitFor } from '../support/wait';
 
 const DOCS_SCRIPT = join(__dirname, '..', '..', 'docs', 'least-privilege.sql');
@@ -424,7 +425,7 @@ describe('docs/least-privilege.sql', () => {
   });
 
   const psql = findPsql();
-  (psql ? it : it.skip)(`runs under psql -v role=... ${psql ? '' : '(SKIPPED: psql is not installed)'}`, async () => {
+  itIf({ met: psql !== null, missing: 'psql is not installed (apt-get install postgresql-client)' }, 'runs under psql -v role=...', async () => {
     const { role } = await createLoginRole();
     const result = spawnSync(psql as string, [db.url, '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-v', `role=${role}`, '-f', DOCS_SCRIPT], {
       encoding: 'utf8',
