@@ -13,8 +13,10 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import * as ts from 'typescript';
+import { fencedBlocks as blocksOf, namedFile, type Block } from './support/markdown';
 
 const ROOT = resolve(__dirname, '..');
+const fencedBlocks = (document: string): Block[] => blocksOf(ROOT, document);
 const CHECKED_DOCUMENTS = ['README.md', 'docs/workers.md'];
 const LINKED_DOCUMENTS = ['README.md', 'docs/README.md', 'docs/workers.md'];
 /** Where the blocks live, virtually: inside the repository, so node_modules and paths resolve. */
@@ -38,38 +40,11 @@ declare const jobId: string;
 declare class OrderHandlers {}
 `;
 
-interface Block {
-  document: string;
-  /** 1-based line of the block's first code line in the document. */
-  line: number;
-  language: string;
-  code: string;
-}
-
-function fencedBlocks(document: string): Block[] {
-  const lines = readFileSync(join(ROOT, document), 'utf8').split('\n');
-  const blocks: Block[] = [];
-  let open: { language: string; line: number; code: string[] } | null = null;
-  lines.forEach((text, index) => {
-    const fence = /^```(\S*)\s*$/.exec(text);
-    if (open === null) {
-      if (fence) open = { language: fence[1], line: index + 2, code: [] };
-    } else if (text === '```') {
-      blocks.push({ document, line: open.line, language: open.language, code: open.code.join('\n') });
-      open = null;
-    } else {
-      open.code.push(text);
-    }
-  });
-  if (open !== null) throw new Error(`${document}: a code block is never closed`);
-  return blocks;
-}
-
 /** The block's file: the one its first-line comment names, or one named after its place. */
 function virtualPath(block: Block): string {
-  const named = /^\/\/ (\S+\.ts)$/.exec(block.code.split('\n')[0]);
+  const named = namedFile(block);
   const base = join(VIRTUAL_ROOT, block.document.replace(/[^\w]+/g, '-'));
-  return named ? join(base, named[1]) : join(base, `line-${block.line}.ts`);
+  return named ? join(base, named) : join(base, `line-${block.line}.ts`);
 }
 
 function compilerOptions(): ts.CompilerOptions {
