@@ -4,10 +4,11 @@
  * `WorkhorseWorker` with its event stream. Inject `Queue` and `Admin` by the core classes.
  */
 export { JobHandler } from './job-handler.decorator';
+export { ofWorkhorseEvent } from './of-workhorse-event.operator';
 export { OnWorkhorseEvent } from './on-workhorse-event.decorator';
 export { Transactional } from './transactional.decorator';
 export { WorkhorseConfigurationError } from './workhorse-configuration.error';
-export { ofWorkhorseEvent, WORKHORSE_EVENT_NAMES } from './workhorse-events';
+export { WORKHORSE_EVENT_NAMES } from './workhorse.constants';
 export type { JobHandlerOptions, WorkhorseModuleOptions, WorkhorseWorkerOptions } from './workhorse-module-options.interface';
 export { WorkhorseModule } from './workhorse.module';
 export {

@@ -1,7 +1,6 @@
-import type { WorkerEventName } from '../core/events';
-import { ON_WORKHORSE_EVENT_METADATA } from './workhorse.constants';
+import { isWorkerEventName, type WorkerEventName } from '../core/events';
+import { ON_WORKHORSE_EVENT_METADATA, WORKHORSE_EVENT_NAMES } from './workhorse.constants';
 import { WorkhorseConfigurationError } from './workhorse-configuration.error';
-import { isWorkhorseEventName, WORKHORSE_EVENT_NAMES } from './workhorse-events';
 import { messages } from './workhorse.messages';
 
 /**
@@ -24,7 +23,7 @@ export function OnWorkhorseEvent(name: WorkerEventName): MethodDecorator {
   return (target, key, descriptor) => {
     const where = `${(target as { constructor: { name: string } }).constructor.name}.${String(key)}`;
     if (typeof descriptor.value !== 'function') throw new WorkhorseConfigurationError(messages.notAMethod('OnWorkhorseEvent', where));
-    if (!isWorkhorseEventName(name)) throw new WorkhorseConfigurationError(messages.unknownEvent(where, name, WORKHORSE_EVENT_NAMES));
+    if (!isWorkerEventName(name)) throw new WorkhorseConfigurationError(messages.unknownEvent(where, name, WORKHORSE_EVENT_NAMES));
     const method = descriptor.value as object;
     const names = (Reflect.getOwnMetadata(ON_WORKHORSE_EVENT_METADATA, method) as WorkerEventName[] | undefined) ?? [];
     Reflect.defineMetadata(ON_WORKHORSE_EVENT_METADATA, [...names, name], method);

@@ -1,3 +1,5 @@
+import { WORKER_EVENT_NAMES } from '../core/events';
+
 /** Metadata key of `@JobHandler` (an array of registrations on the method). */
 export const JOB_HANDLER_METADATA = 'workhorse:job-handler';
 
@@ -13,3 +15,11 @@ export const TRANSACTIONAL_METADATA = 'workhorse:transactional';
  * methods; a symbol, so it never collides with the class's own members.
  */
 export const TRANSACTION_HOST = Symbol('workhorse.transactionHost');
+
+/**
+ * Every worker event name, in lifecycle order (the core's list).
+ *
+ * @example
+ * for (const name of WORKHORSE_EVENT_NAMES) counters.set(name, 0);
+ */
+export const WORKHORSE_EVENT_NAMES = WORKER_EVENT_NAMES;

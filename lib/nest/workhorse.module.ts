@@ -2,12 +2,12 @@ import { Module, type NestInterceptor, type OnApplicationShutdown } from '@nestj
 import { APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { Admin } from '../core/admin';
 import { Queue } from '../core/queue';
-import { WorkhorseAdmin } from './workhorse-admin';
-import { WorkhorseConnection } from './workhorse-connection';
+import { WorkhorseAdmin } from './workhorse-admin.provider';
+import { WorkhorseConnection } from './workhorse.connection';
 import { WorkhorseExplorer } from './workhorse.explorer';
 import type { WorkhorseModuleOptions } from './workhorse-module-options.interface';
 import { ConfigurableWorkhorseModule, WORKHORSE_MODULE_OPTIONS } from './workhorse.module-definition';
-import { WorkhorseQueue } from './workhorse-queue';
+import { WorkhorseQueue } from './workhorse-queue.provider';
 import { WorkhorseRegistry } from './workhorse.registry';
 import { WorkhorseTransactionHost } from './workhorse-transaction.host';
 import { WorkhorseTransactionInterceptor } from './workhorse-transaction.interceptor';

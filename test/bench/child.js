@@ -202,6 +202,8 @@ async function drain() {
   }
   const endAt = performance.now();
   const cpu = process.cpuUsage(cpu0);
+  // A worker in another process (the Python SDK's) reports its own CPU time and peak memory.
+  const own = worker.cpu ? worker.cpu() : { userMs: 0, systemMs: 0 };
   clearInterval(sampler);
   const status = procStatus();
   const completed = spec.jobs - pending;
@@ -216,9 +218,9 @@ async function drain() {
       elapsedMs: endAt - (firstAt ?? startedAt),
       startupMs: (firstAt ?? startedAt) - goAt,
       lastHandlerToDoneMs: lastAt === null ? null : endAt - lastAt,
-      cpuUserMs: cpu.user / 1000,
-      cpuSystemMs: cpu.system / 1000,
-      rssPeakBytes: status.hwm,
+      cpuUserMs: cpu.user / 1000 + own.userMs,
+      cpuSystemMs: cpu.system / 1000 + own.systemMs,
+      rssPeakBytes: worker.rssPeakBytes ? worker.rssPeakBytes() : status.hwm,
       rssEndBytes: status.rss,
       rssSamples: spec.keepSamples ? samples : undefined,
       rssSampledMaxBytes: samples.reduce((m, s) => Math.max(m, s.rss), status.rss),
@@ -325,8 +327,9 @@ async function produce() {
   }
   result.elapsedMs = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
-  result.cpuUserMs = cpu.user / 1000;
-  result.cpuSystemMs = cpu.system / 1000;
+  const own = producer.cpu ? producer.cpu() : { userMs: 0, systemMs: 0 };
+  result.cpuUserMs = cpu.user / 1000 + own.userMs;
+  result.cpuSystemMs = cpu.system / 1000 + own.systemMs;
   result.rssPeakBytes = procStatus().hwm;
   if (trace) result.queries = trace.snapshot();
   if (trace && spec.captureNotices) result.notices = trace.notices();

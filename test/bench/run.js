@@ -19,6 +19,9 @@
  *                        (default: sized by the calibration drain, at most 20000)
  *   --history-jobs N     terminal jobs for the history case (default 1000000)
  *   --rss-jobs N         jobs of the RSS-over-time drain (default: calibrated, at most 200000)
+ *   --systems a,b        only these systems (ids of lib/config.js) in the enqueue, latency and
+ *                        drain groups, e.g. workhorse,workhorse-python for a quick look at one
+ *   --concurrencies a,b  drain at these concurrencies (every listed system runs at each)
  *   --nice N             run the benchmark (server and children inherit it) at this nice
  *                        value, e.g. -5 on a shared machine (lower needs root); default unchanged
  */
@@ -56,6 +59,8 @@ function parseArgs(argv) {
     else if (a === '--history-jobs') args.overrides.historyJobs = Number(value());
     else if (a === '--rss-jobs') args.overrides.rssJobs = Number(value());
     else if (a === '--nice') args.nice = Number(value());
+    else if (a === '--systems') args.systems = value().split(',').map((x) => x.trim());
+    else if (a === '--concurrencies') args.concurrencies = value().split(',').map(Number);
     else if (a === '--help' || a === '-h') {
       process.stdout.write(fs.readFileSync(__filename, 'utf8').split('*/')[0].split('\n').slice(3).map((l) => l.replace(/^ \*? ?/, '')).join('\n'));
       process.exit(0);
@@ -261,7 +266,8 @@ async function groupEnqueue(cfg, results) {
   ];
   for (let rep = 0; rep < cfg.reps; rep++) {
     for (const { mode, params } of modes) {
-      for (const [order, systemId] of rotate(e.systems, rep).entries()) {
+      const here = e.systems.filter((s) => available(s) && (mode === 'batch' || !(e.batchOnly ?? []).includes(s)));
+      for (const [order, systemId] of rotate(here, rep).entries()) {
         try {
           const r = await runProducer(systemId, mode, params, rep);
           r.order = order;
@@ -619,6 +625,17 @@ async function main() {
   const cfg = structuredClone(args.quick ? QUICK : FULL);
   if (args.reps) cfg.reps = args.reps;
   if (args.overrides.historyJobs) cfg.history.jobs = args.overrides.historyJobs;
+  if (args.systems) {
+    for (const id of args.systems) if (!SYSTEMS[id]) throw new Error(`unknown system ${id}; systems: ${Object.keys(SYSTEMS).join(', ')}`);
+    // Each group keeps the systems it measures at all (the Nest variant and the Python sync
+    // worker share their producer with another system, and only drain).
+    for (const group of [cfg.enqueue, cfg.latency, cfg.drain]) group.systems = args.systems.filter((id) => group.systems.includes(id));
+  }
+  if (args.concurrencies) {
+    cfg.drain.concurrencies = args.concurrencies;
+    cfg.drain.onlyAt = {};
+    for (const c of args.concurrencies) cfg.drain.jobs[c] ??= cfg.drain.jobs[10];
+  }
   const groups = (args.only ?? GROUPS).filter((g) => g !== 'rss' || cfg.rss);
   const outDir = args.out ?? path.join(ROOT, 'docs', 'benchmarks');
 
@@ -652,6 +669,7 @@ async function main() {
         'nestjs-workhorse': system('workhorse').version(ROOT),
         'graphile-worker': system('graphile').version(),
         'pg-boss': system('pgboss').version(),
+        'workhorse (Python SDK)': system('workhorse-python').version(),
         pg: require('pg/package.json').version,
         '@nestjs/core': require('@nestjs/core/package.json').version,
       },

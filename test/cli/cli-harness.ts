@@ -1,9 +1,10 @@
 /**
- * Running `workhorse` in-process for tests, and the SQL shortcuts that put jobs into the states
- * a command needs (claimed, succeeded, failed) without a worker.
+ * Running `workhorse` in-process for tests, and what its output is checked against. Jobs are put
+ * into the states a command needs (claimed, succeeded, failed) with test/support/protocol.
  */
 import { runCli } from '../../lib/cli';
 import type { TestDatabase } from '../support/db';
+import { waitFor } from '../support/wait';
 
 export interface CliRun {
   code: number;
@@ -49,51 +50,22 @@ export function viaJson<T>(value: T): unknown {
   return JSON.parse(JSON.stringify(value));
 }
 
-export interface ClaimRow {
-  job_id: string;
-  fence_token: string;
-}
-
+/** The worker id the tests claim jobs with (through test/support/protocol), as the CLI shows it. */
 export const WORKER = 'cli-test-worker';
-
-export async function claimOne(db: TestDatabase, queue: string): Promise<ClaimRow> {
-  const { rows } = await db.pool.query<ClaimRow>(
-    'SELECT job_id, fence_token FROM workhorse.claim_many_v1($1, $2, 1, 60000)',
-    [[queue], WORKER],
-  );
-  expect(rows).toHaveLength(1);
-  return rows[0];
-}
-
-export async function complete(db: TestDatabase, job: ClaimRow, result: unknown): Promise<void> {
-  const { rows } = await db.pool.query<{ status: string }>('SELECT workhorse.complete_v1($1, $2, $3, $4::jsonb) AS status', [
-    job.job_id,
-    WORKER,
-    job.fence_token,
-    JSON.stringify(result),
-  ]);
-  expect(rows[0].status).toBe('succeeded');
-}
-
-export async function fail(db: TestDatabase, job: ClaimRow, error: object, options: object): Promise<void> {
-  await db.pool.query('SELECT status FROM workhorse.fail_v1($1, $2, $3, $4::jsonb, $5::jsonb)', [
-    job.job_id,
-    WORKER,
-    job.fence_token,
-    JSON.stringify(error),
-    JSON.stringify(options),
-  ]);
-}
 
 /** Connections the CLI left on `db` (it names itself `workhorse-cli`); waits for backends to exit. */
 export async function cliConnections(db: TestDatabase): Promise<number> {
-  const deadline = Date.now() + 5000;
-  for (;;) {
+  const count = async (): Promise<number> => {
     const { rows } = await db.pool.query<{ n: number }>(
       "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND application_name = 'workhorse-cli'",
       [db.name],
     );
-    if (rows[0].n === 0 || Date.now() > deadline) return rows[0].n;
-    await new Promise((done) => setTimeout(done, 25));
+    return rows[0].n;
+  };
+  try {
+    await waitFor(async () => (await count()) === 0, 5000, 'the CLI connections to close');
+    return 0;
+  } catch {
+    return count();
   }
 }

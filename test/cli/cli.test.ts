@@ -12,7 +12,8 @@ import { join, resolve } from 'node:path';
 import { Admin, getSchemaStatus, Queue, SCHEMA_VERSION, type JobSnapshot, type Page, type TimelineEntry } from '../../lib/core';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
-import { claimOne, cli, cliConnections, complete, documentOf, errorOf, fail, viaJson, type CliRun, type Env, WORKER } from './cli-harness';
+import { claimOne, complete, fail } from '../support/protocol';
+import { cli, cliConnections, documentOf, errorOf, viaJson, type CliRun, type Env, WORKER } from './cli-harness';
 
 const ROOT = resolve(__dirname, '..', '..');
 
@@ -270,19 +271,19 @@ describe('jobs', () => {
     it('shows the owning worker of a running job, and the result or error of a finished one', async () => {
       const q = `get-${randomUUID().slice(0, 8)}`;
       const okId = await queue.enqueue('report.build', { month: '2024-05' }, { queue: q });
-      const claimed = await claimOne(db, q);
+      const claimed = await claimOne(db.pool, q, { workerId: WORKER });
       const running = await cli(['jobs', 'get', okId], env);
       expect(running.stdout).toMatch(/^State +active$/m);
       expect(running.stdout).toMatch(new RegExp(`^Worker +${WORKER}$`, 'm'));
       expect(running.stdout).toMatch(/^Lease expires +\d{4}-\d\d-\d\dT/m);
-      await complete(db, claimed, { rows: 31 });
+      expect(await complete(db.pool, claimed, { rows: 31 })).toBe('succeeded');
       const done = await cli(['jobs', 'get', okId], env);
       expect(done.stdout).toMatch(/^State +succeeded$/m);
       expect(done.stdout).toMatch(/^Result +\{"rows":31\}$/m);
       expect(done.stdout).toMatch(/^Finished +\d{4}-\d\d-\d\dT/m);
 
       const badId = await queue.enqueue('report.build', null, { queue: q });
-      await fail(db, await claimOne(db, q), { name: 'BadData', message: 'column 3 is not a number', stack: 'BadData: column 3 is not a number\n    at parse (report.ts:10:5)' }, { nonRetryable: true });
+      await fail(db.pool, await claimOne(db.pool, q, { workerId: WORKER }), { name: 'BadData', message: 'column 3 is not a number', stack: 'BadData: column 3 is not a number\n    at parse (report.ts:10:5)' }, { nonRetryable: true });
       const failed = await cli(['jobs', 'get', badId], env);
       expect(failed.stdout).toMatch(/^State +failed$/m);
       expect(failed.stdout).toMatch(/^Error +BadData: column 3 is not a number$/m);
@@ -313,7 +314,7 @@ describe('jobs', () => {
     beforeAll(async () => {
       q = `list-${randomUUID().slice(0, 8)}`;
       await queue.enqueue('mail.send', { n: 1 }, { queue: q });
-      await complete(db, await claimOne(db, q), 'sent');
+      expect(await complete(db.pool, await claimOne(db.pool, q, { workerId: WORKER }), 'sent')).toBe('succeeded');
       await queue.enqueue('mail.send', { n: 2 }, { queue: q });
       await queue.enqueue('pdf.render', { n: 3 }, { queue: q });
       await queue.enqueue('pdf.render', { n: 4 }, { queue: q, runAt: new Date(Date.now() + 3_600_000) });
@@ -409,10 +410,10 @@ describe('jobs', () => {
     beforeAll(async () => {
       const q = `timeline-${randomUUID().slice(0, 8)}`;
       id = await queue.enqueue('sync.account', { account: 42 }, { queue: q, maxAttempts: 3 });
-      await fail(db, await claimOne(db, q), { name: 'Timeout', message: 'upstream slow' }, { retryDelayMs: 60_000 });
+      await fail(db.pool, await claimOne(db.pool, q, { workerId: WORKER }), { name: 'Timeout', message: 'upstream slow' }, { retryDelayMs: 60_000 });
       await db.pool.query('UPDATE workhorse.job_runtime SET run_at = clock_timestamp() WHERE job_id = $1', [id]);
       await db.pool.query('SELECT workhorse.promote_v1()');
-      await complete(db, await claimOne(db, q), { synced: true });
+      expect(await complete(db.pool, await claimOne(db.pool, q, { workerId: WORKER }), { synced: true })).toBe('succeeded');
     });
 
     it('--json prints the Admin timeline page; --limit and --cursor page through it', async () => {
@@ -477,7 +478,7 @@ describe('jobs', () => {
     it('asks the worker of a running job to stop, and leaves a finished job as it is', async () => {
       const q = `cancel-${randomUUID().slice(0, 8)}`;
       const id = await queue.enqueue('mail.send', null, { queue: q });
-      const claimed = await claimOne(db, q);
+      const claimed = await claimOne(db.pool, q, { workerId: WORKER });
       const text = await cli(['jobs', 'cancel', id], env);
       expect(text).toMatchObject({ code: 0, stderr: '' });
       expect(text.stdout).toBe(
@@ -487,12 +488,12 @@ describe('jobs', () => {
       expect(documentOf(await cli(['jobs', 'cancel', id, '--json'], env))).toEqual({ id, status: 'cancel_requested', state: 'active' });
       expect((await admin.getJob(id))?.cancelRequestedAt).toBeInstanceOf(Date);
 
-      await db.pool.query('SELECT workhorse.acknowledge_cancel_v1($1, $2, $3)', [id, WORKER, claimed.fence_token]);
+      await db.pool.query('SELECT workhorse.acknowledge_cancel_v1($1, $2, $3)', [id, WORKER, claimed.fence]);
       expect((await admin.getJob(id))?.state).toBe('canceled');
       expect(documentOf(await cli(['jobs', 'cancel', id, '--json'], env))).toEqual({ id, status: 'already_terminal', state: 'canceled' });
 
       const doneId = await queue.enqueue('mail.send', null, { queue: q });
-      await complete(db, await claimOne(db, q), null);
+      expect(await complete(db.pool, await claimOne(db.pool, q, { workerId: WORKER }), null)).toBe('succeeded');
       expect(await cli(['jobs', 'cancel', doneId], env)).toEqual({
         code: 0,
         stdout: `Job ${doneId} already ended (succeeded); nothing to cancel.\n`,

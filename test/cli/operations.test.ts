@@ -8,7 +8,8 @@ import { userInfo } from 'node:os';
 import { Admin, Queue, type JobSnapshot, type Page, type QueueInfo, type RedriveResult } from '../../lib/core';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
-import { claimOne, cli, cliConnections, documentOf, errorOf, fail, viaJson, type Env } from './cli-harness';
+import { claim, claimOne, fail } from '../support/protocol';
+import { cli, cliConnections, documentOf, errorOf, viaJson, type Env, WORKER } from './cli-harness';
 
 const ME = userInfo().username;
 
@@ -82,9 +83,9 @@ describe('operations against a database', () => {
   /** One dead letter: enqueued with one attempt, claimed, and failed for good with `errorName`. */
   async function deadLetter(q: string, type: string, errorName: string): Promise<string> {
     const id = await queue.enqueue(type, { type, errorName }, { queue: q, maxAttempts: 1 });
-    const claimed = await claimOne(db, q);
-    expect(claimed.job_id).toBe(id);
-    await fail(db, claimed, { name: errorName, message: `${errorName} happened` }, { nonRetryable: true });
+    const claimed = await claimOne(db.pool, q, { workerId: WORKER });
+    expect(claimed.jobId).toBe(id);
+    await fail(db.pool, claimed, { name: errorName, message: `${errorName} happened` }, { nonRetryable: true });
     expect((await admin.getJob(id))?.state).toBe('failed');
     return id;
   }
@@ -303,7 +304,7 @@ describe('operations against a database', () => {
       await queue.enqueue('a', {}, { queue: q });
       await queue.enqueue('a', {}, { queue: q });
       await queue.enqueue('a', {}, { queue: q, runAt: new Date(Date.now() + 3_600_000) });
-      await claimOne(db, q);
+      await claimOne(db.pool, q, { workerId: WORKER });
 
       expect(documentOf(await cli(['queues', 'list', '--json'], env))).toEqual(viaJson(await admin.listQueues()));
       const run = await cli(['queues', 'list'], env);
@@ -326,8 +327,7 @@ describe('operations against a database', () => {
       });
       const paused = await infoOf(q);
       expect(paused).toMatchObject({ paused: true, changedBy: ME, reason: 'provider outage', ready: 1 });
-      const { rows } = await db.pool.query('SELECT job_id FROM workhorse.claim_many_v1($1, $2, 1, 60000)', [[q], 'w']);
-      expect(rows).toEqual([]);
+      expect(await claim(db.pool, q)).toEqual([]);
 
       const list = await cli(['queues', 'list'], env);
       const row = list.stdout.split('\n').find((line) => line.startsWith(`${q} `));
@@ -350,7 +350,7 @@ describe('operations against a database', () => {
         stdout: `Queue ${q} was not paused; workers claim its jobs as before.\n`,
         stderr: '',
       });
-      expect((await claimOne(db, q)).job_id).toBeDefined();
+      expect((await claimOne(db.pool, q, { workerId: WORKER })).jobId).toBeDefined();
     });
 
     it('refuses a bad queue name, actor or reason with exit 2, and changes nothing', async () => {

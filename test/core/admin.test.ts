@@ -6,13 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { Admin, InvalidCursorError, Queue, WorkhorseValidationError, type JobSnapshot, type JobState, type TimelineEntry } from '../../lib/core';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
-
-interface ClaimRow {
-  job_id: string;
-  attempt: number;
-  fence_token: string;
-  lease_expires_at: Date;
-}
+import { claim, claimOne, complete, fail, type ClaimedJob } from '../support/protocol';
 
 let db: TestDatabase;
 let queue: Queue;
@@ -34,35 +28,6 @@ afterAll(async () => {
 
 const WORKER = 'admin-test-worker';
 
-async function claimOne(q: string): Promise<ClaimRow> {
-  const { rows } = await db.pool.query<ClaimRow>(
-    'SELECT job_id, attempt, fence_token, lease_expires_at FROM workhorse.claim_many_v1($1, $2, 1, 60000)',
-    [[q], WORKER],
-  );
-  expect(rows).toHaveLength(1);
-  return rows[0];
-}
-
-async function complete(job: ClaimRow, result: unknown): Promise<void> {
-  const { rows } = await db.pool.query<{ status: string }>('SELECT workhorse.complete_v1($1, $2, $3, $4::jsonb) AS status', [
-    job.job_id,
-    WORKER,
-    job.fence_token,
-    JSON.stringify(result),
-  ]);
-  expect(rows[0].status).toBe('succeeded');
-}
-
-async function fail(job: ClaimRow, error: { name: string; message: string }, options: object): Promise<string> {
-  const { rows } = await db.pool.query<{ status: string }>('SELECT status FROM workhorse.fail_v1($1, $2, $3, $4::jsonb, $5::jsonb)', [
-    job.job_id,
-    WORKER,
-    job.fence_token,
-    JSON.stringify(error),
-    JSON.stringify(options),
-  ]);
-  return rows[0].status;
-}
 
 describe('getJob', () => {
   it('reports each state, from whichever side of the split holds the job', async () => {
@@ -104,13 +69,13 @@ describe('getJob', () => {
     expect(scheduled).toMatchObject({ state: 'scheduled', currentAttempt: 0, workerId: null, finishedAt: null });
     expect(scheduled?.runAt.getTime()).toBe(runAt.getTime());
 
-    const claimed = await claimOne(q);
-    expect(claimed.job_id).toBe(readyId);
+    const claimed = await claimOne(db.pool, q, { workerId: WORKER });
+    expect(claimed.jobId).toBe(readyId);
     const active = await admin.getJob(readyId);
     expect(active).toMatchObject({ state: 'active', currentAttempt: 1, workerId: WORKER, finishedAt: null, result: null, cancelRequestedAt: null });
-    expect(active?.leaseExpiresAt).toEqual(claimed.lease_expires_at);
+    expect(active?.leaseExpiresAt).toEqual(claimed.leaseExpiresAt);
 
-    await complete(claimed, { rows: 31, file: 'may.csv' });
+    expect(await complete(db.pool, claimed, { rows: 31, file: 'may.csv' })).toBe('succeeded');
     const succeeded = await admin.getJob(readyId);
     expect(succeeded).toMatchObject({
       state: 'succeeded',
@@ -127,9 +92,9 @@ describe('getJob', () => {
     expect(succeeded?.finishedAt).toBeInstanceOf(Date);
 
     const failingId = await queue.enqueue('report.build', null, { queue: q, maxAttempts: 3 });
-    const failing = await claimOne(q);
+    const failing = await claimOne(db.pool, q, { workerId: WORKER });
     // While a retry waits, the snapshot shows the last attempt's error.
-    expect(await fail(failing, { name: 'Timeout', message: 'upstream slow' }, { retryDelayMs: 60_000 })).toBe('retry_scheduled');
+    expect((await fail(db.pool, failing, { name: 'Timeout', message: 'upstream slow' }, { retryDelayMs: 60_000 })).status).toBe('retry_scheduled');
     expect(await admin.getJob(failingId)).toMatchObject({
       state: 'scheduled',
       currentAttempt: 1,
@@ -137,9 +102,9 @@ describe('getJob', () => {
     });
     await db.pool.query('UPDATE workhorse.job_runtime SET run_at = clock_timestamp() WHERE job_id = $1', [failingId]);
     await db.pool.query('SELECT workhorse.promote_v1()');
-    const failingAgain = await claimOne(q);
+    const failingAgain = await claimOne(db.pool, q, { workerId: WORKER });
     const error = { name: 'BadData', message: 'column 3 is not a number' };
-    expect(await fail(failingAgain, error, { nonRetryable: true })).toBe('failed');
+    expect((await fail(db.pool, failingAgain, error, { nonRetryable: true })).status).toBe('failed');
     const failed = await admin.getJob(failingId);
     expect(failed).toMatchObject({ state: 'failed', currentAttempt: 2, maxAttempts: 3, result: null, error, workerId: null });
     expect(failed?.finishedAt).toBeInstanceOf(Date);
@@ -169,16 +134,16 @@ describe('getJobTimeline', () => {
   async function jobWithHistory(q: string): Promise<string> {
     const id = await queue.enqueue('timeline.job', null, { queue: q, maxAttempts: 5 });
     for (let attempt = 1; attempt <= 2; attempt++) {
-      const job = await claimOne(q);
-      expect(await fail(job, { name: 'Error', message: `attempt ${attempt}` }, { retryDelayMs: 0 })).toBe('retry_scheduled');
+      const job = await claimOne(db.pool, q, { workerId: WORKER });
+      expect((await fail(db.pool, job, { name: 'Error', message: `attempt ${attempt}` }, { retryDelayMs: 0 })).status).toBe('retry_scheduled');
     }
-    const job = await claimOne(q);
+    const job = await claimOne(db.pool, q, { workerId: WORKER });
     const saved = await db.pool.query<{ status: string }>(
       "SELECT workhorse.save_checkpoint_v1($1, $2, $3, 'stage-1', '\"ok\"'::jsonb) AS status",
-      [id, WORKER, job.fence_token],
+      [id, WORKER, job.fence],
     );
     expect(saved.rows[0].status).toBe('saved');
-    await complete(job, 'done');
+    expect(await complete(db.pool, job, 'done')).toBe('succeeded');
     return id;
   }
 
@@ -237,8 +202,8 @@ describe('getJobTimeline', () => {
 
   it('the last page has nextCursor null, also when the entries divide evenly into pages', async () => {
     const id = await queue.enqueue('timeline.job', null, { queue: 'timeline-even' });
-    const job = await claimOne('timeline-even');
-    await complete(job, null);
+    const job = await claimOne(db.pool, 'timeline-even', { workerId: WORKER });
+    expect(await complete(db.pool, job, null)).toBe('succeeded');
     const whole = (await admin.getJobTimeline(id, { limit: 1000 })).items;
     expect(whole.map((e) => [e.source, e.kind])).toEqual([
       ['event', 'enqueued'],
@@ -350,23 +315,20 @@ describe('listJobs', () => {
     for (const job of made) {
       if (job.state === 'canceled') expect(await admin.cancel(job.id)).toBe('canceled');
       if (job.state === 'succeeded' || job.state === 'failed' || job.state === 'active') {
-        const { rows } = await db.pool.query<ClaimRow>(
-          `SELECT job_id, attempt, fence_token, lease_expires_at FROM workhorse.claim_many_v1($1, $2, 100, 60000)`,
-          [[job.queue], WORKER],
-        );
+        const claimed = await claim(db.pool, job.queue, { workerId: WORKER, limit: 100 });
         // Claiming a queue takes every ready job in it; hand back those that should stay ready.
-        for (const row of rows) {
-          if (row.job_id === job.id) continue;
+        for (const other of claimed) {
+          if (other.jobId === job.id) continue;
           const status = await db.pool.query<{ status: string }>('SELECT workhorse.release_v1($1, $2, $3, 0) AS status', [
-            row.job_id,
+            other.jobId,
             WORKER,
-            row.fence_token,
+            other.fence,
           ]);
           expect(status.rows[0].status).toBe('released');
         }
-        const mine = rows.find((r) => r.job_id === job.id) as ClaimRow;
-        if (job.state === 'succeeded') await complete(mine, { ok: true });
-        if (job.state === 'failed') expect(await fail(mine, { name: 'Error', message: 'x' }, {})).toBe('failed');
+        const mine = claimed.find((c) => c.jobId === job.id) as ClaimedJob;
+        if (job.state === 'succeeded') expect(await complete(db.pool, mine, { ok: true })).toBe('succeeded');
+        if (job.state === 'failed') expect((await fail(db.pool, mine, { name: 'Error', message: 'x' }, {})).status).toBe('failed');
       }
     }
     for (const job of made) expect((await admin.getJob(job.id))?.state).toBe(job.state);

@@ -6,14 +6,9 @@ import { randomUUID } from 'node:crypto';
 import { Admin, JobCanceledError, Queue, Worker, type WorkerEvent } from '../../lib/core';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
+import { claim, claimOne } from '../support/protocol';
 import { waitFor } from '../support/wait';
 
-
-interface ClaimRow {
-  job_id: string;
-  attempt: number;
-  fence_token: string;
-}
 
 interface OutcomeRow {
   state: string;
@@ -49,15 +44,6 @@ afterAll(async () => {
 });
 
 const WORKER = 'cancel-test-worker';
-
-async function claimOne(q: string): Promise<ClaimRow> {
-  const { rows } = await db.pool.query<ClaimRow>(
-    'SELECT job_id, attempt, fence_token FROM workhorse.claim_many_v1($1, $2, 1, 60000)',
-    [[q], WORKER],
-  );
-  expect(rows).toHaveLength(1);
-  return rows[0];
-}
 
 async function outcome(id: string): Promise<OutcomeRow | undefined> {
   const { rows } = await db.pool.query<OutcomeRow>(
@@ -112,8 +98,7 @@ describe('jobs that are not running', () => {
 
     // Promotion and claims no longer see it.
     await db.pool.query('SELECT workhorse.promote_v1()');
-    const claimed = await db.pool.query('SELECT * FROM workhorse.claim_many_v1($1, $2, 100, 60000)', [['cancel-idle'], WORKER]);
-    expect(claimed.rows).toEqual([]);
+    expect(await claim(db.pool, 'cancel-idle', { workerId: WORKER, limit: 100 })).toEqual([]);
   });
 
   it('without a reason the envelope says it was canceled on request', async () => {
@@ -260,21 +245,21 @@ describe('jobs that are running', () => {
   it('complete_v1 after a cancel request is refused: the job ends canceled with no result', async () => {
     const q = 'cancel-then-complete';
     const id = await queue.enqueue('cancel.sql', null, { queue: q });
-    const job = await claimOne(q);
+    const job = await claimOne(db.pool, q, { workerId: WORKER });
 
     const cancel = await db.pool.query<{ status: string }>('SELECT workhorse.cancel_v1($1, $2) AS status', [id, 'too late']);
     expect(cancel.rows[0].status).toBe('cancel_requested');
     // The owner hears about it on its next heartbeat; the lease is still renewed.
     const beat = await db.pool.query<{ status: string }>('SELECT status FROM workhorse.heartbeat_many_v1($1, $2::jsonb, 60000)', [
       WORKER,
-      JSON.stringify([{ jobId: id, fence: Number(job.fence_token) }]),
+      JSON.stringify([{ jobId: id, fence: Number(job.fence) }]),
     ]);
     expect(beat.rows.map((r) => r.status)).toEqual(['cancel_requested']);
 
     const complete = await db.pool.query<{ status: string }>('SELECT workhorse.complete_v1($1, $2, $3, $4::jsonb) AS status', [
       id,
       WORKER,
-      job.fence_token,
+      job.fence,
       JSON.stringify({ shipped: true }),
     ]);
     expect(complete.rows[0].status).toBe('canceled');
@@ -295,12 +280,12 @@ describe('jobs that are running', () => {
   it('acknowledge_cancel_v1 ends a job whose cancel was requested', async () => {
     const q = 'cancel-ack';
     const id = await queue.enqueue('cancel.sql', null, { queue: q });
-    const job = await claimOne(q);
+    const job = await claimOne(db.pool, q, { workerId: WORKER });
     await db.pool.query('SELECT workhorse.cancel_v1($1)', [id]);
     const ack = await db.pool.query<{ status: string }>('SELECT workhorse.acknowledge_cancel_v1($1, $2, $3) AS status', [
       id,
       WORKER,
-      job.fence_token,
+      job.fence,
     ]);
     expect(ack.rows[0].status).toBe('canceled');
     expect(await outcome(id)).toMatchObject({ state: 'canceled', final_attempt: 1 });
@@ -310,13 +295,13 @@ describe('jobs that are running', () => {
   it('acknowledge_cancel_v1 without a pending request is not_requested and changes nothing', async () => {
     const q = 'cancel-ack-none';
     const id = await queue.enqueue('cancel.sql', null, { queue: q });
-    const job = await claimOne(q);
+    const job = await claimOne(db.pool, q, { workerId: WORKER });
     const before = await db.pool.query('SELECT * FROM workhorse.job_runtime WHERE job_id = $1', [id]);
 
     const ack = await db.pool.query<{ status: string }>('SELECT workhorse.acknowledge_cancel_v1($1, $2, $3) AS status', [
       id,
       WORKER,
-      job.fence_token,
+      job.fence,
     ]);
     expect(ack.rows[0].status).toBe('not_requested');
 
@@ -329,14 +314,14 @@ describe('jobs that are running', () => {
     const stale = await db.pool.query<{ status: string }>('SELECT workhorse.acknowledge_cancel_v1($1, $2, $3) AS status', [
       id,
       'not-the-owner',
-      job.fence_token,
+      job.fence,
     ]);
     expect(stale.rows[0].status).toBe('stale');
 
     const done = await db.pool.query<{ status: string }>('SELECT workhorse.complete_v1($1, $2, $3, $4::jsonb) AS status', [
       id,
       WORKER,
-      job.fence_token,
+      job.fence,
       '1',
     ]);
     expect(done.rows[0].status).toBe('succeeded');
@@ -347,8 +332,8 @@ describe('jobs that cannot be canceled', () => {
   it('a terminal job answers already_terminal and nothing changes', async () => {
     const q = 'cancel-terminal';
     const id = await queue.enqueue('cancel.sql', null, { queue: q });
-    const job = await claimOne(q);
-    await db.pool.query('SELECT workhorse.complete_v1($1, $2, $3, $4::jsonb)', [id, WORKER, job.fence_token, '{"ok":true}']);
+    const job = await claimOne(db.pool, q, { workerId: WORKER });
+    await db.pool.query('SELECT workhorse.complete_v1($1, $2, $3, $4::jsonb)', [id, WORKER, job.fence, '{"ok":true}']);
     const outcomeBefore = await db.pool.query('SELECT * FROM workhorse.job_outcome WHERE job_id = $1', [id]);
     const eventsBefore = await events(id);
 

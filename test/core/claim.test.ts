@@ -7,7 +7,9 @@ import { Pool } from 'pg';
 import { Queue, Worker, type WorkerEvent } from '../../lib/core';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
-import { waitFor } from '../support/wait';
+import { stateOf } from '../support/job-state';
+import { claim } from '../support/protocol';
+import { delay, waitFor } from '../support/wait';
 
 interface ClaimRow {
   job_id: string;
@@ -21,8 +23,6 @@ interface ClaimRow {
 const CLAIM_SQL =
   'SELECT job_id, queue, type, attempt, fence_token, lease_expires_at FROM workhorse.claim_many_v1($1, $2, $3, $4)';
 
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 let db: TestDatabase;
 let queue: Queue;
@@ -39,21 +39,6 @@ afterEach(async () => {
 afterAll(async () => {
   await db?.drop();
 });
-
-async function claim(queues: string[], limit: number, workerId = 'claim-test-worker', leaseMs = 60_000): Promise<ClaimRow[]> {
-  const { rows } = await db.pool.query<ClaimRow>(CLAIM_SQL, [queues, workerId, limit, leaseMs]);
-  return rows;
-}
-
-async function stateOf(id: string): Promise<string> {
-  const { rows } = await db.pool.query<{ state: string }>(
-    `SELECT coalesce(r.state, o.state) AS state FROM workhorse.job j
-     LEFT JOIN workhorse.job_runtime r ON r.job_id = j.id LEFT JOIN workhorse.job_outcome o ON o.job_id = j.id
-     WHERE j.id = $1`,
-    [id],
-  );
-  return rows[0].state;
-}
 
 // A mix where priorities interleave, repeat and arrive out of order, so neither plain FIFO nor a
 // priority sort that ignores arrival order could produce the expected sequence.
@@ -76,11 +61,11 @@ describe('claim order', () => {
 
     const claimed: string[] = [];
     for (let n = 0; n < ids.length; n++) {
-      const rows = await claim([q], 1);
+      const rows = await claim(db.pool, [q], { limit: 1 });
       expect(rows).toHaveLength(1);
-      claimed.push(rows[0].job_id);
+      claimed.push(rows[0].jobId);
     }
-    expect(await claim([q], 1)).toEqual([]);
+    expect(await claim(db.pool, [q], { limit: 1 })).toEqual([]);
     expect(claimed).toEqual(expectedOrder(ids));
   });
 
@@ -88,7 +73,7 @@ describe('claim order', () => {
     const q = 'order-batch';
     const ids = await queue.enqueueMany(PRIORITIES.map((priority, i) => ({ type: 'order.job', payload: { i }, queue: q, priority })));
     const claimed: string[] = [];
-    for (let n = 0; n < ids.length; n++) claimed.push((await claim([q], 1))[0].job_id);
+    for (let n = 0; n < ids.length; n++) claimed.push((await claim(db.pool, [q], { limit: 1 }))[0].jobId);
     expect(claimed).toEqual(expectedOrder(ids));
   });
 
@@ -99,8 +84,8 @@ describe('claim order', () => {
     for (const [i, priority] of PRIORITIES.entries()) {
       ids.push(await queue.enqueue('order.job', { i }, { queue: i % 2 === 0 ? qa : qb, priority }));
     }
-    const rows = await claim([qa, qb], 100);
-    expect(rows.map((r) => r.job_id)).toEqual(expectedOrder(ids));
+    const rows = await claim(db.pool, [qa, qb], { limit: 100 });
+    expect(rows.map((r) => r.jobId)).toEqual(expectedOrder(ids));
   });
 
   it('a Worker with concurrency 1 runs handlers in priority-then-FIFO order', async () => {
@@ -115,7 +100,7 @@ describe('claim order', () => {
       'order.job',
       async (_payload: unknown, ctx) => {
         ran.push(ctx.jobId);
-        await sleep(1);
+        await delay(1);
       },
     );
     const running = worker.run();
@@ -141,21 +126,21 @@ describe('what a claim may take', () => {
     const otherQueue = await queue.enqueue('elig.job', { which: 'other queue' }, { queue: 'eligible-other' });
     const scheduled = await queue.enqueue('elig.job', { which: 'scheduled' }, { queue: q, runAt: new Date(Date.now() + 3_600_000) });
     const active = await queue.enqueue('elig.job', { which: 'active' }, { queue: q, priority: 100 });
-    expect((await claim([q], 1, 'someone-else')).map((r) => r.job_id)).toEqual([active]);
+    expect((await claim(db.pool, [q], { limit: 1, workerId: 'someone-else' })).map((r) => r.jobId)).toEqual([active]);
     const finished = await queue.enqueue('elig.job', { which: 'canceled' }, { queue: q, priority: 100 });
     await db.pool.query('SELECT workhorse.cancel_v1($1)', [finished]);
 
-    const rows = await claim([q], 100);
-    expect(rows.map((r) => r.job_id)).toEqual([ready]);
+    const rows = await claim(db.pool, [q], { limit: 100 });
+    expect(rows.map((r) => r.jobId)).toEqual([ready]);
 
-    expect(await stateOf(otherQueue)).toBe('ready');
-    expect(await stateOf(scheduled)).toBe('scheduled');
+    expect(await stateOf(db.pool, otherQueue)).toBe('ready');
+    expect(await stateOf(db.pool, scheduled)).toBe('scheduled');
     const owner = await db.pool.query<{ worker_id: string }>('SELECT worker_id FROM workhorse.job_runtime WHERE job_id = $1', [active]);
     expect(owner.rows[0].worker_id).toBe('someone-else');
-    expect(await stateOf(finished)).toBe('canceled');
+    expect(await stateOf(db.pool, finished)).toBe('canceled');
 
     // A queue nobody enqueued to yields nothing rather than an error.
-    expect(await claim(['eligible-nothing-here'], 10)).toEqual([]);
+    expect(await claim(db.pool, ['eligible-nothing-here'], { limit: 10 })).toEqual([]);
   });
 
   it('never returns more jobs than its limit, across one or several queues', async () => {
@@ -163,11 +148,11 @@ describe('what a claim may take', () => {
     const qb = 'limit-b';
     await queue.enqueueMany(Array.from({ length: 10 }, (_, i) => ({ type: 'limit.job', payload: { i }, queue: i < 5 ? qa : qb })));
 
-    expect(await claim([qa], 3)).toHaveLength(3);
+    expect(await claim(db.pool, [qa], { limit: 3 })).toHaveLength(3);
     const remainingA = await db.pool.query("SELECT 1 FROM workhorse.job_runtime WHERE queue = $1 AND state = 'ready'", [qa]);
     expect(remainingA.rowCount).toBe(2);
 
-    expect(await claim([qa, qb], 4)).toHaveLength(4);
+    expect(await claim(db.pool, [qa, qb], { limit: 4 })).toHaveLength(4);
     const left = await db.pool.query<{ n: string }>(
       "SELECT count(*) AS n FROM workhorse.job_runtime WHERE queue = ANY ($1) AND state = 'ready'",
       [[qa, qb]],
@@ -177,7 +162,7 @@ describe('what a claim may take', () => {
 
   it('refuses a limit outside 1..1000 with a validation error naming the field', async () => {
     for (const limit of [0, 1001]) {
-      const error = await claim(['limit-a'], limit).catch((e: unknown) => e);
+      const error = await claim(db.pool, ['limit-a'], { limit }).catch((e: unknown) => e);
       expect(error).toMatchObject({ code: 'P1001', column: 'limit' });
     }
   });
@@ -202,7 +187,7 @@ describe('what a claim may take', () => {
     try {
       await waitFor(async () => inFlight === 3, 10_000, 'three handlers to start');
       // Give the worker room to over-claim if it were going to.
-      await sleep(300);
+      await delay(300);
       const active = await db.pool.query("SELECT 1 FROM workhorse.job_runtime WHERE queue = $1 AND state = 'active'", [q]);
       expect(active.rowCount).toBe(3);
       release();
@@ -233,7 +218,7 @@ describe('isolation guard', () => {
     } finally {
       client.release();
     }
-    expect(await stateOf(id)).toBe('ready');
+    expect(await stateOf(db.pool, id)).toBe('ready');
   });
 
   it('claims inside an explicit READ COMMITTED transaction', async () => {
@@ -248,7 +233,7 @@ describe('isolation guard', () => {
     } finally {
       client.release();
     }
-    expect(await stateOf(id)).toBe('active');
+    expect(await stateOf(db.pool, id)).toBe('active');
   });
 });
 
@@ -302,16 +287,16 @@ describe('what a claim writes', () => {
     const enqueued = await queue.enqueueMany(Array.from({ length: 4 }, (_, i) => ({ type: 'block.job', payload: { i }, queue: q, priority: i })));
     const drawn = async () => BigInt((await db.pool.query<{ v: string }>('SELECT last_value AS v FROM workhorse.fence_seq')).rows[0].v);
     await queue.enqueue('block.job', null, { queue: 'blocks-warm-up' });
-    expect(await claim(['blocks-warm-up'], 1)).toHaveLength(1); // (so the sequence has been drawn from)
+    expect(await claim(db.pool, ['blocks-warm-up'], { limit: 1 })).toHaveLength(1); // (so the sequence has been drawn from)
     const before = await drawn();
-    const batch = await claim([q], 4);
+    const batch = await claim(db.pool, [q], { limit: 4 });
     // One draw for the whole batch: the sequence moved by one block, not by one value per job.
     expect((await drawn()) - before).toBe(1000n);
     // Claim order is priority order (3, 2, 1, 0); fences count up from the first in that order.
-    expect(batch.map((r) => r.job_id)).toEqual([...enqueued].reverse());
-    const fences = batch.map((r) => BigInt(r.fence_token));
+    expect(batch.map((r) => r.jobId)).toEqual([...enqueued].reverse());
+    const fences = batch.map((r) => BigInt(r.fence));
     expect(fences).toEqual(fences.map((_, k) => fences[0] + BigInt(k)));
-    const ids = batch.map((r) => r.job_id);
+    const ids = batch.map((r) => r.jobId);
     const historyIds = async (table: 'job_event' | 'attempt_history', where: string) =>
       (
         await db.pool.query<{ job_id: string; id: string }>(
@@ -322,9 +307,9 @@ describe('what a claim writes', () => {
     const claimedIds = await historyIds('job_event', "kind = 'claimed'");
     expect(ids.map((id) => claimedIds[id])).toEqual(ids.map((_, k) => claimedIds[ids[0]] + BigInt(k)));
 
-    const items = JSON.stringify(batch.map((r) => ({ jobId: r.job_id, fence: Number(r.fence_token), result: null })));
+    const items = JSON.stringify(batch.map((r) => ({ jobId: r.jobId, fence: Number(r.fence), result: null })));
     const done = await db.pool.query<{ job_id: string; status: string }>('SELECT job_id, status FROM workhorse.complete_many_v1($1, $2::jsonb)', [
-      'claim-test-worker',
+      batch[0].workerId,
       items,
     ]);
     expect(done.rows.map((r) => r.status)).toEqual(['succeeded', 'succeeded', 'succeeded', 'succeeded']);
@@ -342,10 +327,10 @@ describe('what a claim writes', () => {
     await queue.enqueueMany(Array.from({ length: 6 }, (_, i) => ({ type: 'fence.job', payload: { i }, queue: q })));
 
     const fences: bigint[] = [];
-    for (let n = 0; n < 3; n++) fences.push(BigInt((await claim([q], 1))[0].fence_token));
-    const batch = await claim([q], 3);
+    for (let n = 0; n < 3; n++) fences.push(BigInt((await claim(db.pool, [q], { limit: 1 }))[0].fence));
+    const batch = await claim(db.pool, [q], { limit: 3 });
     expect(batch).toHaveLength(3);
-    const batchFences = batch.map((r) => BigInt(r.fence_token));
+    const batchFences = batch.map((r) => BigInt(r.fence));
     expect(new Set(batchFences).size).toBe(3);
     fences.push(...batchFences.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
     for (let i = 1; i < fences.length; i++) expect(fences[i]).toBeGreaterThan(fences[i - 1]);
@@ -354,13 +339,13 @@ describe('what a claim writes', () => {
     const first = batch[0];
     const failed = await db.pool.query<{ status: string }>(
       `SELECT status FROM workhorse.fail_v1($1, $2, $3, '{"name":"Error","message":"again"}'::jsonb, '{"retryDelayMs":0}'::jsonb)`,
-      [first.job_id, 'claim-test-worker', first.fence_token],
+      [first.jobId, first.workerId, first.fence],
     );
     expect(failed.rows[0].status).toBe('retry_scheduled');
-    const again = await claim([q], 1, 'second-owner');
-    expect(again.map((r) => r.job_id)).toEqual([first.job_id]);
+    const again = await claim(db.pool, [q], { limit: 1, workerId: 'second-owner' });
+    expect(again.map((r) => r.jobId)).toEqual([first.jobId]);
     expect(again[0].attempt).toBe(2);
-    expect(BigInt(again[0].fence_token)).toBeGreaterThan(fences[fences.length - 1]);
+    expect(BigInt(again[0].fence)).toBeGreaterThan(fences[fences.length - 1]);
   });
 });
 
@@ -397,7 +382,7 @@ describe('competing workers', () => {
             const runsOfJob = seen.get(ctx.jobId) ?? [];
             runsOfJob.push(workerId);
             seen.set(ctx.jobId, runsOfJob);
-            await sleep(Math.random() * 3);
+            await delay(Math.random() * 3);
             return { by: workerId };
           },
         );

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Pool } from 'pg';
 import { Admin, Queue } from '../../lib/core';
+import { CREATE_SIDE_EFFECTS_SQL, sideEffects } from '../fixtures/side-effects';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
 import { waitFor } from '../support/wait';
@@ -34,7 +35,7 @@ beforeAll(async () => {
   pool = db.pool;
   queue = new Queue(pool);
   admin = new Admin(pool);
-  await pool.query('CREATE TABLE public.side_effects (id bigserial PRIMARY KEY, job_id uuid NOT NULL, stage text NOT NULL, pid integer NOT NULL)');
+  await pool.query(CREATE_SIDE_EFFECTS_SQL);
 });
 
 afterEach(async () => {
@@ -104,11 +105,7 @@ describe('a worker process killed with SIGKILL', () => {
     await second.exited;
     expect(second.process.exitCode).toBe(0);
 
-    const effects = await pool.query<{ stage: string; pid: number }>(
-      'SELECT stage, pid FROM public.side_effects WHERE job_id = $1 ORDER BY id',
-      [jobId],
-    );
-    expect(effects.rows).toEqual([
+    expect(await sideEffects(pool, jobId)).toEqual([
       { stage: 'charge', pid: firstPid },
       { stage: 'ship', pid: secondPid },
     ]);

@@ -18,8 +18,11 @@ import {
   type TimelineEntry,
   type WorkerEvent,
 } from '../../lib/core';
+import { CREATE_SIDE_EFFECTS_SQL, recordSideEffect, sideEffects } from '../fixtures/side-effects';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
+import { claimOne } from '../support/protocol';
+import { waitFor } from '../support/wait';
 
 const FIXTURE = join(__dirname, '..', 'fixtures', 'sleep-worker.ts');
 const REGISTER = require.resolve('../support/ts-register.js');
@@ -47,9 +50,7 @@ beforeAll(async () => {
   pool = db.pool;
   queue = new Queue(pool);
   admin = new Admin(pool);
-  await pool.query(
-    'CREATE TABLE public.side_effects (id bigserial PRIMARY KEY, job_id uuid NOT NULL, stage text NOT NULL, pid integer NOT NULL)',
-  );
+  await pool.query(CREATE_SIDE_EFFECTS_SQL);
 });
 
 afterEach(async () => {
@@ -73,16 +74,6 @@ async function countRows(): Promise<RowCounts> {
   return rows[0];
 }
 
-async function waitFor<T>(probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
-
 async function expectRejects<E extends Error>(promise: Promise<unknown>, type: new (...args: never[]) => E): Promise<E> {
   const error = await promise.then(
     () => undefined,
@@ -96,14 +87,6 @@ async function events(jobId: string): Promise<TimelineEntry[]> {
   return (await admin.getJobTimeline(jobId, { limit: 200 })).items.filter((e) => e.source === 'event');
 }
 
-async function sideEffects(jobId: string): Promise<{ stage: string; pid: number }[]> {
-  const { rows } = await pool.query<{ stage: string; pid: number }>(
-    'SELECT stage, pid FROM public.side_effects WHERE job_id = $1 ORDER BY id',
-    [jobId],
-  );
-  return rows;
-}
-
 async function waitForState(jobId: string, state: string, timeoutMs: number): Promise<void> {
   await waitFor(async () => (await admin.getJob(jobId))?.state === state, timeoutMs, `job ${jobId} to be ${state}`);
 }
@@ -111,15 +94,6 @@ async function waitForState(jobId: string, state: string, timeoutMs: number): Pr
 function startWorker(worker: Worker): void {
   workers.push(worker);
   runs.push(worker.run());
-}
-
-async function claimOne(queueName: string, workerId: string): Promise<{ jobId: string; fence: string; attempt: number; waits: Record<string, string> | null }> {
-  const { rows } = await pool.query<{ job_id: string; fence_token: string; attempt: number; waits: Record<string, string> | null }>(
-    'SELECT job_id, fence_token, attempt, waits FROM workhorse.claim_many_v1($1, $2, 1, 30000)',
-    [[queueName], workerId],
-  );
-  expect(rows).toHaveLength(1);
-  return { jobId: rows[0].job_id, fence: rows[0].fence_token, attempt: rows[0].attempt, waits: rows[0].waits };
 }
 
 async function sqlSleep(
@@ -418,7 +392,7 @@ describe('durable sleeps', () => {
     worker.handle('durable.nap', async (_payload: null, ctx: HandlerContext) => {
       invocations.set(ctx.jobId, (invocations.get(ctx.jobId) ?? 0) + 1);
       const a = await ctx.checkpoint('a', async () => {
-        await pool.query('INSERT INTO public.side_effects (job_id, stage, pid) VALUES ($1, $2, $3)', [ctx.jobId, 'a', process.pid]);
+        await recordSideEffect(pool, ctx.jobId, 'a');
         return `a-run-${invocations.get(ctx.jobId)}`;
       });
       try {
@@ -428,7 +402,7 @@ describe('durable sleeps', () => {
         throw error;
       }
       const b = await ctx.checkpoint('b', async () => {
-        await pool.query('INSERT INTO public.side_effects (job_id, stage, pid) VALUES ($1, $2, $3)', [ctx.jobId, 'b', process.pid]);
+        await recordSideEffect(pool, ctx.jobId, 'b');
         return `b-run-${invocations.get(ctx.jobId)}`;
       });
       return { a, b, attempt: ctx.attempt };
@@ -468,7 +442,7 @@ describe('durable sleeps', () => {
       result: { a: 'a-run-1', b: 'b-run-2', attempt: 1 },
     });
     expect(invocations.get(napId)).toBe(2);
-    expect((await sideEffects(napId)).map((e) => e.stage)).toEqual(['a', 'b']);
+    expect((await sideEffects(pool, napId)).map((e) => e.stage)).toEqual(['a', 'b']);
     // The sleep returned at once on the second run: it threw only the first time.
     expect(thrownFromSleep).toHaveLength(1);
 
@@ -507,7 +481,7 @@ describe('durable sleeps', () => {
     const queueName = 'sleep-sql';
     const workerId = 'sleep-sql-worker';
     const jobId = await queue.enqueue('durable.sql', null, { queue: queueName });
-    const first = await claimOne(queueName, workerId);
+    const first = await claimOne(pool, queueName, { workerId, leaseMs: 30_000 });
     expect(first.jobId).toBe(jobId);
     // A first attempt has no sleeps behind it.
     expect(first.waits).toBeNull();
@@ -521,7 +495,7 @@ describe('durable sleeps', () => {
     // make the job due early and promote it, as if the handler had been resumed.
     await pool.query(`UPDATE workhorse.job_runtime SET run_at = clock_timestamp() WHERE job_id = $1`, [jobId]);
     expect((await pool.query<{ n: number }>('SELECT workhorse.promote_v1(1000) AS n')).rows[0].n).toBeGreaterThanOrEqual(1);
-    const resumed = await claimOne(queueName, workerId);
+    const resumed = await claimOne(pool, queueName, { workerId, leaseMs: 30_000 });
     expect(resumed.jobId).toBe(jobId);
     expect(resumed.attempt).toBe(1);
     expect(resumed.waits).not.toBeNull();
@@ -546,7 +520,7 @@ describe('durable sleeps', () => {
     const queueName = 'sleep-stale';
     const workerId = 'sleep-stale-worker';
     const jobId = await queue.enqueue('durable.stale', null, { queue: queueName });
-    const claim = await claimOne(queueName, workerId);
+    const claim = await claimOne(pool, queueName, { workerId, leaseMs: 30_000 });
     const eventsBefore = (await events(jobId)).length;
 
     const wrongFence = await sqlSleep(jobId, workerId, String(BigInt(claim.fence) + 1000n), 'pause', null, 60_000);
@@ -629,12 +603,12 @@ describe('durable sleeps', () => {
     });
     worker.handle('durable.nap', async (payload: { sleepMs: number }, ctx: HandlerContext) => {
       const a = await ctx.checkpoint('a', async () => {
-        await pool.query('INSERT INTO public.side_effects (job_id, stage, pid) VALUES ($1, $2, $3)', [ctx.jobId, 'a', process.pid]);
+        await recordSideEffect(pool, ctx.jobId, 'a');
         return `a-${process.pid}`;
       });
       await ctx.sleep('nap', payload.sleepMs);
       const b = await ctx.checkpoint('b', async () => {
-        await pool.query('INSERT INTO public.side_effects (job_id, stage, pid) VALUES ($1, $2, $3)', [ctx.jobId, 'b', process.pid]);
+        await recordSideEffect(pool, ctx.jobId, 'b');
         return `b-${process.pid}`;
       });
       return { a, b, attempt: ctx.attempt };
@@ -647,7 +621,7 @@ describe('durable sleeps', () => {
       currentAttempt: 1,
       result: { a: `a-${childPid}`, b: `b-${process.pid}`, attempt: 1 },
     });
-    expect(await sideEffects(jobId)).toEqual([
+    expect(await sideEffects(pool, jobId)).toEqual([
       { stage: 'a', pid: childPid },
       { stage: 'b', pid: process.pid },
     ]);

@@ -3,23 +3,17 @@
  * worker claimed it, or the job ended), every owner write it still makes reports `stale` and
  * changes nothing, at the SQL protocol level and through the Worker runtime.
  */
-import type { Pool, PoolClient } from 'pg';
+import type { Pool } from 'pg';
 import { Admin, LeaseLostError, Queue, Worker, type HandlerContext, type WorkerEvent } from '../../lib/core';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { createTestDatabase, freshQueue, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
+import { claimOne, forceExpire, type ClaimedJob } from '../support/protocol';
 import { gate, waitFor } from '../support/wait';
 
 let db: TestDatabase;
 let pool: Pool;
 let queue: Queue;
 let admin: Admin;
-let queueCounter = 0;
-
-// Each test uses a queue of its own, so jobs a test leaves behind never reach another test.
-function freshQueue(): string {
-  queueCounter += 1;
-  return `fencing-${queueCounter}`;
-}
 
 beforeAll(async () => {
   db = await createTestDatabase();
@@ -35,31 +29,6 @@ afterAll(async () => {
 afterEach(async () => {
   await expectSplitInvariant(pool);
 });
-
-interface Claimed {
-  jobId: string;
-  fence: string;
-  attempt: number;
-}
-
-async function claimOne(queueName: string, workerId: string, leaseMs: number, runner: Pool | PoolClient = pool): Promise<Claimed> {
-  const { rows } = await runner.query<{ job_id: string; fence_token: string; attempt: number }>(
-    'SELECT job_id, fence_token, attempt FROM workhorse.claim_many_v1($1::text[], $2, 1, $3)',
-    [[queueName], workerId, leaseMs],
-  );
-  expect(rows).toHaveLength(1);
-  return { jobId: rows[0].job_id, fence: rows[0].fence_token, attempt: rows[0].attempt };
-}
-
-// Pushes the lease into the past. The tests that use this are about what the protocol does with
-// an expired lease, not about how long a lease lasts, so they do not wait for the clock.
-async function forceExpire(jobId: string, runner: Pool | PoolClient = pool): Promise<void> {
-  const result = await runner.query(
-    "UPDATE workhorse.job_runtime SET lease_expires_at = clock_timestamp() - interval '1 second' WHERE job_id = $1 AND state = 'active'",
-    [jobId],
-  );
-  expect(result.rowCount).toBe(1);
-}
 
 /** Everything the protocol keeps about one job, to prove that a stale write changed nothing. */
 async function snapshot(jobId: string): Promise<Record<string, unknown[]>> {
@@ -162,11 +131,11 @@ describe('fencing at the SQL protocol', () => {
     const q = freshQueue();
     const jobId = await queue.enqueue('fence.job', { n: 1 }, { queue: q, maxAttempts: 5 });
 
-    const a = await claimOne(q, 'worker-A', 1000);
-    expect(a).toEqual({ jobId, fence: expect.any(String), attempt: 1 });
+    const a = await claimOne(pool, q, { workerId: 'worker-A', leaseMs: 1000 });
+    expect(a).toMatchObject({ jobId, fence: expect.any(String), attempt: 1 });
     expect(await checkpoint('worker-A', jobId, a.fence, 'stage-1', { from: 'A' })).toBe('saved');
 
-    await forceExpire(jobId);
+    await forceExpire(pool, jobId);
     expect((await pool.query<{ n: number }>('SELECT workhorse.recover_expired_v1(100) AS n')).rows[0].n).toBe(1);
 
     const attempts = await pool.query(
@@ -181,7 +150,7 @@ describe('fencing at the SQL protocol', () => {
       expect.objectContaining({ attempt: 1, workerId: 'worker-A', fenceToken: a.fence }),
     ]);
 
-    const b = await claimOne(q, 'worker-B', 60000);
+    const b = await claimOne(pool, q, { workerId: 'worker-B', leaseMs: 60000 });
     expect(b.jobId).toBe(jobId);
     expect(b.attempt).toBe(2);
     expect(BigInt(b.fence)).toBeGreaterThan(BigInt(a.fence));
@@ -224,8 +193,8 @@ describe('fencing at the SQL protocol', () => {
   it('the owner with the right fence is stale once its lease has run out, even before recovery', async () => {
     const q = freshQueue();
     const jobId = await queue.enqueue('fence.job', { n: 2 }, { queue: q });
-    const a = await claimOne(q, 'worker-A', 1000);
-    await forceExpire(jobId);
+    const a = await claimOne(pool, q, { workerId: 'worker-A', leaseMs: 1000 });
+    await forceExpire(pool, jobId);
 
     await expectEveryOwnerWriteStale('worker-A', jobId, a.fence);
     // Nothing recovered it yet: the runtime row still names A, and only recovery moves it on.
@@ -237,7 +206,7 @@ describe('fencing at the SQL protocol', () => {
   it('a lease that really ran out on the clock is stale too', async () => {
     const q = freshQueue();
     const jobId = await queue.enqueue('fence.job', { n: 3 }, { queue: q });
-    const a = await claimOne(q, 'worker-A', 1000);
+    const a = await claimOne(pool, q, { workerId: 'worker-A', leaseMs: 1000 });
     await waitFor(
       async () =>
         (await pool.query<{ expired: boolean }>(
@@ -259,7 +228,7 @@ describe('fencing at the SQL protocol', () => {
   it('another worker id with the right fence, or the right worker with another fence, is stale', async () => {
     const q = freshQueue();
     const jobId = await queue.enqueue('fence.job', { n: 4 }, { queue: q });
-    const a = await claimOne(q, 'worker-A', 60000);
+    const a = await claimOne(pool, q, { workerId: 'worker-A', leaseMs: 60000 });
 
     await expectEveryOwnerWriteStale('worker-X', jobId, a.fence);
     await expectEveryOwnerWriteStale('worker-A', jobId, (BigInt(a.fence) + 1n).toString());
@@ -272,10 +241,10 @@ describe('fencing at the SQL protocol', () => {
   it('a stale worker cannot acknowledge a cancellation meant for the new owner', async () => {
     const q = freshQueue();
     const jobId = await queue.enqueue('fence.job', { n: 5 }, { queue: q });
-    const a = await claimOne(q, 'worker-A', 1000);
-    await forceExpire(jobId);
+    const a = await claimOne(pool, q, { workerId: 'worker-A', leaseMs: 1000 });
+    await forceExpire(pool, jobId);
     expect((await pool.query<{ n: number }>('SELECT workhorse.recover_expired_v1(100) AS n')).rows[0].n).toBe(1);
-    const b = await claimOne(q, 'worker-B', 60000);
+    const b = await claimOne(pool, q, { workerId: 'worker-B', leaseMs: 60000 });
     expect(await admin.cancel(jobId, { reason: 'operator' })).toBe('cancel_requested');
 
     const before = await snapshot(jobId);
@@ -293,13 +262,13 @@ describe('fencing at the SQL protocol', () => {
   it('writes for failed and canceled jobs are stale', async () => {
     const q = freshQueue();
     const failedId = await queue.enqueue('fence.job', { n: 6 }, { queue: q, maxAttempts: 1 });
-    const f = await claimOne(q, 'worker-A', 60000);
+    const f = await claimOne(pool, q, { workerId: 'worker-A', leaseMs: 60000 });
     expect(await failOne('worker-A', failedId, f.fence)).toBe('failed');
     await expectEveryOwnerWriteStale('worker-A', failedId, f.fence);
     expect(await admin.getJob(failedId)).toMatchObject({ state: 'failed', error: { message: 'late failure' } });
 
     const canceledId = await queue.enqueue('fence.job', { n: 7 }, { queue: q });
-    const c = await claimOne(q, 'worker-A', 60000);
+    const c = await claimOne(pool, q, { workerId: 'worker-A', leaseMs: 60000 });
     expect(await admin.cancel(canceledId)).toBe('cancel_requested');
     expect(await acknowledgeCancel('worker-A', canceledId, c.fence)).toBe('canceled');
     await expectEveryOwnerWriteStale('worker-A', canceledId, c.fence);
@@ -329,14 +298,14 @@ describe('fencing in the Worker runtime', () => {
    * (the test is about the protocol, not the lease length), recovery makes the job ready, and
    * worker B claims it, all in one transaction so the first worker can never claim it back.
    */
-  async function takeOver(jobId: string, q: string): Promise<Claimed> {
+  async function takeOver(jobId: string, q: string): Promise<ClaimedJob> {
     const client = await pool.connect();
     try {
       await client.query('BEGIN');
-      await forceExpire(jobId, client);
+      await forceExpire(client, jobId);
       const recovered = await client.query<{ n: number }>('SELECT workhorse.recover_expired_v1(100) AS n');
       expect(recovered.rows[0].n).toBe(1);
-      const b = await claimOne(q, 'worker-B', 60000, client);
+      const b = await claimOne(client, q, { workerId: 'worker-B', leaseMs: 60000 });
       expect(b.jobId).toBe(jobId);
       await client.query('COMMIT');
       return b;

@@ -20,6 +20,7 @@ import {
 } from '../../lib/core';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
+import { claim, claimOne, complete, forceExpire, type ClaimedJob, type Owner } from '../support/protocol';
 import { gate, waitFor } from '../support/wait';
 
 let db: TestDatabase;
@@ -89,45 +90,12 @@ async function timeline(id: string): Promise<TimelineEntry[]> {
   return (await admin.getJobTimeline(id, { limit: 1000 })).items;
 }
 
-interface Claimed {
-  jobId: string;
-  fence: string;
-}
-
-async function claimSql(queues: string[], workerId: string, limit = 1, leaseMs = 60_000): Promise<Claimed[]> {
-  const { rows } = await pool.query<{ job_id: string; fence_token: string }>(
-    'SELECT job_id, fence_token FROM workhorse.claim_many_v1($1::text[], $2, $3, $4)',
-    [queues, workerId, limit, leaseMs],
-  );
-  return rows.map((r) => ({ jobId: r.job_id, fence: r.fence_token }));
-}
-
-async function completeSql(c: Claimed, workerId: string, result: JsonValue = null): Promise<string> {
-  const { rows } = await pool.query<{ status: string }>('SELECT workhorse.complete_v1($1, $2, $3, $4::jsonb) AS status', [
-    c.jobId,
-    workerId,
-    c.fence,
-    JSON.stringify(result),
-  ]);
-  return rows[0].status;
-}
-
-async function setProgressSql(c: Claimed, workerId: string, value: JsonValue): Promise<string> {
+async function setProgressSql(owner: Owner, value: JsonValue): Promise<string> {
   const { rows } = await pool.query<{ status: string }>(
     'SELECT workhorse.set_progress_v1($1, $2, $3, $4::jsonb) AS status',
-    [c.jobId, workerId, c.fence, JSON.stringify(value)],
+    [owner.jobId, owner.workerId, owner.fence, JSON.stringify(value)],
   );
   return rows[0].status;
-}
-
-// Pushes the lease into the past. These tests are about what the protocol does with an expired
-// lease, not about how long a lease lasts, so they do not wait for the clock.
-async function forceExpire(jobId: string): Promise<void> {
-  const result = await pool.query(
-    "UPDATE workhorse.job_runtime SET lease_expires_at = clock_timestamp() - interval '1 second' WHERE job_id = $1 AND state = 'active'",
-    [jobId],
-  );
-  expect(result.rowCount).toBe(1);
 }
 
 async function expectValidationError(promise: Promise<unknown>, field: string): Promise<void> {
@@ -171,18 +139,18 @@ describe('queue pause', () => {
     const runningJob = await queue.enqueue('pause.sql', { q: 'b' }, { queue: running });
     await admin.pauseQueue(paused, { actor: 'ops' });
 
-    const claimed = await claimSql([paused, running], 'sql-worker', 10);
+    const claimed = await claim(pool, [paused, running], { workerId: 'sql-worker', limit: 10 });
     // The paused job has the higher priority, so only the pause explains why it was not taken.
     expect(claimed.map((c) => c.jobId)).toEqual([runningJob]);
     expect(await mustGet(pausedJob)).toMatchObject({ state: 'ready', currentAttempt: 0, workerId: null });
-    expect(await claimSql([paused], 'sql-worker', 10)).toEqual([]);
-    expect(await completeSql(claimed[0], 'sql-worker')).toBe('succeeded');
+    expect(await claim(pool, [paused], { workerId: 'sql-worker', limit: 10 })).toEqual([]);
+    expect(await complete(pool, claimed[0])).toBe('succeeded');
 
     // Resumed, the same call takes it: it was claimable all along except for the pause.
     await admin.resumeQueue(paused, { actor: 'ops' });
-    const again = await claimSql([paused, running], 'sql-worker', 10);
+    const again = await claim(pool, [paused, running], { workerId: 'sql-worker', limit: 10 });
     expect(again.map((c) => c.jobId)).toEqual([pausedJob]);
-    expect(await completeSql(again[0], 'sql-worker')).toBe('succeeded');
+    expect(await complete(pool, again[0])).toBe('succeeded');
   });
 
   it('enqueue into a paused queue still works and the job waits as ready', async () => {
@@ -285,11 +253,11 @@ describe('queue pause', () => {
     const plain = 'lq-plain';
     // A succeeded job must not be counted; an active, 2 ready and 1 scheduled must.
     const doneId = await queue.enqueue('lq.job', {}, { queue: q, priority: 90 });
-    const [done] = await claimSql([q], 'lq-worker');
+    const done = await claimOne(pool, q, { workerId: 'lq-worker' });
     expect(done.jobId).toBe(doneId);
-    expect(await completeSql(done, 'lq-worker')).toBe('succeeded');
+    expect(await complete(pool, done)).toBe('succeeded');
     const activeId = await queue.enqueue('lq.job', {}, { queue: q, priority: 50 });
-    const [active] = await claimSql([q], 'lq-worker');
+    const active = await claimOne(pool, q, { workerId: 'lq-worker' });
     expect(active.jobId).toBe(activeId);
     await queue.enqueueMany([
       { type: 'lq.job', payload: {}, queue: q },
@@ -352,7 +320,7 @@ describe('queue pause', () => {
     expect((resumed.changedAt as Date).getTime()).toBeGreaterThanOrEqual((returned.changedAt as Date).getTime());
     expect((await admin.listQueues()).find((x) => x.queue === q)).toEqual(resumed);
 
-    expect(await completeSql(active, 'lq-worker')).toBe('succeeded');
+    expect(await complete(pool, active)).toBe('succeeded');
     expect((await admin.listQueues()).find((x) => x.queue === q)).toMatchObject({ active: 0, ready: 2, scheduled: 1 });
   });
 
@@ -470,39 +438,39 @@ describe('progress', () => {
   it('set_progress_v1 enforces the 64 KiB limit itself', async () => {
     const q = 'progress-size-sql';
     const id = await queue.enqueue('progress.sql', {}, { queue: q });
-    const [c] = await claimSql([q], 'size-worker');
+    const c = await claimOne(pool, q, { workerId: 'size-worker' });
     expect(c.jobId).toBe(id);
-    expect(await setProgressSql(c, 'size-worker', 'y'.repeat(65534))).toBe('saved');
-    const error = await setProgressSql(c, 'size-worker', 'x'.repeat(65535)).catch((e: unknown) => e);
+    expect(await setProgressSql(c, 'y'.repeat(65534))).toBe('saved');
+    const error = await setProgressSql(c, 'x'.repeat(65535)).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'P1001', column: 'progress' });
     expect((await mustGet(id)).progress).toBe('y'.repeat(65534));
-    expect(await completeSql(c, 'size-worker')).toBe('succeeded');
+    expect(await complete(pool, c)).toBe('succeeded');
   });
 
   it('a stale write is rejected: the old owner gets `stale` and the new owner’s progress stays', async () => {
     const q = 'progress-stale';
     const id = await queue.enqueue('progress.stale', {}, { queue: q, maxAttempts: 3 });
-    const [a] = await claimSql([q], 'worker-A');
+    const a = await claimOne(pool, q, { workerId: 'worker-A' });
     expect(a.jobId).toBe(id);
-    expect(await setProgressSql(a, 'worker-A', { by: 'A', n: 1 })).toBe('saved');
+    expect(await setProgressSql(a, { by: 'A', n: 1 })).toBe('saved');
 
-    await forceExpire(id);
+    await forceExpire(pool, id);
     // Other tests' jobs are never left with an expired lease, so this only recovers ours.
     const recovered = (await pool.query<{ n: number }>('SELECT workhorse.recover_expired_v1(1000) AS n')).rows[0].n;
     expect(recovered).toBeGreaterThanOrEqual(1);
     expect(await mustGet(id)).toMatchObject({ state: 'ready', currentAttempt: 1 });
 
-    const [b] = await claimSql([q], 'worker-B');
+    const b = await claimOne(pool, q, { workerId: 'worker-B' });
     expect(b.jobId).toBe(id);
     expect(BigInt(b.fence)).toBeGreaterThan(BigInt(a.fence));
-    expect(await setProgressSql(b, 'worker-B', { by: 'B', n: 1 })).toBe('saved');
+    expect(await setProgressSql(b, { by: 'B', n: 1 })).toBe('saved');
 
-    expect(await setProgressSql(a, 'worker-A', { by: 'A', n: 2 })).toBe('stale');
+    expect(await setProgressSql(a, { by: 'A', n: 2 })).toBe('stale');
     // B's own id with A's fence is just as stale.
-    expect(await setProgressSql({ jobId: id, fence: a.fence }, 'worker-B', { by: 'A', n: 3 })).toBe('stale');
+    expect(await setProgressSql({ ...a, workerId: 'worker-B' }, { by: 'A', n: 3 })).toBe('stale');
     expect(await mustGet(id)).toMatchObject({ state: 'active', workerId: 'worker-B', progress: { by: 'B', n: 1 } });
 
-    expect(await completeSql(b, 'worker-B', 'B finished')).toBe('succeeded');
+    expect(await complete(pool, b, 'B finished')).toBe('succeeded');
     expect(await mustGet(id)).toMatchObject({ state: 'succeeded', progress: { by: 'B', n: 1 } });
   });
 
@@ -531,15 +499,15 @@ describe('progress', () => {
     worker.on((e) => events.push(e));
     const id = await queue.enqueue('progress.lost', {}, { queue: q, maxAttempts: 3 });
     const run = worker.runOnce();
-    let b: Claimed | undefined;
+    let b: ClaimedJob | undefined;
     try {
       await started.promise;
       // The lease is taken away behind the worker's back: expired, recovered, claimed by B.
-      await forceExpire(id);
+      await forceExpire(pool, id);
       await pool.query('SELECT workhorse.recover_expired_v1(1000)');
-      [b] = await claimSql([q], 'worker-B');
+      b = await claimOne(pool, q, { workerId: 'worker-B' });
       expect(b.jobId).toBe(id);
-      expect(await setProgressSql(b, 'worker-B', { by: 'B' })).toBe('saved');
+      expect(await setProgressSql(b, { by: 'B' })).toBe('saved');
     } finally {
       proceed.open();
     }
@@ -551,7 +519,7 @@ describe('progress', () => {
     expect(events.some((e) => e.name === 'job.succeeded')).toBe(false);
     expect(await mustGet(id)).toMatchObject({ state: 'active', workerId: 'worker-B', progress: { by: 'B' }, result: null });
 
-    expect(await completeSql(b as Claimed, 'worker-B')).toBe('succeeded');
+    expect(await complete(pool, b as ClaimedJob)).toBe('succeeded');
   });
 });
 
@@ -953,7 +921,7 @@ describe('redrive', () => {
     expect(await admin.cancel(canceledId)).toBe('canceled');
     const readyId = await queue.enqueue(TYPE, { invoice: 'r' }, { queue: 'rd-idle' });
     const activeId = await queue.enqueue(TYPE, { invoice: 'a' }, { queue: 'rd-active' });
-    const [active] = await claimSql(['rd-active'], 'rd-worker');
+    const active = await claimOne(pool, 'rd-active', { workerId: 'rd-worker' });
     expect(active.jobId).toBe(activeId);
 
     const before = await writeCounts();
@@ -964,7 +932,7 @@ describe('redrive', () => {
     }
     expect(await writeCounts()).toEqual(before);
 
-    expect(await completeSql(active, 'rd-worker')).toBe('succeeded');
+    expect(await complete(pool, active)).toBe('succeeded');
     expect(await admin.cancel(readyId)).toBe('canceled');
   });
 

@@ -21,6 +21,7 @@ import {
 } from '../../lib/core';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
+import { claim, claimOne } from '../support/protocol';
 import { waitFor } from '../support/wait';
 
 /** Rejects with the signal's reason once it aborts: a handler that hangs until told to stop. */
@@ -29,13 +30,6 @@ function untilAborted(signal: AbortSignal): Promise<never> {
     if (signal.aborted) reject(signal.reason);
     signal.addEventListener('abort', () => reject(signal.reason), { once: true });
   });
-}
-
-interface ClaimRow {
-  job_id: string;
-  attempt: number;
-  fence_token: string;
-  execution_timeout_ms: number | null;
 }
 
 interface OutcomeRow {
@@ -87,14 +81,6 @@ function start(worker: Worker): void {
 
 const eventsOf = (events: WorkerEvent[], jobId: string, name: WorkerEvent['name']) =>
   events.filter((e) => e.name === name && 'jobId' in e && e.jobId === jobId);
-
-async function claimSql(q: string, workerId: string, leaseMs = 60000): Promise<ClaimRow[]> {
-  const { rows } = await db.pool.query<ClaimRow>(
-    'SELECT job_id, attempt, fence_token, execution_timeout_ms FROM workhorse.claim_many_v1($1, $2, 10, $3)',
-    [[q], workerId, leaseMs],
-  );
-  return rows;
-}
 
 async function outcomeOf(jobId: string): Promise<OutcomeRow | undefined> {
   const { rows } = await db.pool.query<OutcomeRow>(
@@ -168,7 +154,7 @@ describe('deadlines', () => {
     // No attempt ran, so none was closed.
     expect(await attemptsOf(id)).toEqual([]);
     // Nothing is left to claim.
-    expect(await claimSql(q, 'deadline-probe')).toEqual([]);
+    expect(await claim(db.pool, q, { workerId: 'deadline-probe', limit: 10 })).toEqual([]);
     expect(await eventKinds(id)).toEqual(['enqueued', 'failed']);
   });
 
@@ -184,7 +170,7 @@ describe('deadlines', () => {
     await tickUntilFinished(id, 5000);
     await expectDeadlineFailure(id, 0);
     expect(await attemptsOf(id)).toEqual([]);
-    expect(await claimSql(q, 'deadline-probe')).toEqual([]);
+    expect(await claim(db.pool, q, { workerId: 'deadline-probe', limit: 10 })).toEqual([]);
   });
 
   it('fails a running job at its deadline, closes the attempt as `deadline`, and refuses the late completion', async () => {
@@ -234,7 +220,7 @@ describe('deadlines', () => {
       "UPDATE workhorse.job_runtime SET deadline = clock_timestamp() - interval '1 second' WHERE job_id = $1",
       [id],
     );
-    expect(await claimSql(q, 'deadline-claimer')).toEqual([]);
+    expect(await claim(db.pool, q, { workerId: 'deadline-claimer', limit: 10 })).toEqual([]);
     expect((await admin.getJob(id))?.state).toBe('ready');
     expect(await eventKinds(id)).toEqual(['enqueued']);
 
@@ -354,13 +340,13 @@ describe('execution timeout', () => {
     const q = 'timeout-protocol';
     const workerId = 'timeout-protocol-worker';
     const id = await queue.enqueue('policy.noop', {}, { queue: q, executionTimeoutMs: 60_000, maxAttempts: 3 });
-    const [job] = await claimSql(q, workerId);
+    const job = await claimOne(db.pool, q, { workerId });
     const { rows } = await db.pool.query<{ status: string; delay_ms: string; delay_source: string }>(
       'SELECT status, delay_ms, delay_source FROM workhorse.fail_v1($1, $2, $3, $4::jsonb, $5::jsonb)',
       [
         id,
         workerId,
-        job.fence_token,
+        job.fence,
         JSON.stringify({ name: 'ExecutionTimeoutError', message: 'too slow' }),
         JSON.stringify({ attemptOutcome: 'timeout', retryPolicy: { kind: 'fixed', delayMs: 250 } }),
       ],
@@ -380,13 +366,13 @@ describe('execution timeout', () => {
       {},
       { queue: q, executionTimeoutMs: 1000, maxAttempts: 3, retryPolicy: { kind: 'fixed', delayMs: 400 } },
     );
-    const [job] = await claimSql(q, workerId, 60_000);
-    expect(job).toMatchObject({ job_id: id, attempt: 1, execution_timeout_ms: 1000 });
+    const job = await claimOne(db.pool, q, { workerId });
+    expect(job).toMatchObject({ jobId: id, attempt: 1, executionTimeoutMs: 1000 });
 
     // Within the timeout the lease is owned.
     const early = await db.pool.query<{ status: string }>(
       'SELECT status FROM workhorse.heartbeat_many_v1($1, $2::jsonb, 60000)',
-      [workerId, JSON.stringify([{ jobId: id, fence: Number(job.fence_token) }])],
+      [workerId, JSON.stringify([{ jobId: id, fence: Number(job.fence) }])],
     );
     expect(early.rows.map((r) => r.status)).toEqual(['accepted']);
 
@@ -405,12 +391,12 @@ describe('execution timeout', () => {
     // The lease itself still has about a minute left; the execution timeout alone makes these stale.
     const beat = await db.pool.query<{ status: string }>(
       'SELECT status FROM workhorse.heartbeat_many_v1($1, $2::jsonb, 60000)',
-      [workerId, JSON.stringify([{ jobId: id, fence: Number(job.fence_token) }])],
+      [workerId, JSON.stringify([{ jobId: id, fence: Number(job.fence) }])],
     );
     expect(beat.rows.map((r) => r.status)).toEqual(['stale']);
     const completed = await db.pool.query<{ status: string }>(
       'SELECT workhorse.complete_v1($1, $2, $3, $4::jsonb) AS status',
-      [id, workerId, job.fence_token, '{"late":true}'],
+      [id, workerId, job.fence, '{"late":true}'],
     );
     expect(completed.rows[0].status).toBe('stale');
     expect(await outcomeOf(id)).toBeUndefined();

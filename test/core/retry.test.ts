@@ -5,21 +5,10 @@
 import { Admin, Queue, Worker, type ErrorEnvelope, type WorkerEvent } from '../../lib/core';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
+import { claim, claimOne, fail } from '../support/protocol';
 import { waitFor } from '../support/wait';
 
-
-interface ClaimRow {
-  job_id: string;
-  attempt: number;
-  fence_token: string;
-}
-
-interface FailRow {
-  status: string;
-  run_at: Date | null;
-  delay_ms: string | null;
-  delay_source: string | null;
-}
+const WORKER = 'retry-test-worker';
 
 interface AttemptRow {
   attempt: number;
@@ -60,25 +49,6 @@ afterEach(async () => {
 afterAll(async () => {
   await db?.drop();
 });
-
-async function claimOne(q: string, workerId = 'retry-test-worker'): Promise<ClaimRow | undefined> {
-  const { rows } = await db.pool.query<ClaimRow>(
-    'SELECT job_id, attempt, fence_token FROM workhorse.claim_many_v1($1, $2, 1, 60000)',
-    [[q], workerId],
-  );
-  return rows[0];
-}
-
-async function fail(job: ClaimRow, error: ErrorEnvelope, options: object = {}, workerId = 'retry-test-worker'): Promise<FailRow> {
-  const { rows } = await db.pool.query<FailRow>('SELECT * FROM workhorse.fail_v1($1, $2, $3, $4::jsonb, $5::jsonb)', [
-    job.job_id,
-    workerId,
-    job.fence_token,
-    JSON.stringify(error),
-    JSON.stringify(options),
-  ]);
-  return rows[0];
-}
 
 async function attempts(id: string): Promise<AttemptRow[]> {
   const { rows } = await db.pool.query<AttemptRow>(
@@ -276,14 +246,14 @@ describe('retry_delay_ms', () => {
     const stored = await db.pool.query<{ retry_policy: object }>('SELECT retry_policy FROM workhorse.job WHERE id = $1', [id]);
     expect(stored.rows[0].retry_policy).toEqual({ kind: 'exponential', initialMs: 300, multiplier: 2, maxMs: 3_600_000, jitter: false });
 
-    const first = await claimOne(q);
-    expect((await fail(first as ClaimRow, { name: 'Error', message: 'one' })).delay_ms).toBe('300');
+    const first = await claimOne(db.pool, q, { workerId: WORKER });
+    expect((await fail(db.pool, first, { name: 'Error', message: 'one' })).delay_ms).toBe('300');
     // The test is about which policy is read, not about waiting: make the retry due now.
     await db.pool.query('UPDATE workhorse.job_runtime SET run_at = clock_timestamp() WHERE job_id = $1', [id]);
     await db.pool.query('SELECT workhorse.promote_v1()');
-    const second = await claimOne(q);
-    expect(second?.attempt).toBe(2);
-    const row = await fail(second as ClaimRow, { name: 'Error', message: 'two' });
+    const second = await claimOne(db.pool, q, { workerId: WORKER });
+    expect(second.attempt).toBe(2);
+    const row = await fail(db.pool, second, { name: 'Error', message: 'two' });
     expect(row).toMatchObject({ status: 'retry_scheduled', delay_ms: '600', delay_source: 'job' });
     await db.pool.query('SELECT workhorse.cancel_v1($1)', [id]);
   });
@@ -321,10 +291,10 @@ describe('delayed jobs', () => {
     const runAt = new Date(Date.now() + 1500);
     const id = await queue.enqueue('later', null, { queue: q, runAt });
     expect((await admin.getJob(id))?.state).toBe('scheduled');
-    expect(await claimOne(q)).toBeUndefined();
+    expect(await claim(db.pool, q, { workerId: WORKER })).toEqual([]);
     const early = await db.pool.query<{ n: number }>('SELECT workhorse.promote_v1() AS n');
     expect(early.rows[0].n).toBe(0);
-    expect(await claimOne(q)).toBeUndefined();
+    expect(await claim(db.pool, q, { workerId: WORKER })).toEqual([]);
 
     await waitFor(
       async () => {
@@ -334,8 +304,8 @@ describe('delayed jobs', () => {
       10_000,
       'promotion',
     );
-    const claimed = await claimOne(q);
-    expect(claimed?.job_id).toBe(id);
+    const claimed = await claimOne(db.pool, q, { workerId: WORKER });
+    expect(claimed.jobId).toBe(id);
 
     const times = await db.pool.query<{ promoted_on_time: boolean; claimed_on_time: boolean }>(
       `SELECT (SELECT at FROM workhorse.job_event WHERE job_id = $1 AND kind = 'promoted') >= j.run_at AS promoted_on_time,
@@ -371,9 +341,9 @@ describe('fail_v1 options', () => {
   it('nonRetryable fails at once, whatever attempts remain', async () => {
     const q = 'fail-non-retryable';
     const id = await queue.enqueue('fail.opts', null, { queue: q, maxAttempts: 5 });
-    const job = (await claimOne(q)) as ClaimRow;
+    const job = await claimOne(db.pool, q, { workerId: WORKER });
     const error = { name: 'ValidationFailed', message: 'the order does not exist' };
-    expect(await fail(job, error, { nonRetryable: true })).toEqual({ status: 'failed', run_at: null, delay_ms: null, delay_source: null });
+    expect(await fail(db.pool, job, error, { nonRetryable: true })).toEqual({ status: 'failed', run_at: null, delay_ms: null, delay_source: null });
 
     expect(await admin.getJob(id)).toMatchObject({ state: 'failed', currentAttempt: 1, maxAttempts: 5, error });
     expect((await attempts(id)).map((a) => [a.attempt, a.outcome, a.error])).toEqual([[1, 'failed', error]]);
@@ -383,8 +353,8 @@ describe('fail_v1 options', () => {
   it('retryDelayMs overrides the policy and is reported as an explicit delay', async () => {
     const q = 'fail-explicit';
     const id = await queue.enqueue('fail.opts', null, { queue: q, maxAttempts: 5, retryPolicy: { kind: 'fixed', delayMs: 200 } });
-    const job = (await claimOne(q)) as ClaimRow;
-    const row = await fail(job, { name: 'RateLimited', message: 'slow down' }, { retryDelayMs: 5000 });
+    const job = await claimOne(db.pool, q, { workerId: WORKER });
+    const row = await fail(db.pool, job, { name: 'RateLimited', message: 'slow down' }, { retryDelayMs: 5000 });
     expect(row).toMatchObject({ status: 'retry_scheduled', delay_ms: '5000', delay_source: 'explicit' });
 
     const runtime = await db.pool.query<{ state: string; run_at: Date; after_ms: string; matches_event: boolean; current_attempt: number }>(
@@ -402,7 +372,7 @@ describe('fail_v1 options', () => {
     expect(retries.map((r) => [r.attempt, r.delay_ms, r.delay_source, r.state])).toEqual([[1, 5000, 'explicit', 'scheduled']]);
     // Not due yet, so neither promotion nor a claim may pick it up.
     await db.pool.query('SELECT workhorse.promote_v1()');
-    expect(await claimOne(q)).toBeUndefined();
+    expect(await claim(db.pool, q, { workerId: WORKER })).toEqual([]);
     expect((await admin.getJob(id))?.error).toEqual({ name: 'RateLimited', message: 'slow down' });
     await db.pool.query('SELECT workhorse.cancel_v1($1)', [id]);
   });
@@ -410,31 +380,31 @@ describe('fail_v1 options', () => {
   it('retryDelayMs 0 makes the job ready at once, and the next claim starts attempt 2', async () => {
     const q = 'fail-explicit-zero';
     const id = await queue.enqueue('fail.opts', null, { queue: q, maxAttempts: 2, retryPolicy: { kind: 'fixed', delayMs: 60_000 } });
-    const first = (await claimOne(q)) as ClaimRow;
-    expect(await fail(first, { name: 'Error', message: 'x' }, { retryDelayMs: 0 })).toMatchObject({
+    const first = await claimOne(db.pool, q, { workerId: WORKER });
+    expect(await fail(db.pool, first, { name: 'Error', message: 'x' }, { retryDelayMs: 0 })).toMatchObject({
       status: 'retry_scheduled',
       delay_ms: '0',
       delay_source: 'explicit',
     });
     expect((await admin.getJob(id))?.state).toBe('ready');
-    const second = (await claimOne(q)) as ClaimRow;
-    expect(second).toMatchObject({ job_id: id, attempt: 2 });
+    const second = await claimOne(db.pool, q, { workerId: WORKER });
+    expect(second).toMatchObject({ jobId: id, attempt: 2 });
     // The last attempt fails terminally even when a delay is offered.
-    expect((await fail(second, { name: 'Error', message: 'y' }, { retryDelayMs: 0 })).status).toBe('failed');
+    expect((await fail(db.pool, second, { name: 'Error', message: 'y' }, { retryDelayMs: 0 })).status).toBe('failed');
     expect(await admin.getJob(id)).toMatchObject({ state: 'failed', currentAttempt: 2, error: { name: 'Error', message: 'y' } });
   });
 
   it('a fail from a worker that does not own the job is stale and changes nothing', async () => {
     const q = 'fail-stale';
     const id = await queue.enqueue('fail.opts', null, { queue: q });
-    const job = (await claimOne(q)) as ClaimRow;
-    expect((await fail(job, { name: 'Error', message: 'x' }, {}, 'intruder')).status).toBe('stale');
-    expect((await fail({ ...job, fence_token: String(BigInt(job.fence_token) + 1000n) }, { name: 'Error', message: 'x' })).status).toBe(
+    const job = await claimOne(db.pool, q, { workerId: WORKER });
+    expect((await fail(db.pool, { ...job, workerId: 'intruder' }, { name: 'Error', message: 'x' })).status).toBe('stale');
+    expect((await fail(db.pool, { ...job, fence: String(BigInt(job.fence) + 1000n) }, { name: 'Error', message: 'x' })).status).toBe(
       'stale',
     );
     expect(await admin.getJob(id)).toMatchObject({ state: 'active', currentAttempt: 1, error: null });
     expect(await attempts(id)).toEqual([]);
     await db.pool.query('SELECT workhorse.cancel_v1($1)', [id]);
-    await db.pool.query('SELECT workhorse.acknowledge_cancel_v1($1, $2, $3)', [id, 'retry-test-worker', job.fence_token]);
+    await db.pool.query('SELECT workhorse.acknowledge_cancel_v1($1, $2, $3)', [id, WORKER, job.fence]);
   });
 });

@@ -16,6 +16,7 @@ import { runWorker } from '../fixtures/seed-examples/worker-run';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
 import { itIf, type Requirement } from '../support/requirements';
+import { waitFor } from '../support/wait';
 
 const FIXTURES = resolve(__dirname, '../fixtures/seed-examples');
 // The product documents the examples come from; present in the development workspace only.
@@ -37,16 +38,6 @@ function seedBlocks(): SeedBlock[] {
   const text = readFileSync(join(FIXTURES, 'SEED-EXAMPLES.md'), 'utf8');
   const pattern = /<!-- fixture: (\S+); source: (\S+)[^\n]*-->\n```ts\n([\s\S]*?)```/g;
   return [...text.matchAll(pattern)].map((m) => ({ fixture: m[1], source: m[2], code: m[3] }));
-}
-
-async function waitFor<T>(probe: () => T | Promise<T>, timeoutMs: number): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value as NonNullable<T>;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
 }
 
 describe('seed document examples', () => {
@@ -155,7 +146,7 @@ describe('seed document examples', () => {
         const done = await waitFor(async () => {
           const job = await admin.getJob(orderJobId);
           return job && ['succeeded', 'failed', 'canceled'].includes(job.state) ? job : null;
-        }, 30_000);
+        }, 30_000, `order job ${orderJobId} to end`);
         expect(done).toMatchObject<Partial<JobSnapshot>>({
           state: 'succeeded',
           currentAttempt: 2,

@@ -14,21 +14,15 @@ import {
   type WorkerEvent,
   type WorkerOptions,
 } from '../../lib/core';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { createTestDatabase, freshQueue, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
-import { gate, waitFor } from '../support/wait';
+import { stateOf } from '../support/job-state';
+import { delay, gate, waitFor } from '../support/wait';
 
 let db: TestDatabase;
 let pool: Pool;
 let queue: Queue;
 let admin: Admin;
-let queueCounter = 0;
-
-// Each test uses a queue of its own, so a job one test leaves behind never reaches another.
-function freshQueue(): string {
-  queueCounter += 1;
-  return `worker-${queueCounter}`;
-}
 
 interface Started {
   worker: Worker;
@@ -69,16 +63,8 @@ function start(worker: Worker): Started {
   return s;
 }
 
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
 function eventFor(events: WorkerEvent[], name: WorkerEvent['name'], jobId: string): WorkerEvent | undefined {
   return events.find((e) => e.name === name && 'jobId' in e && e.jobId === jobId);
-}
-
-async function stateOf(jobId: string): Promise<string | undefined> {
-  return (await admin.getJob(jobId))?.state;
 }
 
 /** How many of `ids` ended in each terminal state. */
@@ -149,7 +135,7 @@ describe('Worker lifecycle', () => {
     expect(worker.isRunning).toBe(false);
     expect(s.events[0]).toMatchObject({ name: 'worker.started', workerId: worker.workerId, queues: [q] });
     expect(s.events[s.events.length - 1]).toMatchObject({ name: 'worker.stopped', workerId: worker.workerId });
-    expect(await stateOf(jobId)).toBe('succeeded');
+    expect(await stateOf(pool, jobId)).toBe('succeeded');
   });
 
   it('stop() lets a running handler finish within shutdownTimeoutMs and claims nothing new', async () => {
@@ -221,7 +207,7 @@ describe('Worker lifecycle', () => {
     await waitFor(
       async () => {
         await pool.query('SELECT workhorse.recover_expired_v1(100)');
-        return (await stateOf(jobId)) === 'ready';
+        return (await stateOf(pool, jobId)) === 'ready';
       },
       10000,
       'recovery to make the job ready',
@@ -392,7 +378,7 @@ describe('Worker leases and claims', () => {
     // Clean up: run it, so the job does not stay live.
     const able = new Worker(queue, { queues: [q] }).handle('mystery.job', async () => null);
     expect(await able.runOnce()).toBe(1);
-    expect(await stateOf(jobId)).toBe('succeeded');
+    expect(await stateOf(pool, jobId)).toBe('succeeded');
   });
 
   it('runOnce() runs up to concurrency jobs to the end and returns how many it ran', async () => {
@@ -404,7 +390,7 @@ describe('Worker leases and claims', () => {
     });
     expect(await worker.runOnce()).toBe(2);
     // FIFO: the first two ran, and they are finished (not merely claimed) when runOnce resolves.
-    expect(await Promise.all(ids.map(stateOf))).toEqual(['succeeded', 'succeeded', 'ready']);
+    expect(await Promise.all(ids.map((id) => stateOf(pool, id)))).toEqual(['succeeded', 'succeeded', 'ready']);
     expect(await worker.runOnce()).toBe(1);
     expect(await admin.getJob(ids[2])).toMatchObject({ state: 'succeeded', result: 3 });
     expect(await worker.runOnce()).toBe(0);
@@ -422,7 +408,7 @@ describe('Worker leases and claims', () => {
         async (payload: { n: number }) => payload.n * 10,
       );
       const s = start(worker);
-      await waitFor(async () => (await Promise.all(ids.map(stateOf))).every((st) => st === 'succeeded'), 10000, 'the jobs');
+      await waitFor(async () => (await Promise.all(ids.map((id) => stateOf(pool, id)))).every((st) => st === 'succeeded'), 10000, 'the jobs');
       await worker.stop();
       expect(s.events.filter((e) => e.name === 'worker.error')).toEqual([]);
       for (const [i, id] of ids.entries()) expect(await admin.getJob(id)).toMatchObject({ result: (i + 1) * 10 });
@@ -465,12 +451,12 @@ describe('Worker leases and claims', () => {
     const second = await queue.enqueue('pause.job', { n: 2 }, { queue: q });
     // A negative can only be observed over time: ten poll intervals and a NOTIFY go by unanswered.
     await delay(1000);
-    expect(await stateOf(second)).toBe('ready');
+    expect(await stateOf(pool, second)).toBe('ready');
     expect(eventFor(s.events, 'job.claimed', second)).toBeUndefined();
 
     worker.resume();
     await waitFor(() => eventFor(s.events, 'job.succeeded', second), 10000, 'the second job after resume()');
-    expect(await stateOf(second)).toBe('succeeded');
+    expect(await stateOf(pool, second)).toBe('succeeded');
   });
 });
 
@@ -512,7 +498,7 @@ describe('Worker API', () => {
     const s = start(worker);
     const ids = await queue.enqueueMany([1, 2].map((n) => ({ type: 'noisy.job', payload: { n }, queue: q })));
     for (const id of ids) await waitFor(() => eventFor(s.events, 'job.succeeded', id), 10000, `job ${id} to succeed`);
-    for (const id of ids) expect(await stateOf(id)).toBe('succeeded');
+    for (const id of ids) expect(await stateOf(pool, id)).toBe('succeeded');
     const reported = s.events.filter((e) => e.name === 'worker.error');
     expect(reported.length).toBeGreaterThan(0);
     for (const e of reported) {

@@ -19,7 +19,9 @@ import {
 } from 'nestjs-workhorse';
 import { waitForJobState } from 'nestjs-workhorse/testing';
 import { createTestDatabase, type TestDatabase } from '../support/db';
-import { quietNestLogs, startModule, stateOf, waitFor } from './support';
+import { stateOf } from '../support/job-state';
+import { waitFor } from '../support/wait';
+import { quietNestLogs, startModule } from './support';
 
 @Injectable()
 class Handlers {
@@ -104,7 +106,7 @@ it('emits claimed/succeeded, claimed/retry_scheduled/claimed/succeeded and claim
   await waitForJobState(moduleRef, flaky, 'succeeded');
   await waitForJobState(moduleRef, broken, 'failed');
   // The completion event follows the state change by a moment.
-  await waitFor(() => events.some((e) => e.name === 'job.failed'), 'job.failed on events$');
+  await waitFor(() => events.some((e) => e.name === 'job.failed'), 10_000, 'job.failed on events$');
   subscription.unsubscribe();
 
   const of = (jobId: string) =>
@@ -146,6 +148,7 @@ it('logs a throwing subscriber and keeps processing', async () => {
   expect(errors.filter((e) => e.includes("@OnWorkhorseEvent('job.claimed') Watchers.throwsOnClaim threw: subscriber bug (sync)")).length).toBeGreaterThanOrEqual(4);
   await waitFor(
     () => errors.some((e) => e.includes("@OnWorkhorseEvent('job.succeeded') Watchers.rejectsOnSuccess threw: subscriber bug (async)")),
+    10_000,
     'the rejected subscriber promise to be logged',
   );
   const jobId = await moduleRef.get(Queue).enqueue('ok', {});

@@ -11,7 +11,9 @@ import { JobHandler, Queue, WorkhorseModule, WorkhorseWorker, type HandlerContex
 import { Queue as CoreQueue } from 'nestjs-workhorse/core';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
-import { gate, quietNestLogs, startModule, stateOf, waitFor } from './support';
+import { stateOf } from '../support/job-state';
+import { gate, waitFor } from '../support/wait';
+import { quietNestLogs, startModule } from './support';
 
 const started = new Set<string>();
 const release = gate();
@@ -65,14 +67,14 @@ it('app.close() stops intake, lets the running handler finish, and leaves nothin
   const worker = moduleRef.get(WorkhorseWorker);
   const pool = moduleRef.get(Queue).pool;
   const running = await moduleRef.get(Queue).enqueue('slow.task', {});
-  await waitFor(() => started.has(running), 'the handler to start');
+  await waitFor(() => started.has(running), 10_000, 'the handler to start');
   expect(await connectionsOf('nest-close-test')).toBeGreaterThan(0);
 
   let closed = false;
   const closing = moduleRef.close().then(() => {
     closed = true;
   });
-  await waitFor(() => !worker.isRunning, 'intake to stop');
+  await waitFor(() => !worker.isRunning, 10_000, 'intake to stop');
   const late = await coreQueue.enqueue('slow.task', {});
   expect(closed).toBe(false); // still draining: the handler holds it open
   expect(worker.activeCount).toBe(1);
@@ -85,7 +87,7 @@ it('app.close() stops intake, lets the running handler finish, and leaves nothin
   expect(pool.ended).toBe(true);
   expect(pool.totalCount).toBe(0);
   // The pool, the LISTEN and the heartbeat connections are all gone.
-  await waitFor(async () => (await connectionsOf('nest-close-test')) === 0, 'the server to see every connection closed');
+  await waitFor(async () => (await connectionsOf('nest-close-test')) === 0, 10_000, 'the server to see every connection closed');
 });
 
 it('a child process with enableShutdownHooks() drains on SIGTERM and exits 0', async () => {
@@ -110,11 +112,11 @@ it('a child process with enableShutdownHooks() drains on SIGTERM and exits 0', a
     child.once('exit', (code, signal) => resolve({ code, signal })),
   );
   try {
-    await waitFor(() => lines.some((l) => l.event === 'ready'), 'the child to start', 30_000).catch((error: Error) => {
+    await waitFor(() => lines.some((l) => l.event === 'ready'), 30_000, 'the child to start').catch((error: Error) => {
       throw new Error(`${error.message}; child stderr: ${stderr}`);
     });
     const jobId = await coreQueue.enqueue('sigterm.task', {}, { queue: 'sigterm' });
-    await waitFor(() => lines.some((l) => l.event === 'started' && l.jobId === jobId), 'the handler to start');
+    await waitFor(() => lines.some((l) => l.event === 'started' && l.jobId === jobId), 10_000, 'the handler to start');
 
     child.kill('SIGTERM');
     expect(await exited).toEqual({ code: 0, signal: null });

@@ -15,7 +15,8 @@ import {
   type WorkhorseOptionsFactory,
 } from 'nestjs-workhorse';
 import { createTestDatabase, databaseUrl, type TestDatabase } from '../support/db';
-import { quietNestLogs, startModule, stateOf } from './support';
+import { stateOf } from '../support/job-state';
+import { quietNestLogs, startModule } from './support';
 
 /** Stands in for @nestjs/config: a provider module that other modules import for settings. */
 @Injectable()

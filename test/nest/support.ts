@@ -1,6 +1,5 @@
 /**
- * Shared helpers of the Nest tests: quiet Nest logs, polling, gates that tests open by hand,
- * and reading a job's state straight from the tables.
+ * Shared helpers of the Nest tests: quiet Nest logs, start a module, count jobs of a type.
  */
 import { Logger, type ModuleMetadata } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
@@ -9,34 +8,6 @@ import type { Pool } from 'pg';
 /** Nest's own logs would drown the test output; tests that check logs spy on Logger.prototype. */
 export function quietNestLogs(): void {
   Logger.overrideLogger(false);
-}
-
-export async function waitFor<T>(
-  probe: () => T | null | undefined | false | Promise<T | null | undefined | false>,
-  what: string,
-  timeoutMs = 10_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
-export { gate, type Gate } from '../support/wait';
-
-/** The job's state read from the tables (null when no such job is committed). */
-export async function stateOf(pool: Pool, jobId: string): Promise<string | null> {
-  const { rows } = await pool.query<{ state: string }>(
-    `SELECT coalesce(r.state, o.state) AS state FROM workhorse.job j
-     LEFT JOIN workhorse.job_runtime r ON r.job_id = j.id
-     LEFT JOIN workhorse.job_outcome o ON o.job_id = j.id
-     WHERE j.id = $1`,
-    [jobId],
-  );
-  return rows[0]?.state ?? null;
 }
 
 /** How many committed jobs of this type exist. */

@@ -9,7 +9,8 @@ import { JobHandler, Queue, WorkhorseModule, type HandlerContext } from 'nestjs-
 import { DrainTimeoutError, JobStateError, drainWorkhorse, listEnqueued, waitForJobState } from 'nestjs-workhorse/testing';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
-import { quietNestLogs, startModule, stateOf } from './support';
+import { stateOf } from '../support/job-state';
+import { quietNestLogs, startModule } from './support';
 
 @Injectable()
 class Handlers {

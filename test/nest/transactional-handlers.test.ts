@@ -16,7 +16,9 @@ import {
 import { waitForJobState } from 'nestjs-workhorse/testing';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
-import { gate, quietNestLogs, startModule, stateOf, waitFor, type Gate } from './support';
+import { stateOf } from '../support/job-state';
+import { gate, waitFor, type Gate } from '../support/wait';
+import { quietNestLogs, startModule } from './support';
 
 interface PostPayload {
   entry: string;
@@ -92,7 +94,7 @@ afterAll(async () => {
 it("commits the handler's writes together with the job's completion", async () => {
   held.set('held', gate());
   const jobId = await queue.enqueue('ledger.post', { entry: 'held', hold: true });
-  await waitFor(() => reached.has('held'), 'the handler to have written and to wait');
+  await waitFor(() => reached.has('held'), 10_000, 'the handler to have written and to wait');
 
   // Written but not committed: neither the row, nor the follow-up job, nor the completion shows.
   expect(await ledgerRows('held')).toEqual([]);

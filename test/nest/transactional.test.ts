@@ -18,11 +18,13 @@ import {
   WorkhorseTransactionHost,
   type Queryable,
 } from 'nestjs-workhorse';
-import { WorkhorseAdmin } from '../../lib/nest/workhorse-admin';
-import { WorkhorseQueue } from '../../lib/nest/workhorse-queue';
+import { WorkhorseAdmin } from '../../lib/nest/workhorse-admin.provider';
+import { WorkhorseQueue } from '../../lib/nest/workhorse-queue.provider';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
-import { countJobs, quietNestLogs, startModule, stateOf, waitFor } from './support';
+import { stateOf } from '../support/job-state';
+import { waitFor } from '../support/wait';
+import { countJobs, quietNestLogs, startModule } from './support';
 
 const txidSql = 'SELECT txid_current()::text AS id';
 
@@ -235,7 +237,7 @@ describe('WorkhorseTransactionHost', () => {
         await waitFor(async () => {
           const left = await db.pool.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [rows[0].pid]);
           return left.rows.length === 0;
-        }, 'the backend to end');
+        }, 10_000, 'the backend to end');
         await new Promise((resolve) => setTimeout(resolve, 50));
         await own.query('SELECT 1');
       });

@@ -23,7 +23,8 @@ import { Client, Pool } from 'pg';
 import { Queue, Worker, type HandlerContext, type WorkerEvent, type WorkerOptions } from '../../lib/core';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
-import { gate } from '../support/wait';
+import { claimOne, forceExpire } from '../support/protocol';
+import { delay, gate, waitFor } from '../support/wait';
 
 // Ten minutes, the largest poll interval a worker accepts: an idle worker is then only ever
 // woken by a notification.
@@ -31,20 +32,6 @@ const NO_POLLING_MS = 600_000;
 
 let db: TestDatabase;
 let queue: Queue;
-
-const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-type Probe<T> = () => Promise<T | false | null | undefined> | T | false | null | undefined;
-
-async function waitFor<T>(probe: Probe<T>, what: string, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await delay(20);
-  }
-}
 
 /** A worker on a pool of its own whose connections all carry `appName`, with its events recorded. */
 interface Harness {
@@ -208,29 +195,29 @@ it('a killed LISTEN connection is reopened and later jobs are still woken by NOT
   const [first] = await waitFor(async () => {
     const pids = await backends(h.appName, listening);
     return pids.length === 1 && pids;
-  }, 'the LISTEN connection');
+  }, 10_000, 'the LISTEN connection');
   const before = await queue.enqueue('listen.job', {}, { queue: 'listen-kill' });
-  await waitFor(() => allSucceeded([before]), 'a job woken by NOTIFY');
+  await waitFor(() => allSucceeded([before]), 10_000, 'a job woken by NOTIFY');
 
   await terminate([first]);
-  await waitFor(() => h.errorsDuring('listen') > 0, 'the worker to report the broken LISTEN connection');
+  await waitFor(() => h.errorsDuring('listen') > 0, 10_000, 'the worker to report the broken LISTEN connection');
   const [second] = await waitFor(async () => {
     const pids = await backends(h.appName, listening);
     return pids.length === 1 && pids[0] !== first && pids;
-  }, 'a new LISTEN connection');
+  }, 10_000, 'a new LISTEN connection');
   // The worker is idle and its next poll is minutes away: only the notification can wake it.
   const after = await queue.enqueue('listen.job', {}, { queue: 'listen-kill' });
-  await waitFor(() => allSucceeded([after]), 'a job enqueued after the reconnect to be woken by NOTIFY');
+  await waitFor(() => allSucceeded([after]), 10_000, 'a job enqueued after the reconnect to be woken by NOTIFY');
 
   // A job enqueued while LISTEN is going down may lose its notification; the wake-up that
   // follows every reconnect still finds it.
   await terminate([second]);
   const meanwhile = await queue.enqueue('listen.job', {}, { queue: 'listen-kill' });
-  await waitFor(() => allSucceeded([meanwhile]), 'a job enqueued while LISTEN was down to be found after the reconnect');
+  await waitFor(() => allSucceeded([meanwhile]), 10_000, 'a job enqueued while LISTEN was down to be found after the reconnect');
   await waitFor(async () => {
     const pids = await backends(h.appName, listening);
     return pids.length === 1 && pids[0] !== second;
-  }, 'LISTEN to be back once more');
+  }, 10_000, 'LISTEN to be back once more');
 });
 
 it('a killed heartbeat connection is reopened and keeps the lease: a job outliving two leases succeeds at attempt 1', async () => {
@@ -249,13 +236,13 @@ it('a killed heartbeat connection is reopened and keeps the lease: a job outlivi
       }),
   );
   const id = await queue.enqueue('heartbeat.job', {}, { queue: 'heartbeat-kill' });
-  await waitFor(() => claimedAt > 0, 'the handler to start');
+  await waitFor(() => claimedAt > 0, 10_000, 'the handler to start');
 
   for (let round = 0; round < 2; round++) {
     const [beating] = await waitFor(async () => {
       const pids = await backends(h.appName, "query ILIKE '%heartbeat_many_v1%'");
       return pids.length === 1 && pids;
-    }, 'the heartbeat connection');
+    }, 10_000, 'the heartbeat connection');
     const killedAt = await serverNow();
     await terminate([beating]);
     await waitFor(async () => {
@@ -264,14 +251,14 @@ it('a killed heartbeat connection is reopened and keeps the lease: a job outlivi
         [id, killedAt],
       );
       return rows[0]?.renewed === true;
-    }, 'a renewal after the heartbeat connection was killed');
+    }, 10_000, 'a renewal after the heartbeat connection was killed');
     expect(await backends(h.appName, `pid = ${beating}`)).toEqual([]);
   }
   expect(h.errorsDuring('heartbeat')).toBeGreaterThan(0);
-  await waitFor(() => Date.now() - claimedAt > 2 * leaseMs, 'the job to outlive two leases');
+  await waitFor(() => Date.now() - claimedAt > 2 * leaseMs, 10_000, 'the job to outlive two leases');
   opened.open();
 
-  const [row] = await waitFor(() => allSucceeded([id]), 'the job to succeed');
+  const [row] = await waitFor(() => allSucceeded([id]), 10_000, 'the job to succeed');
   expect(row).toMatchObject({ final_attempt: 1, attempts: 1, succeeded_attempts: 1, claimed_events: 1 });
   expect(h.events.filter((e) => e.name === 'job.lease_lost')).toEqual([]);
 });
@@ -293,17 +280,17 @@ it('a claim killed in flight rolls back and is made again; no job is claimed twi
     const [claiming] = await waitFor(async () => {
       const pids = await backends(h.appName, waitingFor('complete_and_claim_v1'));
       return pids.length === 1 && pids;
-    }, 'a claim waiting in flight');
+    }, 10_000, 'a claim waiting in flight');
     await terminate([claiming]);
-    await waitFor(() => h.errorsDuring('claim') > 0, 'the worker to report the failed claim');
+    await waitFor(() => h.errorsDuring('claim') > 0, 10_000, 'the worker to report the failed claim');
     // The worker claims again by itself (its next poll); that claim waits for the lock too.
     await waitFor(async () => {
       const pids = await backends(h.appName, waitingFor('complete_and_claim_v1'));
       return pids.length === 1 && pids[0] !== claiming;
-    }, 'the claim to be made again');
+    }, 10_000, 'the claim to be made again');
     await lock.release();
 
-    const rows = await waitFor(() => allSucceeded(ids), 'every job to succeed');
+    const rows = await waitFor(() => allSucceeded(ids), 10_000, 'every job to succeed');
     for (const row of rows) {
       expect(row).toMatchObject({ final_attempt: 1, attempts: 1, succeeded_attempts: 1, claimed_events: 1, succeeded_events: 1 });
       expect(runs.get(row.id)).toBe(1);
@@ -327,7 +314,7 @@ it('a completion killed in flight is retried while the lease holds: one outcome,
   const ids = await queue.enqueueMany(
     Array.from({ length: 3 }, (_, i) => ({ type: 'complete.job', payload: { i }, queue: 'complete-kill' })),
   );
-  await waitFor(() => running.size === 3, 'all three handlers to run');
+  await waitFor(() => running.size === 3, 10_000, 'all three handlers to run');
   const lock = await holdEventInserts();
   try {
     opened.open();
@@ -335,21 +322,22 @@ it('a completion killed in flight is retried while the lease holds: one outcome,
       const completing = await waitFor(async () => {
         const pids = await backends(h.appName, waitingFor('complete_and_claim_v1'));
         return pids.length > 0 && pids;
-      }, `a completion waiting in flight (round ${round + 1})`);
+      }, 10_000, `a completion waiting in flight (round ${round + 1})`);
       const errorsBefore = h.errorsDuring('complete');
       await terminate(completing);
-      await waitFor(() => h.errorsDuring('complete') > errorsBefore, 'the worker to report the failed completion');
+      await waitFor(() => h.errorsDuring('complete') > errorsBefore, 10_000, 'the worker to report the failed completion');
     }
     // The completion is sent again by itself, and waits for the lock once more.
     await waitFor(
       async () => (await backends(h.appName, waitingFor('complete_and_claim_v1'))).length > 0,
+      10_000,
       'the completion to be retried',
     );
   } finally {
     await lock.release();
   }
 
-  const rows = await waitFor(() => allSucceeded(ids), 'every job to succeed');
+  const rows = await waitFor(() => allSucceeded(ids), 10_000, 'every job to succeed');
   const results = await db.pool.query<{ job_id: string; result: { i: number } }>(
     'SELECT job_id, result FROM workhorse.job_outcome WHERE job_id = ANY ($1::uuid[])',
     [ids],
@@ -399,7 +387,7 @@ it('pool, LISTEN and heartbeat backends killed over and over while jobs stream: 
   }
   expect(killed).toBeGreaterThan(0);
 
-  const rows = await waitFor(() => allSucceeded(ids), 'every job to succeed', 30_000);
+  const rows = await waitFor(() => allSucceeded(ids), 30_000, 'every job to succeed');
   for (const row of rows) {
     // Exactly one success; every attempt the claims started was closed once (a claim whose answer
     // was lost shows up as an expired attempt); the handler ran at most once per attempt.
@@ -423,15 +411,6 @@ it('pool, LISTEN and heartbeat backends killed over and over while jobs stream: 
 });
 
 describe('a completion whose commit outcome is unknown is resolved safely', () => {
-  async function claim(queueName: string, workerId: string): Promise<{ jobId: string; fence: string }> {
-    const { rows } = await db.pool.query<{ job_id: string; fence_token: string }>(
-      'SELECT job_id, fence_token FROM workhorse.claim_many_v1($1, $2, 1, 30000)',
-      [[queueName], workerId],
-    );
-    expect(rows).toHaveLength(1);
-    return { jobId: rows[0].job_id, fence: rows[0].fence_token };
-  }
-
   async function written(jobId: string): Promise<unknown> {
     const { rows } = await db.pool.query(
       `SELECT (SELECT row_to_json(o) FROM workhorse.job_outcome o WHERE o.job_id = $1) AS outcome,
@@ -445,7 +424,7 @@ describe('a completion whose commit outcome is unknown is resolved safely', () =
 
   it('complete_many_v1 sent twice for the same worker and fence answers succeeded again and writes nothing', async () => {
     const id = await queue.enqueue('sql.job', {}, { queue: 'sql-retry' });
-    const { jobId, fence } = await claim('sql-retry', 'sql-worker');
+    const { jobId, fence } = await claimOne(db.pool, 'sql-retry', { workerId: 'sql-worker', leaseMs: 30_000 });
     expect(jobId).toBe(id);
     const items = (result: unknown) => JSON.stringify([{ jobId, fence: Number(fence), result }]);
 
@@ -487,16 +466,13 @@ describe('a completion whose commit outcome is unknown is resolved safely', () =
 
   it('complete_v1 with an old fence after a re-claim is stale, before and after the new attempt succeeds', async () => {
     await queue.enqueue('sql.job', {}, { queue: 'sql-fence' });
-    const old = await claim('sql-fence', 'sql-worker');
+    const old = await claimOne(db.pool, 'sql-fence', { workerId: 'sql-worker', leaseMs: 30_000 });
     // The lease runs out (simulated: the protocol, not timing, is under test) and recovery makes
     // the job ready again; the same worker id claims it anew, with a new fence.
-    await db.pool.query(
-      "UPDATE workhorse.job_runtime SET lease_expires_at = clock_timestamp() - interval '1 second' WHERE job_id = $1",
-      [old.jobId],
-    );
+    await forceExpire(db.pool, old.jobId);
     const { rows: recovered } = await db.pool.query<{ n: number }>('SELECT workhorse.recover_expired_v1(100) AS n');
     expect(recovered[0].n).toBe(1);
-    const current = await claim('sql-fence', 'sql-worker');
+    const current = await claimOne(db.pool, 'sql-fence', { workerId: 'sql-worker', leaseMs: 30_000 });
     expect(current.jobId).toBe(old.jobId);
     expect(BigInt(current.fence)).toBeGreaterThan(BigInt(old.fence));
 
@@ -547,14 +523,14 @@ it('a transactional handler whose backend is killed does not crash the process',
     unheard,
   );
   const id = await queue.enqueue('tx.job', {}, { queue: 'tx-kill', retryPolicy: { kind: 'fixed', delayMs: 100 } });
-  await waitFor(() => running.has(id), 'the transactional handler to start');
+  await waitFor(() => running.has(id), 10_000, 'the transactional handler to start');
   const inTransaction = await waitFor(async () => {
     const pids = await backends(h.appName, "state = 'idle in transaction'");
     return pids.length === 1 && pids;
-  }, "the handler's transaction");
+  }, 10_000, "the handler's transaction");
   await terminate(inTransaction);
-  await waitFor(async () => (await backends(h.appName, `pid = ${inTransaction[0]}`)).length === 0, 'the backend to end');
+  await waitFor(async () => (await backends(h.appName, `pid = ${inTransaction[0]}`)).length === 0, 10_000, 'the backend to end');
   opened.open();
-  await waitFor(() => allSucceeded([id]), 'the job to succeed on its retry');
+  await waitFor(() => allSucceeded([id]), 10_000, 'the job to succeed on its retry');
   expect(unheard).toEqual([]);
 });

@@ -19,6 +19,7 @@ import type { Pool } from 'pg';
 import { Queue, Worker } from '../../lib/core';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
+import { waitFor } from '../support/wait';
 import { registerSoakHandlers, SOAK_TABLES_SQL, SOAK_TX_TYPE, SOAK_TYPE, type SoakResult } from './soak/handler';
 
 const FIXTURE = join(__dirname, 'soak', 'worker.ts');
@@ -119,16 +120,6 @@ afterAll(async () => {
   await Promise.all(workers.map((w) => w.stop()));
   await db?.drop();
 });
-
-async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 /** Starts a worker process that kills itself at `point`; resolves with how it exited. */
 function runDoomedChild(
@@ -231,7 +222,7 @@ describe('a worker process killed before the success committed', () => {
     // Nothing forces the expiry: the lease runs out and a worker's tick takes the job back.
     const worker = recoverer(recoveredBy, crash.queueName);
     void worker.run();
-    await waitFor(async () => ((await record(jobId)).outcomes.length > 0 ? true : undefined), 30_000, `job ${jobId} to end`);
+    await waitFor(async () => (await record(jobId)).outcomes.length > 0, 30_000, `job ${jobId} to end`);
 
     const after = await record(jobId);
     expect(after.runtime).toEqual([]);
@@ -291,7 +282,7 @@ describe('a worker process killed after the success committed', () => {
              FROM workhorse.attempt_history WHERE job_id = $1`,
           [jobId, LEASE_MS],
         );
-        return rows[0].past ? true : undefined;
+        return rows[0].past;
       },
       10_000,
       'the dead worker lease to run out',

@@ -29,6 +29,7 @@ import {
 } from '../../lib/core';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
+import { claimOne, type ClaimedJob } from '../support/protocol';
 
 // Bounded so that the file stays well under 30 s on a slow CI machine.
 const RUNS = 150;
@@ -614,22 +615,12 @@ async function sqlstate(text: string, values: unknown[]): Promise<string> {
   }
 }
 
-interface Owned {
-  jobId: string;
-  fence: string;
-  worker: string;
-}
-
-/** A job claimed by a worker of this test; its runtime row must not change under bad calls. */
-async function claimOne(queueName: string): Promise<Owned> {
+/** A job enqueued and claimed by a worker of this test; its runtime row must not change under bad calls. */
+async function ownedJob(queueName: string): Promise<ClaimedJob> {
   const jobId = await queue.enqueue('hostile.owned', { owned: true }, { queue: queueName });
-  const worker = `hostile-worker-${queueName}`;
-  const { rows } = await pool.query<{ job_id: string; fence_token: string }>(
-    'SELECT job_id, fence_token FROM workhorse.claim_many_v1($1, $2, $3, $4)',
-    [[queueName], worker, 1, 600_000],
-  );
-  expect(rows.map((r) => r.job_id)).toEqual([jobId]);
-  return { jobId, fence: rows[0].fence_token, worker };
+  const owned = await claimOne(pool, queueName, { workerId: `hostile-worker-${queueName}`, leaseMs: 600_000 });
+  expect(owned.jobId).toBe(jobId);
+  return owned;
 }
 
 async function runtimeRow(jobId: string): Promise<unknown> {
@@ -639,7 +630,7 @@ async function runtimeRow(jobId: string): Promise<unknown> {
 
 /** Every call must fail with `code` and leave every table and the owned job's row as they were. */
 async function expectRefusedWithoutWrites(
-  owned: Owned | null,
+  owned: ClaimedJob | null,
   calls: { text: string; values: unknown[] }[],
   code = 'P1001',
 ): Promise<void> {
@@ -801,7 +792,7 @@ describe('the SQL functions called directly with malformed arguments', () => {
   });
 
   it('heartbeat_many_v1 and complete_many_v1 refuse non-arrays and bad items, even from the owner', async () => {
-    const owned = await claimOne('sql-owner-batch');
+    const owned = await ownedJob('sql-owner-batch');
     const item = { jobId: owned.jobId, fence: Number(owned.fence) };
     const badItems: unknown[] = [
       {},
@@ -833,32 +824,32 @@ describe('the SQL functions called directly with malformed arguments', () => {
       Array.from({ length: 1001 }, () => item),
     ];
     await expectRefusedWithoutWrites(owned, [
-      ...badItems.map((items) => ({ text: HEARTBEAT, values: [owned.worker, items === null ? null : JSON.stringify(items), 60_000] })),
-      { text: HEARTBEAT, values: [owned.worker, JSON.stringify([item]), 999] },
-      { text: HEARTBEAT, values: [owned.worker, JSON.stringify([item]), null] },
+      ...badItems.map((items) => ({ text: HEARTBEAT, values: [owned.workerId, items === null ? null : JSON.stringify(items), 60_000] })),
+      { text: HEARTBEAT, values: [owned.workerId, JSON.stringify([item]), 999] },
+      { text: HEARTBEAT, values: [owned.workerId, JSON.stringify([item]), null] },
       { text: HEARTBEAT, values: ['', JSON.stringify([item]), 60_000] },
       { text: HEARTBEAT, values: [null, JSON.stringify([item]), 60_000] },
       ...badItems.map((items) => ({
         text: COMPLETE,
-        values: [owned.worker, items === null ? null : JSON.stringify(Array.isArray(items) ? items.map((i) => (typeof i === 'object' && i !== null && !Array.isArray(i) ? { ...i, result: 1 } : i)) : items)],
+        values: [owned.workerId, items === null ? null : JSON.stringify(Array.isArray(items) ? items.map((i) => (typeof i === 'object' && i !== null && !Array.isArray(i) ? { ...i, result: 1 } : i)) : items)],
       })),
-      { text: COMPLETE, values: [owned.worker, JSON.stringify([{ ...item, result: 1 }, { ...item, result: 2 }])] },
-      { text: COMPLETE, values: [owned.worker, JSON.stringify([{ ...item, result: MIB }])] },
+      { text: COMPLETE, values: [owned.workerId, JSON.stringify([{ ...item, result: 1 }, { ...item, result: 2 }])] },
+      { text: COMPLETE, values: [owned.workerId, JSON.stringify([{ ...item, result: MIB }])] },
       { text: COMPLETE, values: ['w'.repeat(201), JSON.stringify([{ ...item, result: 1 }])] },
     ]);
     // The owner's lease is intact: a proper heartbeat and completion still work.
-    const { rows } = await pool.query<{ status: string }>(HEARTBEAT, [owned.worker, JSON.stringify([item]), 60_000]);
+    const { rows } = await pool.query<{ status: string }>(HEARTBEAT, [owned.workerId, JSON.stringify([item]), 60_000]);
     expect(rows.map((r) => r.status)).toEqual(['accepted']);
     // A job id in capitals is the same id.
     const done = await pool.query<{ status: string }>(COMPLETE, [
-      owned.worker,
+      owned.workerId,
       JSON.stringify([{ ...item, jobId: owned.jobId.toUpperCase(), result: 'fine' }]),
     ]);
     expect(done.rows.map((r) => r.status)).toEqual(['succeeded']);
   });
 
   it('heartbeat_many_v1, complete_many_v1 and fail_v1 over arbitrary JSON: P1001 or an answer, never another error, never a write by a stranger', async () => {
-    const owned = await claimOne('sql-owner-fuzz');
+    const owned = await ownedJob('sql-owner-fuzz');
     const json = fc.jsonValue({ maxDepth: 3, stringUnit: 'grapheme' }).filter((value) => acceptablePayload(value));
     const items = fc.oneof(
       json,
@@ -906,15 +897,15 @@ describe('the SQL functions called directly with malformed arguments', () => {
       { numRuns: 100 },
     );
     expect(await admin.cancel(owned.jobId)).toBe('cancel_requested');
-    await pool.query('SELECT workhorse.acknowledge_cancel_v1($1, $2, $3)', [owned.jobId, owned.worker, owned.fence]);
+    await pool.query('SELECT workhorse.acknowledge_cancel_v1($1, $2, $3)', [owned.jobId, owned.workerId, owned.fence]);
   });
 
   it('fail_v1 refuses a bad error envelope or bad options from the owner, and changes nothing', async () => {
-    const owned = await claimOne('sql-owner-fail');
+    const owned = await ownedJob('sql-owner-fail');
     const envelope = { name: 'Error', message: 'boom' };
     const calls = [
       ...[null, 'boom', 1, [], {}, { name: 'Error' }, { message: 'boom' }, { name: 1, message: 'boom' }, { name: 'Error', message: null }, { name: 'Error', message: MIB }].map(
-        (error) => ({ text: FAIL, values: [owned.jobId, owned.worker, owned.fence, error === null ? null : JSON.stringify(error), '{}'] }),
+        (error) => ({ text: FAIL, values: [owned.jobId, owned.workerId, owned.fence, error === null ? null : JSON.stringify(error), '{}'] }),
       ),
       ...[
         null,
@@ -932,33 +923,33 @@ describe('the SQL functions called directly with malformed arguments', () => {
         { retryPolicy: 'fixed' },
       ].map((options) => ({
         text: FAIL,
-        values: [owned.jobId, owned.worker, owned.fence, JSON.stringify(envelope), options === null ? null : JSON.stringify(options)],
+        values: [owned.jobId, owned.workerId, owned.fence, JSON.stringify(envelope), options === null ? null : JSON.stringify(options)],
       })),
       { text: FAIL, values: [owned.jobId, '', owned.fence, JSON.stringify(envelope), '{}'] },
     ];
     await expectRefusedWithoutWrites(owned, calls);
     expect(await admin.cancel(owned.jobId)).toBe('cancel_requested');
-    await pool.query('SELECT workhorse.acknowledge_cancel_v1($1, $2, $3)', [owned.jobId, owned.worker, owned.fence]);
+    await pool.query('SELECT workhorse.acknowledge_cancel_v1($1, $2, $3)', [owned.jobId, owned.workerId, owned.fence]);
   });
 
   it('save_checkpoint_v1 refuses a bad name or an oversized value from the owner, and stores nothing', async () => {
-    const owned = await claimOne('sql-owner-checkpoint');
+    const owned = await ownedJob('sql-owner-checkpoint');
     await expectRefusedWithoutWrites(owned, [
-      { text: CHECKPOINT, values: [owned.jobId, owned.worker, owned.fence, null, '1'] },
-      { text: CHECKPOINT, values: [owned.jobId, owned.worker, owned.fence, '', '1'] },
-      { text: CHECKPOINT, values: [owned.jobId, owned.worker, owned.fence, 'n'.repeat(201), '1'] },
-      { text: CHECKPOINT, values: [owned.jobId, owned.worker, owned.fence, 'ok', JSON.stringify(MIB)] },
+      { text: CHECKPOINT, values: [owned.jobId, owned.workerId, owned.fence, null, '1'] },
+      { text: CHECKPOINT, values: [owned.jobId, owned.workerId, owned.fence, '', '1'] },
+      { text: CHECKPOINT, values: [owned.jobId, owned.workerId, owned.fence, 'n'.repeat(201), '1'] },
+      { text: CHECKPOINT, values: [owned.jobId, owned.workerId, owned.fence, 'ok', JSON.stringify(MIB)] },
       { text: CHECKPOINT, values: [owned.jobId, '', owned.fence, 'ok', '1'] },
       { text: CHECKPOINT, values: [owned.jobId, null, owned.fence, 'ok', '1'] },
     ]);
     // Names are opaque text to the protocol: SQL in a name is stored as written, and replayed.
     const name = "stage'; DROP TABLE workhorse.job_checkpoint; --";
-    const saved = await pool.query<{ status: string }>(`${CHECKPOINT} AS status`, [owned.jobId, owned.worker, owned.fence, name, '{"v":1}']);
+    const saved = await pool.query<{ status: string }>(`${CHECKPOINT} AS status`, [owned.jobId, owned.workerId, owned.fence, name, '{"v":1}']);
     expect(saved.rows[0].status).toBe('saved');
     const { rows } = await pool.query('SELECT name, value FROM workhorse.read_checkpoints_v1($1)', [owned.jobId]);
     expect(rows).toEqual([{ name, value: { v: 1 } }]);
     expect(await admin.cancel(owned.jobId)).toBe('cancel_requested');
-    await pool.query('SELECT workhorse.acknowledge_cancel_v1($1, $2, $3)', [owned.jobId, owned.worker, owned.fence]);
+    await pool.query('SELECT workhorse.acknowledge_cancel_v1($1, $2, $3)', [owned.jobId, owned.workerId, owned.fence]);
   });
 
   it('JSON text that is not JSON never reaches the functions: jsonb input refuses it (22P02, 22P05)', async () => {

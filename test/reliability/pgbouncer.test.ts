@@ -26,6 +26,7 @@ import {
 import { adminUrl, createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
 import { findPgBouncer, startPgBouncer, type PgBouncer } from '../support/pgbouncer';
+import { claim, forceExpire } from '../support/protocol';
 import { describeIf, type Requirement } from '../support/requirements';
 import { waitFor } from '../support/wait';
 
@@ -331,13 +332,10 @@ describeIf(PGBOUNCER, 'behind PgBouncer in transaction pooling mode', () => {
     await pool.query('SELECT workhorse.tick_v1()');
     expect((await admin.getJob(later))?.state).toBe('ready');
 
-    const { rows: claimed } = await pool.query<{ job_id: string; fence_token: string }>(
-      'SELECT job_id, fence_token FROM workhorse.claim_many_v1($1, $2, $3, $4)',
-      [[q], 'bounce-crashed-worker', 1, 1000],
-    );
-    expect(claimed.map((r) => r.job_id)).toEqual([later]);
+    const claimed = await claim(pool, q, { workerId: 'bounce-crashed-worker', leaseMs: 1000 });
+    expect(claimed.map((c) => c.jobId)).toEqual([later]);
     // The lease runs out without waiting for it (this is about the protocol, not timing).
-    await db.pool.query("UPDATE workhorse.job_runtime SET lease_expires_at = clock_timestamp() - interval '1 second' WHERE job_id = $1", [later]);
+    await forceExpire(db.pool, later);
     const { rows: ticks } = await pool.query<{ tick: { skipped: boolean; recovered: number } }>('SELECT workhorse.tick_v1() AS tick');
     expect(ticks[0].tick).toMatchObject({ skipped: false, recovered: 1 });
     expect(await admin.getJob(later)).toMatchObject({ state: 'ready', currentAttempt: 1, error: { name: 'LeaseExpired' } });
@@ -345,7 +343,7 @@ describeIf(PGBOUNCER, 'behind PgBouncer in transaction pooling mode', () => {
     // The old owner's writes are refused (its heartbeat and completion are stale).
     const { rows: beats } = await pool.query<{ status: string }>(
       'SELECT status FROM workhorse.heartbeat_many_v1($1, $2::jsonb, $3)',
-      ['bounce-crashed-worker', JSON.stringify([{ jobId: later, fence: Number(claimed[0].fence_token) }]), 1000],
+      ['bounce-crashed-worker', JSON.stringify([{ jobId: later, fence: Number(claimed[0].fence) }]), 1000],
     );
     expect(beats.map((b) => b.status)).toEqual(['stale']);
     expect(await admin.cancel(later)).toBe('canceled');

@@ -29,6 +29,7 @@ import {
 import { GRANT_APP_ROLE_SQL, grantAppRole } from '../../lib/core/grants';
 import { createTestDatabase, withAdminClient, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
+import { claim, forceExpire } from '../support/protocol';
 import { itIf } from '../support/requirements';
 import { waitFor } from '../support/wait';
 
@@ -292,14 +293,9 @@ describe('an application role with the least-privilege grants', () => {
     const { rows: keys } = await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM workhorse.enqueue_idempotency');
     expect(keys[0].n).toBe(0);
 
-    const { rows: claimed } = await appPool.query<{ job_id: string }>('SELECT job_id FROM workhorse.claim_many_v1($1, $2, $3, $4)', [
-      [q],
-      'app-crashed-worker',
-      1,
-      1000,
-    ]);
-    expect(claimed.map((r) => r.job_id)).toEqual([later]);
-    await db.pool.query("UPDATE workhorse.job_runtime SET lease_expires_at = clock_timestamp() - interval '1 second' WHERE job_id = $1", [later]);
+    const claimed = await claim(appPool, q, { workerId: 'app-crashed-worker', leaseMs: 1000 });
+    expect(claimed.map((c) => c.jobId)).toEqual([later]);
+    await forceExpire(db.pool, later);
     const second = await appPool.query<{ tick: Record<string, unknown> }>('SELECT workhorse.tick_v1() AS tick');
     expect(second.rows[0].tick).toMatchObject({ skipped: false, recovered: 1 });
     expect(await admin.getJob(later)).toMatchObject({ state: 'ready', error: { name: 'LeaseExpired' } });

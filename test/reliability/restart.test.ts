@@ -29,7 +29,8 @@ import { installSchema, Queue, Worker, type HandlerContext, type JsonValue, type
 import { JobHandler, WorkhorseModule, WorkhorseWorker } from '../../lib/nest';
 import { expectSplitInvariant } from '../support/invariants';
 import { freePort } from '../support/net';
-import { gate, type Gate } from '../support/wait';
+import { stateOf } from '../support/job-state';
+import { delay, gate, waitFor, type Gate } from '../support/wait';
 
 const PG_BIN = process.env.WORKHORSE_PG15_BIN ?? '/usr/lib/postgresql/15/bin';
 const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
@@ -152,29 +153,6 @@ class OwnServer {
 
 // ---- helpers ---------------------------------------------------------------------------------
 
-const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-/** Polls until the probe returns a truthy value; a probe that throws (the server is still coming back) is tried again. */
-type Probe<T> = () => Promise<T | false | null | undefined> | T | false | null | undefined;
-
-async function waitFor<T>(probe: Probe<T>, what: string, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let lastError: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value) return value;
-    } catch (error) {
-      lastError = error;
-    }
-    if (Date.now() > deadline) {
-      const detail = lastError instanceof Error ? ` (last error: ${lastError.message})` : '';
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${detail}`);
-    }
-    await delay(25);
-  }
-}
-
 // What the handlers of both variants do: `stream.tick` is the steady stream, `stream.hold` runs
 // until the test opens its gate, so it is certainly running while the server restarts.
 const holdGates = new Map<string, Gate>();
@@ -254,17 +232,6 @@ async function jobRows(pool: Pool): Promise<JobRow[]> {
   return rows;
 }
 
-async function stateOf(pool: Pool, jobId: string): Promise<string | null> {
-  const { rows } = await pool.query<{ state: string | null }>(
-    `SELECT coalesce(o.state, r.state) AS state FROM workhorse.job j
-     LEFT JOIN workhorse.job_runtime r ON r.job_id = j.id
-     LEFT JOIN workhorse.job_outcome o ON o.job_id = j.id
-     WHERE j.id = $1`,
-    [jobId],
-  );
-  return rows[0]?.state ?? null;
-}
-
 /** What one variant (core or Nest) gives the scenario. */
 interface Subject {
   /** application_name of every connection the worker side opens. */
@@ -305,7 +272,7 @@ async function restartUnderLoad(subject: Subject, producer: Producer, mode: 'fas
   const opened = gate();
   holdGates.set(name, opened);
   const held = await subject.enqueue('stream.hold', { gate: name });
-  await waitFor(() => holding.has(held), `the ${mode} hold job to start`);
+  await waitFor(() => holding.has(held), 20_000, `the ${mode} hold job to start`, { retryErrors: true });
 
   const rejectedBefore = producer.rejected.length;
   const errorsBefore = subject.events.filter((e) => e.name === 'worker.error').length;
@@ -316,7 +283,9 @@ async function restartUnderLoad(subject: Subject, producer: Producer, mode: 'fas
   await server.startAgain();
   const { rows } = await waitFor(
     () => subject.check.query<{ now: Date }>('SELECT clock_timestamp() AS now'),
+    20_000,
     'the check pool to reach the restarted server',
+    { retryErrors: true },
   );
   const restartedAt = rows[0].now;
   const committedAtRestart = producer.committed.length;
@@ -326,7 +295,9 @@ async function restartUnderLoad(subject: Subject, producer: Producer, mode: 'fas
     async () =>
       producer.committed.length > committedAtRestart &&
       (await stateOf(subject.check, producer.committed[committedAtRestart])) === 'succeeded',
+    20_000,
     `a job enqueued after the ${mode} restart to succeed`,
+    { retryErrors: true },
   );
   // Whatever the producer tried during the outage was refused with a message, not swallowed.
   // (Errors from node's own modules belong to another realm than Jest's `Error`: check the shape.)
@@ -342,9 +313,9 @@ async function restartUnderLoad(subject: Subject, producer: Producer, mode: 'fas
       [held, restartedAt],
     );
     return lease[0]?.renewed === true;
-  }, `a heartbeat for the held job after the ${mode} restart`);
+  }, 20_000, `a heartbeat for the held job after the ${mode} restart`, { retryErrors: true });
   opened.open();
-  await waitFor(async () => (await stateOf(subject.check, held)) === 'succeeded', `the ${mode} hold job to succeed`);
+  await waitFor(async () => (await stateOf(subject.check, held)) === 'succeeded', 20_000, `the ${mode} hold job to succeed`, { retryErrors: true });
   const { rows: outcome } = await subject.check.query<{ final_attempt: number }>(
     'SELECT final_attempt FROM workhorse.job_outcome WHERE job_id = $1',
     [held],
@@ -358,7 +329,9 @@ async function scenario(subject: Subject): Promise<void> {
   try {
     await waitFor(
       async () => producer.committed.length >= 10 && (await stateOf(subject.check, producer.committed[9])) === 'succeeded',
+      20_000,
       'the stream to flow',
+      { retryErrors: true },
     );
     await restartUnderLoad(subject, producer, 'fast');
     await restartUnderLoad(subject, producer, 'immediate');
@@ -372,7 +345,7 @@ async function scenario(subject: Subject): Promise<void> {
   const rows = await waitFor(async () => {
     const all = await jobRows(subject.check);
     return all.every((r) => r.state === 'succeeded') && all;
-  }, 'every job to succeed', 40_000);
+  }, 40_000, 'every job to succeed', { retryErrors: true });
   const ids = new Set(rows.map((r) => r.id));
   for (const id of committed) expect(ids.has(id)).toBe(true);
   // A refused enqueue may still have committed (its answer was lost with the connection); it is
@@ -398,7 +371,7 @@ async function scenario(subject: Subject): Promise<void> {
   await waitFor(async () => {
     const { rows: live } = await subject.check.query<{ n: number }>('SELECT count(*)::int AS n FROM workhorse.job_runtime');
     return subject.activeCount() === 0 && live[0].n === 0;
-  }, 'the worker to go idle');
+  }, 20_000, 'the worker to go idle', { retryErrors: true });
   await waitFor(async () => {
     const { rows: listening } = await subject.check.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND query ILIKE 'LISTEN%' AND state = 'idle'
@@ -407,12 +380,13 @@ async function scenario(subject: Subject): Promise<void> {
       [subject.appName],
     );
     return listening[0].n === 1;
-  }, 'the LISTEN connection to be back');
+  }, 20_000, 'the LISTEN connection to be back', { retryErrors: true });
   const marker = await subject.enqueue('stream.tick', { seq: -1 });
   await waitFor(
     async () => (await stateOf(subject.check, marker)) === 'succeeded',
-    'the job after the restarts to be woken by NOTIFY',
     10_000,
+    'the job after the restarts to be woken by NOTIFY',
+    { retryErrors: true },
   );
 }
 

@@ -10,6 +10,7 @@ import type { JobSnapshot, TimelineEntry } from 'nestjs-workhorse';
 import { AppModule } from '../../sample-app/app.module';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
+import { waitFor } from '../support/wait';
 
 const APPLICATION_NAME = 'sample-e2e';
 const ORDER = { customer: 'Ada Lovelace', item: 'Loom cards', amountCents: 4200 };
@@ -18,16 +19,6 @@ interface OrderResponse {
   order: { id: string; customer: string; item: string; amountCents: number; jobId: string; createdAt: string };
   job: (Omit<JobSnapshot, 'createdAt'> & { state: string }) | null;
   timeline: Array<Omit<TimelineEntry, 'at'> & { at: string }>;
-}
-
-async function waitFor<T>(probe: () => Promise<T | null>, what: string, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== null) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 describe('sample app over HTTP', () => {
@@ -86,7 +77,7 @@ describe('sample app over HTTP', () => {
       expect(response.status).toBe(200);
       const body = (await response.json()) as OrderResponse;
       return body.job?.state === 'succeeded' ? body : null;
-    }, 'the order to be fulfilled');
+    }, 20_000, 'the order to be fulfilled');
 
     expect(shown.order).toEqual({ id: orderId, ...ORDER, jobId, createdAt: expect.any(String) });
     expect(shown.job).toMatchObject({
@@ -181,7 +172,7 @@ describe('sample app over HTTP', () => {
         'SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1',
         [APPLICATION_NAME],
       );
-      return rows[0].n === 0 ? true : null;
-    }, 'the app connections to close', 5_000);
+      return rows[0].n === 0;
+    }, 5_000, 'the app connections to close');
   });
 });

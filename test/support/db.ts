@@ -104,3 +104,15 @@ export async function withTestDatabase<T>(
     await db.drop();
   }
 }
+
+let queueCounter = 0;
+
+/**
+ * A queue name no earlier call in this test file gave out (`queue-1`, `queue-2`, ...). Each test
+ * that takes one works on a queue of its own, so a job one test leaves behind never reaches
+ * another test's worker.
+ */
+export function freshQueue(): string {
+  queueCounter += 1;
+  return `queue-${queueCounter}`;
+}

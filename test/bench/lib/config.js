@@ -29,6 +29,21 @@ const SYSTEMS = {
     options: { roundTrips: 2 },
     settings: 'as the core `Worker` defaults plus `roundTrips: 2` (two claim-and-complete round trips in flight, the slots split between them, each round trip claiming and completing up to its half of the slots); meant for high concurrencies (several hundred slots)',
   },
+  'workhorse-python': {
+    adapter: 'workhorse-python',
+    label: 'workhorse (Python AsyncWorker)',
+    short: 'workhorse/Python',
+    ours: true,
+    settings: 'Python SDK `AsyncWorker(AsyncQueue(AsyncConnectionPool(max_size=10)), concurrency=c)` defaults (LISTEN on, poll_ms 1000), a coroutine no-op handler, Psycopg 3 async; batch enqueue: `AsyncQueue.enqueue_many` of 1,000; its own process, CPU and RSS read from /proc',
+  },
+  'workhorse-python-sync': {
+    adapter: 'workhorse-python',
+    label: 'workhorse (Python sync Worker)',
+    short: 'workhorse/Python sync',
+    ours: true,
+    options: { api: 'sync' },
+    settings: 'Python SDK sync `Worker(Queue(pool), concurrency=c)` defaults, a plain no-op handler run in its pool of c threads',
+  },
   graphile: {
     adapter: 'graphile',
     label: 'graphile-worker (defaults)',
@@ -65,7 +80,15 @@ const FULL = {
   calibration: { jobs: 3000, concurrency: 10 },
   budget: { ourDrainSeconds: 10, ourSerialDrainSeconds: 3, rssSeconds: 90 },
   pgbench: { clients: [1, 4, 10], seconds: 3 },
-  enqueue: { systems: ['workhorse', 'graphile', 'pgboss'], singleJobs: 2000, producers: 4, batchJobs: 20000, batchSize: 1000 },
+  enqueue: {
+    systems: ['workhorse', 'graphile', 'pgboss', 'workhorse-python'],
+    // Measured with batches only (its producer runs in another process, so one enqueue per IPC round trip would measure the pipe).
+    batchOnly: ['workhorse-python'],
+    singleJobs: 2000,
+    producers: 4,
+    batchJobs: 20000,
+    batchSize: 1000,
+  },
   latency: {
     systems: ['workhorse', 'graphile', 'pgboss'],
     rate: 100,
@@ -76,7 +99,7 @@ const FULL = {
     concurrencyOverride: { pgboss: 100 },
   },
   drain: {
-    systems: ['workhorse', 'workhorse-nest', 'workhorse-lanes', 'graphile', 'graphile-batch', 'pgboss'],
+    systems: ['workhorse', 'workhorse-nest', 'workhorse-lanes', 'graphile', 'graphile-batch', 'pgboss', 'workhorse-python', 'workhorse-python-sync'],
     concurrencies: [1, 10, 50, 100, 200, 500],
     // The Nest variant runs the same core worker; measured at the default concurrency only.
     // Our worker with one round trip in flight is measured up to 100; with two (roundTrips: 2)
@@ -88,6 +111,8 @@ const FULL = {
       workhorse: [1, 10, 50, 100],
       'workhorse-nest': [10],
       'workhorse-lanes': [200, 500],
+      'workhorse-python': [10, 50],
+      'workhorse-python-sync': [10, 50],
       graphile: [1, 10, 50],
       pgboss: [1, 10, 50],
     },
@@ -126,10 +151,10 @@ const QUICK = {
   mode: 'quick',
   reps: 1,
   pgbench: { clients: [1, 4, 10], seconds: 1 },
-  enqueue: { systems: ['workhorse', 'graphile', 'pgboss'], singleJobs: 600, producers: 4, batchJobs: 4000, batchSize: 1000 },
+  enqueue: { systems: ['workhorse', 'graphile', 'pgboss', 'workhorse-python'], batchOnly: ['workhorse-python'], singleJobs: 600, producers: 4, batchJobs: 4000, batchSize: 1000 },
   latency: { systems: ['workhorse', 'graphile', 'pgboss'], rate: 100, seconds: 3, concurrency: 10, concurrencyOverride: { pgboss: 100 } },
   drain: {
-    systems: ['workhorse', 'workhorse-nest', 'graphile', 'graphile-batch', 'pgboss'],
+    systems: ['workhorse', 'workhorse-nest', 'graphile', 'graphile-batch', 'pgboss', 'workhorse-python', 'workhorse-python-sync'],
     onlyAt: {},
     concurrencies: [10],
     jobs: { 10: 3000 },

@@ -27,6 +27,7 @@ import { createInterface } from 'node:readline';
 import { Client, Pool, type PoolClient } from 'pg';
 import * as ts from 'typescript';
 import { installSchema, Queue, type EnqueueRequest } from '../../../lib/core';
+import { delay } from '../../support/wait';
 import { SOAK_TABLES_SQL, SOAK_TYPE, type SoakPayload } from './handler';
 
 const ROOT = join(__dirname, '..', '..', '..');
@@ -137,8 +138,6 @@ interface WorkerProcess {
 }
 
 // ---- the run ------------------------------------------------------------------------------------
-
-const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   const config: SoakReport['config'] = {

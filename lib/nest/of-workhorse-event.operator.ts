@@ -1,16 +1,5 @@
 import { filter, type OperatorFunction } from 'rxjs';
-import { isWorkerEventName, WORKER_EVENT_NAMES, type WorkerEvent, type WorkerEventName, type WorkerEventOf } from '../core/events';
-
-/**
- * Every worker event name, in lifecycle order (the core's list).
- *
- * @example
- * for (const name of WORKHORSE_EVENT_NAMES) counters.set(name, 0);
- */
-export const WORKHORSE_EVENT_NAMES = WORKER_EVENT_NAMES;
-
-/** True when `name` is the name of a worker event. */
-export const isWorkhorseEventName = isWorkerEventName;
+import type { WorkerEvent, WorkerEventName, WorkerEventOf } from '../core/events';
 
 /**
  * An RxJS operator that keeps the events of the given names, typed as those events.

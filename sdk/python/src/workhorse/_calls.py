@@ -1,0 +1,189 @@
+"""Every client call as data: the statement, its parameters and how its rows become the
+answer. Validation happens when a call is built, so a bad argument raises before anything is
+sent. The sync and async clients (and both drivers) only execute calls, so each call's rules
+are written once."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Generic, TypeVar
+
+from . import _protocol as p
+from .errors import SchemaNotInstalledError, SchemaVersionMismatchError
+from .types import JOB_STATES, CancelResult, JobSnapshot, Page, QueueInfo, RedriveResult, TimelineEntry
+from .validation import check_datetime, check_int, check_job_id, check_name, check_text, fail, to_wire_batch, to_wire_request
+
+#: The schema (and protocol) version this SDK speaks (``workhorse.schema_version``).
+SCHEMA_VERSION = 1
+
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class Call(Generic[R]):
+    sql: str
+    params: tuple[Any, ...]
+    convert: Callable[[Sequence[p.Row]], R]
+
+
+def check_schema_version(installed: int | None) -> None:
+    """Refuses a database whose schema this SDK does not speak, with what to do about it."""
+    if installed is None:
+        raise SchemaNotInstalledError(SCHEMA_VERSION)
+    if installed != SCHEMA_VERSION:
+        raise SchemaVersionMismatchError(installed, SCHEMA_VERSION)
+
+
+def schema_present() -> Call[bool]:
+    return Call(p.SCHEMA_PRESENT_SQL, (), lambda rows: bool(rows[0][0]))
+
+
+def schema_version() -> Call[int | None]:
+    return Call(p.SCHEMA_VERSION_SQL, (), lambda rows: int(rows[0][0]) if rows else None)
+
+
+# ---- Queue ------------------------------------------------------------------------------------
+
+
+def _ids(rows: Sequence[p.Row]) -> list[str]:
+    return [row[0] for row in rows]
+
+
+def enqueue(type: object, payload: object, options: Mapping[str, Any]) -> Call[list[str]]:
+    return Call(p.ENQUEUE_SQL, (json.dumps([to_wire_request(type, payload, options)]),), _ids)
+
+
+def enqueue_many(requests: object) -> Call[list[str]] | None:
+    wire = to_wire_batch(requests)
+    return Call(p.ENQUEUE_SQL, (json.dumps(wire),), _ids) if wire else None
+
+
+# ---- Admin ------------------------------------------------------------------------------------
+
+
+def get_job(job_id: object) -> Call[JobSnapshot | None]:
+    return Call(p.GET_JOB_SQL, (check_job_id(job_id),), lambda rows: p.to_snapshot(rows[0]) if rows else None)
+
+
+def get_job_timeline(job_id: object, limit: object, cursor: object) -> Call[Page[TimelineEntry]]:
+    check_job_id(job_id)
+    n = check_int(limit, "limit", 1, 1000)
+    after = p.decode_position("timeline", cursor) or 0
+
+    def convert(rows: Sequence[p.Row]) -> Page[TimelineEntry]:
+        nxt = p.encode_cursor("timeline", str(rows[-1][0])) if len(rows) == n else None
+        return Page([p.to_timeline_entry(r) for r in rows], nxt)
+
+    return Call(p.TIMELINE_SQL, (job_id, after, n), convert)
+
+
+def list_jobs(queue: object, type: object, states: object, limit: object, cursor: object) -> Call[Page[JobSnapshot]]:
+    q = None if queue is None else check_name(queue, "queue")
+    t = None if type is None else check_name(type, "type")
+    s = None
+    if states is not None:
+        if not isinstance(states, (list, tuple)) or any(x not in JOB_STATES for x in states):
+            fail("states", f"must be a list of {', '.join(JOB_STATES)}")
+        s = list(states)
+    n = check_int(limit, "limit", 1, 1000)
+    before = p.decode_position("jobs", cursor)
+
+    def convert(rows: Sequence[p.Row]) -> Page[JobSnapshot]:
+        nxt = p.encode_cursor("jobs", str(rows[-1][p.SNAPSHOT_SEQ])) if len(rows) == n else None
+        return Page([p.to_snapshot(r) for r in rows], nxt)
+
+    return Call(p.LIST_JOBS_SQL, (q, t, s, n, before), convert)
+
+
+def cancel(job_id: object, reason: object) -> Call[CancelResult]:
+    check_job_id(job_id)
+    if reason is not None:
+        check_text(reason, "reason", 1000)
+    return Call(p.CANCEL_SQL, (job_id, reason), p.status_of)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class CheckedFilter:
+    queue: str | None
+    type: str | None
+    error_name: str | None
+    finished_after: datetime | None
+    finished_before: datetime | None
+
+
+def dead_letter_filter(given: Mapping[str, Any]) -> CheckedFilter:
+    keys = ("queue", "type", "error_name", "finished_after", "finished_before")
+    for key in given:
+        if key not in keys:
+            fail(key, f"is not a dead-letter filter ({', '.join(keys)})")
+    queue, type, error_name = given.get("queue"), given.get("type"), given.get("error_name")
+    after, before = given.get("finished_after"), given.get("finished_before")
+    return CheckedFilter(
+        None if queue is None else check_name(queue, "queue"),
+        None if type is None else check_name(type, "type"),
+        None if error_name is None else check_text(error_name, "errorName", 200),
+        None if after is None else check_datetime(after, "finishedAfter"),
+        None if before is None else check_datetime(before, "finishedBefore"),
+    )
+
+
+def list_dead_letters(f: CheckedFilter, limit: object, cursor: object) -> Call[Page[JobSnapshot]]:
+    n = check_int(limit, "limit", 1, 1000)
+    at, job_id = p.decode_dead_position(cursor)
+
+    def convert(rows: Sequence[p.Row]) -> Page[JobSnapshot]:
+        last = rows[-1] if rows else None
+        nxt = p.encode_cursor("dead", f"{last[p.DEAD_LETTER_AT]}/{last[0]}") if last and len(rows) == n else None
+        return Page([p.to_snapshot(r) for r in rows], nxt)
+
+    params = (f.queue, f.type, f.error_name, f.finished_after, f.finished_before, n, at, job_id)
+    return Call(p.LIST_DEAD_LETTERS_SQL, params, convert)
+
+
+def _check_actor(actor: object, reason: object) -> None:
+    if actor is not None:
+        check_text(actor, "actor", 200)
+    if reason is not None:
+        check_text(reason, "reason", 1000)
+
+
+def redrive(job_id: object, request_id: object, actor: object, reason: object) -> Call[str]:
+    check_job_id(job_id)
+    check_text(request_id, "requestId", 200, 1)
+    _check_actor(actor, reason)
+    return Call(p.REDRIVE_SQL, (job_id, request_id, actor, reason), p.status_of)
+
+
+def redrive_many(
+    f: CheckedFilter, request_id: object, dry_run: object, actor: object, reason: object, limit: object
+) -> Call[list[RedriveResult]]:
+    check_text(request_id, "requestId", 160, 1)
+    _check_actor(actor, reason)
+    if not isinstance(dry_run, bool):
+        fail("dryRun", "must be True or False")
+    n = check_int(limit, "limit", 1, 1000)
+    wire: dict[str, str] = {}
+    for key, value in (("queue", f.queue), ("type", f.type), ("errorName", f.error_name)):
+        if value is not None:
+            wire[key] = value
+    for key, at in (("finishedAfter", f.finished_after), ("finishedBefore", f.finished_before)):
+        if at is not None:
+            wire[key] = at.isoformat()
+    return Call(
+        p.REDRIVE_MANY_SQL,
+        (json.dumps(wire), request_id, dry_run, actor, reason, n),
+        lambda rows: [RedriveResult(r[0], r[1]) for r in rows],
+    )
+
+
+def set_paused(paused: bool, queue: object, actor: object, reason: object) -> Call[Any]:
+    check_name(queue, "queue")
+    _check_actor(actor, reason)
+    return Call(p.PAUSE_SQL if paused else p.RESUME_SQL, (queue, actor, reason), p.first_value)
+
+
+def list_queues() -> Call[list[QueueInfo]]:
+    return Call(p.LIST_QUEUES_SQL, (), lambda rows: [p.to_queue_info(r) for r in rows])

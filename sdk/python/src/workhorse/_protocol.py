@@ -1,0 +1,195 @@
+"""The SQL the SDK sends (calls of ``workhorse.*_v1`` functions only) and the conversion of
+their rows. Shared by the sync and async clients and by both drivers (Psycopg, asyncpg), so
+every statement uses ``$n`` placeholders with explicit casts, and every ``jsonb`` and ``uuid``
+output is read as text and parsed here: the two drivers then return the same Python values."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, cast
+
+from .errors import InvalidCursorError
+from .types import JobSnapshot, QueueInfo, TimelineEntry
+
+Row = Sequence[Any]
+
+ENQUEUE_SQL = "SELECT job_id::text FROM workhorse.enqueue_many_v1($1::jsonb)"
+
+_SNAPSHOT_COLUMNS = (
+    "id::text, queue, type, payload::text, priority, state, current_attempt, max_attempts, retry_policy::text, tags, "
+    "deadline, execution_timeout_ms, run_at, created_at, finished_at, result::text, error::text, worker_id, "
+    "lease_expires_at, cancel_requested_at, progress::text, redriven_from::text, redriven_to::text[], seq"
+)
+GET_JOB_SQL = f"SELECT {_SNAPSHOT_COLUMNS} FROM workhorse.get_job_v1($1::uuid)"
+LIST_JOBS_SQL = (
+    f"SELECT {_SNAPSHOT_COLUMNS} FROM workhorse.list_jobs_v1($1::text, $2::text, $3::text[], $4::integer, $5::bigint)"
+)
+LIST_DEAD_LETTERS_SQL = (
+    f"SELECT {_SNAPSHOT_COLUMNS}, to_char(finished_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') "
+    "FROM workhorse.list_dead_letters_v1($1::text, $2::text, $3::text, $4::timestamptz, $5::timestamptz, $6::integer, "
+    "$7::timestamptz, $8::uuid)"
+)
+TIMELINE_SQL = (
+    "SELECT id, at, source, kind, attempt, worker_id, fence_token, data::text "
+    "FROM workhorse.get_timeline_v1($1::uuid, $2::bigint, $3::integer)"
+)
+CANCEL_SQL = "SELECT workhorse.cancel_v1($1::uuid, $2::text)"
+REDRIVE_SQL = "SELECT workhorse.redrive_v1($1::uuid, $2::text, $3::text, $4::text)::text"
+REDRIVE_MANY_SQL = (
+    "SELECT source_job_id::text, new_job_id::text "
+    "FROM workhorse.redrive_many_v1($1::jsonb, $2::text, $3::boolean, $4::text, $5::text, $6::integer)"
+)
+PAUSE_SQL = "SELECT workhorse.pause_queue_v1($1::text, $2::text, $3::text)::text"
+RESUME_SQL = "SELECT workhorse.resume_queue_v1($1::text, $2::text, $3::text)::text"
+LIST_QUEUES_SQL = (
+    "SELECT queue, paused, changed_at, changed_by, reason, ready, scheduled, active, blocked FROM workhorse.list_queues_v1()"
+)
+SCHEMA_PRESENT_SQL = "SELECT to_regclass('workhorse.schema_version') IS NOT NULL"
+SCHEMA_VERSION_SQL = "SELECT version FROM workhorse.schema_version"
+
+# ---- worker side ----------------------------------------------------------------------------
+
+#: The hot path: records completions and claims in one statement and one commit. Completions that
+#: succeeded (nearly all) are left out of the answer, as the TypeScript worker does.
+PUMP_SQL = (
+    "SELECT job_id::text, status, queue, type, payload::text, attempt, max_attempts, fence_token, execution_timeout_ms, "
+    "checkpoints::text, waits::text "
+    "FROM workhorse.complete_and_claim_v1($1::text, $2::jsonb, $3::text[], $4::integer, $5::integer) "
+    "WHERE status <> 'succeeded'"
+)
+HEARTBEAT_SQL = "SELECT job_id::text, status FROM workhorse.heartbeat_many_v1($1::text, $2::jsonb, $3::integer)"
+FAIL_SQL = (
+    "SELECT status, run_at, delay_ms "
+    "FROM workhorse.fail_v1($1::uuid, $2::text, $3::bigint, $4::jsonb, $5::jsonb)"
+)
+RELEASE_SQL = "SELECT workhorse.release_v1($1::uuid, $2::text, $3::bigint, $4::integer, $5::text)"
+ACK_CANCEL_SQL = "SELECT workhorse.acknowledge_cancel_v1($1::uuid, $2::text, $3::bigint)"
+CHECKPOINT_SQL = "SELECT workhorse.save_checkpoint_v1($1::uuid, $2::text, $3::bigint, $4::text, $5::jsonb)"
+PROGRESS_SQL = "SELECT workhorse.set_progress_v1($1::uuid, $2::text, $3::bigint, $4::jsonb)"
+SLEEP_SQL = (
+    "SELECT status, wake_at FROM workhorse.sleep_v1($1::uuid, $2::text, $3::bigint, $4::text, $5::timestamptz, $6::bigint)"
+)
+TICK_SQL = "SELECT workhorse.tick_v1()::text"
+NOTIFY_CHANNEL = "workhorse_jobs"
+
+
+def parse_json(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def to_snapshot(row: Row) -> JobSnapshot:
+    return JobSnapshot(
+        id=row[0],
+        queue=row[1],
+        type=row[2],
+        payload=parse_json(row[3]),
+        priority=row[4],
+        state=row[5],
+        current_attempt=row[6],
+        max_attempts=row[7],
+        retry_policy=parse_json(row[8]),
+        tags=list(row[9]),
+        deadline=row[10],
+        execution_timeout_ms=row[11],
+        run_at=row[12],
+        created_at=row[13],
+        finished_at=row[14],
+        result=parse_json(row[15]),
+        error=parse_json(row[16]),
+        worker_id=row[17],
+        lease_expires_at=row[18],
+        cancel_requested_at=row[19],
+        progress=parse_json(row[20]),
+        redriven_from=row[21],
+        redriven_to=list(row[22]),
+    )
+
+
+SNAPSHOT_SEQ = 23
+DEAD_LETTER_AT = 24
+
+
+def to_timeline_entry(row: Row) -> TimelineEntry:
+    return TimelineEntry(
+        id=row[0],
+        at=row[1],
+        source=row[2],
+        kind=row[3],
+        attempt=row[4],
+        worker_id=row[5],
+        fence_token=row[6],
+        data=parse_json(row[7]),
+    )
+
+
+def to_queue_info(row: Row) -> QueueInfo:
+    return QueueInfo(
+        queue=row[0],
+        paused=row[1],
+        changed_at=row[2],
+        changed_by=row[3],
+        reason=row[4],
+        ready=int(row[5]),
+        scheduled=int(row[6]),
+        active=int(row[7]),
+        blocked=int(row[8]),
+    )
+
+
+# ---- cursors --------------------------------------------------------------------------------
+# Opaque to callers: a tag saying which API issued them, and a position. The same encoding as
+# the TypeScript Admin's, so a cursor from one SDK pages on in another.
+
+_MAX_BIGINT = 9_223_372_036_854_775_807
+_DEAD = re.compile(
+    r"dead:(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z)/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"
+)
+
+
+def encode_cursor(kind: str, position: str) -> str:
+    return base64.urlsafe_b64encode(f"{kind}:{position}".encode()).decode().rstrip("=")
+
+
+def _decode(cursor: object) -> str:
+    if not isinstance(cursor, str):
+        raise InvalidCursorError()
+    try:
+        return base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("utf-8")
+    except ValueError as error:
+        raise InvalidCursorError() from error
+
+
+def decode_position(kind: str, cursor: object) -> int | None:
+    """The bigint position of a ``jobs`` or ``timeline`` cursor (None for no cursor)."""
+    if cursor is None:
+        return None
+    match = re.fullmatch(rf"{kind}:(\d{{1,19}})", _decode(cursor))
+    if not match or int(match[1]) > _MAX_BIGINT:
+        raise InvalidCursorError()
+    return int(match[1])
+
+
+def decode_dead_position(cursor: object) -> tuple[datetime, str] | tuple[None, None]:
+    """The (finished_at, job id) of a ``dead`` cursor."""
+    if cursor is None:
+        return None, None
+    match = _DEAD.fullmatch(_decode(cursor))
+    if not match:
+        raise InvalidCursorError()
+    try:
+        at = datetime.fromisoformat(match[1].replace("Z", "+00:00"))
+    except ValueError as error:
+        raise InvalidCursorError() from error
+    return at, match[2]
+
+
+def first_value(rows: Sequence[Row]) -> Any:
+    return rows[0][0]
+
+
+def status_of(rows: Sequence[Row]) -> str:
+    return cast(str, rows[0][0])

@@ -1,0 +1,133 @@
+"""What ``Worker`` and ``AsyncWorker`` share: options, handler registration, the engine."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import os
+import signal
+import threading
+import socket
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from ._drivers import AsyncDriver
+from ._engine import Engine, EngineOptions, ErrorListener, Handler
+from .errors import WorkerStateError
+from .types import RetryPolicy, WorkerOptions
+from .validation import check_int, check_name, check_retry_policy, check_text, fail
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def engine_options(given: Mapping[str, Any]) -> EngineOptions:
+    """Checks a worker's options (the same rules and field names as the TypeScript worker)."""
+    for key in given:
+        if key not in WorkerOptions.__annotations__:
+            fail(key, f"is not a worker option ({', '.join(WorkerOptions.__annotations__)})")
+    queues = given.get("queues", ("default",))
+    if isinstance(queues, str) or not isinstance(queues, Sequence) or not 1 <= len(queues) <= 100:
+        fail("queues", "must list 1 to 100 queue names")
+    names = list(dict.fromkeys(check_name(q, f"queues[{i}]") for i, q in enumerate(queues)))
+    lease = check_int(given.get("lease_ms", 30_000), "leaseMs", 1000, 86_400_000)
+    listen = given.get("listen", True)
+    if not isinstance(listen, bool):
+        fail("listen", "must be True or False")
+    worker_id = given.get("worker_id") or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    return EngineOptions(
+        worker_id=check_text(worker_id, "workerId", 200, 1),
+        queues=names,
+        concurrency=check_int(given.get("concurrency", 10), "concurrency", 1, 1000),
+        lease_ms=lease,
+        heartbeat_ms=check_int(given.get("heartbeat_ms", lease // 3), "heartbeatMs", 100, lease),
+        poll_ms=check_int(given.get("poll_ms", 1000), "pollMs", 10, 600_000),
+        tick_ms=check_int(given.get("tick_ms", 1000), "tickMs", 10, 600_000),
+        shutdown_timeout_ms=check_int(given.get("shutdown_timeout_ms", 25_000), "shutdownTimeoutMs", 0, 3_600_000),
+        listen=listen,
+        unknown_type_delay_ms=check_int(given.get("unknown_type_delay_ms", 5000), "unknownTypeDelayMs", 0, 604_800_000),
+    )
+
+
+class WorkerBase:
+    def __init__(self, driver: AsyncDriver, options: WorkerOptions) -> None:
+        self._driver = driver
+        self._options = engine_options(options)
+        self._on_error: ErrorListener | None = options.get("on_error")
+        self._handlers: dict[str, Handler] = {}
+        self._engine: Engine | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._ready = threading.Event()
+
+    @property
+    def worker_id(self) -> str:
+        return self._options.worker_id
+
+    @property
+    def types(self) -> list[str]:
+        """Job types this worker has handlers for."""
+        return list(self._handlers)
+
+    def handle(self, type: str, fn: Callable[..., Any], *, retry: RetryPolicy | None = None) -> Any:
+        """Registers the handler of one job type: a function ``(payload, ctx) -> result`` or a
+        coroutine function. ``retry`` applies to this type's jobs enqueued without a retry
+        policy of their own. Returns the worker, for chaining."""
+        check_name(type, "type")
+        if not callable(fn):
+            fail("handler", "must be a function")
+        policy = None if retry is None else check_retry_policy(retry, "retry")
+        if type in self._handlers:
+            raise WorkerStateError(f'A handler for job type "{type}" is already registered.')
+        self._handlers[type] = Handler(fn, inspect.iscoroutinefunction(fn), policy)
+        return self
+
+    def handler(self, type: str, *, retry: RetryPolicy | None = None) -> Callable[[F], F]:
+        """Decorator form of ``handle``.
+
+        Example::
+
+            @worker.handler("email.send")
+            def send(payload, ctx):
+                mailer.send(payload["to"])
+        """
+
+        def register(fn: F) -> F:
+            self.handle(type, fn, retry=retry)
+            return fn
+
+        return register
+
+    @property
+    def active_count(self) -> int:
+        """Handlers running now."""
+        return 0 if self._engine is None else self._engine.active_count
+
+    def wait_started(self, timeout: float | None = None) -> bool:
+        """Blocks until the running worker claims (True), or ``timeout`` seconds pass."""
+        return self._ready.wait(timeout)
+
+    async def _serve(self, handle_signals: bool) -> None:
+        """Runs the engine in the current event loop until it has drained. Plain functions run
+        in a pool of ``concurrency`` threads, coroutine functions in the loop."""
+        if self._engine is not None:
+            raise WorkerStateError("This worker is already running.")
+        executor = None
+        if any(not h.is_async for h in self._handlers.values()):
+            executor = ThreadPoolExecutor(max_workers=self._options.concurrency, thread_name_prefix="workhorse-handler")
+        self._loop = asyncio.get_running_loop()
+        self._ready.clear()
+        engine = Engine(self._driver, self._options, dict(self._handlers), executor, self._on_error, self._ready.set)
+        self._engine = engine
+        signals = (signal.SIGTERM, signal.SIGINT) if handle_signals else ()
+        for sig in signals:
+            self._loop.add_signal_handler(sig, engine.request_stop)
+        try:
+            await engine.run()
+        finally:
+            for sig in signals:
+                self._loop.remove_signal_handler(sig)
+            if executor is not None:
+                # Threads of handlers abandoned at the shutdown timeout are not waited for.
+                executor.shutdown(wait=False, cancel_futures=True)
+            self._engine = None

@@ -1,0 +1,109 @@
+"""``Admin``: operator reads and actions (sync)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Unpack
+
+from psycopg_pool import ConnectionPool
+
+from . import _calls as calls
+from ._sync import Connection, SyncExecutor
+from .types import CancelResult, DeadLetterFilter, JobSnapshot, JobState, Page, QueueInfo, RedriveResult, TimelineEntry
+
+
+class Admin:
+    """Operator reads and actions. Every method takes an optional ``conn`` to join the caller's
+    transaction; by default a pooled connection runs it.
+
+    Example::
+
+        admin = Admin(pool)
+        job = admin.get_job(job_id)
+        print(job.state, job.current_attempt, job.result)
+    """
+
+    def __init__(self, pool: ConnectionPool[Any]) -> None:
+        self._executor = SyncExecutor(pool)
+
+    def get_job(self, job_id: str, *, conn: Connection | None = None) -> JobSnapshot | None:
+        """The job's snapshot, whichever state it is in, or None when no such job exists."""
+        return self._executor.run(calls.get_job(job_id), conn)
+
+    def get_job_timeline(
+        self, job_id: str, *, limit: int = 100, cursor: str | None = None, conn: Connection | None = None
+    ) -> Page[TimelineEntry]:
+        """The job's history (lifecycle events and closed attempts) in the order it was
+        written, a page at a time; pass ``next_cursor`` back as ``cursor`` to read on."""
+        return self._executor.run(calls.get_job_timeline(job_id, limit, cursor), conn)
+
+    def list_jobs(
+        self,
+        *,
+        queue: str | None = None,
+        type: str | None = None,
+        states: Sequence[JobState] | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+        conn: Connection | None = None,
+    ) -> Page[JobSnapshot]:
+        """Jobs newest first, filtered by queue, type and current states, a page at a time."""
+        return self._executor.run(calls.list_jobs(queue, type, states, limit, cursor), conn)
+
+    def cancel(self, job_id: str, *, reason: str | None = None, conn: Connection | None = None) -> CancelResult:
+        """Cancels a job: at once if it is not running; otherwise its worker is told to stop and
+        the job ends ``canceled`` when the worker acknowledges."""
+        return self._executor.run(calls.cancel(job_id, reason), conn)
+
+    def list_dead_letters(
+        self, *, limit: int = 50, cursor: str | None = None, conn: Connection | None = None, **filter: Unpack[DeadLetterFilter]
+    ) -> Page[JobSnapshot]:
+        """Dead letters (failed jobs), newest first, filtered by queue, type, final error name and
+        finish time (``queue``, ``type``, ``error_name``, ``finished_after``, ``finished_before``),
+        a page at a time."""
+        return self._executor.run(calls.list_dead_letters(calls.dead_letter_filter(filter), limit, cursor), conn)
+
+    def redrive(
+        self,
+        job_id: str,
+        *,
+        request_id: str,
+        actor: str | None = None,
+        reason: str | None = None,
+        conn: Connection | None = None,
+    ) -> str:
+        """Redrives a dead letter into a new job (attempt 1, no checkpoints) and returns its id.
+        Idempotent per ``request_id``."""
+        return self._executor.run(calls.redrive(job_id, request_id, actor, reason), conn)
+
+    def redrive_many(
+        self,
+        *,
+        request_id: str,
+        dry_run: bool = False,
+        actor: str | None = None,
+        reason: str | None = None,
+        limit: int = 1000,
+        conn: Connection | None = None,
+        **filter: Unpack[DeadLetterFilter],
+    ) -> list[RedriveResult]:
+        """Redrives up to ``limit`` dead letters matching the filter (as ``list_dead_letters``),
+        each idempotent under ``<request_id>:<job id>``; with ``dry_run`` nothing is written."""
+        f = calls.dead_letter_filter(filter)
+        return self._executor.run(calls.redrive_many(f, request_id, dry_run, actor, reason, limit), conn)
+
+    def pause_queue(
+        self, queue: str, *, actor: str | None = None, reason: str | None = None, conn: Connection | None = None
+    ) -> None:
+        """Pauses a queue: workers stop claiming from it; running jobs finish, enqueue goes on."""
+        self._executor.run(calls.set_paused(True, queue, actor, reason), conn)
+
+    def resume_queue(
+        self, queue: str, *, actor: str | None = None, reason: str | None = None, conn: Connection | None = None
+    ) -> None:
+        """Resumes a paused queue and wakes its workers."""
+        self._executor.run(calls.set_paused(False, queue, actor, reason), conn)
+
+    def list_queues(self, *, conn: Connection | None = None) -> list[QueueInfo]:
+        """Every queue with live jobs or a pause record, with its live counts."""
+        return self._executor.run(calls.list_queues(), conn)

@@ -1,0 +1,166 @@
+"""The conformance scenarios' handler scripts (sdk/conformance/README.md), and a worker
+process that runs them: ``python -m workhorse.conformance_worker --database-url URL --scenario
+FILE [--worker-id ID]``. It prints one JSON object per line: ``{"event": "ready"}`` once
+claiming, ``{"event": "effect", "jobId", "name"}`` when a checkpoint operation runs,
+``{"event": "mark", "jobId", "name"}`` at a mark, ``{"event": "stopped"}`` after a drain
+(SIGTERM). A test in any language can start it, SIGKILL it, and count what it did."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import threading
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+from psycopg_pool import ConnectionPool
+
+from .context import AsyncHandlerContext, HandlerContext
+from .errors import NonRetryableError, RetryAfterError
+from .queue import Queue
+from .worker import Worker
+
+#: Called with ("effect" | "mark", job id, name).
+Report = Callable[[str, str, str], None]
+
+#: Scenario worker options (wire names) -> Worker keyword arguments, and the runners' defaults.
+WORKER_OPTIONS = {"queues": "queues", "concurrency": "concurrency", "leaseMs": "lease_ms", "pollMs": "poll_ms", "tickMs": "tick_ms"}
+WORKER_DEFAULTS: dict[str, Any] = {"concurrency": 4, "poll_ms": 100, "tick_ms": 100}
+
+
+def worker_options(scenario: Mapping[str, Any]) -> dict[str, Any]:
+    options = dict(WORKER_DEFAULTS)
+    for key, value in scenario.get("worker", {}).items():
+        options[WORKER_OPTIONS[key]] = value
+    return options
+
+
+def scripted_error(step: Mapping[str, Any]) -> Exception:
+    """An exception whose envelope is ``{name, message}`` as the step says."""
+    base: type[Exception] = Exception
+    if step.get("retryable") is False:
+        base = NonRetryableError
+    attributes = {"retry_delay_ms": step["retryDelayMs"]} if "retryDelayMs" in step else {}
+    error_type: type[Exception] = type(step["name"], (base,), attributes)
+    return error_type(step["message"])
+
+
+def _applies(step: Mapping[str, Any], attempt: int) -> bool:
+    return "attempts" not in step or attempt in step["attempts"]
+
+
+def sync_handler(steps: Sequence[Mapping[str, Any]], report: Report) -> Callable[[Any, HandlerContext], Any]:
+    """A plain handler running ``steps`` (for ``Worker``'s threads)."""
+
+    def handle(payload: Any, ctx: HandlerContext) -> Any:
+        values: dict[str, Any] = {}
+        for step in steps:
+            if not _applies(step, ctx.attempt):
+                continue
+            do = step["do"]
+            if do == "checkpoint":
+                values[step["name"]] = ctx.checkpoint(step["name"], _operation(step, ctx.job_id, report))
+            elif do == "return":
+                return step["value"]
+            elif do == "return_checkpoints":
+                return values
+            elif do == "throw":
+                raise scripted_error(step)
+            elif do == "progress":
+                ctx.set_progress(step["value"])
+            elif do == "sleep":
+                ctx.sleep(step["name"], step["ms"])
+            elif do == "mark":
+                report("mark", ctx.job_id, step["name"])
+            elif do == "pause":
+                time.sleep(step["ms"] / 1000)
+            elif do == "block":
+                ctx.signal.wait()
+                ctx.signal.raise_if_aborted()
+            else:
+                raise ValueError(f"unknown step {do!r}")
+        return None
+
+    return handle
+
+
+def async_handler(steps: Sequence[Mapping[str, Any]], report: Report) -> Callable[[Any, AsyncHandlerContext], Awaitable[Any]]:
+    """A coroutine handler running ``steps`` (for ``AsyncWorker``)."""
+
+    async def handle(payload: Any, ctx: AsyncHandlerContext) -> Any:
+        values: dict[str, Any] = {}
+        for step in steps:
+            if not _applies(step, ctx.attempt):
+                continue
+            do = step["do"]
+            if do == "checkpoint":
+                values[step["name"]] = await ctx.checkpoint(step["name"], _operation(step, ctx.job_id, report))
+            elif do == "return":
+                return step["value"]
+            elif do == "return_checkpoints":
+                return values
+            elif do == "throw":
+                raise scripted_error(step)
+            elif do == "progress":
+                await ctx.set_progress(step["value"])
+            elif do == "sleep":
+                await ctx.sleep(step["name"], step["ms"])
+            elif do == "mark":
+                report("mark", ctx.job_id, step["name"])
+            elif do == "pause":
+                await asyncio.sleep(step["ms"] / 1000)
+            elif do == "block":
+                await ctx.signal.wait_async()
+                ctx.signal.raise_if_aborted()
+            else:
+                raise ValueError(f"unknown step {do!r}")
+        return None
+
+    return handle
+
+
+def _operation(step: Mapping[str, Any], job_id: str, report: Report) -> Callable[[], Any]:
+    def operation() -> Any:
+        report("effect", job_id, step["name"])
+        return step["value"]
+
+    return operation
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m workhorse.conformance_worker", description=__doc__)
+    parser.add_argument("--database-url", required=True)
+    parser.add_argument("--scenario", required=True, help="a scenario file of sdk/conformance/scenarios")
+    parser.add_argument("--worker-id")
+    args = parser.parse_args(argv)
+    with open(args.scenario, encoding="utf-8") as file:
+        scenario = json.load(file)
+    lock = threading.Lock()
+
+    def emit(message: Mapping[str, Any]) -> None:
+        with lock:
+            sys.stdout.write(json.dumps(message) + "\n")
+            sys.stdout.flush()
+
+    def report(event: str, job_id: str, name: str) -> None:
+        emit({"event": event, "jobId": job_id, "name": name})
+
+    with ConnectionPool(args.database_url, min_size=1, max_size=4) as pool:
+        worker = Worker(Queue(pool), worker_id=args.worker_id, **worker_options(scenario))
+        for job_type, steps in scenario["handlers"].items():
+            worker.handle(job_type, sync_handler(steps, report))
+
+        def announce() -> None:
+            if worker.wait_started():
+                emit({"event": "ready"})
+
+        threading.Thread(target=announce, daemon=True).start()
+        worker.run(handle_signals=True)
+    emit({"event": "stopped"})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,261 @@
+"""What a handler gets besides its payload: who it is, a signal that fires on cancel, lease
+loss, timeout or shutdown, durable checkpoints, progress and durable sleeps. ``HandlerContext``
+for sync handlers (running in the worker's threads), ``AsyncHandlerContext`` for coroutines."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Protocol, TypeVar, cast
+
+from . import _protocol as p
+from ._drivers import Statements
+from .errors import JobSleeping, LeaseLostError
+from .types import JsonValue
+from .validation import check_datetime, check_int, check_text, to_json_text
+
+T = TypeVar("T")
+
+
+@dataclass
+class ClaimedJob:
+    """What the worker knows about a job it claimed."""
+
+    job_id: str
+    queue: str
+    type: str
+    attempt: int
+    max_attempts: int
+    fence: int
+    worker_id: str
+    #: Checkpoints stored by earlier runs: name -> [] (stored None from another SDK) or [value].
+    checkpoints: dict[str, list[JsonValue]]
+    #: Wake times of durable sleeps reached by earlier runs.
+    waits: dict[str, datetime]
+
+
+class AbortSignal:
+    """Fires once, with a reason: ``JobCanceledError``, ``LeaseLostError``,
+    ``ExecutionTimeoutError``, ``WorkerShutdownError`` or ``JobSleeping``. Thread-safe to read
+    and wait on; the worker fires it from its event loop."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._waiters: list[asyncio.Future[None]] = []
+        self.reason: BaseException | None = None
+
+    @property
+    def aborted(self) -> bool:
+        return self._event.is_set()
+
+    def raise_if_aborted(self) -> None:
+        """Raises the reason if the signal fired."""
+        if self.reason is not None:
+            raise self.reason
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Blocks the calling thread until the signal fires (True) or ``timeout`` seconds pass."""
+        return self._event.wait(timeout)
+
+    async def wait_async(self) -> None:
+        """Waits (in the worker's event loop) until the signal fires."""
+        if self.aborted:
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(future)
+        await future
+
+    def abort(self, reason: BaseException) -> None:
+        if self.aborted:
+            return
+        self.reason = reason
+        self._event.set()
+        for future in self._waiters:
+            if not future.done():
+                future.set_result(None)
+        self._waiters.clear()
+
+
+class RunOwner(Protocol):
+    """What a context asks of the worker that runs its job."""
+
+    def lost(self, job_id: str) -> None: ...
+
+    def slept(self, job_id: str, wake_at: datetime) -> None: ...
+
+
+def _check_name(name: object) -> str:
+    return check_text(name, "name", 200, 1)
+
+
+class _Owner:
+    """The protocol calls of one running job, shared by both contexts (they run in the worker's
+    event loop)."""
+
+    def __init__(self, job: ClaimedJob, owner: RunOwner, statements: Statements, signal: AbortSignal) -> None:
+        self.job = job
+        self.owner = owner
+        self.statements = statements
+        self.signal = signal
+
+    def _lost(self) -> LeaseLostError:
+        self.owner.lost(self.job.job_id)
+        return LeaseLostError(self.job.job_id)
+
+    async def save_checkpoint(self, name: str, text: str) -> None:
+        rows = await self.statements.rows(p.CHECKPOINT_SQL, (self.job.job_id, self.job.worker_id, self.job.fence, name, text))
+        if p.status_of(rows) == "stale":
+            raise self._lost()
+        self.job.checkpoints[name] = [p.parse_json(text)]
+
+    async def set_progress(self, text: str) -> None:
+        rows = await self.statements.rows(p.PROGRESS_SQL, (self.job.job_id, self.job.worker_id, self.job.fence, text))
+        if p.status_of(rows) == "stale":
+            raise self._lost()
+
+    async def sleep(self, name: str, until: datetime | None, ms: int | None) -> None:
+        known = self.job.waits.get(name)
+        if known is not None and known <= datetime.now(timezone.utc):
+            return
+        self.signal.raise_if_aborted()
+        params = (self.job.job_id, self.job.worker_id, self.job.fence, name, until, ms)
+        status, wake_at = (await self.statements.rows(p.SLEEP_SQL, params))[0]
+        if status == "stale":
+            raise self._lost()
+        self.job.waits[name] = wake_at
+        if status == "elapsed":
+            return
+        # `sleeping` or `canceled`: either way the job is no longer this worker's to run.
+        self.owner.slept(self.job.job_id, wake_at)
+        raise JobSleeping(self.job.job_id, wake_at)
+
+
+def _replay(job: ClaimedJob, name: str) -> tuple[bool, Any]:
+    stored = job.checkpoints.get(name)
+    if stored is None:
+        return False, None
+    return True, stored[0] if stored else None
+
+
+def _check_sleep(name: object, ms: object) -> tuple[str, int]:
+    return _check_name(name), check_int(ms, "ms", 0, 31_536_000_000)
+
+
+def _progress_text(value: object) -> str:
+    return to_json_text(value, "progress", 65536)
+
+
+class _ContextBase:
+    def __init__(self, owner: _Owner) -> None:
+        job = owner.job
+        self._owner = owner
+        #: The job's id.
+        self.job_id = job.job_id
+        #: This attempt's number, from 1.
+        self.attempt = job.attempt
+        self.max_attempts = job.max_attempts
+        self.queue = job.queue
+        self.type = job.type
+        self.worker_id = job.worker_id
+        #: Fires when the job is canceled, the lease is lost, the attempt times out or the worker shuts down.
+        self.signal = owner.signal
+
+
+class AsyncHandlerContext(_ContextBase):
+    """The context of an ``async def`` handler.
+
+    Example::
+
+        @worker.handler("order.fulfill")
+        async def fulfill(payload, ctx: AsyncHandlerContext):
+            charge = await ctx.checkpoint("charge", lambda: payments.charge(payload["orderId"]))
+            return {"chargeId": charge["chargeId"], "attempt": ctx.attempt}
+    """
+
+    async def checkpoint(self, name: str, operation: Callable[[], T | Awaitable[T]]) -> T:
+        """Runs ``operation`` once per job (it may return a value or an awaitable): its result
+        (JSON, at most 1 MiB) is stored under ``name``, and when the handler runs again (after
+        a crash, a retry or a durable sleep) the stored result is returned instead. Raises
+        ``LeaseLostError`` if this worker no longer owns the job."""
+        _check_name(name)
+        found, value = _replay(self._owner.job, name)
+        if found:
+            return cast(T, value)
+        self.signal.raise_if_aborted()
+        result = operation()
+        if inspect.isawaitable(result):
+            result = await result
+        await self._owner.save_checkpoint(name, to_json_text(result, f"checkpoint {name!r}"))
+        return cast(T, result)
+
+    async def set_progress(self, value: JsonValue) -> None:
+        """Records progress (any JSON, at most 64 KiB), visible as ``progress`` of the job's
+        snapshot and kept when the job ends."""
+        await self._owner.set_progress(_progress_text(value))
+
+    async def sleep(self, name: str, ms: int) -> None:
+        """A durable sleep of ``ms`` from the first time the job reached the sleep named
+        ``name``: the job is set aside without holding a slot or consuming an attempt, and the
+        handler runs again from the top when it wakes (checkpoints replay, this sleep returns at
+        once). Returns at once when the wake time has passed; otherwise raises ``JobSleeping``,
+        which the handler must let through."""
+        checked, delay = _check_sleep(name, ms)
+        await self._owner.sleep(checked, None, delay)
+
+    async def sleep_until(self, name: str, until: datetime) -> None:
+        """Like ``sleep``, until a point in time (timezone-aware)."""
+        await self._owner.sleep(_check_name(name), check_datetime(until, "until"), None)
+
+
+class HandlerContext(_ContextBase):
+    """The context of a plain (sync) handler, which runs in one of the worker's threads.
+
+    Example::
+
+        @worker.handler("order.fulfill")
+        def fulfill(payload, ctx: HandlerContext):
+            charge = ctx.checkpoint("charge", lambda: payments.charge(payload["orderId"]))
+            return {"chargeId": charge["chargeId"], "attempt": ctx.attempt}
+    """
+
+    def __init__(self, owner: _Owner, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(owner)
+        self._loop = loop
+
+    def _call(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+
+    def checkpoint(self, name: str, operation: Callable[[], T]) -> T:
+        """Runs ``operation`` once per job; see ``AsyncHandlerContext.checkpoint``."""
+        _check_name(name)
+        found, value = _replay(self._owner.job, name)
+        if found:
+            return cast(T, value)
+        self.signal.raise_if_aborted()
+        result = operation()
+        self._call(self._owner.save_checkpoint(name, to_json_text(result, f"checkpoint {name!r}")))
+        return result
+
+    def set_progress(self, value: JsonValue) -> None:
+        """Records progress; see ``AsyncHandlerContext.set_progress``."""
+        self._call(self._owner.set_progress(_progress_text(value)))
+
+    def sleep(self, name: str, ms: int) -> None:
+        """A durable sleep; see ``AsyncHandlerContext.sleep``."""
+        checked, delay = _check_sleep(name, ms)
+        self._call(self._owner.sleep(checked, None, delay))
+
+    def sleep_until(self, name: str, until: datetime) -> None:
+        """Like ``sleep``, until a point in time (timezone-aware)."""
+        self._call(self._owner.sleep(_check_name(name), check_datetime(until, "until"), None))
+
+
+def wake_times(waits: dict[str, str] | None) -> dict[str, datetime]:
+    """The ``waits`` of a claim (ISO text from jsonb) as datetimes."""
+    return {name: datetime.fromisoformat(at) for name, at in (waits or {}).items()}
+
+

@@ -1,0 +1,206 @@
+"""Typed errors: every refusal of the SDK or of the SQL protocol (SQLSTATEs ``P1xxx``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+#: SQLSTATEs of the protocol's own refusals (docs/protocol.md).
+SQLSTATE_VALIDATION = "P1001"
+SQLSTATE_BATCH_TOO_LARGE = "P1003"
+SQLSTATE_ISOLATION = "P1004"
+SQLSTATE_IDEMPOTENCY_CONFLICT = "P1005"
+
+
+class WorkhorseError(Exception):
+    """Base of every error this SDK raises on purpose, so one ``except`` tells our refusals
+    apart from driver and network failures.
+
+    Example::
+
+        try:
+            queue.enqueue("", {})
+        except WorkhorseError as error:
+            print(error)
+    """
+
+
+class WorkhorseValidationError(WorkhorseError, ValueError):
+    """Input that breaks a rule (shape, range, size, JSON-ness), raised before anything is
+    written, by this SDK and again by the SQL functions (SQLSTATE ``P1001``/``P1003``).
+
+    ``field`` names the offending field as every SDK names it: the wire name, with a path for
+    batch members and nested values (``priority``, ``requests[2].type``, ``payload.items[3]``).
+
+    Example::
+
+        try:
+            queue.enqueue("report", {}, priority=101)
+        except WorkhorseValidationError as error:
+            assert error.field == "priority"
+    """
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.reason = message
+
+
+class IdempotencyConflictError(WorkhorseValidationError):
+    """An idempotency key was reused, while it lives, for a request that differs from the first
+    one (SQLSTATE ``P1005``). The whole batch, and the caller's transaction, is rolled back.
+
+    ``existing_job_id`` is the job the key stands for; ``fields`` lists the differing fields.
+    """
+
+    def __init__(self, field: str, message: str, existing_job_id: str, fields: list[str]) -> None:
+        super().__init__(field, message)
+        self.existing_job_id = existing_job_id
+        self.fields = fields
+
+
+class InvalidCursorError(WorkhorseValidationError):
+    """A page cursor that this SDK did not hand out, or that was altered."""
+
+    def __init__(self) -> None:
+        super().__init__("cursor", "is not a cursor returned by this API")
+
+
+class SchemaNotInstalledError(WorkhorseError):
+    """The database holds no ``workhorse`` schema."""
+
+    def __init__(self, expected: int) -> None:
+        super().__init__(
+            f"The workhorse schema is not installed in this database (this SDK needs version {expected}). "
+            "Install it once with `npx workhorse schema install` (or installSchema(pool) of the TypeScript "
+            "package, or workhorse.install_schema(conn, sql_dir) with the repository's sql/ folder), then start again."
+        )
+        self.expected = expected
+
+
+class SchemaVersionMismatchError(WorkhorseError):
+    """The database holds a schema version this SDK does not know."""
+
+    def __init__(self, installed: int, expected: int) -> None:
+        super().__init__(
+            f"The workhorse schema in this database is version {installed}, but this SDK speaks version "
+            f"{expected} of the protocol only. Install the SDK release that matches the database (during 0.x "
+            "there is no upgrade path between schema versions)."
+        )
+        self.installed = installed
+        self.expected = expected
+
+
+class JobCanceledError(WorkhorseError):
+    """The reason a handler's signal fires when an operator canceled its running job."""
+
+    def __init__(self, job_id: str) -> None:
+        super().__init__(f"Job {job_id} was canceled; stop work and return or raise.")
+        self.job_id = job_id
+
+
+class LeaseLostError(WorkhorseError):
+    """The reason a handler's signal fires when this worker lost the job's lease (heartbeats
+    failed for longer than the lease, or another worker took the job over). Nothing the handler
+    does after this is recorded."""
+
+    def __init__(self, job_id: str) -> None:
+        super().__init__(f"Job {job_id}: this worker lost the lease; another worker may run the job.")
+        self.job_id = job_id
+
+
+class WorkerShutdownError(WorkhorseError):
+    """The reason a handler's signal fires when the worker shut down before it finished. The job
+    is not failed: its lease expires and another worker runs it again."""
+
+    def __init__(self, job_id: str) -> None:
+        super().__init__(f"Job {job_id}: the worker is shutting down; the job will run again elsewhere.")
+        self.job_id = job_id
+
+
+class ExecutionTimeoutError(WorkhorseError):
+    """The reason a handler's signal fires when the attempt ran past ``execution_timeout_ms``."""
+
+    def __init__(self, job_id: str, timeout_ms: int) -> None:
+        super().__init__(f"Job {job_id}: the attempt ran longer than its execution timeout of {timeout_ms} ms.")
+        self.job_id = job_id
+        self.timeout_ms = timeout_ms
+
+
+class WorkerStateError(WorkhorseError):
+    """A worker was used the wrong way (a type registered twice, started twice, ...)."""
+
+
+class JobSleeping(BaseException):
+    """Raised out of ``ctx.sleep`` when the job went to sleep: the worker has let go of the job
+    and the handler must let it through (it derives from ``BaseException`` so that a handler's
+    ``except Exception`` does not swallow it). The handler runs again from the top when the job
+    wakes."""
+
+    def __init__(self, job_id: str, wake_at: Any) -> None:
+        super().__init__(f"Job {job_id} sleeps until {wake_at}; the handler runs again then.")
+        self.job_id = job_id
+        self.wake_at = wake_at
+
+
+class NonRetryableError(Exception):
+    """Raise it (or any exception with ``retryable = False``) from a handler to fail the job at
+    once, whatever attempts remain.
+
+    Example::
+
+        if account is None:
+            raise NonRetryableError(f"account {account_id} does not exist")
+    """
+
+    retryable = False
+
+
+class RetryAfterError(Exception):
+    """Raise it (or any exception with an integer ``retry_delay_ms``) from a handler to choose
+    the delay before the next attempt instead of the retry policy's.
+
+    Example::
+
+        if response.status_code == 429:
+            raise RetryAfterError("rate limited", retry_delay_ms=30_000)
+    """
+
+    def __init__(self, message: str, retry_delay_ms: int) -> None:
+        super().__init__(message)
+        self.retry_delay_ms = retry_delay_ms
+
+
+def from_db_error(error: BaseException) -> BaseException:
+    """Turns an error raised by a ``workhorse.*`` SQL function (through Psycopg or asyncpg) into
+    the typed error; anything else is returned unchanged."""
+    code, column, message, detail = _fields(error)
+    if code not in (SQLSTATE_VALIDATION, SQLSTATE_BATCH_TOO_LARGE, SQLSTATE_IDEMPOTENCY_CONFLICT):
+        return error
+    field = column or "request"
+    prefix = f"{field}: "
+    text = message[len(prefix):] if message.startswith(prefix) else message
+    if code == SQLSTATE_IDEMPOTENCY_CONFLICT:
+        parsed: dict[str, Any] = json.loads(detail) if detail else {}
+        return IdempotencyConflictError(
+            field, text, str(parsed.get("existingJobId", "")), [str(f) for f in parsed.get("fields", [])]
+        )
+    return WorkhorseValidationError(field, text)
+
+
+def _fields(error: BaseException) -> tuple[str | None, str | None, str, str | None]:
+    """SQLSTATE, column, primary message and detail, from a Psycopg or an asyncpg error."""
+    diag = getattr(error, "diag", None)
+    if diag is not None:  # psycopg.Error
+        return (
+            getattr(error, "sqlstate", None),
+            diag.column_name,
+            diag.message_primary or str(error),
+            diag.message_detail,
+        )
+    return (  # asyncpg.PostgresError
+        getattr(error, "sqlstate", None),
+        getattr(error, "column_name", None),
+        str(getattr(error, "message", None) or error),
+        getattr(error, "detail", None),
+    )

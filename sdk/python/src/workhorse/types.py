@@ -1,0 +1,177 @@
+"""The shapes the SDK hands out and takes: job snapshots, timeline entries, pages, options."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Generic, Literal, TypedDict, TypeVar, Union
+
+#: A JSON value as PostgreSQL's ``jsonb`` stores it and gives back.
+JsonValue = Union[None, bool, int, float, str, list["JsonValue"], dict[str, "JsonValue"]]
+
+#: The seven states of a job: four live ones, three terminal.
+JobState = Literal["blocked", "scheduled", "ready", "active", "succeeded", "failed", "canceled"]
+JOB_STATES: tuple[JobState, ...] = ("blocked", "scheduled", "ready", "active", "succeeded", "failed", "canceled")
+
+#: What ``Admin.cancel`` answers.
+CancelResult = Literal["canceled", "cancel_requested", "already_terminal", "not_found"]
+
+
+class RetryPolicy(TypedDict, total=False):
+    """Backoff between attempts, in the protocol's own (wire) keys:
+    ``{"kind": "exponential", "initialMs"?, "multiplier"?, "maxMs"?, "jitter"?}`` or
+    ``{"kind": "fixed", "delayMs"?}``."""
+
+    kind: Literal["exponential", "fixed"]
+    initialMs: int
+    multiplier: float
+    maxMs: int
+    jitter: bool
+    delayMs: int
+
+
+class ErrorEnvelope(TypedDict, total=False):
+    """The error stored for a failed attempt or job: ``name`` and ``message`` always, ``stack``
+    when the handler's language had one (a Python traceback here)."""
+
+    name: str
+    message: str
+    stack: str
+
+
+class EnqueueOptions(TypedDict, total=False):
+    """The keyword options of ``enqueue`` (each optional; the protocol's defaults apply)."""
+
+    queue: str
+    priority: int
+    run_at: datetime
+    max_attempts: int
+    retry_policy: RetryPolicy
+    tags: Sequence[str]
+    deadline: datetime
+    execution_timeout_ms: int
+    idempotency_key: str
+    idempotency_scope: str
+    idempotency_ttl_ms: int
+
+
+class EnqueueRequest(EnqueueOptions, total=False):
+    """One job of a batch given to ``enqueue_many``: ``type`` and ``payload`` are required, the
+    rest are the keyword options of ``enqueue``."""
+
+    type: str
+    payload: JsonValue
+
+
+class DeadLetterFilter(TypedDict, total=False):
+    """Which dead letters ``list_dead_letters`` and ``redrive_many`` take."""
+
+    queue: str
+    type: str
+    #: The ``name`` of the final error, e.g. ``PaymentDeclined``.
+    error_name: str
+    finished_after: datetime
+    finished_before: datetime
+
+
+class WorkerOptions(TypedDict, total=False):
+    """Keyword options of ``Worker`` and ``AsyncWorker``, with their defaults: ``queues``
+    (``["default"]``), ``concurrency`` (10), ``lease_ms`` (30000), ``heartbeat_ms`` (a third of
+    the lease), ``poll_ms`` (1000, jittered, backing off to 5x while idle), ``tick_ms`` (1000),
+    ``shutdown_timeout_ms`` (25000), ``listen`` (True), ``worker_id`` (``host:pid:random``),
+    ``unknown_type_delay_ms`` (5000), ``on_error`` (called with what failed and the error)."""
+
+    queues: Sequence[str]
+    concurrency: int
+    lease_ms: int
+    heartbeat_ms: int
+    poll_ms: int
+    tick_ms: int
+    shutdown_timeout_ms: int
+    listen: bool
+    worker_id: str
+    unknown_type_delay_ms: int
+    on_error: Callable[[str, BaseException], None]
+
+
+@dataclass(frozen=True)
+class JobSnapshot:
+    """What ``Admin.get_job`` and ``Admin.list_jobs`` report about one job."""
+
+    id: str
+    queue: str
+    type: str
+    payload: JsonValue
+    priority: int
+    state: JobState
+    #: Attempts started so far (0 before the first claim).
+    current_attempt: int
+    max_attempts: int
+    #: The job's own retry policy; None when none was given at enqueue.
+    retry_policy: RetryPolicy | None
+    tags: list[str]
+    deadline: datetime | None
+    execution_timeout_ms: int | None
+    run_at: datetime
+    created_at: datetime
+    finished_at: datetime | None
+    #: The handler's result, for succeeded jobs.
+    result: JsonValue
+    #: The terminal error, or the last attempt's error while the job waits for a retry.
+    error: ErrorEnvelope | None
+    worker_id: str | None
+    lease_expires_at: datetime | None
+    cancel_requested_at: datetime | None
+    progress: JsonValue
+    redriven_from: str | None
+    redriven_to: list[str]
+
+
+@dataclass(frozen=True)
+class TimelineEntry:
+    """One entry of a job's history: a lifecycle event or a closed attempt."""
+
+    id: int
+    at: datetime
+    source: Literal["event", "attempt"]
+    #: Event kind (``enqueued``, ``claimed``, ...) or attempt outcome (``failed``, ``expired``, ...).
+    kind: str
+    attempt: int | None
+    worker_id: str | None
+    fence_token: int | None
+    data: dict[str, JsonValue] | None
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    """A page of results and the cursor of the next page (None on the last page)."""
+
+    items: list[T]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True)
+class QueueInfo:
+    """A queue's pause state and its live jobs."""
+
+    queue: str
+    paused: bool
+    changed_at: datetime | None
+    changed_by: str | None
+    reason: str | None
+    ready: int
+    scheduled: int
+    active: int
+    blocked: int
+
+
+@dataclass(frozen=True)
+class RedriveResult:
+    """One dead letter of a ``redrive_many`` call; ``new_job_id`` is None in a dry run."""
+
+    source_job_id: str
+    new_job_id: str | None

@@ -1,0 +1,225 @@
+"""Input checks shared by every client class. They mirror lib/core/validation.ts and the SQL
+functions (which check again), and name fields by their wire names, as every SDK does."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from typing import Any, NoReturn
+
+from .errors import WorkhorseValidationError
+from .types import JsonValue, RetryPolicy
+
+NAME_LENGTH = 128
+BATCH_SIZE = 1000
+JSON_BYTES = 1024 * 1024
+JSON_DEPTH = 100
+TAGS = 20
+TAG_LENGTH = 64
+DELAY_MS = 604_800_000
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]*")
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+#: Keyword options of ``enqueue`` -> their wire names in ``enqueue_many_v1``.
+ENQUEUE_OPTIONS: dict[str, str] = {
+    "queue": "queue",
+    "priority": "priority",
+    "run_at": "runAt",
+    "max_attempts": "maxAttempts",
+    "retry_policy": "retryPolicy",
+    "tags": "tags",
+    "deadline": "deadline",
+    "execution_timeout_ms": "executionTimeoutMs",
+    "idempotency_key": "idempotencyKey",
+    "idempotency_scope": "idempotencyScope",
+    "idempotency_ttl_ms": "idempotencyTtlMs",
+}
+
+
+def fail(field: str, message: str) -> NoReturn:
+    raise WorkhorseValidationError(field, message)
+
+
+def check_name(value: object, field: str) -> str:
+    if not isinstance(value, str):
+        fail(field, "must be a string")
+    if len(value) > NAME_LENGTH or not _NAME.fullmatch(value):
+        fail(field, "must be 1 to 128 characters: a letter or digit, then letters, digits or . _ : / -")
+    return value
+
+
+def check_int(value: object, field: str, minimum: int, maximum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
+        fail(field, f"must be an integer from {minimum} to {maximum}")
+    return value
+
+
+def check_text(value: object, field: str, maximum: int, minimum: int = 0) -> str:
+    if not isinstance(value, str) or not minimum <= len(value) <= maximum:
+        fail(field, f"must be a string of {minimum} to {maximum} characters")
+    _check_string(value, field)
+    return value
+
+
+def check_job_id(value: object, field: str = "jobId") -> str:
+    if not isinstance(value, str) or not _UUID.fullmatch(value):
+        fail(field, "must be a job id (a UUID string)")
+    return value
+
+
+def check_datetime(value: object, field: str) -> datetime:
+    """A timezone-aware datetime (a naive one has no defined instant)."""
+    if not isinstance(value, datetime):
+        fail(field, "must be a datetime")
+    if value.tzinfo is None or value.utcoffset() is None:
+        fail(field, "must be a timezone-aware datetime (datetime.now(timezone.utc), not datetime.now())")
+    if not 1970 <= value.astimezone(timezone.utc).year <= 9999:
+        fail(field, "must be a date between the years 1970 and 9999")
+    return value
+
+
+def _check_string(value: str, field: str) -> None:
+    # PostgreSQL's jsonb stores no NUL character, and text is UTF-8: no lone surrogates.
+    if "\x00" in value:
+        fail(field, "contains the character \\u0000, which PostgreSQL cannot store in JSON")
+    if _LONE_SURROGATE.search(value):
+        fail(field, "contains an unpaired surrogate, which is not valid Unicode text")
+
+
+def _check_json(value: object, field: str, depth: int, ancestors: set[int]) -> None:
+    if value is None or isinstance(value, bool):
+        return
+    if isinstance(value, str):
+        _check_string(value, field)
+        return
+    if isinstance(value, int):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            fail(field, f"{value} is not a JSON number (NaN and infinities cannot be stored)")
+        return
+    if not isinstance(value, (dict, list, tuple)):
+        hint = " (pass value.isoformat())" if isinstance(value, datetime) else ""
+        fail(field, f"is a {type(value).__name__}, not a dict, list or JSON primitive{hint}")
+    if depth >= JSON_DEPTH:
+        fail(field, f"nests deeper than {JSON_DEPTH} levels")
+    if id(value) in ancestors:
+        fail(field, "refers back to itself (a cycle), which is not JSON")
+    ancestors.add(id(value))
+    if isinstance(value, dict):
+        for key, child in value.items():
+            if not isinstance(key, str):
+                fail(f"{field} key {key!r}", "is not a string (JSON object keys are strings)")
+            _check_string(key, f"{field} key {json.dumps(key)}")
+            _check_json(child, f"{field}.{key}", depth + 1, ancestors)
+    else:
+        for i, child in enumerate(value):
+            _check_json(child, f"{field}[{i}]", depth + 1, ancestors)
+    ancestors.discard(id(value))
+
+
+def to_json_text(value: object, field: str, limit: int = JSON_BYTES) -> str:
+    """Checks that a value is JSON that PostgreSQL stores and gives back unchanged, at most
+    ``limit`` bytes as compact text, and returns that text."""
+    _check_json(value, field, 0, set())
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    if len(text.encode("utf-8")) > limit:
+        label = "1 MiB" if limit == JSON_BYTES else f"{limit // 1024} KiB"
+        fail(field, f"is larger than the {label} limit ({limit} bytes of JSON)")
+    return text
+
+
+def check_retry_policy(value: object, field: str) -> RetryPolicy:
+    if not isinstance(value, Mapping):
+        fail(field, 'must be a dict such as {"kind": "exponential"} or {"kind": "fixed", "delayMs": 5000}')
+    kind = value.get("kind")
+    if kind == "fixed":
+        allowed: tuple[str, ...] = ("kind", "delayMs")
+    elif kind == "exponential":
+        allowed = ("kind", "initialMs", "multiplier", "maxMs", "jitter")
+    else:
+        fail(f"{field}.kind", 'must be "exponential" or "fixed"')
+    for key in value:
+        if key not in allowed:
+            fail(f"{field}.{key}", f"is not an option of a {kind} retry policy ({', '.join(allowed)})")
+    for key in ("delayMs", "initialMs", "maxMs"):
+        if key in value:
+            check_int(value[key], f"{field}.{key}", 0, DELAY_MS)
+    multiplier = value.get("multiplier")
+    if multiplier is not None and (
+        isinstance(multiplier, bool) or not isinstance(multiplier, (int, float)) or not 1 <= multiplier <= 10
+    ):
+        fail(f"{field}.multiplier", "must be a number from 1 to 10")
+    if "jitter" in value and not isinstance(value["jitter"], bool):
+        fail(f"{field}.jitter", "must be True or False")
+    if kind == "exponential" and value.get("maxMs", 3_600_000) < value.get("initialMs", 1000):
+        fail(f"{field}.maxMs", "must not be smaller than initialMs")
+    policy: RetryPolicy = dict(value)  # type: ignore[assignment]
+    return policy
+
+
+def _iso(value: datetime) -> str:
+    return value.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def to_wire_request(type: object, payload: object, options: Mapping[str, Any], path: str = "") -> dict[str, Any]:
+    """Validates one enqueue call (keyword options by their Python names) and returns the request
+    ``enqueue_many_v1`` receives. ``path`` prefixes field names of batch members (``requests[3].``)."""
+    wire: dict[str, Any] = {"type": check_name(type, f"{path}type")}
+    to_json_text(payload, f"{path}payload")
+    wire["payload"] = payload
+    for key, value in options.items():
+        name = ENQUEUE_OPTIONS.get(key)
+        if name is None:
+            fail(f"{path}{key}", f"is not an enqueue option ({', '.join(ENQUEUE_OPTIONS)})")
+        if value is None:
+            continue
+        f = f"{path}{name}"
+        if name in ("queue", "idempotencyScope"):
+            wire[name] = check_name(value, f)
+        elif name == "priority":
+            wire[name] = check_int(value, f, 0, 100)
+        elif name == "maxAttempts":
+            wire[name] = check_int(value, f, 1, 100)
+        elif name in ("runAt", "deadline"):
+            wire[name] = _iso(check_datetime(value, f))
+        elif name == "idempotencyKey":
+            wire[name] = check_text(value, f, 512, 1)
+        elif name == "idempotencyTtlMs":
+            wire[name] = check_int(value, f, 1000, 2_592_000_000)
+        elif name == "executionTimeoutMs":
+            wire[name] = check_int(value, f, 1000, 86_400_000)
+        elif name == "retryPolicy":
+            wire[name] = check_retry_policy(value, f)
+        else:
+            wire[name] = _check_tags(value, f)
+    for name in ("idempotencyScope", "idempotencyTtlMs"):
+        if name in wire and "idempotencyKey" not in wire:
+            fail(f"{path}{name}", "needs an idempotencyKey")
+    return wire
+
+
+def _check_tags(value: object, field: str) -> list[str]:
+    if not isinstance(value, (list, tuple)) or len(value) > TAGS:
+        fail(field, f"must be a list of at most {TAGS} strings")
+    return [check_text(tag, f"{field}[{i}]", TAG_LENGTH, 1) for i, tag in enumerate(value)]
+
+
+def to_wire_batch(requests: object) -> list[dict[str, Any]]:
+    """Validates the requests of ``enqueue_many`` (each an ``EnqueueRequest`` dict)."""
+    if not isinstance(requests, (list, tuple)):
+        fail("requests", "must be a list")
+    if len(requests) > BATCH_SIZE:
+        fail("requests", f"a batch holds at most {BATCH_SIZE} jobs, got {len(requests)}")
+    wire = []
+    for i, request in enumerate(requests):
+        if not isinstance(request, Mapping) or "type" not in request or "payload" not in request:
+            fail(f"requests[{i}]", "must be a dict with type and payload")
+        options = {k: v for k, v in request.items() if k not in ("type", "payload")}
+        wire.append(to_wire_request(request["type"], request["payload"], options, f"requests[{i}]."))
+    return wire

@@ -1,0 +1,230 @@
+/**
+ * The shared conformance scenarios (sdk/conformance/scenarios) through the TypeScript core
+ * clients, each in a fresh database: the same cases the Python and Go SDKs run, so every SDK is
+ * held to one behaviour.
+ */
+import { isDeepStrictEqual } from 'node:util';
+import {
+  Admin,
+  IdempotencyConflictError,
+  Queue,
+  Worker,
+  WorkhorseValidationError,
+  type EnqueueOptions,
+  type EnqueueRequest,
+  type JobSnapshot,
+  type TimelineEntry,
+} from '../../lib/core';
+import { createTestDatabase, type TestDatabase } from '../support/db';
+import { expectSplitInvariant } from '../support/invariants';
+import { waitFor } from '../support/wait';
+import { loadScenarios, scriptHandler, type Action, type Scenario } from './scenario';
+
+const SCENARIOS = loadScenarios();
+
+/** `{"inMs": n}` is now plus n ms (runAt, deadline); every other value is used as written. */
+function options(wire: Record<string, unknown> = {}): EnqueueOptions {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(wire)) {
+    const inMs = (value as { inMs?: number } | null)?.inMs;
+    out[key] = typeof inMs === 'number' ? new Date(Date.now() + inMs) : value;
+  }
+  return out as EnqueueOptions;
+}
+
+class Run {
+  readonly jobs = new Map<string, string>();
+  readonly workers = new Map<string, { worker: Worker; running: Promise<void> }>();
+  readonly effects = new Map<string, number>();
+  readonly marks = new Set<string>();
+  readonly queue: Queue;
+  readonly admin: Admin;
+
+  constructor(
+    readonly scenario: Scenario,
+    readonly db: TestDatabase,
+  ) {
+    this.queue = new Queue(db.pool);
+    this.admin = new Admin(db.pool);
+  }
+
+  private id(name: unknown): string {
+    const id = this.jobs.get(name as string);
+    if (!id) throw new Error(`no job named ${String(name)}`);
+    return id;
+  }
+
+  private report = (event: 'effect' | 'mark', jobId: string, name: string) => {
+    const key = `${jobId}/${name}`;
+    if (event === 'mark') this.marks.add(key);
+    else this.effects.set(key, (this.effects.get(key) ?? 0) + 1);
+  };
+
+  private startWorker(name: string): void {
+    // An in-process worker is "killed" by a stop that gives up on its handlers at once: nothing is
+    // recorded for their jobs and their leases expire, as after a SIGKILL.
+    const killed = this.scenario.actions.some((a) => a.do === 'kill_worker' && a.worker === name);
+    const worker = new Worker(this.queue, {
+      concurrency: 4,
+      pollMs: 100,
+      tickMs: 100,
+      ...this.scenario.worker,
+      shutdownTimeoutMs: killed ? 0 : 25_000,
+    });
+    for (const [type, steps] of Object.entries(this.scenario.handlers)) worker.handle(type, scriptHandler(steps, this.report));
+    this.workers.set(name, { worker, running: worker.run() });
+  }
+
+  async stopAll(): Promise<void> {
+    for (const name of [...this.workers.keys()]) await this.stopWorker(name);
+  }
+
+  private async stopWorker(name: string): Promise<void> {
+    const entry = this.workers.get(name);
+    if (!entry) throw new Error(`no worker named ${name}`);
+    this.workers.delete(name);
+    await entry.worker.stop();
+    await entry.running;
+  }
+
+  private async timeline(jobId: string): Promise<TimelineEntry[]> {
+    const entries: TimelineEntry[] = [];
+    let cursor: string | undefined;
+    for (;;) {
+      const page = await this.admin.getJobTimeline(jobId, { limit: 5, cursor });
+      entries.push(...page.items);
+      if (page.nextCursor === null) return entries;
+      cursor = page.nextCursor;
+    }
+  }
+
+  private expectError(error: unknown, expected: Record<string, unknown>): void {
+    const conflict = expected.kind === 'idempotency_conflict';
+    expect(error).toBeInstanceOf(conflict ? IdempotencyConflictError : WorkhorseValidationError);
+    if (!conflict) expect(error).not.toBeInstanceOf(IdempotencyConflictError);
+    expect((error as WorkhorseValidationError).field).toBe(expected.field);
+    if (conflict) {
+      const e = error as IdempotencyConflictError;
+      if (expected.fields) expect(e.fields).toEqual(expected.fields);
+      if (expected.existingJob) expect(e.existingJobId).toBe(this.id(expected.existingJob));
+    }
+  }
+
+  private expectJob(job: JobSnapshot, expected: Action): void {
+    for (const [key, want] of Object.entries(expected)) {
+      if (key === 'do' || key === 'job') continue;
+      if (key === 'error') {
+        if (want === null) expect(job.error).toBeNull();
+        else {
+          const w = want as { name?: string; message?: string; stack?: boolean };
+          expect(job.error).not.toBeNull();
+          if (w.name !== undefined) expect(job.error?.name).toBe(w.name);
+          if (w.message !== undefined) expect(job.error?.message).toBe(w.message);
+          if (w.stack) expect(job.error?.stack).toEqual(expect.stringMatching(/\S/));
+        }
+      } else if (key === 'hasDeadline') {
+        expect(job.deadline !== null).toBe(want);
+      } else if (key === 'redrivenFrom') {
+        expect(job.redrivenFrom).toBe(this.id(want));
+      } else {
+        const got = (job as unknown as Record<string, unknown>)[key];
+        if (!isDeepStrictEqual(got, want)) throw new Error(`${key}: ${JSON.stringify(got)} != ${JSON.stringify(want)}`);
+      }
+    }
+  }
+
+  async act(action: Action): Promise<void> {
+    const a = action as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+    switch (action.do) {
+      case 'enqueue':
+      case 'enqueue_many': {
+        let ids: string[];
+        try {
+          ids =
+            action.do === 'enqueue'
+              ? [await this.queue.enqueue(a.type, a.payload, options(a.options))]
+              : await this.queue.enqueueMany((a.requests as Record<string, unknown>[]).map((r) => options(r) as EnqueueRequest));
+        } catch (error) {
+          if (!a.expectError) throw error;
+          this.expectError(error, a.expectError);
+          return;
+        }
+        if (a.expectError) throw new Error(`expected ${JSON.stringify(a.expectError)}, got ids ${ids.join(', ')}`);
+        if (a.sameAs) expect(ids[0]).toBe(this.id(a.sameAs));
+        const names: string[] = action.do === 'enqueue' ? (a.job ? [a.job] : []) : (a.jobs ?? []);
+        names.forEach((name, i) => this.jobs.set(name, ids[i]));
+        return;
+      }
+      case 'start_worker':
+        return this.startWorker(a.worker);
+      case 'kill_worker':
+      case 'stop_worker':
+        return this.stopWorker(a.worker);
+      case 'await_mark':
+        await waitFor(() => this.marks.has(`${this.id(a.job)}/${a.name}`), a.timeoutMs ?? 20_000, `mark ${a.name}`);
+        return;
+      case 'await_state': {
+        const states: string[] = Array.isArray(a.state) ? a.state : [a.state];
+        const id = this.id(a.job);
+        await waitFor(async () => states.includes((await this.admin.getJob(id))?.state ?? ''), a.timeoutMs ?? 20_000, `state ${states}`);
+        return;
+      }
+      case 'cancel':
+        expect(await this.admin.cancel(this.id(a.job))).toBe(a.expect);
+        return;
+      case 'redrive':
+        this.jobs.set(a.as, await this.admin.redrive(this.id(a.job), { requestId: a.requestId }));
+        return;
+      case 'expect_job': {
+        const job = await this.admin.getJob(this.id(a.job));
+        if (!job) throw new Error(`job ${a.job} does not exist`);
+        return this.expectJob(job, action);
+      }
+      case 'expect_timeline':
+        expect((await this.timeline(this.id(a.job))).map((e) => `${e.source}:${e.kind}`)).toEqual(a.entries);
+        return;
+      case 'expect_effects': {
+        const prefix = `${this.id(a.job)}/`;
+        const got = Object.fromEntries([...this.effects].filter(([k]) => k.startsWith(prefix)).map(([k, n]) => [k.slice(prefix.length), n]));
+        expect(got).toEqual(a.counts);
+        return;
+      }
+      case 'expect_dead_letter': {
+        const page = await this.admin.listDeadLetters({ limit: 1000 });
+        expect(page.items.some((j) => j.id === this.id(a.job))).toBe(a.present);
+        return;
+      }
+      case 'expect_job_count':
+        expect((await this.admin.listJobs({ queue: a.queue, limit: 1000 })).items).toHaveLength(a.count);
+        return;
+      default:
+        throw new Error(`unknown action ${action.do}`);
+    }
+  }
+}
+
+describe('conformance scenarios (sdk/conformance)', () => {
+  it('finds the scenarios', () => {
+    expect(SCENARIOS.length).toBeGreaterThanOrEqual(12);
+    for (const { file, scenario } of SCENARIOS) expect(file).toBe(`${file.slice(0, 3)}-${scenario.name}.json`);
+  });
+
+  it.each(SCENARIOS.map(({ file, scenario }) => [file, scenario] as const))('%s', async (_file, scenario) => {
+    const db = await createTestDatabase();
+    const run = new Run(scenario, db);
+    try {
+      for (const [i, action] of scenario.actions.entries()) {
+        try {
+          await run.act(action);
+        } catch (error) {
+          (error as Error).message = `action ${i} ${JSON.stringify(action).slice(0, 200)}: ${(error as Error).message}`;
+          throw error;
+        }
+      }
+      await expectSplitInvariant(db.pool);
+    } finally {
+      await run.stopAll();
+      await db.drop();
+    }
+  });
+});

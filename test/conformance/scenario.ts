@@ -1,0 +1,95 @@
+/**
+ * The conformance scenarios of sdk/conformance (the format is defined in its README): their
+ * types, and the handler scripts as handlers of the core Worker.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { HandlerContext, JsonValue } from '../../lib/core';
+
+export const SCENARIO_DIR = join(__dirname, '..', '..', 'sdk', 'conformance', 'scenarios');
+
+export interface Step {
+  do: 'checkpoint' | 'return' | 'return_checkpoints' | 'throw' | 'progress' | 'sleep' | 'mark' | 'pause' | 'block';
+  attempts?: number[];
+  name?: string;
+  value?: JsonValue;
+  message?: string;
+  retryable?: boolean;
+  retryDelayMs?: number;
+  ms?: number;
+}
+
+/** An action: `do` and the keys of that action (see the README's table). */
+export type Action = { do: string } & Record<string, unknown>;
+
+export interface Scenario {
+  name: string;
+  description: string;
+  worker?: { queues?: string[]; concurrency?: number; leaseMs?: number; pollMs?: number; tickMs?: number };
+  handlers: Record<string, Step[]>;
+  actions: Action[];
+}
+
+export function loadScenarios(): { file: string; scenario: Scenario }[] {
+  return readdirSync(SCENARIO_DIR)
+    .filter((file) => file.endsWith('.json'))
+    .sort()
+    .map((file) => ({ file, scenario: JSON.parse(readFileSync(join(SCENARIO_DIR, file), 'utf8')) as Scenario }));
+}
+
+/** Called when a checkpoint operation really runs (`effect`) or a handler reaches a mark. */
+export type Report = (event: 'effect' | 'mark', jobId: string, name: string) => void;
+
+/** An error whose envelope is `{ name, message }` as the step says, with the step's retry controls. */
+function scriptedError(step: Step): Error {
+  const error = new Error(step.message) as Error & { retryable?: boolean; retryDelayMs?: number };
+  error.name = step.name as string;
+  if (step.retryable === false) error.retryable = false;
+  if (step.retryDelayMs !== undefined) error.retryDelayMs = step.retryDelayMs;
+  return error;
+}
+
+/** A handler that runs a scenario's script. */
+export function scriptHandler(steps: Step[], report: Report) {
+  return async (_payload: unknown, ctx: HandlerContext): Promise<JsonValue> => {
+    const values: Record<string, JsonValue> = {};
+    for (const step of steps) {
+      if (step.attempts && !step.attempts.includes(ctx.attempt)) continue;
+      const name = step.name as string;
+      switch (step.do) {
+        case 'checkpoint':
+          values[name] = await ctx.checkpoint(name, () => {
+            report('effect', ctx.jobId, name);
+            return step.value as JsonValue;
+          });
+          break;
+        case 'return':
+          return step.value as JsonValue;
+        case 'return_checkpoints':
+          return values;
+        case 'throw':
+          throw scriptedError(step);
+        case 'progress':
+          await ctx.setProgress(step.value);
+          break;
+        case 'sleep':
+          await ctx.sleep(name, step.ms as number);
+          break;
+        case 'mark':
+          report('mark', ctx.jobId, name);
+          break;
+        case 'pause':
+          await new Promise((resolve) => setTimeout(resolve, step.ms));
+          break;
+        case 'block': {
+          const signal = ctx.signal;
+          if (!signal.aborted) await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+          throw signal.reason;
+        }
+        default:
+          throw new Error(`unknown step ${JSON.stringify(step)}`);
+      }
+    }
+    return null;
+  };
+}
