@@ -34,45 +34,33 @@ const NEST_APP_DEPENDENCIES = Object.fromEntries(
   ),
 );
 
-/** The compiler options of a Nest 11 `nest new` application, made strict (`strict: true` instead of its loosened flags). */
+/** What the tsconfig of a `nest new` application holds in Nest 10 and 11 alike, made strict (`strict: true` instead of its loosened flags). */
+const NEST_APP_OPTIONS = {
+  declaration: true,
+  removeComments: true,
+  emitDecoratorMetadata: true,
+  experimentalDecorators: true,
+  allowSyntheticDefaultImports: true,
+  sourceMap: true,
+  outDir: './dist',
+  baseUrl: './',
+  incremental: true,
+  skipLibCheck: true,
+  strict: true,
+  forceConsistentCasingInFileNames: true,
+};
+/** Nest 11: Node's module resolution, which reads the package's `exports`. */
 const NEST_11_OPTIONS = {
+  ...NEST_APP_OPTIONS,
   module: 'nodenext',
   moduleResolution: 'nodenext',
   resolvePackageJsonExports: true,
   esModuleInterop: true,
   isolatedModules: true,
-  declaration: true,
-  removeComments: true,
-  emitDecoratorMetadata: true,
-  experimentalDecorators: true,
-  allowSyntheticDefaultImports: true,
   target: 'ES2023',
-  sourceMap: true,
-  outDir: './dist',
-  baseUrl: './',
-  incremental: true,
-  skipLibCheck: true,
-  strict: true,
-  forceConsistentCasingInFileNames: true,
 };
-
-/** And those of a Nest 10 application (CommonJS with TypeScript's classic node resolution), strict. */
-const NEST_10_OPTIONS = {
-  module: 'commonjs',
-  declaration: true,
-  removeComments: true,
-  emitDecoratorMetadata: true,
-  experimentalDecorators: true,
-  allowSyntheticDefaultImports: true,
-  target: 'ES2021',
-  sourceMap: true,
-  outDir: './dist',
-  baseUrl: './',
-  incremental: true,
-  skipLibCheck: true,
-  strict: true,
-  forceConsistentCasingInFileNames: true,
-};
+/** Nest 10: CommonJS with TypeScript's classic node resolution, which reads `typesVersions` instead. */
+const NEST_10_OPTIONS = { ...NEST_APP_OPTIONS, module: 'commonjs', target: 'ES2021' };
 
 const QUICKSTART_SECTIONS = ['Quickstart with Nest', 'Workers in their own process'];
 
