@@ -1,5 +1,6 @@
 /**
- * The README stays true to the code: every ```ts block of README.md (and of docs/workers.md) is
+ * The README stays true to the code: every ```ts block of README.md (and of docs/workers.md and
+ * docs/testing.md) is
  * type-checked with the TypeScript compiler, with `nestjs-workhorse` resolving to lib/ through
  * the paths of tsconfig.json, and any diagnostic fails. Besides, the two newcomer commands stand
  * near the top, every `npm run` script the documents mention exists, and every relative link
@@ -17,7 +18,7 @@ import { fencedBlocks as blocksOf, namedFile, type Block } from './support/markd
 
 const ROOT = resolve(__dirname, '..');
 const fencedBlocks = (document: string): Block[] => blocksOf(ROOT, document);
-const CHECKED_DOCUMENTS = ['README.md', 'docs/workers.md'];
+const CHECKED_DOCUMENTS = ['README.md', 'docs/workers.md', 'docs/testing.md'];
 const LINKED_DOCUMENTS = ['README.md', 'docs/README.md', 'docs/workers.md'];
 /** Where the blocks live, virtually: inside the repository, so node_modules and paths resolve. */
 const VIRTUAL_ROOT = join(ROOT, '.readme-blocks');
@@ -38,6 +39,9 @@ declare const labels: LabelsClient;
 declare const orderId: string;
 declare const jobId: string;
 declare class OrderHandlers {}
+declare class OrderService {
+  placeOrder(orderId: string): Promise<void>;
+}
 `;
 
 /** The block's file: the one its first-line comment names, or one named after its place. */

@@ -1,8 +1,11 @@
 /**
- * The `workhorse` command tree, and the options every command accepts.
+ * The `workhorse` command table, and the options every command accepts. A new command group
+ * (`workhorse waits ...`) or top-level command (`workhorse health`) is one more entry in
+ * `rootCommand.subcommands`: a `CommandGroup` or a `RunnableCommand` from its own
+ * `*.commands.ts`. Parsing, help, "unknown command" messages and test/cli/docs.test.ts (which
+ * then asks for its section in docs/cli.md) all read this table.
  */
-import type { OptionSpec } from './argument-parser';
-import type { CommandSpec } from './command';
+import type { CommandGroup, OptionSpec } from './command';
 import { jobsCommands } from './jobs.commands';
 import { queuesCommands } from './queues.commands';
 import { schemaCommands } from './schema.commands';
@@ -17,9 +20,10 @@ export const COMMON_OPTIONS: readonly OptionSpec[] = [
   },
   { name: 'json', kind: 'flag', description: 'Print one JSON document on stdout, for scripts.' },
   { name: 'help', short: 'h', kind: 'flag', description: 'Show help for the command.' },
+  { name: 'version', kind: 'flag', description: 'Print the version of nestjs-workhorse.' },
 ];
 
-export const rootCommand: CommandSpec = {
+export const rootCommand: CommandGroup = {
   name: 'workhorse',
   summary: 'Operate a nestjs-workhorse job queue inside PostgreSQL.',
   subcommands: [schemaCommands, jobsCommands, queuesCommands],

@@ -1,9 +1,8 @@
 /**
- * Help texts, built from the command tree so that they cannot drift from what the parser
- * accepts.
+ * Help texts, rendered from the command table that the parser reads too (util.parseArgs parses
+ * but writes no help), so help cannot drift from what a command accepts.
  */
-import type { OptionSpec } from './argument-parser';
-import type { CommandSpec } from './command';
+import { isGroup, type CommandGroup, type CommandSpec, type OptionSpec } from './command';
 import { COMMON_OPTIONS } from './commands';
 import { formatColumns } from './format';
 
@@ -27,11 +26,11 @@ function usageWords(command: CommandSpec): string {
   return (command.positionals ?? []).map((p) => (p.optional ? `[${p.name}]` : p.name)).join(' ');
 }
 
-/** Every runnable command under `command`, as `[words after command's name, summary]`. */
-function leaves(command: CommandSpec, prefix: string[] = []): string[][] {
-  return (command.subcommands ?? []).flatMap((sub) => {
+/** Every runnable command under `group`, as `[words after the group's name, summary]`. */
+function leaves(group: CommandGroup, prefix: string[] = []): string[][] {
+  return group.subcommands.flatMap((sub) => {
     const words = [...prefix, sub.name];
-    if (sub.subcommands) return leaves(sub, words);
+    if (isGroup(sub)) return leaves(sub, words);
     return [[[...words, usageWords(sub)].filter(Boolean).join(' '), sub.summary]];
   });
 }
@@ -53,7 +52,7 @@ export function formatHelp(path: readonly CommandSpec[]): string {
   const isRoot = path.length === 1;
   const sections: string[] = [];
 
-  if (command.subcommands) {
+  if (isGroup(command)) {
     sections.push(`Usage: ${name} <command> [options]`);
     sections.push(command.description ?? command.summary);
     sections.push(`Commands:\n${indent(formatColumns(leaves(command)))}`);
@@ -78,6 +77,6 @@ export function formatHelp(path: readonly CommandSpec[]): string {
     );
     sections.push(`Exit codes:\n${indent(formatColumns(EXIT_CODES))}`);
   }
-  if (command.subcommands) sections.push(`Run \`${name} <command> --help\` for a command's arguments and options.`);
+  if (isGroup(command)) sections.push(`Run \`${name} <command> --help\` for a command's arguments and options.`);
   return sections.join('\n\n');
 }

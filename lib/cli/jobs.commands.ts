@@ -5,10 +5,10 @@
  */
 import { Admin } from '../core/admin';
 import { JOB_STATES, type JobState, type ListJobsFilter } from '../core/types';
-import type { ParsedArguments } from './argument-parser';
 import { CliUsageError, EXIT, type ExitCode } from './cli.errors';
 import { messages } from './cli.messages';
-import type { CommandContext, CommandSpec } from './command';
+import type { CommandContext, CommandGroup } from './command';
+import type { ParsedArguments } from './command-line';
 import { CURSOR, explainingSchema, ID, LIMIT, limitOf, nextPageCommand, notFound } from './command-helpers';
 import { formatJob, formatJobTable, formatTimeline } from './format';
 import { deadLettersCommand, redriveCommand } from './redrive.commands';
@@ -107,7 +107,7 @@ async function cancel({ args, pool, output }: CommandContext): Promise<ExitCode>
   return EXIT.ok;
 }
 
-export const jobsCommands: CommandSpec = {
+export const jobsCommands: CommandGroup = {
   name: 'jobs',
   summary: 'Look at jobs and their history, cancel them, and redrive dead letters.',
   subcommands: [

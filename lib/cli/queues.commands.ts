@@ -6,7 +6,7 @@ import { Admin } from '../core/admin';
 import type { QueueInfo } from '../core/types';
 import { EXIT, type ExitCode } from './cli.errors';
 import { messages } from './cli.messages';
-import type { CommandContext, CommandSpec } from './command';
+import type { CommandContext, CommandGroup } from './command';
 import { ACTOR, actorOptions, explainingSchema, REASON } from './command-helpers';
 import { formatDate, formatQueueTable } from './format';
 
@@ -57,7 +57,7 @@ async function resume({ args, pool, output }: CommandContext): Promise<ExitCode>
   return EXIT.ok;
 }
 
-export const queuesCommands: CommandSpec = {
+export const queuesCommands: CommandGroup = {
   name: 'queues',
   summary: 'List queues with their live jobs, and pause or resume claiming from them.',
   subcommands: [

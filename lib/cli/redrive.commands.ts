@@ -5,10 +5,10 @@
  */
 import { Admin } from '../core/admin';
 import type { DeadLetterFilter } from '../core/types';
-import type { OptionSpec, ParsedArguments } from './argument-parser';
 import { CliError, CliUsageError, EXIT, type ExitCode } from './cli.errors';
 import { messages } from './cli.messages';
-import type { CommandContext, CommandSpec } from './command';
+import type { CommandContext, OptionSpec, RunnableCommand } from './command';
+import type { ParsedArguments } from './command-line';
 import {
   ACTOR,
   actorOptions,
@@ -128,7 +128,7 @@ async function redriveAll({ args, pool, output }: CommandContext, requestId: str
   return EXIT.ok;
 }
 
-export const deadLettersCommand: CommandSpec = {
+export const deadLettersCommand: RunnableCommand = {
   name: 'dead-letters',
   summary: 'List dead letters (failed jobs), newest first, filtered by queue, type, error and time.',
   description:
@@ -143,7 +143,7 @@ export const deadLettersCommand: CommandSpec = {
   run: deadLetters,
 };
 
-export const redriveCommand: CommandSpec = {
+export const redriveCommand: RunnableCommand = {
   name: 'redrive',
   summary: 'Run dead letters again as new jobs: one by ID, or all that match with --all.',
   description:

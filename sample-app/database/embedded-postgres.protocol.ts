@@ -24,4 +24,4 @@ export function embeddedDatabaseUrl(port: number): string {
 export type EmbeddedServerMessage =
   | { type: 'initialised' }
   | { type: 'ready' }
-  | { type: 'failed'; message: string; log: string[] };
+  | { type: 'failed'; message: string };

@@ -90,7 +90,7 @@ function startServerProcess(port: number): Promise<{ child: ChildProcess; initia
     };
     child.on('message', (message: EmbeddedServerMessage) => {
       if (message.type === 'initialised') initialised = true;
-      else if (message.type === 'failed') fail(new Error(`${message.message}\n--- last lines of its log ---\n${message.log.join('\n')}`));
+      else if (message.type === 'failed') fail(new Error(message.message));
       else if (message.type === 'ready') {
         clearTimeout(timer);
         child.removeAllListeners('exit');

@@ -18,12 +18,12 @@
  *   executable reads the job.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { Admin, type JobSnapshot } from '../../lib/core';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { fencedBlocks, namedFile } from '../support/markdown';
-import { freePort } from '../support/net';
+import { freePort } from '../../lib/testing/free-port';
 import { copyCheckout, devVersion, installApp, pack, ROOT, run, runOk, scratchDirectory, type Scratch } from '../support/package';
 import { waitFor } from '../support/wait';
 
@@ -61,6 +61,8 @@ const NEST_11_OPTIONS = {
 };
 /** Nest 10: CommonJS with TypeScript's classic node resolution, which reads `typesVersions` instead. */
 const NEST_10_OPTIONS = { ...NEST_APP_OPTIONS, module: 'commonjs', target: 'ES2021' };
+
+const PACKAGE_VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
 const QUICKSTART_SECTIONS = ['Quickstart with Nest', 'Workers in their own process'];
 
@@ -247,6 +249,9 @@ describe("README.md's Quickstart, built from the tarball", () => {
       timeoutMs: 30_000,
     });
     expect(JSON.parse(cli.stdout)).toMatchObject({ id: jobId, state: 'succeeded', result: { chargeId: 'ch_order-1' } });
+    // It knows the version it was installed as (read from the tarball's package.json).
+    const version = await runOk(join(app, 'node_modules/.bin/workhorse'), ['--version', '--json'], { cwd: app, timeoutMs: 30_000 });
+    expect(JSON.parse(version.stdout)).toEqual({ version: PACKAGE_VERSION });
 
     await stop(combined);
     // enableShutdownHooks(): SIGTERM ran the shutdown hooks, which drain and stop the worker.

@@ -20,7 +20,7 @@ import {
   type WorkhorseModuleOptions,
 } from 'nestjs-workhorse';
 import { createTestDatabase, type TestDatabase } from '../support/db';
-import { startSilentServer, type SilentServer } from '../support/net';
+import { startSilentServer, type SilentServer } from '../support/silent-server';
 import { waitFor } from '../support/wait';
 
 let silent: SilentServer;

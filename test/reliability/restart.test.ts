@@ -27,8 +27,8 @@ import { join } from 'node:path';
 import { Client, Pool } from 'pg';
 import { installSchema, Queue, Worker, type HandlerContext, type JsonValue, type WorkerEvent } from '../../lib/core';
 import { JobHandler, WorkhorseModule, WorkhorseWorker } from '../../lib/nest';
+import { freePort } from '../../lib/testing/free-port';
 import { expectSplitInvariant } from '../support/invariants';
-import { freePort } from '../support/net';
 import { stateOf } from '../support/job-state';
 import { delay, gate, waitFor, type Gate } from '../support/wait';
 

@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { Client, Pool, type PoolConfig } from 'pg';
 import { installSchema } from '../../lib/core/schema';
-import { DATABASE_URL_ENV } from './embedded-server';
+import { DATABASE_URL_ENV } from './test-server';
 
 export interface TestDatabase {
   /** Connection URL of this database. */

@@ -7,12 +7,12 @@
  * test workers inherit: Jest forks them after this function has returned (and with
  * --runInBand the tests run in this very process).
  */
-import { DATABASE_URL_ENV, startEmbeddedServer } from './embedded-server';
-import { setEmbeddedServer } from './server-state';
+import { startEmbeddedPostgres } from '../../lib/testing/embedded-postgres';
+import { DATABASE_URL_ENV, setEmbeddedServer, TEST_SERVER_OPTIONS } from './test-server';
 
 export default async function globalSetup(): Promise<void> {
   if (process.env[DATABASE_URL_ENV]) return;
-  const server = await startEmbeddedServer();
+  const server = await startEmbeddedPostgres(TEST_SERVER_OPTIONS);
   setEmbeddedServer(server);
   process.env[DATABASE_URL_ENV] = server.url;
 }

@@ -3,8 +3,7 @@
  * they passed or not. Stops the embedded server that global-setup.ts started (if it started
  * one) and removes its temporary directory.
  */
-import { DATABASE_URL_ENV } from './embedded-server';
-import { takeEmbeddedServer } from './server-state';
+import { DATABASE_URL_ENV, takeEmbeddedServer } from './test-server';
 
 export default async function globalTeardown(): Promise<void> {
   const server = takeEmbeddedServer();

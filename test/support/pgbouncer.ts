@@ -13,7 +13,7 @@ import { accessSync, chmodSync, chownSync, constants, mkdtempSync, rmSync, write
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { Client } from 'pg';
-import { freePort } from './net';
+import { freePort } from '../../lib/testing/free-port';
 
 export interface PgBouncer {
   /** The loopback port PgBouncer listens on. */

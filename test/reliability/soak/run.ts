@@ -14,7 +14,7 @@
  *
  * Its database: a fresh one on the server of `--database-url`, DATABASE_URL or
  * WORKHORSE_TEST_DATABASE_URL (a role that may CREATE DATABASE), dropped afterwards; with none
- * of them, an embedded PostgreSQL server of its own (test/support/embedded-server.ts). The
+ * of them, an embedded PostgreSQL server of its own (startEmbeddedPostgres of lib/testing). The
  * children run JavaScript transpiled once into a temporary directory, so that a restart costs a
  * node start-up and not a TypeScript compilation: restarts are the point of the exercise.
  */
@@ -27,6 +27,7 @@ import { createInterface } from 'node:readline';
 import { Client, Pool, type PoolClient } from 'pg';
 import * as ts from 'typescript';
 import { installSchema, Queue, type EnqueueRequest } from '../../../lib/core';
+import { TEST_SERVER_OPTIONS } from '../../support/test-server';
 import { delay } from '../../support/wait';
 import { SOAK_TABLES_SQL, SOAK_TYPE, type SoakPayload } from './handler';
 
@@ -715,8 +716,8 @@ async function main(argv: string[]): Promise<number> {
   let stopServer = async (): Promise<void> => undefined;
   if (!serverUrl) {
     say('starting an embedded PostgreSQL server');
-    const { startEmbeddedServer } = await import('../../support/embedded-server');
-    const server = await startEmbeddedServer();
+    const { startEmbeddedPostgres } = await import('../../../lib/testing/embedded-postgres');
+    const server = await startEmbeddedPostgres(TEST_SERVER_OPTIONS);
     serverUrl = server.url;
     stopServer = () => server.stop();
   }
