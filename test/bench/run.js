@@ -670,6 +670,8 @@ async function main() {
         'graphile-worker': system('graphile').version(),
         'pg-boss': system('pgboss').version(),
         'workhorse (Python SDK)': system('workhorse-python').version(),
+        'workhorse (Go SDK)': system('workhorse-go').version(),
+        river: system('river').version(),
         pg: require('pg/package.json').version,
         '@nestjs/core': require('@nestjs/core/package.json').version,
       },

@@ -44,6 +44,26 @@ const SYSTEMS = {
     options: { api: 'sync' },
     settings: 'Python SDK sync `Worker(Queue(pool), concurrency=c)` defaults, a plain no-op handler run in its pool of c threads',
   },
+  'workhorse-go': {
+    adapter: 'workhorse-go',
+    label: 'workhorse (Go Worker)',
+    short: 'workhorse/Go',
+    ours: true,
+    settings: 'Go SDK `NewWorker(Pgx(pool), WorkerOptions{Concurrency: c})` defaults (LISTEN on, Poll 1 s, Lease 30 s), pgxpool MaxConns 10 (+1 LISTEN, +1 heartbeat connection), a no-op handler, no event listener; batch enqueue: `Queue.EnqueueMany` of 1,000; its own process (test/bench/go), CPU and RSS read from /proc',
+  },
+  river: {
+    adapter: 'river',
+    label: 'River (defaults)',
+    short: 'River',
+    settings: 'riverqueue/river on riverpgxv5, pgxpool MaxConns 10, `Queues: {default: {MaxWorkers: c}}` and a no-op worker, everything else default (FetchCooldown 100 ms, FetchPollInterval 1 s, completions batched by its async completer); migrations by rivermigrate (what `river migrate-up` runs), preload by `InsertManyFast`, batch enqueue `InsertMany` of 1,000; its own process (test/bench/go). It keeps completed jobs in river_job (its cleaner deletes them after 24 h) and no event or attempt history',
+  },
+  'river-bench': {
+    adapter: 'river',
+    label: 'River (its bench settings)',
+    short: 'River/bench',
+    options: { fetchCooldownMs: 2, fetchPollIntervalMs: 20 },
+    settings: 'as River (defaults) plus the fetch settings of `river bench`: FetchCooldown 2 ms, FetchPollInterval 20 ms (its bench also sets MaxWorkers 2000; here MaxWorkers = concurrency, as for every system)',
+  },
   graphile: {
     adapter: 'graphile',
     label: 'graphile-worker (defaults)',
@@ -81,9 +101,9 @@ const FULL = {
   budget: { ourDrainSeconds: 10, ourSerialDrainSeconds: 3, rssSeconds: 90 },
   pgbench: { clients: [1, 4, 10], seconds: 3 },
   enqueue: {
-    systems: ['workhorse', 'graphile', 'pgboss', 'workhorse-python'],
-    // Measured with batches only (its producer runs in another process, so one enqueue per IPC round trip would measure the pipe).
-    batchOnly: ['workhorse-python'],
+    systems: ['workhorse', 'graphile', 'pgboss', 'workhorse-python', 'workhorse-go', 'river'],
+    // Measured with batches only (their producers run in another process, so one enqueue per IPC round trip would measure the pipe).
+    batchOnly: ['workhorse-python', 'workhorse-go', 'river'],
     singleJobs: 2000,
     producers: 4,
     batchJobs: 20000,
@@ -99,7 +119,7 @@ const FULL = {
     concurrencyOverride: { pgboss: 100 },
   },
   drain: {
-    systems: ['workhorse', 'workhorse-nest', 'workhorse-lanes', 'graphile', 'graphile-batch', 'pgboss', 'workhorse-python', 'workhorse-python-sync'],
+    systems: ['workhorse', 'workhorse-nest', 'workhorse-lanes', 'graphile', 'graphile-batch', 'pgboss', 'workhorse-python', 'workhorse-python-sync', 'workhorse-go', 'river', 'river-bench'],
     concurrencies: [1, 10, 50, 100, 200, 500],
     // The Nest variant runs the same core worker; measured at the default concurrency only.
     // Our worker with one round trip in flight is measured up to 100; with two (roundTrips: 2)
@@ -113,6 +133,9 @@ const FULL = {
       'workhorse-lanes': [200, 500],
       'workhorse-python': [10, 50],
       'workhorse-python-sync': [10, 50],
+      'workhorse-go': [10, 50],
+      river: [10, 50],
+      'river-bench': [10, 50],
       graphile: [1, 10, 50],
       pgboss: [1, 10, 50],
     },
@@ -151,10 +174,10 @@ const QUICK = {
   mode: 'quick',
   reps: 1,
   pgbench: { clients: [1, 4, 10], seconds: 1 },
-  enqueue: { systems: ['workhorse', 'graphile', 'pgboss', 'workhorse-python'], batchOnly: ['workhorse-python'], singleJobs: 600, producers: 4, batchJobs: 4000, batchSize: 1000 },
+  enqueue: { systems: ['workhorse', 'graphile', 'pgboss', 'workhorse-python', 'workhorse-go', 'river'], batchOnly: ['workhorse-python', 'workhorse-go', 'river'], singleJobs: 600, producers: 4, batchJobs: 4000, batchSize: 1000 },
   latency: { systems: ['workhorse', 'graphile', 'pgboss'], rate: 100, seconds: 3, concurrency: 10, concurrencyOverride: { pgboss: 100 } },
   drain: {
-    systems: ['workhorse', 'workhorse-nest', 'graphile', 'graphile-batch', 'pgboss', 'workhorse-python', 'workhorse-python-sync'],
+    systems: ['workhorse', 'workhorse-nest', 'graphile', 'graphile-batch', 'pgboss', 'workhorse-python', 'workhorse-python-sync', 'workhorse-go', 'river', 'river-bench'],
     onlyAt: {},
     concurrencies: [10],
     jobs: { 10: 3000 },

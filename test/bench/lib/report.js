@@ -213,6 +213,23 @@ function targets(results, sums) {
       met: oursBest.rate.median >= gBest.rate.median,
     });
   }
+  // The Go SDK's worker against the TypeScript worker and River's defaults, same repetition.
+  const drainRuns = ok(results.drain?.runs);
+  for (const c of results.drain?.config?.concurrencies ?? []) {
+    const go = find(c, 'workhorse-go');
+    for (const [peer, name] of [['workhorse', 'the TypeScript worker'], ['river', "River with its defaults"]]) {
+      const other = find(c, peer);
+      if (!go || !other) continue;
+      const r = pairedRatios(drainRuns, 'workhorse-go', peer, 'rate', (x) => x.concurrency === c);
+      out.push({
+        id: `go-vs-${peer}-c${c}`,
+        target: `drain at concurrency ${c}, the Go worker >= ${name}`,
+        value: r.median,
+        detail: `${fmtRatio(r)} (${fmtRate(go.rate.median)} vs ${fmtRate(other.rate.median)} jobs/s)`,
+        met: r.median !== null && r.median >= 1,
+      });
+    }
+  }
   const eb = sums.enqueue.find((r) => r.mode === 'batch' && r.system === 'workhorse');
   if (eb && eb.ratios.graphile) {
     const r = eb.ratios.graphile.rate;
@@ -670,6 +687,9 @@ const COLORS = {
   graphile: '#d1242f',
   'graphile-batch': '#fb8f44',
   pgboss: '#8250df',
+  'workhorse-go': '#1a7f37',
+  river: '#bf8700',
+  'river-bench': '#7d4e00',
 };
 
 function xml(s) {

@@ -1,0 +1,148 @@
+package workhorse
+
+import (
+	"encoding/base64"
+	"math/big"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Cursors are opaque to callers: a tag that says which list issued them and a position,
+// encoded as the TypeScript client does, so a cursor from one SDK pages on in another.
+func encodeCursor(kind, position string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(kind + ":" + position))
+}
+
+var (
+	cursorNumber = regexp.MustCompile(`^\d{1,19}$`)
+	cursorDead   = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+	maxBigint    = big.NewInt(0).SetUint64(1<<63 - 1)
+)
+
+// decodeCursor returns the position of a cursor of this kind: a bigint (jobs, timeline) or a
+// UTC time and a job id (dead); anything else is refused before it reaches SQL.
+func decodeCursor(kind, cursor string) (string, error) {
+	refused := invalid("cursor", "is not a cursor returned by this API")
+	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(cursor, "="))
+	if err != nil || !strings.HasPrefix(string(raw), kind+":") {
+		return "", refused
+	}
+	position := string(raw[len(kind)+1:])
+	if kind == "dead" {
+		if !cursorDead.MatchString(position) {
+			return "", refused
+		}
+		if _, err := time.Parse("2006-01-02T15:04:05.000000Z", position[:27]); err != nil {
+			return "", refused
+		}
+		return position, nil
+	}
+	n, ok := big.NewInt(0).SetString(position, 10)
+	if !cursorNumber.MatchString(position) || !ok || n.Cmp(maxBigint) > 0 {
+		return "", refused
+	}
+	return position, nil
+}
+
+func limitOf(limit, byDefault int) (int, error) {
+	if limit == 0 {
+		return byDefault, nil
+	}
+	return limit, checkRange(int64(limit), "limit", 1, 1000)
+}
+
+// optionalNames checks a queue and a type filter; "" is no filter (SQL NULL).
+func optionalNames(queue, typ string) (any, any, error) {
+	var q, t any
+	if queue != "" {
+		if err := checkName(queue, "queue"); err != nil {
+			return nil, nil, err
+		}
+		q = queue
+	}
+	if typ != "" {
+		if err := checkName(typ, "type"); err != nil {
+			return nil, nil, err
+		}
+		t = typ
+	}
+	return q, t, nil
+}
+
+func knownState(s JobState) bool {
+	for _, known := range JobStates {
+		if s == known {
+			return true
+		}
+	}
+	return false
+}
+
+// textArray writes checked words (names, states: no quotes or backslashes) as a PostgreSQL
+// array literal, which every driver sends as text for a `$n::text[]` parameter.
+func textArray(words []string) string {
+	return `{"` + strings.Join(words, `","`) + `"}`
+}
+
+// nullable sends "" as SQL NULL.
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+type checkedDeadLetterFilter struct {
+	DeadLetterFilter
+	after, before any // ISO text or nil
+}
+
+func checkDeadLetterFilter(f DeadLetterFilter) (checkedDeadLetterFilter, error) {
+	out := checkedDeadLetterFilter{DeadLetterFilter: f}
+	if _, _, err := optionalNames(f.Queue, f.Type); err != nil {
+		return out, err
+	}
+	if len([]rune(f.ErrorName)) > 200 {
+		return out, invalid("errorName", "must be a string of at most 200 characters")
+	}
+	for _, t := range []struct {
+		at    time.Time
+		field string
+		into  *any
+	}{{f.FinishedAfter, "finishedAfter", &out.after}, {f.FinishedBefore, "finishedBefore", &out.before}} {
+		if t.at.IsZero() {
+			continue
+		}
+		text, err := checkTime(t.at, t.field)
+		if err != nil {
+			return out, err
+		}
+		*t.into = text
+	}
+	return out, nil
+}
+
+func checkActor(o ActorOptions) error {
+	if len([]rune(o.Actor)) > 200 {
+		return invalid("actor", "must be a string of at most 200 characters")
+	}
+	if len([]rune(o.Reason)) > 1000 {
+		return invalid("reason", "must be a string of at most 1000 characters")
+	}
+	return nil
+}
+
+func checkRedrive(requestID string, max int, o ActorOptions) error {
+	if n := len([]rune(requestID)); n == 0 || n > max {
+		return invalid("requestId", "must be a string of 1 to %d characters", max)
+	}
+	return checkActor(o)
+}

@@ -1,0 +1,20 @@
+// Package workhorse is the Go SDK of nestjs-workhorse, a durable job queue inside PostgreSQL:
+// a thin client of the versioned SQL protocol (the workhorse.*_v1 functions) that the
+// TypeScript and Python clients call too, so services in every language share one queue.
+//
+// [Queue] enqueues jobs, in your own transaction when you pass it one ([Queue.With]); [Worker]
+// claims and runs them under a lease with a fence token, with batched claims and completions,
+// batched heartbeats, LISTEN/NOTIFY wake-up with polling, retries, durable sleeps, cancellation
+// and a graceful drain; [Checkpoint] makes a stage run once per job; [Admin] reads what happened
+// and acts as an operator. It runs on pgx v5 ([Pgx]) or database/sql ([SQL]).
+//
+//	pool, _ := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
+//	worker, _ := workhorse.NewWorker(workhorse.Pgx(pool), workhorse.WorkerOptions{Queues: []string{"orders"}})
+//	_ = workhorse.Handle(worker, "order.fulfill", func(ctx context.Context, job *workhorse.Job, order Order) (Receipt, error) {
+//		return fulfill(ctx, order)
+//	})
+//	_ = worker.Run(ctx) // until ctx is canceled; then it drains
+//
+// The database must hold the workhorse schema of version [SchemaVersion] (installed by
+// `npx workhorse schema install` or the Nest module); every client refuses another version.
+package workhorse

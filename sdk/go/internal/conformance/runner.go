@@ -1,0 +1,256 @@
+package conformance
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	workhorse "github.com/stablemates/nestjs-workhorse/sdk/go"
+)
+
+// Worker is a worker a runner started: in this process or in a process of its own.
+type Worker interface {
+	// Stop drains the worker (a graceful stop) and waits until it is gone.
+	Stop() error
+	// Kill ends the worker without recording anything for the jobs it runs.
+	Kill() error
+}
+
+// StartWorker starts a scenario worker named name that reports effects and marks to the runner.
+type StartWorker func(r *Runner, name string) (Worker, error)
+
+// Runner runs one scenario's actions in a database that holds the workhorse schema.
+type Runner struct {
+	Scenario *Scenario
+	Queue    *workhorse.Queue
+	Admin    *workhorse.Admin
+	// Start starts the workers; it may choose by name (a process for one, in-process for another).
+	Start StartWorker
+
+	jobs    map[string]string
+	workers map[string]Worker
+	mu      sync.Mutex
+	effects map[string]int
+	marks   map[string]bool
+}
+
+// NewRunner returns a runner of s on db, starting workers with start.
+func NewRunner(s *Scenario, db workhorse.DB, start StartWorker) *Runner {
+	return &Runner{
+		Scenario: s, Queue: workhorse.NewQueue(db), Admin: workhorse.NewAdmin(db), Start: start,
+		jobs: map[string]string{}, workers: map[string]Worker{}, effects: map[string]int{}, marks: map[string]bool{},
+	}
+}
+
+// Effect records that a checkpoint operation ran (Reporter).
+func (r *Runner) Effect(jobID, name string) {
+	r.mu.Lock()
+	r.effects[jobID+"/"+name]++
+	r.mu.Unlock()
+}
+
+// Mark records that a handler reached a mark (Reporter).
+func (r *Runner) Mark(jobID, name string) {
+	r.mu.Lock()
+	r.marks[jobID+"/"+name] = true
+	r.mu.Unlock()
+}
+
+// EffectCount is how many checkpoint operations ran, over all jobs.
+func (r *Runner) EffectCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, c := range r.effects {
+		n += c
+	}
+	return n
+}
+
+// Name names a job the runner did not enqueue itself (one enqueued by another language), for
+// the actions that follow.
+func (r *Runner) Name(name, jobID string) {
+	r.jobs[name] = jobID
+}
+
+// Run runs every action in order; the error names the action that failed.
+func (r *Runner) Run(ctx context.Context) error {
+	return r.RunFrom(ctx, 0)
+}
+
+// RunFrom runs the actions from the one at index first on, in order.
+func (r *Runner) RunFrom(ctx context.Context, first int) error {
+	for i, a := range r.Scenario.Actions {
+		if i < first {
+			continue
+		}
+		if err := r.act(ctx, a); err != nil {
+			text, _ := json.Marshal(a)
+			return fmt.Errorf("action %d %.200s: %w", i, text, err)
+		}
+	}
+	return nil
+}
+
+// StopAll stops the workers still running.
+func (r *Runner) StopAll() error {
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(r.workers)) {
+		errs = append(errs, r.workers[name].Stop())
+		delete(r.workers, name)
+	}
+	return errors.Join(errs...)
+}
+
+func (r *Runner) id(a Action, key string) (string, error) {
+	name := a.str(key)
+	id, ok := r.jobs[name]
+	if !ok {
+		return "", fmt.Errorf("no job named %q", name)
+	}
+	return id, nil
+}
+
+func (r *Runner) act(ctx context.Context, a Action) error {
+	switch a.Do() {
+	case "enqueue", "enqueue_many":
+		return r.enqueue(ctx, a)
+	case "start_worker":
+		w, err := r.Start(r, a.str("worker"))
+		if err != nil {
+			return err
+		}
+		r.workers[a.str("worker")] = w
+		return nil
+	case "stop_worker", "kill_worker":
+		w, ok := r.workers[a.str("worker")]
+		if !ok {
+			return fmt.Errorf("no worker named %q", a.str("worker"))
+		}
+		delete(r.workers, a.str("worker"))
+		if a.Do() == "kill_worker" {
+			return w.Kill()
+		}
+		return w.Stop()
+	case "await_mark":
+		id, err := r.id(a, "job")
+		if err != nil {
+			return err
+		}
+		key := id + "/" + a.str("name")
+		return waitFor(a, func() (bool, string, error) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			return r.marks[key], "mark " + a.str("name"), nil
+		})
+	case "await_state":
+		id, err := r.id(a, "job")
+		if err != nil {
+			return err
+		}
+		var states []string
+		if json.Unmarshal(a["state"], &states) != nil {
+			states = []string{a.str("state")}
+		}
+		return waitFor(a, func() (bool, string, error) {
+			job, err := r.Admin.GetJob(ctx, id)
+			if err != nil || job == nil {
+				return false, "", err
+			}
+			return slices.Contains(states, string(job.State)), fmt.Sprintf("state %v (the job is %s)", states, job.State), nil
+		})
+	case "cancel":
+		id, err := r.id(a, "job")
+		if err != nil {
+			return err
+		}
+		got, err := r.Admin.Cancel(ctx, id, "")
+		if err == nil && string(got) != a.str("expect") {
+			err = fmt.Errorf("cancel answered %s", got)
+		}
+		return err
+	case "redrive":
+		id, err := r.id(a, "job")
+		if err != nil {
+			return err
+		}
+		newID, err := r.Admin.Redrive(ctx, id, workhorse.RedriveOptions{RequestID: a.str("requestId")})
+		r.jobs[a.str("as")] = newID
+		return err
+	case "expect_job":
+		return r.expectJob(ctx, a)
+	case "expect_timeline":
+		return r.expectTimeline(ctx, a)
+	case "expect_effects":
+		id, err := r.id(a, "job")
+		if err != nil {
+			return err
+		}
+		var want map[string]int
+		if err := json.Unmarshal(a["counts"], &want); err != nil {
+			return err
+		}
+		got := map[string]int{}
+		r.mu.Lock()
+		for key, n := range r.effects {
+			if len(key) > len(id) && key[:len(id)+1] == id+"/" {
+				got[key[len(id)+1:]] = n
+			}
+		}
+		r.mu.Unlock()
+		if !reflect.DeepEqual(got, want) {
+			return fmt.Errorf("effects %v, want %v", got, want)
+		}
+		return nil
+	case "expect_dead_letter":
+		id, err := r.id(a, "job")
+		if err != nil {
+			return err
+		}
+		page, err := r.Admin.ListDeadLetters(ctx, workhorse.ListDeadLettersOptions{Limit: 1000})
+		if err != nil {
+			return err
+		}
+		present := slices.ContainsFunc(page.Items, func(j workhorse.JobSnapshot) bool { return j.ID == id })
+		if want := string(a["present"]) == "true"; present != want {
+			return fmt.Errorf("among the dead letters: %v, want %v", present, want)
+		}
+		return nil
+	case "expect_job_count":
+		page, err := r.Admin.ListJobs(ctx, workhorse.ListJobsFilter{Queue: a.str("queue"), Limit: 1000})
+		if err != nil {
+			return err
+		}
+		if want, _ := strconv.Atoi(string(a["count"])); len(page.Items) != want {
+			return fmt.Errorf("%d jobs in queue %s, want %d", len(page.Items), a.str("queue"), want)
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown action %q", a.Do())
+}
+
+// waitFor polls until ready says so, for the action's timeoutMs (default 20 s).
+func waitFor(a Action, ready func() (bool, string, error)) error {
+	timeout := 20 * time.Second
+	if ms, err := strconv.Atoi(string(a["timeoutMs"])); err == nil {
+		timeout = time.Duration(ms) * time.Millisecond
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, what, err := ready()
+		if err != nil || ok {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no %s within %s", what, timeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

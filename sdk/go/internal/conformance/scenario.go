@@ -1,0 +1,124 @@
+// Package conformance runs the shared conformance scenarios (sdk/conformance, whose README
+// defines the format) through the Go SDK's public API: the handler scripts as Go handlers,
+// the actions against a database, with workers in this process or in processes of any SDK's
+// conformance worker command.
+package conformance
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	workhorse "github.com/stablemates/nestjs-workhorse/sdk/go"
+)
+
+// Scenario is one sdk/conformance/scenarios/NNN-name.json.
+type Scenario struct {
+	Name        string            `json:"name"`
+	Description string            `json:"description"`
+	Worker      WorkerSpec        `json:"worker"`
+	Handlers    map[string][]Step `json:"handlers"`
+	Actions     []Action          `json:"actions"`
+}
+
+// WorkerSpec is a scenario's worker options by wire name; absent keys take the runner defaults.
+type WorkerSpec struct {
+	Queues      []string `json:"queues"`
+	Concurrency int      `json:"concurrency"`
+	LeaseMs     int      `json:"leaseMs"`
+	PollMs      int      `json:"pollMs"`
+	TickMs      int      `json:"tickMs"`
+}
+
+// Options are the Go worker options of a scenario's workers (concurrency 4, poll and tick
+// 100 ms unless the scenario says otherwise).
+func (s WorkerSpec) Options(workerID string) workhorse.WorkerOptions {
+	o := workhorse.WorkerOptions{
+		Queues: s.Queues, Concurrency: 4, Poll: 100 * time.Millisecond, Tick: 100 * time.Millisecond,
+		WorkerID: workerID, ShutdownTimeout: 25 * time.Second,
+	}
+	if s.Concurrency != 0 {
+		o.Concurrency = s.Concurrency
+	}
+	if s.LeaseMs != 0 {
+		o.Lease = time.Duration(s.LeaseMs) * time.Millisecond
+	}
+	if s.PollMs != 0 {
+		o.Poll = time.Duration(s.PollMs) * time.Millisecond
+	}
+	if s.TickMs != 0 {
+		o.Tick = time.Duration(s.TickMs) * time.Millisecond
+	}
+	return o
+}
+
+// Step is one step of a handler script.
+type Step struct {
+	Do           string          `json:"do"`
+	Name         string          `json:"name"`
+	Value        json.RawMessage `json:"value"`
+	Message      string          `json:"message"`
+	Retryable    *bool           `json:"retryable"`
+	RetryDelayMs *int64          `json:"retryDelayMs"`
+	Ms           int64           `json:"ms"`
+	Attempts     []int           `json:"attempts"`
+}
+
+// Action is one action, its keys as written (they depend on its "do").
+type Action map[string]json.RawMessage
+
+// Do is the action's kind.
+func (a Action) Do() string { return a.str("do") }
+
+func (a Action) str(key string) string {
+	var s string
+	_ = json.Unmarshal(a[key], &s)
+	return s
+}
+
+// File is a scenario and the file it came from.
+type File struct {
+	Path     string
+	Scenario Scenario
+}
+
+// Load reads every scenario of dir, in file-name order, checking that each is named after its file.
+func Load(dir string) ([]File, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(paths)
+	files := make([]File, 0, len(paths))
+	for _, path := range paths {
+		s, err := LoadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		base := filepath.Base(path)
+		if want := base[:min(4, len(base))] + s.Name + ".json"; base != want {
+			return nil, fmt.Errorf("%s: the scenario is named %q; its file should be %s", path, s.Name, want)
+		}
+		files = append(files, File{Path: path, Scenario: s})
+	}
+	return files, nil
+}
+
+// LoadFile reads one scenario.
+func LoadFile(path string) (Scenario, error) {
+	var s Scenario
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return s, err
+	}
+	decoder := json.NewDecoder(strings.NewReader(string(data)))
+	decoder.DisallowUnknownFields()
+	if err := decoder.Decode(&s); err != nil {
+		return s, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
+}

@@ -1,0 +1,201 @@
+package workhorse
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+)
+
+// Job is what a handler gets besides its payload: who the job is, and its durable
+// checkpoints ([Checkpoint]), sleeps and progress. The handler's context is canceled, with a
+// cause that says why (context.Cause), when the job is canceled (*JobCanceledError), the lease
+// is lost (*LeaseLostError), the attempt times out (*ExecutionTimeoutError) or the worker
+// shuts down (*WorkerShutdownError).
+type Job struct {
+	ID    string
+	Queue string
+	Type  string
+	// Attempt is this attempt's number, from 1.
+	Attempt     int
+	MaxAttempts int
+	WorkerID    string
+	// FenceToken is this claim's fence: every write for the job carries it, and a write with
+	// an older fence is refused.
+	FenceToken int64
+
+	w   *Worker
+	run *run
+
+	mu sync.Mutex
+	// Stored by earlier runs, as claimed: {"name": [] | [value]} and {"name": wake time}.
+	checkpointsJSON []byte
+	waitsJSON       []byte
+	checkpoints     map[string]json.RawMessage // decoded on first use; value nil for []
+	waits           map[string]time.Time
+}
+
+// Checkpoint runs fn once per job: its result is stored under name, and when the handler runs
+// again (after a crash, a retry or a durable sleep) the stored result is returned instead of
+// running fn again. The result must encode as JSON (at most 1 MiB). A *LeaseLostError means
+// this worker no longer owns the job.
+//
+//	charge, err := workhorse.Checkpoint(ctx, job, "charge", func(ctx context.Context) (Charge, error) {
+//		return payments.Charge(ctx, order.ID, "order:"+order.ID+":charge")
+//	})
+func Checkpoint[T any](ctx context.Context, job *Job, name string, fn func(ctx context.Context) (T, error)) (T, error) {
+	var value T
+	if n := len([]rune(name)); n == 0 || n > 200 {
+		return value, invalid("name", "must be a string of 1 to 200 characters")
+	}
+	stored, found, err := job.checkpoint(name)
+	if err != nil {
+		return value, err
+	}
+	if found {
+		if stored != nil {
+			err = json.Unmarshal(stored, &value)
+		}
+		return value, err
+	}
+	if ctx.Err() != nil {
+		return value, context.Cause(ctx)
+	}
+	if value, err = fn(ctx); err != nil {
+		return value, err
+	}
+	data, err := toJSON(value, `checkpoint "`+name+`"`, maxJSONBytes)
+	if err != nil {
+		return value, err
+	}
+	return value, job.saveCheckpoint(ctx, name, data)
+}
+
+func (j *Job) checkpoint(name string) (json.RawMessage, bool, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.checkpoints == nil && j.checkpointsJSON != nil {
+		var wrapped map[string][]json.RawMessage
+		if err := json.Unmarshal(j.checkpointsJSON, &wrapped); err != nil {
+			return nil, false, err
+		}
+		j.checkpoints = make(map[string]json.RawMessage, len(wrapped))
+		for k, v := range wrapped {
+			if len(v) == 1 {
+				j.checkpoints[k] = v[0]
+			} else {
+				j.checkpoints[k] = nil // a stage that returned nothing (TypeScript's undefined)
+			}
+		}
+	}
+	value, found := j.checkpoints[name]
+	return value, found, nil
+}
+
+// fenced answers an owner write's status: `stale` means this worker no longer owns the job,
+// which it then gives up (the handler's context is canceled with a *LeaseLostError).
+func (j *Job) fenced(s string, err error) error {
+	if err == nil && s == "stale" {
+		j.w.loseLease(j.run)
+		return &LeaseLostError{JobID: j.ID}
+	}
+	return err
+}
+
+func (j *Job) saveCheckpoint(ctx context.Context, name string, data []byte) error {
+	err := j.fenced(status(context.WithoutCancel(ctx), j.w.db, "SELECT workhorse.save_checkpoint_v1($1, $2, $3, $4, $5::jsonb)",
+		j.ID, j.WorkerID, j.FenceToken, name, string(data)))
+	if err != nil {
+		return err
+	}
+	j.mu.Lock()
+	if j.checkpoints == nil {
+		j.checkpoints = map[string]json.RawMessage{}
+	}
+	j.checkpoints[name] = data
+	j.mu.Unlock()
+	return nil
+}
+
+// SetProgress reports progress (any JSON, at most 64 KiB), visible in Admin.GetJob's Progress
+// and kept when the job ends. Each call replaces the last value.
+func (j *Job) SetProgress(ctx context.Context, value any) error {
+	data, err := toJSON(value, "progress", maxProgressLen)
+	if err != nil {
+		return err
+	}
+	return j.fenced(status(context.WithoutCancel(ctx), j.w.db, "SELECT workhorse.set_progress_v1($1, $2, $3, $4::jsonb)",
+		j.ID, j.WorkerID, j.FenceToken, string(data)))
+}
+
+// Sleep is a durable sleep: the job is set aside until d after the first time it reached the
+// sleep named name, without holding a worker slot or consuming an attempt, and the handler then
+// runs again from the top (completed checkpoints replay, and this sleep returns nil at once).
+// It returns nil when the wake time has passed; otherwise a *JobSleepingError, which the
+// handler must return.
+//
+//	if err := job.Sleep(ctx, "wait-a-day", 24*time.Hour); err != nil {
+//		return nil, err
+//	}
+func (j *Job) Sleep(ctx context.Context, name string, d time.Duration) error {
+	ms, err := wholeMs(d, "ms", 0, 31_536_000_000)
+	if err != nil {
+		return err
+	}
+	return j.sleep(ctx, name, nil, ms)
+}
+
+// SleepUntil is Sleep until a point in time.
+func (j *Job) SleepUntil(ctx context.Context, name string, until time.Time) error {
+	text, err := checkTime(until, "until")
+	if err != nil {
+		return err
+	}
+	return j.sleep(ctx, name, text, nil)
+}
+
+func (j *Job) sleep(ctx context.Context, name string, until, ms any) error {
+	if n := len([]rune(name)); n == 0 || n > 200 {
+		return invalid("name", "must be a string of 1 to 200 characters")
+	}
+	known, err := j.wait(name)
+	if err != nil {
+		return err
+	}
+	if !known.IsZero() && !known.After(time.Now()) {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	var s string
+	var wakeAt time.Time
+	err = queryRow(context.WithoutCancel(ctx), j.w.db, "SELECT status, wake_at FROM workhorse.sleep_v1($1, $2, $3, $4, $5::text::timestamptz, $6::bigint)",
+		[]any{j.ID, j.WorkerID, j.FenceToken, name, until, ms}, &s, &wakeAt)
+	if err := j.fenced(s, err); err != nil {
+		return err
+	}
+	j.mu.Lock()
+	j.waits[name] = wakeAt
+	j.mu.Unlock()
+	if s == "elapsed" {
+		return nil
+	}
+	// `sleeping` or `canceled`: either way the job is no longer this worker's to run.
+	j.w.sleepRun(j.run, wakeAt)
+	return &JobSleepingError{JobID: j.ID, WakeAt: wakeAt}
+}
+
+func (j *Job) wait(name string) (time.Time, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.waits == nil {
+		j.waits = map[string]time.Time{}
+		if j.waitsJSON != nil {
+			if err := json.Unmarshal(j.waitsJSON, &j.waits); err != nil {
+				return time.Time{}, err
+			}
+		}
+	}
+	return j.waits[name], nil
+}

@@ -1,0 +1,248 @@
+package workhorse
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"time"
+)
+
+// EnqueueOptions are the options of one job; the zero value of each field is its default.
+type EnqueueOptions struct {
+	// Queue is the queue's name (default "default"): letters, digits and . _ : / -, at most 128.
+	Queue string
+	// Priority is 0 to 100, higher first; strict, and FIFO within one priority (default 0).
+	Priority int
+	// RunAt: not before this time (default now; a past time means now).
+	RunAt time.Time
+	// MaxAttempts before the job fails for good, 1 to 100 (default 25).
+	MaxAttempts int
+	// RetryPolicy is the backoff between attempts (default: the handler's, else exponential).
+	RetryPolicy *RetryPolicy
+	// Tags are labels for operators: at most 20 strings of 1 to 64 characters.
+	Tags []string
+	// Deadline: the whole job must end by then, or it fails with DeadlineExceeded, never retried.
+	Deadline time.Time
+	// ExecutionTimeout bounds each attempt, 1 s to 24 h (whole milliseconds): then the handler's
+	// context is canceled with an ExecutionTimeoutError and the attempt closes as `timeout`.
+	ExecutionTimeout time.Duration
+	// IdempotencyKey makes the enqueue idempotent: while the key lives, an exact repeat returns
+	// the existing job's id and writes nothing; a different request with the same key fails with
+	// IdempotencyConflictError. 1 to 512 characters, stored hashed.
+	IdempotencyKey string
+	// IdempotencyScope is where the key is unique (default: the job's queue).
+	IdempotencyScope string
+	// IdempotencyTTL is how long the key is remembered, 1 s to 30 days (default 24 h).
+	IdempotencyTTL time.Duration
+
+	// notes of options decoded from JSON (see UnmarshalJSON); nil for options built in Go.
+	notes *wireNotes
+}
+
+// EnqueueRequest is one job of a batch given to EnqueueMany.
+type EnqueueRequest struct {
+	Type string
+	// Payload is encoded with encoding/json (a json.RawMessage goes as it is): JSON of at most 1 MiB.
+	Payload any
+	EnqueueOptions
+}
+
+// Queue puts jobs into PostgreSQL. Through a pool each call commits on its own; through your
+// transaction (queue.With(workhorse.Pgx(tx))) the job commits or rolls back with your writes.
+//
+//	queue := workhorse.NewQueue(workhorse.Pgx(pool))
+//	tx, _ := pool.Begin(ctx)
+//	_, _ = tx.Exec(ctx, "INSERT INTO orders (id) VALUES ($1)", orderID)
+//	jobID, err := queue.With(workhorse.Pgx(tx)).Enqueue(ctx, "order.fulfill", Order{ID: orderID}, nil)
+//	_ = tx.Commit(ctx)
+type Queue struct {
+	db     DB
+	schema *schemaGate
+}
+
+// NewQueue returns a Queue that runs its calls on db.
+func NewQueue(db DB) *Queue {
+	return &Queue{db: db, schema: &schemaGate{}}
+}
+
+// With returns a Queue whose calls run on db instead, typically your open transaction.
+func (q *Queue) With(db DB) *Queue {
+	return &Queue{db: db, schema: q.schema}
+}
+
+// Enqueue validates and enqueues one job and returns its id. A bad argument returns a
+// *ValidationError naming the field, and nothing is written.
+func (q *Queue) Enqueue(ctx context.Context, jobType string, payload any, opts *EnqueueOptions) (string, error) {
+	var o EnqueueOptions
+	if opts != nil {
+		o = *opts
+	}
+	wire, err := wireRequest(nil, jobType, payload, &o, "")
+	if err != nil {
+		return "", err
+	}
+	ids, err := q.send(ctx, append(append([]byte{'['}, wire...), ']'))
+	if err != nil {
+		return "", err
+	}
+	return ids[0], nil
+}
+
+// EnqueueMany enqueues up to 1000 jobs in one statement, all or nothing, and returns their ids
+// in input order.
+func (q *Queue) EnqueueMany(ctx context.Context, requests []EnqueueRequest) ([]string, error) {
+	if len(requests) > maxBatch {
+		return nil, invalid("requests", "a batch holds at most %d jobs, got %d", maxBatch, len(requests))
+	}
+	if len(requests) == 0 {
+		return []string{}, nil
+	}
+	body := make([]byte, 0, 64*len(requests))
+	body = append(body, '[')
+	for i := range requests {
+		if i > 0 {
+			body = append(body, ',')
+		}
+		var err error
+		r := &requests[i]
+		if body, err = wireRequest(body, r.Type, r.Payload, &r.EnqueueOptions, "requests["+strconv.Itoa(i)+"]."); err != nil {
+			return nil, err
+		}
+	}
+	return q.send(ctx, append(body, ']'))
+}
+
+func (q *Queue) send(ctx context.Context, requests []byte) ([]string, error) {
+	if err := q.schema.check(ctx, q.db); err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, 1)
+	err := queryAll(ctx, q.db, "SELECT job_id FROM workhorse.enqueue_many_v1($1::jsonb)", []any{string(requests)}, func(r rows) error {
+		var id string
+		err := r.Scan(&id)
+		ids = append(ids, id)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// wireRequest validates one enqueue call and appends the JSON object enqueue_many_v1 reads to
+// out. `path` prefixes field names for batch members ("requests[3].").
+func wireRequest(out []byte, jobType string, payload any, o *EnqueueOptions, path string) ([]byte, error) {
+	if n := o.notes; n != nil {
+		if len(n.unknown) > 0 {
+			return nil, invalid(path+n.unknown[0], "is not an enqueue option (queue, priority, runAt, maxAttempts, retryPolicy, tags, deadline, executionTimeoutMs, idempotencyKey, idempotencyScope, idempotencyTtlMs)")
+		}
+		if n.problem != nil {
+			return nil, invalid(path+n.problem.Field, "%s", n.problem.Message)
+		}
+	}
+	if err := checkName(jobType, path+"type"); err != nil {
+		return nil, err
+	}
+	data, err := toJSON(payload, path+"payload", maxJSONBytes)
+	if err != nil {
+		return nil, err
+	}
+	// Names are plain ASCII (checkName), so they need no escaping.
+	out = append(out, `{"type":"`...)
+	out = append(out, jobType...)
+	out = append(out, `","payload":`...)
+	out = append(out, data...)
+	if o.Queue != "" || o.isGiven("queue") {
+		if err := checkName(o.Queue, path+"queue"); err != nil {
+			return nil, err
+		}
+		out = append(append(append(out, `,"queue":"`...), o.Queue...), '"')
+	}
+	if o.Priority != 0 || o.isGiven("priority") {
+		if err := checkRange(int64(o.Priority), path+"priority", 0, 100); err != nil {
+			return nil, err
+		}
+		out = strconv.AppendInt(append(out, `,"priority":`...), int64(o.Priority), 10)
+	}
+	if o.MaxAttempts != 0 || o.isGiven("maxAttempts") {
+		if err := checkRange(int64(o.MaxAttempts), path+"maxAttempts", 1, 100); err != nil {
+			return nil, err
+		}
+		out = strconv.AppendInt(append(out, `,"maxAttempts":`...), int64(o.MaxAttempts), 10)
+	}
+	for _, t := range []struct {
+		at    time.Time
+		field string
+	}{{o.RunAt, "runAt"}, {o.Deadline, "deadline"}} {
+		if t.at.IsZero() && !o.isGiven(t.field) {
+			continue
+		}
+		text, err := checkTime(t.at, path+t.field)
+		if err != nil {
+			return nil, err
+		}
+		out = append(append(append(append(out, `,"`...), t.field...), `":"`...), text...)
+		out = append(out, '"')
+	}
+	if o.ExecutionTimeout != 0 || o.isGiven("executionTimeoutMs") {
+		ms, err := wholeMs(o.ExecutionTimeout, path+"executionTimeoutMs", 1000, 86_400_000)
+		if err != nil {
+			return nil, err
+		}
+		out = strconv.AppendInt(append(out, `,"executionTimeoutMs":`...), ms, 10)
+	}
+	if o.RetryPolicy != nil {
+		policy, err := o.RetryPolicy.wire(path + "retryPolicy")
+		if err != nil {
+			return nil, err
+		}
+		out = append(append(out, `,"retryPolicy":`...), policy...)
+	}
+	if o.Tags != nil {
+		if len(o.Tags) > maxTags {
+			return nil, invalid(path+"tags", "must be an array of at most %d strings", maxTags)
+		}
+		for i, tag := range o.Tags {
+			field := path + "tags[" + strconv.Itoa(i) + "]"
+			if n := len([]rune(tag)); n < 1 || n > maxTagLength {
+				return nil, invalid(field, "must be a string of 1 to %d characters", maxTagLength)
+			}
+			if err := checkText(tag, field); err != nil {
+				return nil, err
+			}
+		}
+		tags, _ := json.Marshal(o.Tags)
+		out = append(append(out, `,"tags":`...), tags...)
+	}
+	if o.IdempotencyKey == "" && !o.isGiven("idempotencyKey") {
+		if o.IdempotencyScope != "" || o.isGiven("idempotencyScope") {
+			return nil, invalid(path+"idempotencyScope", "needs an idempotencyKey")
+		}
+		if o.IdempotencyTTL != 0 || o.isGiven("idempotencyTtlMs") {
+			return nil, invalid(path+"idempotencyTtlMs", "needs an idempotencyKey")
+		}
+		return append(out, '}'), nil
+	}
+	if n := len([]rune(o.IdempotencyKey)); n < 1 || n > 512 {
+		return nil, invalid(path+"idempotencyKey", "must be a string of 1 to 512 characters")
+	}
+	if err := checkText(o.IdempotencyKey, path+"idempotencyKey"); err != nil {
+		return nil, err
+	}
+	key, _ := json.Marshal(o.IdempotencyKey)
+	out = append(append(out, `,"idempotencyKey":`...), key...)
+	if o.IdempotencyScope != "" || o.isGiven("idempotencyScope") {
+		if err := checkName(o.IdempotencyScope, path+"idempotencyScope"); err != nil {
+			return nil, err
+		}
+		out = append(append(append(out, `,"idempotencyScope":"`...), o.IdempotencyScope...), '"')
+	}
+	if o.IdempotencyTTL != 0 || o.isGiven("idempotencyTtlMs") {
+		ms, err := wholeMs(o.IdempotencyTTL, path+"idempotencyTtlMs", 1000, 2_592_000_000)
+		if err != nil {
+			return nil, err
+		}
+		out = strconv.AppendInt(append(out, `,"idempotencyTtlMs":`...), ms, 10)
+	}
+	return append(out, '}'), nil
+}

@@ -1,0 +1,71 @@
+package workhorse_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	workhorse "github.com/stablemates/nestjs-workhorse/sdk/go"
+	"github.com/stablemates/nestjs-workhorse/sdk/go/internal/testpg"
+)
+
+func TestSchemaVersionIsTheTypeScriptPackages(t *testing.T) {
+	version, err := testpg.TypeScriptSchemaVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if workhorse.SchemaVersion != version {
+		t.Fatalf("the Go SDK speaks schema version %d, lib/core/schema.ts ships %d: update SchemaVersion (and the SDK) with the schema", workhorse.SchemaVersion, version)
+	}
+}
+
+func TestClientsRefuseADatabaseWithoutTheSchema(t *testing.T) {
+	db := testpg.NewEmpty(t)
+	ctx := context.Background()
+	_, err := workhorse.NewQueue(workhorse.Pgx(db.Pool)).Enqueue(ctx, "a", 1, nil)
+	var missing *workhorse.SchemaNotInstalledError
+	if !errors.As(err, &missing) || !strings.Contains(err.Error(), "workhorse schema install") {
+		t.Fatalf("Enqueue: got %v", err)
+	}
+	w, err := workhorse.NewWorker(workhorse.Pgx(db.Pool), workhorse.WorkerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Run(ctx); !errors.As(err, &missing) {
+		t.Fatalf("Run: got %v", err)
+	}
+	if _, err := workhorse.NewAdmin(workhorse.Pgx(db.Pool)).GetJob(ctx, "01a22858-3d78-7624-95c6-4dc3ae0605a2"); !errors.As(err, &missing) {
+		t.Fatalf("GetJob: got %v", err)
+	}
+}
+
+func TestClientsRefuseASchemaVersionTheyDoNotKnow(t *testing.T) {
+	db := testpg.New(t)
+	ctx := context.Background()
+	if _, err := db.Pool.Exec(ctx, "UPDATE workhorse.schema_version SET version = 999"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := workhorse.NewQueue(workhorse.Pgx(db.Pool)).Enqueue(ctx, "a", 1, nil)
+	var mismatch *workhorse.SchemaVersionMismatchError
+	if !errors.As(err, &mismatch) || mismatch.Installed != 999 || mismatch.Expected != workhorse.SchemaVersion {
+		t.Fatalf("Enqueue: got %v", err)
+	}
+	if !strings.Contains(err.Error(), "version 999") || !strings.Contains(err.Error(), "SDK release that matches") {
+		t.Fatalf("the message does not say what to do: %s", err)
+	}
+	w, err := workhorse.NewWorker(workhorse.Pgx(db.Pool), workhorse.WorkerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Run(ctx); !errors.As(err, &mismatch) {
+		t.Fatalf("Run: got %v", err)
+	}
+	if n := countJobs(t, db); n != 0 {
+		t.Fatalf("%d jobs written", n)
+	}
+	status, err := workhorse.GetSchemaStatus(ctx, workhorse.Pgx(db.Pool))
+	if err != nil || status.UpToDate() || status.Installed != 999 {
+		t.Fatalf("status %+v, %v", status, err)
+	}
+}
