@@ -1,6 +1,6 @@
 /**
  * The README stays true to the code: every ```ts block of README.md (and of docs/workers.md and
- * docs/testing.md) is
+ * docs/testing.md and docs/integrations.md) is
  * type-checked with the TypeScript compiler, with `nestjs-workhorse` resolving to lib/ through
  * the paths of tsconfig.json, and any diagnostic fails. Besides, the two newcomer commands stand
  * near the top, every `npm run` script the documents mention exists, and every relative link
@@ -18,8 +18,8 @@ import { fencedBlocks as blocksOf, namedFile, type Block } from './support/markd
 
 const ROOT = resolve(__dirname, '..');
 const fencedBlocks = (document: string): Block[] => blocksOf(ROOT, document);
-const CHECKED_DOCUMENTS = ['README.md', 'docs/workers.md', 'docs/testing.md'];
-const LINKED_DOCUMENTS = ['README.md', 'docs/README.md', 'docs/workers.md'];
+const CHECKED_DOCUMENTS = ['README.md', 'docs/workers.md', 'docs/testing.md', 'docs/integrations.md'];
+const LINKED_DOCUMENTS = ['README.md', 'docs/README.md', 'docs/workers.md', 'docs/integrations.md'];
 /** Where the blocks live, virtually: inside the repository, so node_modules and paths resolve. */
 const VIRTUAL_ROOT = join(ROOT, '.readme-blocks');
 
@@ -44,10 +44,24 @@ declare class OrderService {
 }
 `;
 
+/**
+ * Modules the examples import from the reader's project, by their path under a document's
+ * blocks: the Prisma Client that the reader generates stands in as the one the Prisma tests
+ * generate (test/integrations/prisma/schema.prisma, model Order on the table orders).
+ */
+const STAND_IN_MODULES: Record<string, string> = {
+  'src/generated/prisma/client.ts': `export * from '${join(ROOT, 'test/integrations/prisma/generated/client')}';`,
+};
+
+/** Where the blocks of one document live. */
+function documentRoot(document: string): string {
+  return join(VIRTUAL_ROOT, document.replace(/[^\w]+/g, '-'));
+}
+
 /** The block's file: the one its first-line comment names, or one named after its place. */
 function virtualPath(block: Block): string {
   const named = namedFile(block);
-  const base = join(VIRTUAL_ROOT, block.document.replace(/[^\w]+/g, '-'));
+  const base = documentRoot(block.document);
   return named ? join(base, named) : join(base, `line-${block.line}.ts`);
 }
 
@@ -83,6 +97,9 @@ function checkBlocks(blocks: Block[]): Checked {
   }
   const prelude = join(VIRTUAL_ROOT, 'prelude.d.ts');
   sources.set(prelude, PRELUDE);
+  for (const document of new Set(blocks.map((block) => block.document))) {
+    for (const [path, text] of Object.entries(STAND_IN_MODULES)) sources.set(join(documentRoot(document), path), text);
+  }
 
   const options = compilerOptions();
   const host = ts.createCompilerHost(options);

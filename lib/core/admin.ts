@@ -22,6 +22,7 @@ import {
   type TimelineEntry,
   type TimelineOptions,
 } from './types';
+import { isJobDefinition, type JobDefinition } from './job-definition';
 import { checkInteger, checkJobId, checkName } from './validation';
 
 interface JobRow {
@@ -188,11 +189,26 @@ export class Admin {
     applyConnectTimeout(pool);
   }
 
-  /** The job's snapshot, whichever state it is in, or null if no such job exists. */
-  async getJob(jobId: string, client?: Queryable): Promise<JobSnapshot | null> {
+  /**
+   * The job's snapshot, whichever state it is in, or null if no such job exists. Given a
+   * definition first (`defineJob`), the payload and result are typed by it, and a job of
+   * another type is refused (`WorkhorseValidationError` on `jobId`).
+   */
+  getJob(jobId: string, client?: Queryable): Promise<JobSnapshot | null>;
+  getJob<P, R, I>(definition: JobDefinition<P, R, I>, jobId: string, client?: Queryable): Promise<JobSnapshot<P, R> | null>;
+  async getJob(
+    job: string | JobDefinition<unknown, unknown, unknown>,
+    ...rest: [Queryable?] | [string, Queryable?]
+  ): Promise<JobSnapshot<unknown, unknown> | null> {
+    const definition = isJobDefinition(job) ? job : undefined;
+    const [jobId, client] = definition ? (rest as [string, Queryable?]) : [job as string, rest[0] as Queryable | undefined];
     checkJobId(jobId);
     const rows = await this.run<JobRow>(client, 'SELECT * FROM workhorse.get_job_v1($1)', [jobId]);
-    return rows.length === 0 ? null : toSnapshot(rows[0]);
+    if (rows.length === 0) return null;
+    if (definition !== undefined && rows[0].type !== definition.type) {
+      throw new WorkhorseValidationError('jobId', `is a job of type "${rows[0].type}", not "${definition.type}"`);
+    }
+    return toSnapshot(rows[0]);
   }
 
   /**

@@ -1,6 +1,7 @@
 import type { Pool } from 'pg';
 import { connectTarget, connectTimeoutKind, connectTimeoutOf } from './connect-timeout';
 import { SCHEMA_VERSION } from './schema-version';
+import type { StandardSchemaIssue } from './standard-schema';
 
 /**
  * Every error this library raises on purpose extends {@link WorkhorseError}, so callers can
@@ -257,4 +258,33 @@ export class ExecutionTimeoutError extends WorkhorseError {
   ) {
     super(`Job ${jobId}: the attempt ran longer than its execution timeout of ${timeoutMs} ms.`);
   }
+}
+
+/**
+ * A job definition's Standard Schema validator refused a payload (at enqueue, before anything is
+ * written) or a handler's result (before it is recorded; the attempt fails). `issues` are the
+ * validator's own, each with its message and path.
+ *
+ * @example
+ * try {
+ *   await queue.enqueue(sendEmail, { to: 'not an address' });
+ * } catch (error) {
+ *   if (error instanceof JobDataRejectedError) console.log(error.issues.map((issue) => issue.message));
+ * }
+ */
+export class JobDataRejectedError extends WorkhorseValidationError {
+  constructor(
+    /** `payload` or `result`. */
+    field: 'payload' | 'result',
+    /** The job type whose definition refused it. */
+    readonly type: string,
+    readonly issues: readonly StandardSchemaIssue[],
+  ) {
+    super(field, `refused by the validator of job type "${type}": ${issues.map(describeIssue).join('; ')}`);
+  }
+}
+
+function describeIssue(issue: StandardSchemaIssue): string {
+  const path = (issue.path ?? []).map((segment) => String(typeof segment === 'object' ? segment.key : segment));
+  return path.length === 0 ? issue.message : `${path.join('.')}: ${issue.message}`;
 }

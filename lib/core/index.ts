@@ -17,6 +17,7 @@ export {
   fromPgError,
   IdempotencyConflictError,
   InvalidCursorError,
+  JobDataRejectedError,
   JobCanceledError,
   LeaseLostError,
   NonRetryableError,
@@ -30,10 +31,20 @@ export {
   WorkhorseValidationError,
 } from './errors';
 export { isWorkerEventName, WORKER_EVENT_NAMES, type WorkerEvent, type WorkerEventListener, type WorkerEventName, type WorkerEventOf } from './events';
+export { defineJob, type JobDefaults, type JobDefinition, type JobDefinitionOptions } from './job-definition';
 export { Queue } from './queue';
 export { GRANT_APP_ROLE_SQL, grantAppRole } from './grants';
+export type {
+  StandardSchemaInput,
+  StandardSchemaIssue,
+  StandardSchemaOutput,
+  StandardSchemaProps,
+  StandardSchemaResult,
+  StandardSchemaV1,
+} from './standard-schema';
 export { getSchemaStatus, installSchema, SCHEMA_VERSION, verifySchema, type InstallSchemaResult, type SchemaStatus } from './schema';
 export { DEFAULT_CONNECT_TIMEOUT_MS } from './connect-timeout';
+export { TransactionScope, type TransactionSource } from './transaction-scope';
 export * from './types';
 export { LIMITS } from './validation';
 export { toErrorEnvelope, Worker, type HandlerOptions, type JobHandlerFn, type WorkerOptions } from './worker';

@@ -1,6 +1,7 @@
 import type { Pool } from 'pg';
 import { applyConnectTimeout } from './connect-timeout';
 import { fromDatabaseError, WorkhorseValidationError } from './errors';
+import { definedRequest, isJobDefinition, type JobDefinition } from './job-definition';
 import type { EnqueueOptions, EnqueueRequest, Queryable } from './types';
 import { LIMITS, toWireRequest, type WireEnqueueRequest } from './validation';
 
@@ -24,9 +25,20 @@ export class Queue {
   /**
    * Enqueues one job and returns its id. Input is validated before anything is sent: a bad
    * argument raises {@link WorkhorseValidationError} naming the field, and nothing is written.
+   * Given a definition (`defineJob`), the payload must be of its type, its validator (if any)
+   * runs first (a refusal is a `JobDataRejectedError`), and its defaults apply under `options`.
    */
-  async enqueue<P = unknown>(type: string, payload: P, options?: EnqueueOptions, client?: Queryable): Promise<string> {
-    const [id] = await this.send([toWireRequest(type, payload, options)], client);
+  enqueue<P = unknown>(type: string, payload: P, options?: EnqueueOptions, client?: Queryable): Promise<string>;
+  enqueue<P, R, I>(definition: JobDefinition<P, R, I>, payload: NoInfer<I>, options?: EnqueueOptions, client?: Queryable): Promise<string>;
+  async enqueue(job: string | JobDefinition<unknown, unknown, unknown>, payload: unknown, options?: EnqueueOptions, client?: Queryable): Promise<string> {
+    let request: WireEnqueueRequest;
+    if (isJobDefinition(job)) {
+      const defined = await definedRequest(job, payload, options);
+      request = toWireRequest(job.type, defined.payload, defined.options);
+    } else {
+      request = toWireRequest(job, payload, options);
+    }
+    const [id] = await this.send([request], client);
     return id;
   }
 

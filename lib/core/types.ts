@@ -91,12 +91,15 @@ export interface ErrorEnvelope {
   stack?: string;
 }
 
-/** What `Admin.getJob` and `Admin.listJobs` report about one job. */
-export interface JobSnapshot {
+/**
+ * What `Admin.getJob` and `Admin.listJobs` report about one job. `admin.getJob(definition, id)`
+ * types its payload and result by the job's definition.
+ */
+export interface JobSnapshot<P = JsonValue, R = JsonValue> {
   id: string;
   queue: string;
   type: string;
-  payload: JsonValue;
+  payload: P;
   priority: number;
   state: JobState;
   /** Attempts started so far (0 before the first claim). */
@@ -113,7 +116,7 @@ export interface JobSnapshot {
   /** Set once the job is terminal. */
   finishedAt: Date | null;
   /** The handler's result, for `succeeded` jobs. */
-  result: JsonValue | null;
+  result: R | null;
   /** The terminal error, or the last attempt's error while the job waits for a retry. */
   error: ErrorEnvelope | null;
   /** The owning worker while `active`. */

@@ -12,6 +12,7 @@ import {
   WorkhorseError,
   WorkhorseValidationError,
 } from './errors';
+import { definedHandler, isJobDefinition, type JobDefinition } from './job-definition';
 import { isWorkerEventName, type WorkerEvent, type WorkerEventListener, type WorkerEventName, type WorkerEventOf } from './events';
 import { failpoint } from './failpoints';
 import { Heartbeater, leaseFields, type HeldLease, type LeaseListener } from './heartbeater';
@@ -360,9 +361,17 @@ export class Worker {
     this.workerId = id;
   }
 
-  /** Registers the handler for one job type; returns the worker for chaining. */
+  /**
+   * Registers the handler for one job type; returns the worker for chaining. Given a definition
+   * (`defineJob`), the handler's payload and result must be of its types, and a result validator
+   * of the definition checks each result before it is recorded.
+   */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  handle<P = any, R = unknown>(type: string, handler: JobHandlerFn<P, R>, options: HandlerOptions = {}): this {
+  handle<P = any, R = unknown>(type: string, handler: JobHandlerFn<P, R>, options?: HandlerOptions): this;
+  handle<P, R, I>(definition: JobDefinition<P, R, I>, handler: JobHandlerFn<NoInfer<P>, NoInfer<R>>, options?: HandlerOptions): this;
+  handle(job: string | JobDefinition<unknown, unknown, unknown>, fn: JobHandlerFn, options: HandlerOptions = {}): this {
+    const type = isJobDefinition(job) ? job.type : job;
+    const handler = isJobDefinition(job) && typeof fn === 'function' ? definedHandler(job, fn) : fn;
     checkName(type, 'type');
     if (typeof handler !== 'function') throw new WorkhorseValidationError('handler', 'must be a function');
     for (const key of Object.keys(options)) {

@@ -3,7 +3,7 @@
  * `WorkhorseTransactionHost`, `WorkhorseTransactionInterceptor`) and the lifecycle-managed
  * `WorkhorseWorker` with its event stream. Inject `Queue` and `Admin` by the core classes.
  */
-export { JobHandler } from './job-handler.decorator';
+export { JobHandler, type TypedJobHandlerDecorator } from './job-handler.decorator';
 export { ofWorkhorseEvent } from './of-workhorse-event.operator';
 export { OnWorkhorseEvent } from './on-workhorse-event.decorator';
 export { Transactional } from './transactional.decorator';

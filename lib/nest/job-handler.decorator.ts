@@ -1,4 +1,6 @@
 import { WorkhorseValidationError } from '../core/errors';
+import type { HandlerContext } from '../core/context';
+import { isJobDefinition, type JobDefinition } from '../core/job-definition';
 import type { RetryPolicy } from '../core/types';
 import { checkName, checkRetryPolicy } from '../core/validation';
 import { JOB_HANDLER_METADATA } from './workhorse.constants';
@@ -12,6 +14,19 @@ export interface JobHandlerMetadata {
   queue: string | undefined;
   transactional: boolean;
   retry: RetryPolicy | undefined;
+  /** The definition it was declared with, if any (the worker then checks results with it). */
+  definition: JobDefinition<unknown, unknown, unknown> | undefined;
+}
+
+/** What `@JobHandler(definition)` decorates: a method that takes the definition's payload and returns its result. */
+export type TypedJobHandlerDecorator<P, R> = <M extends (payload: P, ctx: HandlerContext) => R | Promise<R>>(
+  target: object,
+  key: string | symbol,
+  descriptor: TypedPropertyDescriptor<M>,
+) => TypedPropertyDescriptor<M> | void;
+
+function isPlainOptions(value: unknown): value is JobHandlerOptions {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function checked(value: unknown, label: string, report: (detail: string) => string): string {
@@ -34,6 +49,10 @@ function checked(value: unknown, label: string, report: (detail: string) => stri
  * puts the type there by default), `transactional` (run inside the transaction that records
  * the job's completion) and `retry` (the retry policy of jobs enqueued without one).
  *
+ * Given a definition (`defineJob`) instead of a type, the method must take its payload type and
+ * return its result type (else it does not compile), the queue is the definition's, and the
+ * definition's result validator checks each result before it is recorded.
+ *
  * @example
  * @Injectable()
  * export class EmailHandlers {
@@ -43,13 +62,23 @@ function checked(value: unknown, label: string, report: (detail: string) => stri
  *   async send(payload: { to: string }, ctx: HandlerContext): Promise<{ messageId: string }> {
  *     return ctx.checkpoint('send', () => this.mailer.send(payload.to, { idempotencyKey: ctx.jobId }));
  *   }
+ *
+ *   @JobHandler(sendReceipt) // const sendReceipt = defineJob<{ orderId: string }, { messageId: string }>('receipt.send')
+ *   async receipt(payload: { orderId: string }): Promise<{ messageId: string }> { ... }
  * }
  */
-export function JobHandler(type: string, options: JobHandlerOptions = {}): MethodDecorator {
+export function JobHandler(type: string, options?: JobHandlerOptions): MethodDecorator;
+export function JobHandler<P, R, I>(definition: JobDefinition<P, R, I>, options?: Omit<JobHandlerOptions, 'queue'>): TypedJobHandlerDecorator<P, R>;
+export function JobHandler(job: string | JobDefinition<unknown, unknown, unknown>, options: JobHandlerOptions = {}): MethodDecorator {
+  const definition = isJobDefinition(job) ? job : undefined;
+  const type = definition ? definition.type : job;
   return (target, key, descriptor) => {
     const name = `${(target as { constructor: { name: string } }).constructor.name}.${String(key)}`;
     if (typeof descriptor.value !== 'function') throw new WorkhorseConfigurationError(messages.notAMethod('JobHandler', name));
     const checkedType = checked(type, 'type', (detail) => messages.badHandlerType(name, type, detail));
+    if (definition && isPlainOptions(options) && options.queue !== undefined) {
+      throw new WorkhorseConfigurationError(messages.queueWithDefinition(name, definition.type));
+    }
     if (typeof options !== 'object' || options === null || Array.isArray(options)) {
       throw new WorkhorseConfigurationError(messages.badHandlerOptions(name, options));
     }
@@ -59,7 +88,9 @@ export function JobHandler(type: string, options: JobHandlerOptions = {}): Metho
       }
     }
     const queue =
-      options.queue === undefined ? undefined : checked(options.queue, 'queue', (detail) => messages.badHandlerQueue(name, options.queue, detail));
+      options.queue === undefined
+        ? definition?.defaults.queue
+        : checked(options.queue, 'queue', (detail) => messages.badHandlerQueue(name, options.queue, detail));
     if (options.transactional !== undefined && typeof options.transactional !== 'boolean') {
       throw new WorkhorseConfigurationError(messages.badHandlerTransactional(name, options.transactional));
     }
@@ -72,7 +103,7 @@ export function JobHandler(type: string, options: JobHandlerOptions = {}): Metho
     }
     const method = descriptor.value as object;
     const existing = (Reflect.getOwnMetadata(JOB_HANDLER_METADATA, method) as JobHandlerMetadata[] | undefined) ?? [];
-    const entry: JobHandlerMetadata = { type: checkedType, queue, transactional: options.transactional ?? false, retry };
+    const entry: JobHandlerMetadata = { type: checkedType, queue, transactional: options.transactional ?? false, retry, definition };
     Reflect.defineMetadata(JOB_HANDLER_METADATA, [...existing, entry], method);
     return descriptor;
   };

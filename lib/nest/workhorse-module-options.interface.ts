@@ -1,3 +1,4 @@
+import type { TransactionSource } from '../core/transaction-scope';
 import type { RetryPolicy } from '../core/types';
 import type { Pool, PoolConfig } from 'pg';
 import type { WorkerOptions } from '../core/worker';
@@ -47,6 +48,15 @@ export interface WorkhorseModuleOptions {
   worker?: WorkhorseWorkerOptions | false;
   /** Give every HTTP request its own transaction (see `WorkhorseTransactionInterceptor`). Default false. */
   requestTransactions?: boolean;
+  /**
+   * Where your ORM's current transaction is: while it reports one, the injected `Queue` and
+   * `Admin` (and `WorkhorseTransactionHost.client`) join it when the caller passes no client,
+   * before any transaction of the host itself. Give the scope of your ORM's entry point
+   * (`typeormTransactionScope(dataSource)`, `prismaTransactionScope(prisma)`, ...) or, with
+   * `@nestjs-cls/transactional`, `clsTransactionSource(txHost, fromTypeOrm)`. Its database must
+   * be the module's. Default: none.
+   */
+  transaction?: TransactionSource;
 }
 
 /**

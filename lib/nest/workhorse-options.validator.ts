@@ -2,7 +2,7 @@ import { WorkhorseConfigurationError } from './workhorse-configuration.error';
 import type { WorkhorseModuleOptions } from './workhorse-module-options.interface';
 import { messages } from './workhorse.messages';
 
-const OPTION_KEYS = ['connectionString', 'pool', 'poolConfig', 'schema', 'worker', 'requestTransactions'] as const;
+const OPTION_KEYS = ['connectionString', 'pool', 'poolConfig', 'schema', 'worker', 'requestTransactions', 'transaction'] as const;
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -32,7 +32,7 @@ export function validateModuleOptions(options: unknown): WorkhorseModuleOptions 
   for (const key of Object.keys(options)) {
     if (!(OPTION_KEYS as readonly string[]).includes(key)) fail(messages.unknownOption(key, OPTION_KEYS));
   }
-  const { connectionString, pool, poolConfig, schema, worker, requestTransactions } = options;
+  const { connectionString, pool, poolConfig, schema, worker, requestTransactions, transaction } = options;
   if (connectionString === undefined && pool === undefined) fail(messages.noDatabase());
   if (connectionString !== undefined && pool !== undefined) fail(messages.twoDatabases());
   if (connectionString !== undefined && (typeof connectionString !== 'string' || connectionString.length === 0)) {
@@ -48,6 +48,9 @@ export function validateModuleOptions(options: unknown): WorkhorseModuleOptions 
   if (worker !== undefined && worker !== false && !isPlainObject(worker)) fail(messages.badWorker(worker));
   if (requestTransactions !== undefined && typeof requestTransactions !== 'boolean') {
     fail(messages.badRequestTransactions(requestTransactions));
+  }
+  if (transaction !== undefined && typeof (transaction as { current?: unknown } | null)?.current !== 'function') {
+    fail(messages.badTransactionSource(transaction));
   }
   return options as WorkhorseModuleOptions;
 }

@@ -1,4 +1,5 @@
 import type { Pool } from 'pg';
+import { isJobDefinition, type JobDefinition } from '../core/job-definition';
 import { Queue } from '../core/queue';
 import type { EnqueueOptions, EnqueueRequest, Queryable } from '../core/types';
 import type { WorkhorseRegistry } from './workhorse.registry';
@@ -23,8 +24,15 @@ export class WorkhorseQueue extends Queue {
     super(pool);
   }
 
-  override enqueue<P = unknown>(type: string, payload: P, options?: EnqueueOptions, client?: Queryable): Promise<string> {
-    return super.enqueue(type, payload, this.route(type, options), client);
+  override enqueue<P = unknown>(type: string, payload: P, options?: EnqueueOptions, client?: Queryable): Promise<string>;
+  override enqueue<P, R, I>(definition: JobDefinition<P, R, I>, payload: NoInfer<I>, options?: EnqueueOptions, client?: Queryable): Promise<string>;
+  override enqueue(job: string | JobDefinition<unknown, unknown, unknown>, payload: unknown, options?: EnqueueOptions, client?: Queryable): Promise<string> {
+    if (isJobDefinition(job)) {
+      // The definition's queue counts as given: only a type without one is routed to its handler's queue.
+      const routed = options === undefined || isPlainObject(options) ? this.route(job.type, { ...job.defaults, ...options }) : options;
+      return super.enqueue(job, payload, routed, client);
+    }
+    return super.enqueue(job, payload, this.route(job, options), client);
   }
 
   override enqueueMany(requests: EnqueueRequest[], client?: Queryable): Promise<string[]> {

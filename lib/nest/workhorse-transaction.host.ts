@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Pool, PoolClient, QueryResult, QueryResultRow } from 'pg';
 import { Observable } from 'rxjs';
+import type { TransactionSource } from '../core/transaction-scope';
 import type { Queryable } from '../core/types';
 import { WorkhorseTransactionError } from './workhorse-transaction.error';
 import { messages } from './workhorse.messages';
@@ -130,6 +131,8 @@ export class WorkhorseTransactionHost {
   constructor(
     /** The pool that transactions take their connection from, and that queries use outside one. */
     readonly pool: Pool,
+    /** The module's `transaction` option: an ORM's current transaction, which `client` prefers. */
+    private readonly orm?: TransactionSource,
   ) {}
 
   /** True inside `run` (or a transactional job handler) of this host. */
@@ -139,10 +142,12 @@ export class WorkhorseTransactionHost {
 
   /**
    * The current transaction as a `Queryable` (pass it wherever a client is taken, e.g. a core
-   * `Queue`), or undefined outside a transaction. Its connection is taken at its first query.
+   * `Queue`), or undefined outside a transaction: the ORM's, when the module's `transaction`
+   * option reports one, else this host's own (whose connection is taken at its first query).
+   * The injected `Queue` and `Admin` use it when the caller passes no client.
    */
   get client(): Queryable | undefined {
-    return this.current()?.queryable;
+    return this.orm?.current() ?? this.current()?.queryable;
   }
 
   /**

@@ -47,6 +47,10 @@ export const messages = {
   badWorkerOption: (detail: string) => `${MODULE}: worker.${detail}`,
   badRequestTransactions: (value: unknown) =>
     `${MODULE}: requestTransactions must be true or false, got ${describe(value)}.`,
+  badTransactionSource: (value: unknown) =>
+    `${MODULE}: transaction must be an object with a current() method that returns the current transaction as a ` +
+    `Queryable (e.g. typeormTransactionScope(dataSource) from 'nestjs-workhorse/typeorm', or clsTransactionSource(...) ` +
+    `from 'nestjs-workhorse/nestjs-cls'), got ${describe(value)}.`,
   schemaNotInstalled: (detail: string) =>
     `${MODULE} (schema: 'verify') refuses to start: ${detail} ` +
     "Or let this process install the schema with schema: 'install'.",
@@ -66,6 +70,9 @@ export const messages = {
   unknownHandlerOption: (target: string, key: string) =>
     `@JobHandler on ${target}: "${key}" is not a handler option (queue, transactional, retry).`,
   badHandlerRetry: (target: string, detail: string) => `@JobHandler on ${target}: ${detail}.`,
+  queueWithDefinition: (target: string, type: string) =>
+    `@JobHandler on ${target}: a handler of a job definition takes its queue from the definition; ` +
+    `give queue in defineJob('${type}', { queue }) instead of the handler options.`,
   badHandlerQueue: (target: string, value: unknown, detail: string) =>
     `@JobHandler on ${target}: the queue (${describe(value)}) ${detail}.`,
   badHandlerTransactional: (target: string, value: unknown) =>

@@ -51,8 +51,9 @@ const passThrough: NestInterceptor = { intercept: (_context, next) => next.handl
     },
     {
       provide: WorkhorseTransactionHost,
-      useFactory: (connection: WorkhorseConnection) => new WorkhorseTransactionHost(connection.pool),
-      inject: [WorkhorseConnection],
+      useFactory: (connection: WorkhorseConnection, options: WorkhorseModuleOptions) =>
+        new WorkhorseTransactionHost(connection.pool, options.transaction),
+      inject: [WorkhorseConnection, WORKHORSE_MODULE_OPTIONS],
     },
     WorkhorseRegistry,
     {

@@ -1,5 +1,6 @@
 import type { RetryPolicy } from '../core/types';
 import type { WorkerEvent, WorkerEventName } from '../core/events';
+import type { JobDefinition } from '../core/job-definition';
 import type { JobHandlerFn } from '../core/worker';
 import { WorkhorseConfigurationError } from './workhorse-configuration.error';
 import { messages } from './workhorse.messages';
@@ -14,6 +15,8 @@ export interface DiscoveredHandler {
   /** `Class.method`, for messages. */
   target: string;
   fn: JobHandlerFn;
+  /** The definition the handler was declared with, if any. */
+  definition: JobDefinition<unknown, unknown, unknown> | undefined;
 }
 
 /** A discovered `@OnWorkhorseEvent` method. */

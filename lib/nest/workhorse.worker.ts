@@ -148,7 +148,9 @@ export class WorkhorseWorker implements OnApplicationBootstrap, BeforeApplicatio
     for (const handler of this.registry.handlers) queues.add(handler.queue ?? 'default');
     const worker = new Worker(this.queue, { ...options, queues: queues.size > 0 ? [...queues] : undefined });
     for (const handler of this.registry.handlers) {
-      worker.handle(handler.type, handler.fn, { transactional: handler.transactional, retry: handler.retry });
+      const options = { transactional: handler.transactional, retry: handler.retry };
+      if (handler.definition) worker.handle(handler.definition, handler.fn, options);
+      else worker.handle(handler.type, handler.fn, options);
     }
     worker.on((event) => this.publish(event));
     return worker;

@@ -204,6 +204,7 @@ describe('option validation at start-up', () => {
     ['a bad worker setting', { connectionString: 'postgres://x/y', worker: { concurrency: 0 } }, 'worker.concurrency: must be an integer from 1 to 1000'],
     ['an unknown worker setting', { connectionString: 'postgres://x/y', worker: { concurency: 5 } }, 'worker.concurency: is not a worker option'],
     ['a bad requestTransactions', { connectionString: 'postgres://x/y', requestTransactions: 'yes' }, 'requestTransactions must be true or false'],
+    ['a transaction that is no TransactionSource', { connectionString: 'postgres://x/y', transaction: {} }, 'transaction must be an object with a current() method'],
   ];
 
   it.each(cases)('refuses %s with a clear message, before connecting', async (_label, options, message) => {

@@ -1,0 +1,162 @@
+/**
+ * Typed job definitions at run time: defineJob checks its type, defaults and validators;
+ * enqueue(definition) applies the defaults under the call's options and runs the payload
+ * validator (zod, and a hand-written Standard Schema with an async validate) before anything is
+ * written, refusing with JobDataRejectedError and the validator's issues; a result validator
+ * fails the attempt of a handler that returns a bad result; admin.getJob(definition) refuses a
+ * job of another type. (What must not compile is in test/types/.)
+ */
+import {
+  Admin,
+  defineJob,
+  JobDataRejectedError,
+  Queue,
+  Worker,
+  WorkhorseValidationError,
+  type StandardSchemaV1,
+} from 'nestjs-workhorse/core';
+import { z } from 'zod';
+import { createTestDatabase, type TestDatabase } from '../support/db';
+import { expectSplitInvariant } from '../support/invariants';
+
+let db: TestDatabase;
+let queue: Queue;
+let admin: Admin;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  queue = new Queue(db.pool);
+  admin = new Admin(db.pool);
+});
+
+afterEach(async () => {
+  await expectSplitInvariant(db.pool);
+});
+
+afterAll(async () => {
+  await db?.drop();
+});
+
+async function jobCount(): Promise<number> {
+  const { rows } = await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM workhorse.job');
+  return rows[0].n;
+}
+
+async function rejection(promise: Promise<unknown>): Promise<unknown> {
+  return promise.then(
+    () => {
+      throw new Error('expected a rejection');
+    },
+    (error: unknown) => error,
+  );
+}
+
+describe('defineJob', () => {
+  it.each([
+    ['a bad type', () => defineJob(''), 'type'],
+    ['an option that is not a default', () => defineJob('x', { runAt: new Date() } as never), 'runAt'],
+    ['a bad default', () => defineJob('x', { priority: 101 }), 'priority'],
+    ['a payload validator that is no Standard Schema', () => defineJob('x', { payload: { parse: () => 1 } as never }), 'payload'],
+    ['a result validator that is no Standard Schema', () => defineJob('x', { result: z.string().parse as never }), 'result'],
+  ])('refuses %s, naming it', (_label, define, field) => {
+    let error: unknown;
+    try {
+      define();
+    } catch (thrown) {
+      error = thrown;
+    }
+    expect(error).toBeInstanceOf(WorkhorseValidationError);
+    expect(error).toMatchObject({ field });
+  });
+});
+
+describe('enqueue(definition, payload)', () => {
+  const report = defineJob<{ month: string }, { rows: number }>('report.build', {
+    queue: 'reports',
+    priority: 30,
+    tags: ['monthly'],
+    maxAttempts: 3,
+  });
+
+  it("gives the definition's defaults, under the call's own options", async () => {
+    const byDefault = await admin.getJob(report, await queue.enqueue(report, { month: '2026-11' }));
+    expect(byDefault).toMatchObject({ type: 'report.build', queue: 'reports', priority: 30, tags: ['monthly'], maxAttempts: 3 });
+    const overridden = await admin.getJob(report, await queue.enqueue(report, { month: '2026-12' }, { priority: 90, queue: 'urgent' }));
+    expect(overridden).toMatchObject({ queue: 'urgent', priority: 90, tags: ['monthly'], payload: { month: '2026-12' } });
+  });
+
+  it("refuses a payload its validator refuses, with the validator's issues, writing nothing", async () => {
+    const email = defineJob('email.send', {
+      payload: z.object({ to: z.email(), subject: z.string().trim().min(1), cc: z.array(z.email()).default([]) }),
+    });
+    const before = await jobCount();
+    const error = await rejection(queue.enqueue(email, { to: 'not an address', subject: '   ', cc: [] }));
+    expect(error).toBeInstanceOf(JobDataRejectedError);
+    expect(error).toBeInstanceOf(WorkhorseValidationError);
+    const refused = error as JobDataRejectedError;
+    expect(refused.field).toBe('payload');
+    expect(refused.type).toBe('email.send');
+    expect(refused.issues.map((issue) => issue.path)).toEqual([['to'], ['subject']]);
+    expect(refused.message).toMatch(/^payload: refused by the validator of job type "email.send": to: .+; subject: .+/);
+    expect(await jobCount()).toBe(before);
+
+    // What the validator gives back (trimmed, defaults filled in) is what is stored.
+    const id = await queue.enqueue(email, { to: 'ada@example.com', subject: '  Receipt  ' });
+    expect((await admin.getJob(email, id))?.payload).toEqual({ to: 'ada@example.com', subject: 'Receipt', cc: [] });
+  });
+
+  it('works with any Standard Schema, an async validator included', async () => {
+    const evenOnly: StandardSchemaV1<{ n: number }> = {
+      '~standard': {
+        version: 1,
+        vendor: 'hand-written',
+        validate: async (value) =>
+          typeof (value as { n?: unknown }).n === 'number' && (value as { n: number }).n % 2 === 0
+            ? { value: value as { n: number } }
+            : { issues: [{ message: 'must be even', path: [{ key: 'n' }] }] },
+      },
+    };
+    const even = defineJob('numbers.even', { payload: evenOnly });
+    const error = await rejection(queue.enqueue(even, { n: 3 }));
+    expect(error).toMatchObject({ field: 'payload', issues: [{ message: 'must be even' }] });
+    expect((error as Error).message).toContain('n: must be even');
+    expect(await admin.getJob(even, await queue.enqueue(even, { n: 4 }))).toMatchObject({ payload: { n: 4 } });
+  });
+
+  it('still refuses what is not JSON after validation, as the untyped enqueue does', async () => {
+    const loose = defineJob<{ at: unknown }>('loose.job');
+    const error = await rejection(queue.enqueue(loose, { at: new Date() }));
+    expect(error).toBeInstanceOf(WorkhorseValidationError);
+    expect(error).toMatchObject({ field: 'payload.at' });
+  });
+});
+
+describe('handlers and reads of a definition', () => {
+  const label = defineJob('label.print', {
+    queue: 'labels',
+    payload: z.object({ orderId: z.string() }),
+    result: z.object({ labelId: z.string().startsWith('lb_') }),
+  });
+
+  it('records a result its validator accepts, and fails the attempt of one it refuses', async () => {
+    const good = await queue.enqueue(label, { orderId: 'o-1' });
+    const bad = await queue.enqueue(label, { orderId: 'o-2' }, { maxAttempts: 1 });
+    const worker = new Worker(queue, { queues: ['labels'], concurrency: 2, listen: false }).handle(label, async (payload) => ({
+      labelId: payload.orderId === 'o-1' ? 'lb_1' : 'oops',
+    }));
+    expect(await worker.runOnce()).toBe(2);
+    expect(await admin.getJob(label, good)).toMatchObject({ state: 'succeeded', result: { labelId: 'lb_1' } });
+    const failed = await admin.getJob(label, bad);
+    expect(failed).toMatchObject({ state: 'failed', result: null, error: { name: 'JobDataRejectedError' } });
+    expect(failed?.error?.message).toMatch(/^result: refused by the validator of job type "label.print": labelId: /);
+  });
+
+  it('admin.getJob(definition, id) refuses a job of another type', async () => {
+    const other = await queue.enqueue('other.type', {});
+    const error = await rejection(admin.getJob(label, other));
+    expect(error).toBeInstanceOf(WorkhorseValidationError);
+    expect(error).toMatchObject({ field: 'jobId' });
+    expect((error as Error).message).toContain('is a job of type "other.type", not "label.print"');
+    expect(await admin.getJob(label, '01a2269c-6133-7123-8e3f-ea8c1cb9ab3c')).toBeNull();
+  });
+});
