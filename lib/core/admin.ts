@@ -1,6 +1,7 @@
 import type { Pool } from 'pg';
 import { applyConnectTimeout } from './connect-timeout';
-import { fromDatabaseError, InvalidCursorError, WorkhorseValidationError } from './errors';
+import { fromDatabaseError } from './database-errors';
+import { InvalidCursorError, WorkhorseValidationError } from './errors';
 import {
   JOB_STATES,
   type ActorOptions,

@@ -1,4 +1,5 @@
 import type { ClientConfig, Pool } from 'pg';
+import { ConnectTimeoutError } from './errors';
 
 /**
  * How long getting a database connection may take, in milliseconds, when the pool does not say
@@ -25,7 +26,7 @@ export function applyConnectTimeout(pool: Pool): Pool {
 }
 
 /** The connect timeout a pool applies (after {@link applyConnectTimeout}). */
-export function connectTimeoutOf(pool: Pool): number {
+function connectTimeoutOf(pool: Pool): number {
   const value = (pool.options as { connectionTimeoutMillis?: number } | undefined)?.connectionTimeoutMillis;
   return typeof value === 'number' && value > 0 ? value : DEFAULT_CONNECT_TIMEOUT_MS;
 }
@@ -39,7 +40,7 @@ const POOL_MESSAGE = 'timeout exceeded when trying to connect';
  * Whether `error` is node-postgres giving up on a connection in time: `'connect'` (opening one),
  * `'pool'` (waiting for a free one of a full pool), or null for any other error.
  */
-export function connectTimeoutKind(error: unknown): 'connect' | 'pool' | null {
+function connectTimeoutKind(error: unknown): 'connect' | 'pool' | null {
   const message = (error as { message?: unknown } | null)?.message;
   if (typeof message !== 'string') return null;
   if (CONNECT_MESSAGES.includes(message)) return 'connect';
@@ -47,7 +48,7 @@ export function connectTimeoutKind(error: unknown): 'connect' | 'pool' | null {
 }
 
 /** `host:port/database` of a pool's settings, never the user or password, for messages. */
-export function connectTarget(pool: Pool): string {
+function connectTarget(pool: Pool): string {
   const config = (pool.options ?? {}) as ClientConfig;
   let host = config.host;
   let port = config.port === undefined ? undefined : String(config.port);
@@ -64,4 +65,10 @@ export function connectTarget(pool: Pool): string {
   }
   const where = `${host || process.env.PGHOST || 'localhost'}:${port || process.env.PGPORT || '5432'}`;
   return database ? `${where}/${database}` : where;
+}
+
+/** A {@link ConnectTimeoutError} (naming the pool's target and timeout) for node-postgres giving up on a connection; any other error unchanged. */
+export function fromConnectTimeout(error: unknown, pool: Pool): unknown {
+  const waited = connectTimeoutKind(error);
+  return waited ? new ConnectTimeoutError(connectTarget(pool), connectTimeoutOf(pool), waited, { cause: error }) : error;
 }

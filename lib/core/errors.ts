@@ -1,6 +1,3 @@
-import type { Pool } from 'pg';
-import { connectTarget, connectTimeoutKind, connectTimeoutOf } from './connect-timeout';
-import { SCHEMA_VERSION } from './schema-version';
 import type { StandardSchemaIssue } from './standard-schema';
 
 /**
@@ -159,30 +156,6 @@ export function fromPgError(error: unknown): unknown {
       return new IdempotencyConflictError(field, message, detail.existingJobId ?? '', detail.fields ?? []);
     }
   }
-  return error;
-}
-
-// SQLSTATE 3F000 (invalid_schema_name): a `workhorse.*` function called where no such schema exists.
-const NO_SUCH_SCHEMA = '3F000';
-
-function isMissingSchema(error: unknown): boolean {
-  const e = error as PgErrorLike | null;
-  return !!e && typeof e === 'object' && e.code === NO_SUCH_SCHEMA && /"workhorse"/.test(e.message);
-}
-
-/**
- * What a client call (`Queue`, `Admin`, schema installation) raises for a database error: the
- * protocol's refusals as {@link fromPgError} types them, a database without the schema as
- * {@link SchemaNotInstalledError}, and a connection that could not be opened in time as
- * {@link ConnectTimeoutError}; anything else unchanged. Not for the worker's round trip, where
- * a typed error means "the database refused this result" and fails the job's attempt.
- */
-export function fromDatabaseError(error: unknown, pool: Pool): unknown {
-  const typed = fromPgError(error);
-  if (typed !== error) return typed;
-  if (isMissingSchema(error)) return new SchemaNotInstalledError(SCHEMA_VERSION);
-  const timedOut = connectTimeoutKind(error);
-  if (timedOut) return new ConnectTimeoutError(connectTarget(pool), connectTimeoutOf(pool), timedOut, { cause: error });
   return error;
 }
 

@@ -1,6 +1,7 @@
 import type { Pool } from 'pg';
 import { applyConnectTimeout } from './connect-timeout';
-import { fromDatabaseError, WorkhorseValidationError } from './errors';
+import { fromDatabaseError } from './database-errors';
+import { WorkhorseValidationError } from './errors';
 
 /**
  * The grants of an application role, as one `DO` block that reads the role's name from the

@@ -1,6 +1,7 @@
 import type { Pool } from 'pg';
 import { applyConnectTimeout } from './connect-timeout';
-import { fromDatabaseError, WorkhorseValidationError } from './errors';
+import { fromDatabaseError } from './database-errors';
+import { WorkhorseValidationError } from './errors';
 import { definedRequest, isJobDefinition, type JobDefinition } from './job-definition';
 import type { EnqueueOptions, EnqueueRequest, Queryable } from './types';
 import { LIMITS, toWireRequest, type WireEnqueueRequest } from './validation';

@@ -1,11 +1,15 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Pool, PoolClient } from 'pg';
-import { applyConnectTimeout } from './connect-timeout';
-import { fromDatabaseError, SchemaNotInstalledError, SchemaVersionMismatchError } from './errors';
-import { SCHEMA_VERSION } from './schema-version';
+import { applyConnectTimeout, fromConnectTimeout } from './connect-timeout';
+import { SchemaNotInstalledError, SchemaVersionMismatchError } from './errors';
 
-export { SCHEMA_VERSION };
+/**
+ * The schema version this package ships. It changes whenever `sql/` changes in a way an
+ * installed database must see; during 0.x there is no migration between versions. (The Go SDK's
+ * tests read it from this line.)
+ */
+export const SCHEMA_VERSION = 1;
 
 /** Where the protocol's `.sql` files live: `sql/` in the repository, `dist/sql/` when built. */
 export const SQL_DIR = join(__dirname, '..', '..', 'sql');
@@ -57,7 +61,7 @@ export interface InstallSchemaResult {
  */
 export async function installSchema(pool: Pool): Promise<InstallSchemaResult> {
   applyConnectTimeout(pool);
-  const client = await pool.connect().catch((error: unknown) => Promise.reject(fromDatabaseError(error, pool)));
+  const client = await pool.connect().catch((error: unknown) => Promise.reject(fromConnectTimeout(error, pool)));
   try {
     await client.query('BEGIN');
     await client.query('SELECT pg_advisory_xact_lock($1)', [INSTALL_LOCK_KEY]);
@@ -74,7 +78,7 @@ export async function installSchema(pool: Pool): Promise<InstallSchemaResult> {
     return { created: status.installed === null, version: SCHEMA_VERSION };
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);
-    throw fromDatabaseError(error, pool);
+    throw fromConnectTimeout(error, pool);
   } finally {
     client.release();
   }
@@ -86,7 +90,7 @@ export async function installSchema(pool: Pool): Promise<InstallSchemaResult> {
  */
 export async function verifySchema(pool: Pool): Promise<void> {
   applyConnectTimeout(pool);
-  const status = await getSchemaStatus(pool).catch((error: unknown) => Promise.reject(fromDatabaseError(error, pool)));
+  const status = await getSchemaStatus(pool).catch((error: unknown) => Promise.reject(fromConnectTimeout(error, pool)));
   if (status.installed === null) throw new SchemaNotInstalledError(SCHEMA_VERSION);
   if (!status.upToDate) throw new SchemaVersionMismatchError(status.installed, SCHEMA_VERSION);
 }
