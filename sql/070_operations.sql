@@ -106,10 +106,8 @@ LANGUAGE plpgsql STABLE AS $$
 DECLARE
   v_where text := 'o.state = ''failed''';
 BEGIN
-  -- A page holds at most 1000 rows; a client asks for one row more than it shows to know
-  -- whether another page follows (so a page that is exactly full has no next cursor).
-  IF p_limit IS NULL OR p_limit < 1 OR p_limit > 1001 THEN
-    PERFORM workhorse.raise_invalid('limit', 'must be an integer from 1 to 1001');
+  IF p_limit IS NULL OR p_limit < 1 OR p_limit > 1000 THEN
+    PERFORM workhorse.raise_invalid('limit', 'must be an integer from 1 to 1000');
   END IF;
   IF (p_cursor_finished_at IS NULL) <> (p_cursor_job_id IS NULL) THEN
     PERFORM workhorse.raise_invalid('cursor', 'needs both finished_at and job_id');

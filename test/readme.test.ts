@@ -18,8 +18,8 @@ import { fencedBlocks as blocksOf, namedFile, type Block } from './support/markd
 
 const ROOT = resolve(__dirname, '..');
 const fencedBlocks = (document: string): Block[] => blocksOf(ROOT, document);
-const CHECKED_DOCUMENTS = ['README.md', 'docs/workers.md', 'docs/testing.md', 'docs/integrations.md'];
-const LINKED_DOCUMENTS = ['README.md', 'docs/README.md', 'docs/workers.md', 'docs/integrations.md'];
+const CHECKED_DOCUMENTS = ['README.md', 'docs/workers.md', 'docs/testing.md', 'docs/integrations.md', 'docs/dashboard.md'];
+const LINKED_DOCUMENTS = ['README.md', 'docs/README.md', 'docs/workers.md', 'docs/integrations.md', 'docs/dashboard.md'];
 /** Where the blocks live, virtually: inside the repository, so node_modules and paths resolve. */
 const VIRTUAL_ROOT = join(ROOT, '.readme-blocks');
 

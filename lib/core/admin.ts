@@ -6,8 +6,11 @@ import {
   JOB_STATES,
   type ActorOptions,
   type CancelResult,
+  type CheckpointEntry,
   type DeadLetterFilter,
   type ListDeadLettersOptions,
+  type QueueActivity,
+  type QueueActivityOptions,
   type QueueInfo,
   type RedriveManyOptions,
   type RedriveOptions,
@@ -120,14 +123,33 @@ function decodeCursor(kind: string, cursor: string | undefined): string | null {
   return position;
 }
 
+/** The most rows one call of a listing function of the SQL protocol returns. */
+const MOST_ROWS = 1000;
+
 /**
- * One page of a listing. The SQL is asked for one row more than the page shows (`limit + 1`):
- * a next cursor is given only when that row exists, so a listing that exactly fills its last
- * page ends there instead of pointing at an empty page.
+ * One page of a listing, and whether another follows: the SQL is asked for one row more than the
+ * page shows, and a next cursor is given only when that row exists, so a listing that exactly
+ * fills its last page ends there instead of pointing at an empty page. A page of the most rows
+ * the SQL returns is followed by a read of one row after it instead. `read(count, after)` reads
+ * `count` rows from the caller's cursor, or from just after the row `after`.
  */
-function toPage<R, T>(rows: R[], limit: number, item: (row: R) => T, cursorAfter: (last: R) => string): Page<T> {
-  const shown = rows.length > limit ? rows.slice(0, limit) : rows;
-  return { items: shown.map(item), nextCursor: rows.length > limit ? cursorAfter(shown[shown.length - 1]) : null };
+async function readPage<R, T>(
+  limit: number,
+  read: (count: number, after: R | null) => Promise<R[]>,
+  item: (row: R) => T,
+  cursorAfter: (last: R) => string,
+): Promise<Page<T>> {
+  let rows: R[];
+  let more: boolean;
+  if (limit < MOST_ROWS) {
+    const read1 = await read(limit + 1, null);
+    rows = read1.slice(0, limit);
+    more = read1.length > limit;
+  } else {
+    rows = await read(limit, null);
+    more = rows.length === limit && (await read(1, rows[rows.length - 1])).length > 0;
+  }
+  return { items: rows.map(item), nextCursor: more ? cursorAfter(rows[rows.length - 1]) : null };
 }
 
 function checkActor(options: ActorOptions): void {
@@ -220,14 +242,10 @@ export class Admin {
     checkJobId(jobId);
     const limit = options.limit === undefined ? 100 : checkInteger(options.limit, 'limit', 1, 1000);
     const after = decodeCursor('timeline', options.cursor) ?? '0';
-    const rows = await this.run<TimelineRow>(client, 'SELECT * FROM workhorse.get_timeline_v1($1, $2, $3)', [
-      jobId,
-      after,
-      limit + 1,
-    ]);
-    return toPage(
-      rows,
+    return readPage(
       limit,
+      (count, last: TimelineRow | null) =>
+        this.run<TimelineRow>(client, 'SELECT * FROM workhorse.get_timeline_v1($1, $2, $3)', [jobId, last?.id ?? after, count]),
       (row) => ({
         id: row.id,
         at: row.at,
@@ -247,10 +265,9 @@ export class Admin {
    * stable: jobs enqueued meanwhile do not shift later pages.
    */
   async listJobs(filter: ListJobsFilter = {}, client?: Queryable): Promise<Page<JobSnapshot>> {
+    const keys = ['queue', 'type', 'states', 'createdAfter', 'createdBefore', 'scanLimit', 'limit', 'cursor'];
     for (const key of Object.keys(filter)) {
-      if (!['queue', 'type', 'states', 'limit', 'cursor'].includes(key)) {
-        throw new WorkhorseValidationError(key, 'is not a listJobs filter (queue, type, states, limit, cursor)');
-      }
+      if (!keys.includes(key)) throw new WorkhorseValidationError(key, `is not a listJobs filter (${keys.join(', ')})`);
     }
     const queue = filter.queue === undefined ? null : checkName(filter.queue, 'queue');
     const type = filter.type === undefined ? null : checkName(filter.type, 'type');
@@ -262,29 +279,69 @@ export class Admin {
       states = filter.states;
     }
     const limit = filter.limit === undefined ? 50 : checkInteger(filter.limit, 'limit', 1, 1000);
+    const scanLimit = filter.scanLimit === undefined ? null : checkInteger(filter.scanLimit, 'scanLimit', 1, 1_000_000);
     const before = decodeCursor('jobs', filter.cursor);
-    const rows = await this.run<JobRow>(client, 'SELECT * FROM workhorse.list_jobs_v1($1, $2, $3, $4, $5)', [
+    const rows = await this.run<JobRow>(client, 'SELECT * FROM workhorse.list_jobs_v2($1, $2, $3, $4, $5, $6, $7, $8)', [
       queue,
       type,
       states,
-      limit + 1,
+      limit,
       before,
+      checkDate(filter.createdAfter, 'createdAfter'),
+      checkDate(filter.createdBefore, 'createdBefore'),
+      scanLimit,
     ]);
-    return toPage(rows, limit, toSnapshot, (last) => encodeCursor('jobs', last.seq));
+    // A last row without an id says where the listing goes on (see list_jobs_v2).
+    const more = rows.length > 0 && rows[rows.length - 1].id === null ? rows.pop() : undefined;
+    return { items: rows.map(toSnapshot), nextCursor: more ? encodeCursor('jobs', more.seq) : null };
+  }
+
+  /** The checkpoints a job saved, oldest first, with their stored values. */
+  async listCheckpoints(jobId: string, client?: Queryable): Promise<CheckpointEntry[]> {
+    checkJobId(jobId);
+    const rows = await this.run<{ name: string; value: JsonValue | null; attempt: number; worker_id: string; created_at: Date }>(
+      client,
+      'SELECT name, value, attempt, worker_id, created_at FROM workhorse.read_checkpoints_v1($1)',
+      [jobId],
+    );
+    return rows.map((r) => ({ name: r.name, value: r.value, attempt: r.attempt, workerId: r.worker_id, createdAt: r.created_at }));
+  }
+
+  /**
+   * Finished jobs per queue and time bucket since `since`, by terminal state (buckets without
+   * any are left out). Its cost is that of the jobs finished in the window.
+   */
+  async queueActivity(options: QueueActivityOptions, client?: Queryable): Promise<QueueActivity[]> {
+    const since = checkDate(options?.since, 'since');
+    if (since === null) throw new WorkhorseValidationError('since', 'must be a valid Date');
+    const bucketSeconds = checkInteger(options.bucketSeconds, 'bucketSeconds', 1, 86_400);
+    const rows = await this.run<{ queue: string; bucket: Date; succeeded: string; failed: string; canceled: string }>(
+      client,
+      'SELECT * FROM workhorse.queue_activity_v1($1, $2)',
+      [since, bucketSeconds],
+    );
+    return rows.map((r) => ({
+      queue: r.queue,
+      bucket: r.bucket,
+      succeeded: Number(r.succeeded),
+      failed: Number(r.failed),
+      canceled: Number(r.canceled),
+    }));
   }
 
   /**
    * Cancels a job: at once if it is not running; otherwise its worker is told to stop (the
    * handler's `ctx.signal` aborts) and the job ends `canceled` when the worker acknowledges.
+   * `actor` and `reason` are recorded: in the `cancel_requested` event of a running job, in the
+   * cancellation envelope (the job's `error`) of any other.
    */
-  async cancel(jobId: string, options: { reason?: string } = {}, client?: Queryable): Promise<CancelResult> {
+  async cancel(jobId: string, options: ActorOptions = {}, client?: Queryable): Promise<CancelResult> {
     checkJobId(jobId);
-    if (options.reason !== undefined && (typeof options.reason !== 'string' || options.reason.length > 1000)) {
-      throw new WorkhorseValidationError('reason', 'must be a string of at most 1000 characters');
-    }
-    const rows = await this.run<{ status: CancelResult }>(client, 'SELECT workhorse.cancel_v1($1, $2) AS status', [
+    checkActor(options);
+    const rows = await this.run<{ status: CancelResult }>(client, 'SELECT workhorse.cancel_v1($1, $2, $3) AS status', [
       jobId,
       options.reason ?? null,
+      options.actor ?? null,
     ]);
     return rows[0].status;
   }
@@ -298,15 +355,21 @@ export class Admin {
     const limit = options.limit === undefined ? 50 : checkInteger(options.limit, 'limit', 1, 1000);
     const position = decodeCursor('dead', options.cursor);
     const [finishedAt, jobId] = position === null ? [null, null] : position.split('/');
-    const rows = await this.run<JobRow & { cursor_at: string }>(
-      client,
-      `SELECT *, to_char(finished_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_at
-       FROM workhorse.list_dead_letters_v1($1, $2, $3, $4, $5, $6, $7::timestamptz, $8)`,
-      [filter.queue ?? null, filter.type ?? null, filter.errorName ?? null, filter.finishedAfter ?? null,
-        filter.finishedBefore ?? null, limit + 1, finishedAt, jobId],
+    type DeadLetterRow = JobRow & { cursor_at: string };
+    return readPage(
+      limit,
+      (count, last: DeadLetterRow | null) =>
+        this.run<DeadLetterRow>(
+          client,
+          `SELECT *, to_char(finished_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_at
+           FROM workhorse.list_dead_letters_v1($1, $2, $3, $4, $5, $6, $7::timestamptz, $8)`,
+          [filter.queue ?? null, filter.type ?? null, filter.errorName ?? null, filter.finishedAfter ?? null,
+            filter.finishedBefore ?? null, count, last?.cursor_at ?? finishedAt, last?.id ?? jobId],
+        ),
+      toSnapshot,
+      // The position keeps microseconds (a JavaScript Date would cut them to milliseconds).
+      (last) => encodeCursor('dead', `${last.cursor_at}/${last.id}`),
     );
-    // The position keeps microseconds (a JavaScript Date would cut them to milliseconds).
-    return toPage(rows, limit, toSnapshot, (last) => encodeCursor('dead', `${last.cursor_at}/${last.id}`));
   }
 
   /**

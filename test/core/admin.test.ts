@@ -224,6 +224,32 @@ describe('getJobTimeline', () => {
     expect(odd.map((page) => page.length)).toEqual([3, 1]);
   });
 
+  it('a timeline that exactly fills a page of 1000 (the most one SQL call returns) ends there too', async () => {
+    const id = await queue.enqueue('timeline.job', null, { queue: 'timeline-thousand' });
+    const job = await claimOne(db.pool, 'timeline-thousand', { workerId: WORKER });
+    const saveCheckpoints = (from: number, to: number) =>
+      db.pool.query('SELECT workhorse.save_checkpoint_v1($1, $2, $3, $4 || g, \'1\'::jsonb) FROM generate_series($5::int, $6::int) g', [
+        id,
+        WORKER,
+        job.fence,
+        'step-',
+        from,
+        to,
+      ]);
+    // enqueued, claimed and 998 checkpoint_saved events: 1000 entries.
+    await saveCheckpoints(1, 998);
+    const full = await admin.getJobTimeline(id, { limit: 1000 });
+    expect(full.items).toHaveLength(1000);
+    expect(full.nextCursor).toBeNull();
+    // One more, and the same page says another follows, which holds exactly that one.
+    await saveCheckpoints(999, 999);
+    const first = await admin.getJobTimeline(id, { limit: 1000 });
+    expect(first.items.map((e) => e.id)).toEqual(full.items.map((e) => e.id));
+    const rest = await admin.getJobTimeline(id, { limit: 1000, cursor: first.nextCursor as string });
+    expect(rest.items.map((e) => [e.kind, e.data])).toEqual([['checkpoint_saved', { name: 'step-999' }]]);
+    expect(rest.nextCursor).toBeNull();
+  });
+
   it('the enqueued entry says whether the job was ready or scheduled, and from when', async () => {
     const later = new Date(Date.now() + 3_600_000);
     const [ready, scheduled] = await queue.enqueueMany([
