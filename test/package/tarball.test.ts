@@ -65,6 +65,12 @@ describe('the tarball (npm pack --dry-run --json, from a checkout without dist/)
     expect(required.filter((file) => !paths.includes(file))).toEqual([]);
   });
 
+  it("ships the dashboard's assets where its built handler reads them", () => {
+    const assets = readdirSync(join(ROOT, 'lib/dashboard/assets')).sort();
+    expect(assets.length).toBeGreaterThan(0);
+    expect(paths.filter((path) => path.startsWith('dist/lib/dashboard/assets/'))).toEqual(assets.map((name) => `dist/lib/dashboard/assets/${name}`));
+  });
+
   it('ships the SQL exactly once, as the files of sql/ byte for byte, where the compiled code reads it', () => {
     const sources = readdirSync(join(ROOT, 'sql')).filter((name) => name.endsWith('.sql')).sort();
     expect(sources.length).toBeGreaterThan(0);
@@ -77,7 +83,8 @@ describe('the tarball (npm pack --dry-run --json, from a checkout without dist/)
   });
 
   it('holds nothing but the build, the executable and the documents a package page shows', () => {
-    const allowed = /^(package\.json|README\.md|LICENSE|bin\/workhorse\.js|dist\/lib\/.+\.(js|d\.ts)|dist\/sql\/[^/]+\.sql)$/;
+    const allowed =
+      /^(package\.json|README\.md|LICENSE|bin\/workhorse\.js|dist\/lib\/.+\.(js|d\.ts)|dist\/lib\/dashboard\/assets\/[^/]+\.css|dist\/sql\/[^/]+\.sql)$/;
     expect(paths.filter((path) => !allowed.test(path))).toEqual([]);
     // Spelled out, the things that must never be in it.
     const forbidden = /^(lib|test|sample-app|docs|scripts|sql|\.ci|node_modules|dist\/test|dist\/sample-app)\/|\.tgz$|\.map$|\.tsbuildinfo$|^tsconfig|^jest\.config/;
