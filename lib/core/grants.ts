@@ -50,8 +50,8 @@ BEGIN
   -- expiry of idempotency keys delete them.
   EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE workhorse.job_runtime, '
                  'workhorse.enqueue_idempotency TO %I', v_role);
-  -- Queue pause and resume.
-  EXECUTE format('GRANT SELECT, INSERT, UPDATE ON TABLE workhorse.queue_control TO %I', v_role);
+  -- Queue pause and resume; the retry policies workers register for their handlers.
+  EXECUTE format('GRANT SELECT, INSERT, UPDATE ON TABLE workhorse.queue_control, workhorse.handler_policy TO %I', v_role);
   EXECUTE format('GRANT USAGE, SELECT ON SEQUENCE workhorse.fence_seq, workhorse.job_seq, '
                  'workhorse.history_seq TO %I', v_role);
 

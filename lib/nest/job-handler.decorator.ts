@@ -2,7 +2,8 @@ import { WorkhorseValidationError } from '../core/errors';
 import type { HandlerContext } from '../core/context';
 import { isJobDefinition, type JobDefinition } from '../core/job-definition';
 import type { RetryPolicy } from '../core/types';
-import { checkName, checkRetryPolicy } from '../core/validation';
+import { checkName } from '../core/validation';
+import { checkHandlerOptions, type HandlerSettings } from '../core/worker';
 import { JOB_HANDLER_METADATA } from './workhorse.constants';
 import { WorkhorseConfigurationError } from './workhorse-configuration.error';
 import type { JobHandlerOptions } from './workhorse-module-options.interface';
@@ -82,28 +83,21 @@ export function JobHandler(job: string | JobDefinition<unknown, unknown, unknown
     if (typeof options !== 'object' || options === null || Array.isArray(options)) {
       throw new WorkhorseConfigurationError(messages.badHandlerOptions(name, options));
     }
-    for (const optionKey of Object.keys(options)) {
-      if (optionKey !== 'queue' && optionKey !== 'transactional' && optionKey !== 'retry') {
-        throw new WorkhorseConfigurationError(messages.unknownHandlerOption(name, optionKey));
-      }
+    // The core's rules for handler options; `queue` is this decorator's own.
+    let settings: HandlerSettings;
+    try {
+      settings = checkHandlerOptions(options, ['queue']);
+    } catch (error) {
+      if (error instanceof WorkhorseValidationError) throw new WorkhorseConfigurationError(messages.badHandlerOption(name, error.message));
+      throw error;
     }
     const queue =
       options.queue === undefined
         ? definition?.defaults.queue
         : checked(options.queue, 'queue', (detail) => messages.badHandlerQueue(name, options.queue, detail));
-    if (options.transactional !== undefined && typeof options.transactional !== 'boolean') {
-      throw new WorkhorseConfigurationError(messages.badHandlerTransactional(name, options.transactional));
-    }
-    let retry: RetryPolicy | undefined;
-    try {
-      retry = options.retry === undefined ? undefined : checkRetryPolicy(options.retry, 'retry');
-    } catch (error) {
-      if (error instanceof WorkhorseValidationError) throw new WorkhorseConfigurationError(messages.badHandlerRetry(name, error.message));
-      throw error;
-    }
     const method = descriptor.value as object;
     const existing = (Reflect.getOwnMetadata(JOB_HANDLER_METADATA, method) as JobHandlerMetadata[] | undefined) ?? [];
-    const entry: JobHandlerMetadata = { type: checkedType, queue, transactional: options.transactional ?? false, retry, definition };
+    const entry: JobHandlerMetadata = { type: checkedType, queue, transactional: settings.transactional, retry: settings.retry, definition };
     Reflect.defineMetadata(JOB_HANDLER_METADATA, [...existing, entry], method);
     return descriptor;
   };

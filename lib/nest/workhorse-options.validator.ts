@@ -1,3 +1,5 @@
+import { WorkhorseValidationError } from '../core/errors';
+import { checkWorkerOptions } from '../core/worker';
 import { WorkhorseConfigurationError } from './workhorse-configuration.error';
 import type { WorkhorseModuleOptions } from './workhorse-module-options.interface';
 import { messages } from './workhorse.messages';
@@ -20,9 +22,8 @@ function looksLikePool(value: unknown): boolean {
 }
 
 /**
- * Checks the module options' shape before anything is created. The worker settings' values are
- * checked by the core `Worker` itself (see `WorkhorseConnection.open`), so the rules live in one
- * place.
+ * Checks the module options before anything is created. The worker settings are checked by the
+ * core's own `checkWorkerOptions`, the rules the core `Worker` applies, so they live in one place.
  */
 export function validateModuleOptions(options: unknown): WorkhorseModuleOptions {
   const fail = (message: string): never => {
@@ -46,6 +47,7 @@ export function validateModuleOptions(options: unknown): WorkhorseModuleOptions 
   }
   if (schema !== undefined && schema !== 'install' && schema !== 'verify') fail(messages.badSchemaMode(schema));
   if (worker !== undefined && worker !== false && !isPlainObject(worker)) fail(messages.badWorker(worker));
+  if (worker) checkWorker(worker);
   if (requestTransactions !== undefined && typeof requestTransactions !== 'boolean') {
     fail(messages.badRequestTransactions(requestTransactions));
   }
@@ -53,4 +55,13 @@ export function validateModuleOptions(options: unknown): WorkhorseModuleOptions 
     fail(messages.badTransactionSource(transaction));
   }
   return options as WorkhorseModuleOptions;
+}
+
+function checkWorker(worker: unknown): void {
+  try {
+    checkWorkerOptions(worker);
+  } catch (error) {
+    if (error instanceof WorkhorseValidationError) throw new WorkhorseConfigurationError(messages.badWorkerOption(error.message));
+    throw error;
+  }
 }

@@ -1,10 +1,8 @@
 import { Logger } from '@nestjs/common';
 import { Pool } from 'pg';
 import { applyConnectTimeout, DEFAULT_CONNECT_TIMEOUT_MS } from '../core/connect-timeout';
-import { ConnectTimeoutError, SchemaNotInstalledError, SchemaVersionMismatchError, WorkhorseValidationError } from '../core/errors';
-import { Queue } from '../core/queue';
+import { ConnectTimeoutError, SchemaNotInstalledError, SchemaVersionMismatchError } from '../core/errors';
 import { installSchema, verifySchema } from '../core/schema';
-import { Worker } from '../core/worker';
 import { WorkhorseConfigurationError } from './workhorse-configuration.error';
 import type { WorkhorseModuleOptions } from './workhorse-module-options.interface';
 import { validateModuleOptions } from './workhorse-options.validator';
@@ -45,7 +43,6 @@ export class WorkhorseConnection {
     }
     const connection = new WorkhorseConnection(pool, owned);
     try {
-      if (options.worker) checkWorkerOptions(pool, options);
       await prepareSchema(pool, options.schema ?? 'install', WorkhorseConnection.logger);
     } catch (error) {
       await connection.close();
@@ -59,17 +56,6 @@ export class WorkhorseConnection {
     if (!this.owned) return Promise.resolve();
     this.closing ??= this.pool.end();
     return this.closing;
-  }
-}
-
-// The core Worker owns the rules for its settings; building one (it opens nothing until run) checks
-// them now, at start-up, instead of at bootstrap after the rest of the application has started.
-function checkWorkerOptions(pool: Pool, options: WorkhorseModuleOptions): void {
-  try {
-    new Worker(new Queue(pool), options.worker || {});
-  } catch (error) {
-    if (error instanceof WorkhorseValidationError) throw new WorkhorseConfigurationError(messages.badWorkerOption(error.message));
-    throw error;
   }
 }
 

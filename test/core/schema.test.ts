@@ -23,6 +23,7 @@ const TABLES = [
   'attempt_history',
   'job_event_default',
   'attempt_history_default',
+  'handler_policy',
 ];
 
 const FUNCTIONS = [
@@ -40,6 +41,7 @@ const FUNCTIONS = [
   'promote_v1',
   'recover_expired_v1',
   'tick_v1',
+  'register_handlers_v1',
   'prepare_partitions_v1',
   'drop_history_before_v1',
   'get_job_v1',
