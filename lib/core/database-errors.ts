@@ -12,7 +12,7 @@ function isMissingSchema(error: unknown): boolean {
 }
 
 /**
- * What a client call (`Queue`, `Admin`, `grantAppRole`) raises for a database error: the
+ * What a client call (`Queue`, `Admin`, `grantRole`) raises for a database error: the
  * protocol's refusals as {@link fromPgError} types them, a database without the schema as
  * {@link SchemaNotInstalledError} (saying what to run), and a connection not had in time as a
  * `ConnectTimeoutError`; anything else unchanged. Not for the worker's round trip, where a typed

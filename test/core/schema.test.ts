@@ -204,6 +204,7 @@ describe('schema', () => {
       const calls: [string, () => Promise<unknown>][] = [
         ['Queue.enqueue', () => queue.enqueue('email.send', { to: 'ada@example.com' })],
         ['Queue.enqueueMany', () => queue.enqueueMany([{ type: 'email.send', payload: {} }])],
+        ['Queue.getJob', () => queue.getJob(jobId)],
         ['Admin.getJob', () => admin.getJob(jobId)],
         ['Admin.getJobTimeline', () => admin.getJobTimeline(jobId)],
         ['Admin.listJobs', () => admin.listJobs()],
