@@ -77,7 +77,7 @@ function writeJson(path: string, value: unknown): void {
 }
 
 function tsc(project: string) {
-  return run(process.execPath, [join(app, 'node_modules/typescript/bin/tsc'), '-p', project], { cwd: app, timeoutMs: 120_000 });
+  return run(process.execPath, [join(app, 'node_modules/typescript/bin/tsc'), '-p', project], { cwd: app, timeoutMs: 300_000 });
 }
 
 beforeAll(async () => {
@@ -89,7 +89,7 @@ beforeAll(async () => {
   await copyCheckout(checkout);
   const { tarball } = await pack(checkout, { dryRun: false, destination: scratch.dir });
   await installApp(app, tarball, NEST_APP_DEPENDENCIES);
-}, 300_000);
+}, 660_000);
 
 afterAll(async () => {
   for (const child of processes) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
@@ -168,7 +168,7 @@ describe("README.md's Quickstart, built from the tarball", () => {
     writeJson(join(app, 'tsconfig.json'), { compilerOptions: NEST_11_OPTIONS, include: ['src/**/*.ts'] });
     const result = await tsc(join(app, 'tsconfig.json'));
     expect({ code: result.code, output: result.stdout + result.stderr }).toEqual({ code: 0, output: '' });
-  }, 120_000);
+  }, 330_000);
 
   /** Starts `node dist/<entry>.js` of the application with the environment the README gives. */
   function start(entry: string, env: Record<string, string>): { child: ChildProcess; output: () => string; exited: Promise<void> } {
@@ -191,7 +191,7 @@ describe("README.md's Quickstart, built from the tarball", () => {
         const response = await fetch(`http://127.0.0.1:${port}/orders`).catch(() => null);
         return response !== null;
       },
-      30_000,
+      60_000,
       `the application to listen on port ${port}; it printed:\n${output()}`,
     );
   }
@@ -214,7 +214,7 @@ describe("README.md's Quickstart, built from the tarball", () => {
         const job = await admin.getJob(jobId);
         return job?.state === 'succeeded' ? job : null;
       },
-      30_000,
+      60_000,
       `job ${jobId} to succeed; the application printed:\n${output()}`,
     );
   }
@@ -246,24 +246,24 @@ describe("README.md's Quickstart, built from the tarball", () => {
     const cli = await runOk(join(app, 'node_modules/.bin/workhorse'), ['jobs', 'get', jobId, '--json'], {
       cwd: app,
       env: { ...process.env, DATABASE_URL: db.url },
-      timeoutMs: 30_000,
+      timeoutMs: 60_000,
     });
     expect(JSON.parse(cli.stdout)).toMatchObject({ id: jobId, state: 'succeeded', result: { chargeId: 'ch_order-1' } });
     // It knows the version it was installed as (read from the tarball's package.json).
-    const version = await runOk(join(app, 'node_modules/.bin/workhorse'), ['--version', '--json'], { cwd: app, timeoutMs: 30_000 });
+    const version = await runOk(join(app, 'node_modules/.bin/workhorse'), ['--version', '--json'], { cwd: app, timeoutMs: 60_000 });
     expect(JSON.parse(version.stdout)).toEqual({ version: PACKAGE_VERSION });
 
     await stop(combined);
     // enableShutdownHooks(): SIGTERM ran the shutdown hooks, which drain and stop the worker.
     expect(combined.output()).toMatch(/Worker \S+ stopped\./);
-  }, 120_000);
+  }, 240_000);
 
   it('runs an order through a web-only process and a worker process of their own (src/main.ts, src/worker.ts)', async () => {
     const port = await freePort();
     const api = start('main', { PORT: String(port) });
     const worker = start('worker', { RUN_WORKER: 'true' });
     await listening(port, api.output);
-    await waitFor(() => /Worker \S+ started/.test(worker.output()), 30_000, `the worker to start; it printed:\n${worker.output()}`);
+    await waitFor(() => /Worker \S+ started/.test(worker.output()), 60_000, `the worker to start; it printed:\n${worker.output()}`);
 
     const jobId = await placeOrder(port, 'order-2');
     expect((await succeeded(jobId, worker.output)).result).toEqual({ chargeId: 'ch_order-2', labelId: 'lb_order-2' });
@@ -272,5 +272,5 @@ describe("README.md's Quickstart, built from the tarball", () => {
 
     await Promise.all([stop(api), stop(worker)]);
     expect(worker.output()).toMatch(/Worker \S+ stopped\./);
-  }, 120_000);
+  }, 240_000);
 });

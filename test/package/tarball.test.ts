@@ -40,7 +40,7 @@ beforeAll(async () => {
   await copyCheckout(scratch.dir);
   packed = await pack(scratch.dir, { dryRun: true });
   paths = packed.files.map((file) => file.path).sort();
-}, 180_000);
+}, 360_000);
 
 afterAll(() => {
   scratch?.remove();

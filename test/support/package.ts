@@ -105,7 +105,7 @@ export interface Packed {
  */
 export async function pack(dir: string, options: { dryRun: true } | { dryRun: false; destination: string }): Promise<Packed> {
   const args = options.dryRun ? ['pack', '--dry-run', '--json'] : ['pack', '--json', '--pack-destination', options.destination];
-  const result = await runOk('npm', args, { cwd: dir, timeoutMs: 120_000 });
+  const result = await runOk('npm', args, { cwd: dir, timeoutMs: 300_000 });
   // npm prints exactly one JSON document on stdout: the build must not print there.
   const [report] = JSON.parse(result.stdout) as { filename: string; files: PackedFile[]; unpackedSize: number }[];
   return {
@@ -135,5 +135,5 @@ export async function installApp(dir: string, tarball: string, dependencies: Rec
     dependencies: { 'nestjs-workhorse': `file:${tarball}`, ...dependencies },
   };
   writeFileSync(join(dir, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
-  await runOk('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: dir, timeoutMs: 180_000 });
+  await runOk('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: dir, timeoutMs: 300_000 });
 }
