@@ -105,14 +105,18 @@ END
 $$;
 
 -- For the claim: locks the policies of p_queues (queues that have one), skipping a policy another
--- claim holds, then reads the clock and returns, per queue, how many of its jobs this claim may
--- take (0 for a skipped policy) and the clock reading, which the claim uses as its time.
+-- claim holds, and returns, per queue, how many of its jobs this claim may take (0 for a skipped
+-- policy) and the time of the claim. The active jobs are counted after the lock is taken and the
+-- clock is read after that, so a job another claim or completion committed is seen, and an
+-- attempt that ended before this claim counted has a finish time before this claim's time: in
+-- attempt_history no more than `concurrency` attempts of the queue ever overlap.
 CREATE FUNCTION workhorse.claim_allowances(p_queues text[], p_limit integer)
 RETURNS TABLE (queue text, allowance integer, at timestamptz)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
   v_locked text[];
+  v_active bigint[];
   v_now timestamptz;
 BEGIN
   -- In queue order, so two claims over the same limited queues cannot deadlock (the lock is not
@@ -120,15 +124,18 @@ BEGIN
   -- committed before the lock was taken.
   v_locked := ARRAY(SELECT p.queue FROM workhorse.queue_policy p WHERE p.queue = ANY (p_queues)
                     ORDER BY p.queue FOR UPDATE SKIP LOCKED);
+  v_active := ARRAY(SELECT CASE WHEN p.concurrency IS NOT NULL THEN
+                             (SELECT count(*) FROM workhorse.job_runtime r WHERE r.queue = p.queue AND r.state = 'active') END
+                    FROM unnest(v_locked) WITH ORDINALITY AS l (q, o)
+                    JOIN workhorse.queue_policy p ON p.queue = l.q
+                    ORDER BY l.o);
   v_now := clock_timestamp();
   RETURN QUERY
   SELECT p.queue,
          CASE WHEN p.queue = ANY (v_locked) THEN
            greatest(0, least(
              p_limit,
-             CASE WHEN p.concurrency IS NOT NULL THEN
-               p.concurrency - (SELECT count(*) FROM workhorse.job_runtime r
-                                WHERE r.queue = p.queue AND r.state = 'active')::integer END,
+             p.concurrency - v_active[array_position(v_locked, p.queue)]::integer,
              CASE WHEN p.rate_limit IS NOT NULL THEN
                p.rate_limit - (SELECT coalesce(sum(w.n), 0) FROM unnest(p.window_at, p.window_n) AS w (at, n)
                                WHERE w.at > v_now - p.rate_interval_ms * interval '1 millisecond')::integer END))
