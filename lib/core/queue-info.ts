@@ -36,3 +36,12 @@ export const idleQueueInfo = (queue: string): QueueInfo => ({
   queue, paused: false, changedAt: null, changedBy: null, reason: null,
   ready: 0, scheduled: 0, active: 0, blocked: 0, concurrency: null, rateLimit: null,
 });
+
+/** A queue's limits in words: `at most 5 active, 50 per 1000 ms`; null for none. */
+export function describeLimits(queue: Pick<QueueInfo, 'concurrency' | 'rateLimit'>): string | null {
+  const parts = [
+    queue.concurrency === null ? null : `at most ${queue.concurrency} active`,
+    queue.rateLimit === null ? null : `${queue.rateLimit.limit} per ${queue.rateLimit.intervalMs} ms`,
+  ].filter((part) => part !== null);
+  return parts.length === 0 ? null : parts.join(', ');
+}

@@ -1,5 +1,5 @@
 import { WorkhorseValidationError } from '../../core/errors';
-import { idleQueueInfo } from '../../core/queue-info';
+import { describeLimits, idleQueueInfo } from '../../core/queue-info';
 import type { QueueInfo } from '../../core/types';
 import { checkName } from '../../core/validation';
 import { relative, time } from '../format';
@@ -40,11 +40,8 @@ function pauseState(context: PageContext, queue: QueueInfo): Html {
 }
 
 function limits(queue: QueueInfo): Html {
-  const parts = [
-    queue.concurrency === null ? '' : `at most ${queue.concurrency} active`,
-    queue.rateLimit === null ? '' : `${queue.rateLimit.limit} per ${queue.rateLimit.intervalMs} ms`,
-  ].filter((part) => part !== '');
-  return parts.length === 0 ? html`<span class="muted">none</span>` : html`${parts.join(', ')}`;
+  const words = describeLimits(queue);
+  return words === null ? html`<span class="muted">none</span>` : html`${words}`;
 }
 
 function change(verb: 'pause' | 'resume'): (context: ActionContext) => Promise<ActionResult> {
