@@ -44,7 +44,9 @@ $$;
 -- {"concurrency"?: 1..100000 | null, "rateLimit"?: {"limit": 1..100000, "intervalMs": 1..86400000} | null};
 -- a limit left out or null is not applied, and a policy with neither (or a null p_policy) removes
 -- the queue's policy. The rate window's recent claims are kept across a change, so a new rate
--- counts the claims already made. Wakes the queue's workers (a raised limit may let them claim).
+-- counts the claims already made. Setting the same limits again changes nothing (the first
+-- setting keeps its time, actor and reason). Wakes the queue's workers (a raised limit may let
+-- them claim).
 -- Returns {"queue", "concurrency", "rateLimit"} as now in force.
 CREATE FUNCTION workhorse.set_queue_policy_v1(p_queue text, p_policy jsonb, p_actor text DEFAULT NULL,
                                               p_reason text DEFAULT NULL)
@@ -97,7 +99,10 @@ BEGIN
           rate_interval_ms = EXCLUDED.rate_interval_ms,
           window_at = CASE WHEN EXCLUDED.rate_limit IS NULL THEN '{}' ELSE p.window_at END,
           window_n = CASE WHEN EXCLUDED.rate_limit IS NULL THEN '{}' ELSE p.window_n END,
-          changed_at = EXCLUDED.changed_at, changed_by = EXCLUDED.changed_by, reason = EXCLUDED.reason;
+          changed_at = EXCLUDED.changed_at, changed_by = EXCLUDED.changed_by, reason = EXCLUDED.reason
+      -- Setting the policy a queue has changes nothing (an application setting it at each start).
+      WHERE (p.concurrency, p.rate_limit, p.rate_interval_ms)
+            IS DISTINCT FROM (EXCLUDED.concurrency, EXCLUDED.rate_limit, EXCLUDED.rate_interval_ms);
   END IF;
   PERFORM pg_notify('workhorse_jobs', p_queue);
   RETURN workhorse.queue_policy_json(p_queue, v_concurrency, v_limit, v_interval);
