@@ -4,28 +4,20 @@
  * exceeded in any window and is reached; a limited queue does not hold back another queue the
  * same workers serve.
  */
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { Admin, Queue, type EnqueueRequest } from '../../lib/core';
 import { createTestDatabase, type TestDatabase } from '../support/db';
+import { killFixtureProcesses, startFixtureProcess, type FixtureProcess } from '../support/fixture-process';
 import { expectSplitInvariant } from '../support/invariants';
 import { waitFor } from '../support/wait';
 
 const FIXTURE = join(__dirname, '..', 'fixtures', 'flow-worker.ts');
-const REGISTER = require.resolve('../support/ts-register.js');
 
 let db: TestDatabase;
 let queue: Queue;
 let admin: Admin;
 
-interface Child {
-  process: ChildProcessWithoutNullStreams;
-  lines: string[];
-  stderr: string[];
-  exited: Promise<void>;
-}
-const children: Child[] = [];
+const children: FixtureProcess[] = [];
 
 beforeAll(async () => {
   db = await createTestDatabase();
@@ -39,21 +31,12 @@ afterEach(async () => {
 });
 
 afterAll(async () => {
-  for (const child of children) {
-    if (child.process.exitCode === null && child.process.signalCode === null) child.process.kill('SIGKILL');
-    await child.exited;
-  }
+  await killFixtureProcesses(children);
   await db?.drop();
 });
 
-function startWorker(workerId: string, queues: string[], jobMs: number): Child {
-  const proc = spawn(process.execPath, ['-r', REGISTER, FIXTURE], {
-    env: { ...process.env, FLOW_DATABASE_URL: db.url, FLOW_WORKER_ID: workerId, FLOW_QUEUES: queues.join(','), FLOW_JOB_MS: String(jobMs) },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  const child: Child = { process: proc, lines: [], stderr: [], exited: new Promise<void>((resolve) => proc.once('exit', () => resolve())) };
-  createInterface({ input: proc.stdout }).on('line', (line) => child.lines.push(line));
-  proc.stderr.on('data', (chunk: Buffer) => child.stderr.push(chunk.toString()));
+function startWorker(workerId: string, queues: string[], jobMs: number): FixtureProcess {
+  const child = startFixtureProcess(FIXTURE, { FLOW_DATABASE_URL: db.url, FLOW_WORKER_ID: workerId, FLOW_QUEUES: queues.join(','), FLOW_JOB_MS: String(jobMs) });
   children.push(child);
   return child;
 }
