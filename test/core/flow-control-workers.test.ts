@@ -7,7 +7,7 @@
 import { join } from 'node:path';
 import { Admin, Queue, type EnqueueRequest } from '../../lib/core';
 import { createTestDatabase, type TestDatabase } from '../support/db';
-import { killFixtureProcesses, startFixtureProcess, type FixtureProcess } from '../support/fixture-process';
+import { FixtureProcesses, type FixtureProcess } from '../support/fixture-process';
 import { expectSplitInvariant } from '../support/invariants';
 import { waitFor } from '../support/wait';
 
@@ -17,7 +17,8 @@ let db: TestDatabase;
 let queue: Queue;
 let admin: Admin;
 
-const children: FixtureProcess[] = [];
+const children = new FixtureProcesses();
+const running: FixtureProcess[] = [];
 
 beforeAll(async () => {
   db = await createTestDatabase();
@@ -31,18 +32,18 @@ afterEach(async () => {
 });
 
 afterAll(async () => {
-  await killFixtureProcesses(children);
+  await children.killAll();
   await db?.drop();
 });
 
 function startWorker(workerId: string, queues: string[], jobMs: number): FixtureProcess {
-  const child = startFixtureProcess(FIXTURE, { FLOW_DATABASE_URL: db.url, FLOW_WORKER_ID: workerId, FLOW_QUEUES: queues.join(','), FLOW_JOB_MS: String(jobMs) });
-  children.push(child);
+  const child = children.start(FIXTURE, { FLOW_DATABASE_URL: db.url, FLOW_WORKER_ID: workerId, FLOW_QUEUES: queues.join(','), FLOW_JOB_MS: String(jobMs) });
+  running.push(child);
   return child;
 }
 
 async function stopChildren(): Promise<void> {
-  for (const child of children.splice(0)) {
+  for (const child of running.splice(0)) {
     if (child.process.exitCode === null && child.process.signalCode === null) child.process.kill('SIGTERM');
     await child.exited;
     expect({ exitCode: child.process.exitCode, stderr: child.stderr.join('') }).toEqual({ exitCode: 0, stderr: '' });
