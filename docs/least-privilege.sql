@@ -14,8 +14,9 @@
 -- * Per table, only the commands the protocol functions run (they are SECURITY INVOKER, so they
 --   use the caller's rights): SELECT and INSERT on the write-once tables (job, job_outcome,
 --   job_query, job_checkpoint, job_wait, job_redrive, job_event, attempt_history); SELECT,
---   INSERT, UPDATE and DELETE on job_runtime and enqueue_idempotency; SELECT, INSERT and UPDATE
---   on queue_control and handler_policy; SELECT on schema_version and the job_snapshot view.
+--   INSERT, UPDATE and DELETE on job_runtime, enqueue_idempotency and queue_policy; SELECT,
+--   INSERT and UPDATE on queue_control and handler_policy; SELECT on schema_version and the
+--   job_snapshot view.
 -- * USAGE and SELECT on the sequences fence_seq, job_seq and history_seq.
 -- * EXECUTE on every function of the schema except internal SECURITY DEFINER helpers.
 -- The tables stay owned by the installer, so the role cannot ALTER, DROP or TRUNCATE them.
@@ -66,6 +67,9 @@ BEGIN
                  'workhorse.enqueue_idempotency TO %I', v_role);
   -- Queue pause and resume; the retry policies workers register for their handlers.
   EXECUTE format('GRANT SELECT, INSERT, UPDATE ON TABLE workhorse.queue_control, workhorse.handler_policy TO %I', v_role);
+  -- Queue flow control: claims lock a limited queue's policy and update its rate window;
+  -- setting a policy inserts, replaces or deletes it.
+  EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE workhorse.queue_policy TO %I', v_role);
   EXECUTE format('GRANT USAGE, SELECT ON SEQUENCE workhorse.fence_seq, workhorse.job_seq, '
                  'workhorse.history_seq TO %I', v_role);
 

@@ -50,6 +50,9 @@ BEGIN
                  'workhorse.enqueue_idempotency TO %I', v_role);
   -- Queue pause and resume; the retry policies workers register for their handlers.
   EXECUTE format('GRANT SELECT, INSERT, UPDATE ON TABLE workhorse.queue_control, workhorse.handler_policy TO %I', v_role);
+  -- Queue flow control: claims lock a limited queue's policy and update its rate window;
+  -- setting a policy inserts, replaces or deletes it.
+  EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE workhorse.queue_policy TO %I', v_role);
   EXECUTE format('GRANT USAGE, SELECT ON SEQUENCE workhorse.fence_seq, workhorse.job_seq, '
                  'workhorse.history_seq TO %I', v_role);
 

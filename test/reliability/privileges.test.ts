@@ -394,6 +394,7 @@ describe('an application role with the least-privilege grants', () => {
       job_snapshot: 'SELECT',
       job_wait: 'SELECT,INSERT',
       queue_control: 'SELECT,INSERT,UPDATE',
+      queue_policy: 'SELECT,INSERT,UPDATE,DELETE',
       schema_version: 'SELECT',
     });
     const { rows: functions } = await db.pool.query<{ name: string }>(
