@@ -73,6 +73,7 @@ async function busiestWindow(q: string, ms: number): Promise<number> {
 }
 
 describe('three worker processes, concurrency 20 each', () => {
+  // (Three worker processes start and drain on a busy machine: minutes, not the default minute.)
   it('never run more than 5 jobs of a queue limited to 5 at once, and do run 5', async () => {
     const q = 'fc-concurrency';
     const total = 150;
@@ -111,7 +112,7 @@ describe('three worker processes, concurrency 20 each', () => {
           if (rows[0].done >= ((stopped.size + 1) * total) / 3 && stopped.size < 2) await handOver();
           return rows[0].done === total;
         },
-        120_000,
+        240_000,
         'every job of the limited queue to finish',
       );
     } finally {
@@ -133,7 +134,7 @@ describe('three worker processes, concurrency 20 each', () => {
     expect(rows[0].overlap).toBe(5);
     expect(rows[0].workers).toBe(3);
     expect(await finished(q)).toBe(total);
-  });
+  }, 300_000);
 
   it('claim at most 50 jobs a second from a queue limited to 50/s, reach that rate, and keep draining another queue meanwhile', async () => {
     const limited = 'fc-rate';
@@ -144,7 +145,7 @@ describe('three worker processes, concurrency 20 each', () => {
     await enqueueJobs(free, 300);
     for (const id of ['fr-a', 'fr-b', 'fr-c']) startWorker(id, [limited, free], 0);
 
-    await waitFor(async () => (await finished(limited)) === total, 120_000, 'every job of the rate-limited queue to finish');
+    await waitFor(async () => (await finished(limited)) === total, 240_000, 'every job of the rate-limited queue to finish');
     expect(await finished(free)).toBe(300);
 
     // Never more than 50 in any one-second window, and 50 in the busiest: the limit is reached.
@@ -163,14 +164,16 @@ describe('three worker processes, concurrency 20 each', () => {
       [limited, free],
     );
     const { first, last, free_last: freeLast, pos_150: at150 } = rows[0];
-    // After the first window's 50, the other 250 claims came at close to 50 a second.
+    // After the first window's 50, the other 250 claims came at close to 50 a second: each
+    // window's claims wait only for a poll (pollMs 20, stretched up to 100 ms while idle) and a
+    // round trip once the window has moved on; three quarters of the rate allows for a busy machine.
     const rate = (total - 50) / (last - first);
     expect(rate).toBeLessThanOrEqual(50);
-    expect(rate).toBeGreaterThan(40);
+    expect(rate).toBeGreaterThan(37.5);
     // The unlimited queue was drained while the limited one still had half its jobs waiting (its
     // 150th claim could not come before two windows had passed).
     expect(freeLast).toBeLessThan(at150);
-  });
+  }, 300_000);
 
   it('claim nothing from a limited queue while it is paused, and go on after resume', async () => {
     const q = 'fc-paused';
@@ -182,12 +185,12 @@ describe('three worker processes, concurrency 20 each', () => {
     // The worker claims from both queues in one statement: once a job of the other queue is
     // done, claims have passed over the paused one.
     await enqueueJobs(marker, 1);
-    await waitFor(async () => (await finished(marker)) === 1, 60_000, 'the marker job to finish');
+    await waitFor(async () => (await finished(marker)) === 1, 180_000, 'the marker job to finish');
     await enqueueJobs(marker, 1);
-    await waitFor(async () => (await finished(marker)) === 2, 60_000, 'a second marker job to finish');
+    await waitFor(async () => (await finished(marker)) === 2, 120_000, 'a second marker job to finish');
     expect((await admin.listQueues()).find((i) => i.queue === q)).toMatchObject({ paused: true, ready: 40, active: 0 });
     await admin.resumeQueue(q);
-    await waitFor(async () => (await finished(q)) === 40, 60_000, 'the resumed queue to drain');
+    await waitFor(async () => (await finished(q)) === 40, 120_000, 'the resumed queue to drain');
     expect((await admin.listQueues()).find((i) => i.queue === q)).toMatchObject({ paused: false, concurrency: 5, active: 0, ready: 0 });
-  });
+  }, 300_000);
 });
