@@ -1,7 +1,10 @@
 import type { Pool } from 'pg';
+import { applyConnectTimeout } from './connect-timeout';
 import { decodeCursor, encodeCursor } from './cursor';
-import { fromPgError, WorkhorseValidationError } from './errors';
+import { fromDatabaseError } from './database-errors';
+import { WorkhorseValidationError } from './errors';
 import { toSnapshot, type JobRow } from './job-snapshot';
+import { readPage } from './paging';
 import {
   JOB_STATES,
   type ActorOptions,
@@ -12,6 +15,7 @@ import {
   type QueueActivity,
   type QueueActivityOptions,
   type QueueInfo,
+  type QueuePolicy,
   type RedriveManyOptions,
   type RedriveOptions,
   type RedriveResult,
@@ -25,6 +29,8 @@ import {
   type TimelineOptions,
 } from './types';
 import { isJobDefinition, type JobDefinition } from './job-definition';
+import { idleQueueInfo, toQueueInfo, type QueueRow } from './queue-info';
+import { checkQueuePolicy } from './queue-policy';
 import { checkDate, checkInteger, checkJobId, checkName, checkOptions, checkText } from './validation';
 import { drainWorker, listWorkers, type DrainResult, type WorkerInfo } from './operations/live-workers';
 import { checkHealthThresholds, health, type HealthReport, type HealthThresholds } from './operations/health';
@@ -52,30 +58,6 @@ function actorOf(options: ActorOptions): [string | null, string | null] {
 const ACTOR_KEYS = ['actor', 'reason'] as const;
 const DEAD_LETTER_KEYS = ['queue', 'type', 'errorName', 'finishedAfter', 'finishedBefore'] as const;
 
-interface QueueRow {
-  queue: string;
-  paused: boolean;
-  changed_at: Date | null;
-  changed_by: string | null;
-  reason: string | null;
-  ready: string;
-  scheduled: string;
-  active: string;
-  blocked: string;
-}
-
-const toQueueInfo = (row: QueueRow): QueueInfo => ({
-  queue: row.queue,
-  paused: row.paused,
-  changedAt: row.changed_at,
-  changedBy: row.changed_by,
-  reason: row.reason,
-  ready: Number(row.ready),
-  scheduled: Number(row.scheduled),
-  active: Number(row.active),
-  blocked: Number(row.blocked),
-});
-
 /**
  * Operator reads and actions. Every method takes an optional client as its last argument, so
  * admin calls can join a transaction; by default the pool is used.
@@ -86,7 +68,9 @@ const toQueueInfo = (row: QueueRow): QueueInfo => ({
  * console.log(job?.state, job?.currentAttempt, job?.result);
  */
 export class Admin {
-  constructor(readonly pool: Pool) {}
+  constructor(readonly pool: Pool) {
+    applyConnectTimeout(pool);
+  }
 
   /**
    * The job's snapshot, whichever state it is in, or null if no such job exists. Given a
@@ -119,23 +103,22 @@ export class Admin {
     options = checkOptions(options, 'options', ['limit', 'cursor'], 'a timeline option');
     const limit = options.limit === undefined ? 100 : checkInteger(options.limit, 'limit', 1, 1000);
     const after = decodeCursor('timeline', options.cursor) ?? '0';
-    const rows = await this.run<TimelineRow>(client, 'SELECT * FROM workhorse.get_timeline_v1($1, $2, $3)', [
-      jobId,
-      after,
+    return readPage(
       limit,
-    ]);
-    const items = rows.map((row) => ({
-      id: row.id,
-      at: row.at,
-      source: row.source,
-      kind: row.kind,
-      attempt: row.attempt,
-      workerId: row.worker_id,
-      fenceToken: row.fence_token,
-      data: row.data,
-    }));
-    const last = rows[rows.length - 1];
-    return { items, nextCursor: rows.length === limit ? encodeCursor('timeline', last.id) : null };
+      (count, last: TimelineRow | null) =>
+        this.run<TimelineRow>(client, 'SELECT * FROM workhorse.get_timeline_v1($1, $2, $3)', [jobId, last?.id ?? after, count]),
+      (row) => ({
+        id: row.id,
+        at: row.at,
+        source: row.source,
+        kind: row.kind,
+        attempt: row.attempt,
+        workerId: row.worker_id,
+        fenceToken: row.fence_token,
+        data: row.data,
+      }),
+      (last) => encodeCursor('timeline', last.id),
+    );
   }
 
   /**
@@ -232,19 +215,21 @@ export class Admin {
     const limit = options.limit === undefined ? 50 : checkInteger(options.limit, 'limit', 1, 1000);
     const position = decodeCursor('dead', options.cursor);
     const [finishedAt, jobId] = position === null ? [null, null] : position.split('/');
-    const rows = await this.run<JobRow & { cursor_at: string }>(
-      client,
-      `SELECT *, to_char(finished_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_at
-       FROM workhorse.list_dead_letters_v1($1, $2, $3, $4, $5, $6, $7::timestamptz, $8)`,
-      [filter.queue ?? null, filter.type ?? null, filter.errorName ?? null, filter.finishedAfter ?? null,
-        filter.finishedBefore ?? null, limit, finishedAt, jobId],
-    );
-    const last = rows[rows.length - 1];
-    return {
-      items: rows.map(toSnapshot),
+    type DeadLetterRow = JobRow & { cursor_at: string };
+    return readPage(
+      limit,
+      (count, last: DeadLetterRow | null) =>
+        this.run<DeadLetterRow>(
+          client,
+          `SELECT *, to_char(finished_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_at
+           FROM workhorse.list_dead_letters_v1($1, $2, $3, $4, $5, $6, $7::timestamptz, $8)`,
+          [filter.queue ?? null, filter.type ?? null, filter.errorName ?? null, filter.finishedAfter ?? null,
+            filter.finishedBefore ?? null, count, last?.cursor_at ?? finishedAt, last?.id ?? jobId],
+        ),
+      toSnapshot,
       // The position keeps microseconds (a JavaScript Date would cut them to milliseconds).
-      nextCursor: rows.length === limit ? encodeCursor('dead', `${last.cursor_at}/${last.id}`) : null,
-    };
+      (last) => encodeCursor('dead', `${last.cursor_at}/${last.id}`),
+    );
   }
 
   /**
@@ -311,7 +296,21 @@ export class Admin {
     return this.setPaused('resume_queue_v1', queue, options, client);
   }
 
-  /** Every queue with live jobs or a pause record: whether it is paused, by whom, and its live counts. */
+  /**
+   * Sets a queue's flow control, replacing its previous policy: at most `concurrency` of its jobs
+   * active at once and at most `rateLimit.limit` claims in any window of `rateLimit.intervalMs`,
+   * across all workers. A limit left out or null is not applied; `null` (or `{}`) removes the
+   * policy. Takes effect at the next claim.
+   */
+  async setQueuePolicy(queue: string, policy: QueuePolicy | null, options?: ActorOptions, client?: Queryable): Promise<QueueInfo> {
+    checkName(queue, 'queue');
+    const wire = checkQueuePolicy(policy);
+    const [actor, reason] = actorOf(checkOptions(options, 'options', ACTOR_KEYS, 'an option of a queue action'));
+    await this.run(client, 'SELECT workhorse.set_queue_policy_v1($1, $2::jsonb, $3, $4)', [queue, JSON.stringify(wire), actor, reason]);
+    return this.queueInfo(queue, client);
+  }
+
+  /** Every queue with live jobs, a pause record or a policy: whether it is paused, by whom, its live counts and limits. */
   async listQueues(client?: Queryable): Promise<QueueInfo[]> {
     const rows = await this.run<QueueRow>(client, 'SELECT * FROM workhorse.list_queues_v1()', []);
     return rows.map(toQueueInfo);
@@ -387,8 +386,13 @@ export class Admin {
     checkName(queue, 'queue');
     const [actor, reason] = actorOf(checkOptions(options, 'options', ACTOR_KEYS, 'an option of a queue action'));
     await this.run(client, `SELECT workhorse.${fn}($1, $2, $3)`, [queue, actor, reason]);
+    return this.queueInfo(queue, client);
+  }
+
+  private async queueInfo(queue: string, client?: Queryable): Promise<QueueInfo> {
     const rows = await this.run<QueueRow>(client, 'SELECT * FROM workhorse.list_queues_v1() WHERE queue = $1', [queue]);
-    return toQueueInfo(rows[0]);
+    // (A queue with no jobs, no pause record and no policy left has no row.)
+    return rows[0] === undefined ? idleQueueInfo(queue) : toQueueInfo(rows[0]);
   }
 
   // The filter's keys were checked by the caller (checkOptions); these are its values.
@@ -415,7 +419,7 @@ export class Admin {
       const result = await this.runner(client).query(text, values);
       return result.rows as R[];
     } catch (error) {
-      throw fromPgError(error);
+      throw fromDatabaseError(error, this.pool);
     }
   }
 }

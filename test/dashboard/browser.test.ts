@@ -17,14 +17,14 @@ import { NestFactory } from '@nestjs/core';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { Admin, NonRetryableError, Queue, Worker } from '../../lib/core';
 import { AppModule } from '../../sample-app/app.module';
-import { chromiumMissing, launchChromium } from '../support/chromium';
+import { CHROMIUM, launchChromium } from '../support/chromium';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
+import { describeIf } from '../support/requirements';
 import { waitFor } from '../support/wait';
 
 const TOKEN = 'browser-test-operator-token';
 const SCREENSHOTS = process.env.WORKHORSE_DASHBOARD_SCREENSHOTS ? join(__dirname, '../../docs/dashboard') : null;
-const missing = chromiumMissing();
 
 const HOSTILE_PAYLOAD = {
   html: '<script>window.__pwned = "payload"</script>',
@@ -36,7 +36,7 @@ const HOSTILE_PAYLOAD = {
 };
 const HOSTILE_ERROR = '</pre><script>window.__pwned="error"</script><b onmouseover="window.__pwned=1">bold</b>';
 
-(missing ? describe.skip : describe)(`the dashboard in Chromium${missing ? ` (skipped: ${missing})` : ''}`, () => {
+describeIf(CHROMIUM, 'the dashboard in Chromium', () => {
   let db: TestDatabase;
   let app: INestApplication;
   let browser: Browser;
@@ -224,9 +224,12 @@ const HOSTILE_ERROR = '</pre><script>window.__pwned="error"</script><b onmouseov
     await expect(page.locator('.state').first().textContent()).resolves.toBe('ready');
   });
 
-  it('pauses and resumes a queue', async () => {
+  it('pauses and resumes a queue, and shows its limits', async () => {
+    await admin.setQueuePolicy('orders', { concurrency: 3, rateLimit: { limit: 20, intervalMs: 1000 } });
     await page.goto(`${base}queues`);
     const row = page.locator('tr', { has: page.locator('a', { hasText: /^orders$/ }) });
+    await expect(row.textContent()).resolves.toContain('at most 3 active, 20 per 1000 ms');
+    await admin.setQueuePolicy('orders', null);
     await row.getByLabel('Reason').fill('payment provider outage');
     await row.getByRole('button', { name: 'Pause' }).click();
     await expect(page.locator('.notice').textContent()).resolves.toContain('The queue is paused');
