@@ -158,7 +158,7 @@ BEGIN
       PERFORM set_config('lock_timeout', p_lock_ms::text, true);
       EXECUTE format('DROP TABLE workhorse.%I', v_part);
       dropped := dropped + 1;
-    EXCEPTION WHEN lock_not_available THEN
+    EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
       timed_out := timed_out + 1;
     END;
   END LOOP;
