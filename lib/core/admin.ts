@@ -15,6 +15,7 @@ import {
   type RedriveResult,
   type ErrorEnvelope,
   type JobSnapshot,
+  type JobLineage,
   type JobState,
   type JsonValue,
   type ListJobsFilter,
@@ -25,6 +26,7 @@ import {
   type TimelineOptions,
 } from './types';
 import { isJobDefinition, type JobDefinition } from './job-definition';
+import { JOB_LINKS_SQL, toLineage, type LinkRow } from './lineage';
 import { checkInteger, checkJobId, checkName } from './validation';
 
 interface JobRow {
@@ -184,12 +186,12 @@ export class Admin {
    * definition first (`defineJob`), the payload and result are typed by it, and a job of
    * another type is refused (`WorkhorseValidationError` on `jobId`).
    */
-  getJob(jobId: string, client?: Queryable): Promise<JobSnapshot | null>;
-  getJob<P, R, I>(definition: JobDefinition<P, R, I>, jobId: string, client?: Queryable): Promise<JobSnapshot<P, R> | null>;
+  getJob(jobId: string, client?: Queryable): Promise<(JobSnapshot & JobLineage) | null>;
+  getJob<P, R, I>(definition: JobDefinition<P, R, I>, jobId: string, client?: Queryable): Promise<(JobSnapshot<P, R> & JobLineage) | null>;
   async getJob(
     job: string | JobDefinition<unknown, unknown, unknown>,
     ...rest: [Queryable?] | [string, Queryable?]
-  ): Promise<JobSnapshot<unknown, unknown> | null> {
+  ): Promise<(JobSnapshot<unknown, unknown> & JobLineage) | null> {
     const definition = isJobDefinition(job) ? job : undefined;
     const [jobId, client] = definition ? (rest as [string, Queryable?]) : [job as string, rest[0] as Queryable | undefined];
     checkJobId(jobId);
@@ -198,7 +200,8 @@ export class Admin {
     if (definition !== undefined && rows[0].type !== definition.type) {
       throw new WorkhorseValidationError('jobId', `is a job of type "${rows[0].type}", not "${definition.type}"`);
     }
-    return toSnapshot(rows[0]);
+    const links = await this.run<LinkRow>(client, JOB_LINKS_SQL, [jobId]);
+    return { ...toSnapshot(rows[0]), ...toLineage(links, rows[0].state) };
   }
 
   /**
@@ -233,7 +236,7 @@ export class Admin {
    * stable: jobs enqueued meanwhile do not shift later pages.
    */
   async listJobs(filter: ListJobsFilter = {}, client?: Queryable): Promise<Page<JobSnapshot>> {
-    const keys = ['queue', 'type', 'states', 'createdAfter', 'createdBefore', 'scanLimit', 'limit', 'cursor'];
+    const keys = ['queue', 'type', 'states', 'createdAfter', 'createdBefore', 'scanLimit', 'limit', 'cursor', 'parentId'];
     for (const key of Object.keys(filter)) {
       if (!keys.includes(key)) throw new WorkhorseValidationError(key, `is not a listJobs filter (${keys.join(', ')})`);
     }
@@ -248,6 +251,7 @@ export class Admin {
     }
     const limit = filter.limit === undefined ? 50 : checkInteger(filter.limit, 'limit', 1, 1000);
     const scanLimit = filter.scanLimit === undefined ? null : checkInteger(filter.scanLimit, 'scanLimit', 1, 1_000_000);
+    if (filter.parentId !== undefined) return this.listChildren(checkJobId(filter.parentId, 'parentId'), queue, type, states, limit, filter, client);
     const before = decodeCursor('jobs', filter.cursor);
     const rows = await this.run<JobRow>(client, 'SELECT * FROM workhorse.list_jobs_v2($1, $2, $3, $4, $5, $6, $7, $8)', [
       queue,
@@ -262,6 +266,29 @@ export class Admin {
     // A last row without an id says where the listing goes on (see list_jobs_v2).
     const more = rows.length > 0 && rows[rows.length - 1].id === null ? rows.pop() : undefined;
     return { items: rows.map(toSnapshot), nextCursor: more ? encodeCursor('jobs', more.seq) : null };
+  }
+
+  // The children of a job in the order they were started, filtered; the cursor is a position.
+  private async listChildren(
+    parentId: string,
+    queue: string | null,
+    type: string | null,
+    states: JobState[] | null,
+    limit: number,
+    filter: ListJobsFilter,
+    client?: Queryable,
+  ): Promise<Page<JobSnapshot>> {
+    const after = decodeCursor('children', filter.cursor) ?? '0';
+    const rows = await this.run<JobRow & { ordinal: string }>(
+      client,
+      'SELECT s.*, c.ordinal FROM workhorse.list_children_v1($1) c CROSS JOIN LATERAL workhorse.get_job_v1(c.job_id) s ' +
+        'WHERE c.ordinal > $2 AND ($3::text IS NULL OR s.queue = $3) AND ($4::text IS NULL OR s.type = $4) ' +
+        'AND ($5::text[] IS NULL OR s.state = ANY ($5)) AND ($6::timestamptz IS NULL OR s.created_at >= $6) ' +
+        'AND ($7::timestamptz IS NULL OR s.created_at < $7) ORDER BY c.ordinal LIMIT $8',
+      [parentId, after, queue, type, states, checkDate(filter.createdAfter, 'createdAfter'), checkDate(filter.createdBefore, 'createdBefore'), limit],
+    );
+    const last = rows[rows.length - 1];
+    return { items: rows.map(toSnapshot), nextCursor: rows.length === limit ? encodeCursor('children', last.ordinal) : null };
   }
 
   /** The checkpoints a job saved, oldest first, with their stored values. */

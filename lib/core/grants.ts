@@ -43,7 +43,8 @@ BEGIN
   -- Written once, never updated or deleted by the protocol.
   EXECUTE format('GRANT SELECT, INSERT ON TABLE workhorse.job, workhorse.job_outcome, workhorse.job_query, '
                  'workhorse.job_checkpoint, workhorse.job_wait, workhorse.job_redrive, '
-                 'workhorse.job_event, workhorse.attempt_history TO %I', v_role);
+                 'workhorse.job_event, workhorse.attempt_history, workhorse.job_dependency, '
+                 'workhorse.job_child_call TO %I', v_role);
   -- The live rows: claims, renewals and transitions update them; terminal transitions and the
   -- expiry of idempotency keys delete them.
   EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE workhorse.job_runtime, '

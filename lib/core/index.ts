@@ -10,10 +10,12 @@
  */
 export { Pool, type PoolClient, type PoolConfig } from 'pg';
 export { Admin } from './admin';
-export { HandlerContext, JobSleeping } from './context';
+export { HandlerContext, JobBlocked, JobSleeping } from './context';
 export {
   ExecutionTimeoutError,
   fromPgError,
+  ChildJobConflictError,
+  ChildJobFailedError,
   IdempotencyConflictError,
   InvalidCursorError,
   JobDataRejectedError,
@@ -24,6 +26,7 @@ export {
   SchemaNotInstalledError,
   SchemaVersionMismatchError,
   SQLSTATE,
+  UnknownDependencyError,
   WorkerShutdownError,
   WorkerStateError,
   WorkhorseError,

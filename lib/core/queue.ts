@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import { fromPgError, WorkhorseValidationError } from './errors';
+import { fromPgError, UnknownDependencyError, WorkhorseValidationError } from './errors';
 import { definedRequest, isJobDefinition, type JobDefinition } from './job-definition';
 import type { EnqueueOptions, EnqueueRequest, Queryable } from './types';
 import { LIMITS, toWireRequest, type WireEnqueueRequest } from './validation';
@@ -35,8 +35,14 @@ export class Queue {
     } else {
       request = toWireRequest(job, payload, options);
     }
-    const [id] = await this.send([request], client);
-    return id;
+    try {
+      const [id] = await this.send([request], client);
+      return id;
+    } catch (error) {
+      // Named as the caller gave it: `dependsOn[0]`, not the batch's `requests[0].dependsOn[0]`.
+      if (error instanceof UnknownDependencyError) throw new UnknownDependencyError(error.field.replace(/^requests\[0\]\./, ''), error.message, error.jobId);
+      throw error;
+    }
   }
 
   /**
@@ -53,7 +59,7 @@ export class Queue {
         throw new WorkhorseValidationError(`requests[${i}]`, 'must be an object with type and payload');
       }
       const { type, payload, ...options } = request;
-      return toWireRequest(type, payload, options, `requests[${i}].`);
+      return toWireRequest(type, payload, options, `requests[${i}].`, i);
     });
     if (wire.length === 0) return [];
     return this.send(wire, client);

@@ -1,5 +1,5 @@
 import { WorkhorseValidationError } from './errors';
-import type { EnqueueOptions, RetryPolicy } from './types';
+import type { DependencyPolicy, EnqueueOptions, RetryPolicy } from './types';
 
 /** Limits shared with the SQL functions (which check them again). */
 export const LIMITS = {
@@ -12,6 +12,8 @@ export const LIMITS = {
   tags: 20,
   tagLength: 64,
   delayMs: 604_800_000,
+  /** Prerequisites of one job (`dependsOn`). */
+  dependencies: 1000,
 } as const;
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._:/-]*$/;
@@ -27,6 +29,9 @@ const ENQUEUE_OPTION_KEYS = new Set([
   'idempotencyKey',
   'idempotencyScope',
   'idempotencyTtlMs',
+  'dependsOn',
+  'onDependencyFailed',
+  'onDependencyCanceled',
 ]);
 
 /** What `enqueue_many_v1` receives for one job. */
@@ -44,6 +49,9 @@ export interface WireEnqueueRequest {
   idempotencyKey?: string;
   idempotencyScope?: string;
   idempotencyTtlMs?: number;
+  dependsOn?: (string | number)[];
+  onDependencyFailed?: DependencyPolicy;
+  onDependencyCanceled?: DependencyPolicy;
 }
 
 function fail(field: string, message: string): never {
@@ -190,7 +198,41 @@ export function checkRetryPolicy(value: unknown, field: string): RetryPolicy {
  * Validates one enqueue call and returns what the SQL function receives. `path` prefixes field
  * names for batch members (`requests[3].`).
  */
-export function toWireRequest(type: unknown, payload: unknown, options: unknown, path = ''): WireEnqueueRequest {
+/**
+ * `dependsOn` and its policies. `batchIndex`: the request's index in its batch (an entry may be
+ * the index of an earlier request); undefined for a single enqueue.
+ */
+function checkDependencies(opts: Record<string, unknown>, wire: WireEnqueueRequest, path: string, batchIndex: number): void {
+  for (const key of ['onDependencyFailed', 'onDependencyCanceled'] as const) {
+    const policy = opts[key];
+    if (policy === undefined) continue;
+    if (opts.dependsOn === undefined) fail(`${path}${key}`, 'needs dependsOn');
+    if (policy !== 'fail' && policy !== 'cancel' && policy !== 'run') fail(`${path}${key}`, 'must be "fail", "cancel" or "run"');
+    wire[key] = policy;
+  }
+  if (opts.dependsOn === undefined) return;
+  const list: unknown = opts.dependsOn;
+  if (!Array.isArray(list) || list.length < 1 || list.length > LIMITS.dependencies) {
+    fail(`${path}dependsOn`, `must be an array of 1 to ${LIMITS.dependencies} job ids`);
+  }
+  const seen = new Set<string>();
+  wire.dependsOn = list.map((entry: unknown, i) => {
+    const field = `${path}dependsOn[${i}]`;
+    if (typeof entry === 'number') {
+      if (!Number.isInteger(entry) || entry < 0 || entry >= batchIndex) {
+        fail(field, batchIndex > 0 ? `must name a job id, or the index of an earlier request of the batch (0 to ${batchIndex - 1})` : 'must be a job id (a UUID string)');
+      }
+    } else {
+      checkJobId(entry, field);
+    }
+    const key = String(entry).toLowerCase();
+    if (seen.has(key)) fail(field, 'names a job that dependsOn already names');
+    seen.add(key);
+    return entry as string | number;
+  });
+}
+
+export function toWireRequest(type: unknown, payload: unknown, options: unknown, path = '', batchIndex = 0): WireEnqueueRequest {
   const wire: WireEnqueueRequest = { type: checkName(type, `${path}type`), payload: undefined };
   toJsonText(payload, `${path}payload`);
   wire.payload = payload;
@@ -243,6 +285,7 @@ export function toWireRequest(type: unknown, payload: unknown, options: unknown,
     });
     wire.tags = [...(tags as string[])];
   }
+  checkDependencies(o, wire, path, batchIndex);
   return wire;
 }
 

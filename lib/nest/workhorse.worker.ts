@@ -257,6 +257,7 @@ export class WorkhorseWorker implements OnApplicationBootstrap, BeforeApplicatio
     'job.claimed': null,
     'job.succeeded': null,
     'job.sleeping': null,
+    'job.blocked': null,
   };
 
   /** The events this service logs: problems, start, stop and cancellations; never claims or successes. */
