@@ -1,5 +1,6 @@
 import type { PoolClient } from 'pg';
 import { ChildJobFailedError, fromPgError, LeaseLostError, WorkhorseValidationError } from './errors';
+import { failpoint } from './failpoints';
 import type { ChildJobSpec, ChildOutcome, DependencyOutcome, JsonValue, Queryable } from './types';
 import { checkText, toJsonText, toWireRequest } from './validation';
 
@@ -347,6 +348,7 @@ export class HandlerContext {
       return toWireRequest(spec.type, spec.payload, spec.options, `children[${i}].`);
     });
     this.signal.throwIfAborted();
+    failpoint('before-park');
     let rows: ChildRow[];
     try {
       const result = await this.pool.query('SELECT status, child_id, state, result, error FROM workhorse.run_children_v1($1, $2, $3, $4, $5::jsonb)', [
@@ -366,6 +368,7 @@ export class HandlerContext {
       throw new LeaseLostError(this.job.jobId);
     }
     if (status !== 'settled') {
+      failpoint('after-park');
       // `parked` or `canceled`: either way the job is no longer this worker's to execute.
       const blocked = new JobBlocked(this.job.jobId, 'children');
       this.owner.parked(this.execution, blocked);
