@@ -405,13 +405,16 @@ $$;
 -- error: what ctx.dependencies() gives a handler.
 CREATE FUNCTION workhorse.dependencies_v1(p_job_id uuid)
 RETURNS TABLE (job_id uuid, state text, result jsonb, error jsonb)
-LANGUAGE sql STABLE AS $$
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  RETURN QUERY
   SELECT e.prerequisite_id, coalesce(r.state, o.state), o.result, o.error
   FROM workhorse.job_dependency e
   LEFT JOIN workhorse.job_runtime r ON r.job_id = e.prerequisite_id
   LEFT JOIN workhorse.job_outcome o ON o.job_id = e.prerequisite_id
   WHERE e.dependent_id = p_job_id AND e.kind = 'dependency'
-  ORDER BY e.ordinal
+  ORDER BY e.ordinal;
+END
 $$;
 
 -- A job's lineage for operators: its prerequisites (`dependency`), its parent (`parent`) and its
@@ -419,7 +422,9 @@ $$;
 -- under.
 CREATE FUNCTION workhorse.job_links_v1(p_job_id uuid)
 RETURNS TABLE (relation text, job_id uuid, state text, key text)
-LANGUAGE sql STABLE AS $$
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  RETURN QUERY
   SELECT l.relation, l.job_id, coalesce(r.state, o.state), l.key
   FROM (
     SELECT 'dependency'::text AS relation, e.prerequisite_id AS job_id, NULL::text AS key, 0 AS grp, e.ordinal, NULL::timestamptz AS at
@@ -434,17 +439,21 @@ LANGUAGE sql STABLE AS $$
   ) AS l
   LEFT JOIN workhorse.job_runtime r ON r.job_id = l.job_id
   LEFT JOIN workhorse.job_outcome o ON o.job_id = l.job_id
-  ORDER BY l.grp, l.at, l.key, l.ordinal
+  ORDER BY l.grp, l.at, l.key, l.ordinal;
+END
 $$;
 
 -- The children of a job, in the order they were started (admin.listJobs({ parentId })).
 -- `ordinal` numbers them from 1 (a listing's cursor).
 CREATE FUNCTION workhorse.list_children_v1(p_parent_id uuid)
 RETURNS TABLE (job_id uuid, ordinal bigint)
-LANGUAGE sql STABLE AS $$
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  RETURN QUERY
   SELECT x.id, row_number() OVER (ORDER BY x.created_at, x.key, x.ord)
   FROM (SELECT u.id, c.created_at, c.key, u.ord
         FROM workhorse.job_child_call c CROSS JOIN LATERAL unnest(c.child_ids) WITH ORDINALITY AS u (id, ord)
         WHERE c.parent_id = p_parent_id) AS x
-  ORDER BY 2
+  ORDER BY 2;
+END
 $$;

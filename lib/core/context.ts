@@ -2,7 +2,7 @@ import type { PoolClient } from 'pg';
 import { ChildJobFailedError, fromPgError, LeaseLostError, WorkhorseValidationError } from './errors';
 import { failpoint } from './failpoints';
 import type { ChildJobSpec, ChildOutcome, DependencyOutcome, JsonValue, Queryable } from './types';
-import { checkText, toJsonText, toWireRequest } from './validation';
+import { checkDate, checkText, toJsonText, toRequestJson } from './validation';
 
 /** What the worker tells a context about the job it runs. */
 export interface ClaimedJob {
@@ -152,7 +152,7 @@ export class HandlerContext {
    * worker no longer owns the job.
    */
   async checkpoint<T>(name: string, operation: () => T | Promise<T>): Promise<T> {
-    checkText(name, 'name', 200);
+    checkText(name, 'name', 1, 200);
     const stored = entryOf(this.job.checkpoints, name);
     if (stored) return stored[0] as T;
     const pending = this.pendingCheckpoints?.get(name);
@@ -265,12 +265,11 @@ export class HandlerContext {
 
   /** Like {@link sleep}, until a point in time. */
   async sleepUntil(name: string, until: Date): Promise<void> {
-    if (!(until instanceof Date) || Number.isNaN(until.getTime())) throw new WorkhorseValidationError('until', 'must be a valid Date');
-    return this.sleepCall(name, until, null);
+    return this.sleepCall(name, checkDate(until, 'until'), null);
   }
 
   private async sleepCall(name: string, until: Date | null, ms: number | null): Promise<void> {
-    checkText(name, 'name', 200);
+    checkText(name, 'name', 1, 200);
     const known = entryOf(this.job.waits, name);
     if (known !== undefined && new Date(known).getTime() <= Date.now()) return;
     this.signal.throwIfAborted();
@@ -339,13 +338,13 @@ export class HandlerContext {
    * `Promise.allSettled`).
    */
   async runChildren<R = JsonValue>(key: string, children: readonly ChildJobSpec[]): Promise<ChildOutcome<R>[]> {
-    checkText(key, 'key', 200);
+    checkText(key, 'key', 1, 200);
     if (!Array.isArray(children) || children.length < 1 || children.length > 1000) {
       throw new WorkhorseValidationError('children', 'must be an array of 1 to 1000 child job specs');
     }
     const requests = children.map((spec: ChildJobSpec, i) => {
       if (typeof spec !== 'object' || spec === null) throw new WorkhorseValidationError(`children[${i}]`, 'must be an object with type and payload');
-      return toWireRequest(spec.type, spec.payload, spec.options, `children[${i}].`);
+      return toRequestJson(spec.type, spec.payload, spec.options, `children[${i}].`);
     });
     this.signal.throwIfAborted();
     failpoint('before-park');
@@ -356,7 +355,7 @@ export class HandlerContext {
         this.job.workerId,
         this.job.fenceToken,
         key,
-        JSON.stringify(requests),
+        `[${requests.join(',')}]`,
       ]);
       rows = result.rows as ChildRow[];
     } catch (error) {
