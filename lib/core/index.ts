@@ -12,6 +12,7 @@ export { Pool, type PoolClient, type PoolConfig } from 'pg';
 export { Admin } from './admin';
 export { HandlerContext, JobBlocked, JobSleeping } from './context';
 export {
+  ConnectTimeoutError,
   ExecutionTimeoutError,
   fromPgError,
   ChildJobConflictError,
@@ -54,7 +55,8 @@ export type {
   StandardSchemaResult,
   StandardSchemaV1,
 } from './standard-schema';
-export { getSchemaStatus, installSchema, SCHEMA_VERSION, verifySchema, type SchemaStatus } from './schema';
+export { getSchemaStatus, installSchema, SCHEMA_VERSION, verifySchema, type InstallSchemaResult, type SchemaStatus } from './schema';
+export { DEFAULT_CONNECT_TIMEOUT_MS } from './connect-timeout';
 export { TransactionScope, type TransactionSource } from './transaction-scope';
 export * from './types';
 export { LIMITS } from './validation';

@@ -1,5 +1,7 @@
 import type { Pool } from 'pg';
-import { fromPgError, UnknownDependencyError, WorkhorseValidationError } from './errors';
+import { applyConnectTimeout } from './connect-timeout';
+import { fromDatabaseError } from './database-errors';
+import { UnknownDependencyError, WorkhorseValidationError } from './errors';
 import { definedRequest, isJobDefinition, type JobDefinition } from './job-definition';
 import { toSnapshot, type JobRow } from './job-snapshot';
 import type { EnqueueOptions, EnqueueRequest, JobSnapshot, Queryable } from './types';
@@ -18,7 +20,9 @@ import { checkJobId, LIMITS, toRequestJson } from './validation';
  * await client.query('COMMIT');
  */
 export class Queue {
-  constructor(readonly pool: Pool) {}
+  constructor(readonly pool: Pool) {
+    applyConnectTimeout(pool);
+  }
 
   /**
    * Enqueues one job and returns its id. Input is validated before anything is sent: a bad
@@ -112,7 +116,7 @@ export class Queue {
     try {
       return (await this.runner(client).query(text, values)).rows as R[];
     } catch (error) {
-      throw fromPgError(error);
+      throw fromDatabaseError(error, this.pool);
     }
   }
 }
