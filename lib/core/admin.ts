@@ -19,6 +19,7 @@ import {
   type RedriveManyOptions,
   type RedriveOptions,
   type RedriveResult,
+  type JobLineage,
   type JobSnapshot,
   type JobState,
   type JsonValue,
@@ -31,6 +32,7 @@ import {
 import { isJobDefinition, type JobDefinition } from './job-definition';
 import { idleQueueInfo, toQueueInfo, type QueueRow } from './queue-info';
 import { checkQueuePolicy } from './queue-policy';
+import { CHILDREN_SQL, JOB_LINKS_SQL, toLineage, type LinkRow } from './lineage';
 import { checkDate, checkInteger, checkJobId, checkName, checkOptions, checkText } from './validation';
 import { drainWorker, listWorkers, type DrainResult, type WorkerInfo } from './operations/live-workers';
 import { checkHealthThresholds, health, type HealthReport, type HealthThresholds } from './operations/health';
@@ -77,12 +79,12 @@ export class Admin {
    * definition first (`defineJob`), the payload and result are typed by it, and a job of
    * another type is refused (`WorkhorseValidationError` on `jobId`).
    */
-  getJob(jobId: string, client?: Queryable): Promise<JobSnapshot | null>;
-  getJob<P, R, I>(definition: JobDefinition<P, R, I>, jobId: string, client?: Queryable): Promise<JobSnapshot<P, R> | null>;
+  getJob(jobId: string, client?: Queryable): Promise<(JobSnapshot & JobLineage) | null>;
+  getJob<P, R, I>(definition: JobDefinition<P, R, I>, jobId: string, client?: Queryable): Promise<(JobSnapshot<P, R> & JobLineage) | null>;
   async getJob(
     job: string | JobDefinition<unknown, unknown, unknown>,
     ...rest: [Queryable?] | [string, Queryable?]
-  ): Promise<JobSnapshot<unknown, unknown> | null> {
+  ): Promise<(JobSnapshot<unknown, unknown> & JobLineage) | null> {
     const definition = isJobDefinition(job) ? job : undefined;
     const [jobId, client] = definition ? (rest as [string, Queryable?]) : [job as string, rest[0] as Queryable | undefined];
     checkJobId(jobId);
@@ -91,7 +93,8 @@ export class Admin {
     if (definition !== undefined && rows[0].type !== definition.type) {
       throw new WorkhorseValidationError('jobId', `is a job of type "${rows[0].type}", not "${definition.type}"`);
     }
-    return toSnapshot(rows[0]);
+    const links = await this.run<LinkRow>(client, JOB_LINKS_SQL, [jobId]);
+    return { ...toSnapshot(rows[0]), ...toLineage(links, rows[0].state) };
   }
 
   /**
@@ -126,7 +129,7 @@ export class Admin {
    * stable: jobs enqueued meanwhile do not shift later pages.
    */
   async listJobs(filter?: ListJobsFilter, client?: Queryable): Promise<Page<JobSnapshot>> {
-    const keys = ['queue', 'type', 'states', 'createdAfter', 'createdBefore', 'scanLimit', 'limit', 'cursor'];
+    const keys = ['queue', 'type', 'states', 'createdAfter', 'createdBefore', 'scanLimit', 'limit', 'cursor', 'parentId'];
     filter = checkOptions(filter, 'filter', keys, 'a listJobs filter');
     const queue = filter.queue === undefined ? null : checkName(filter.queue, 'queue');
     const type = filter.type === undefined ? null : checkName(filter.type, 'type');
@@ -139,6 +142,16 @@ export class Admin {
     }
     const limit = filter.limit === undefined ? 50 : checkInteger(filter.limit, 'limit', 1, 1000);
     const scanLimit = filter.scanLimit === undefined ? null : checkInteger(filter.scanLimit, 'scanLimit', 1, 1_000_000);
+    const createdAfter = filter.createdAfter === undefined ? null : checkDate(filter.createdAfter, 'createdAfter');
+    const createdBefore = filter.createdBefore === undefined ? null : checkDate(filter.createdBefore, 'createdBefore');
+    if (filter.parentId !== undefined) {
+      // A parent's children in the order they were started; the cursor is a position among them.
+      const parentId = checkJobId(filter.parentId, 'parentId');
+      const after = decodeCursor('children', filter.cursor) ?? '0';
+      const children = await this.run<JobRow & { ordinal: string }>(client, CHILDREN_SQL, [parentId, after, queue, type, states, createdAfter, createdBefore, limit]);
+      const last = children[children.length - 1];
+      return { items: children.map(toSnapshot), nextCursor: children.length === limit ? encodeCursor('children', last.ordinal) : null };
+    }
     const before = decodeCursor('jobs', filter.cursor);
     const rows = await this.run<JobRow>(client, 'SELECT * FROM workhorse.list_jobs_v2($1, $2, $3, $4, $5, $6, $7, $8)', [
       queue,
@@ -146,8 +159,8 @@ export class Admin {
       states,
       limit,
       before,
-      filter.createdAfter === undefined ? null : checkDate(filter.createdAfter, 'createdAfter'),
-      filter.createdBefore === undefined ? null : checkDate(filter.createdBefore, 'createdBefore'),
+      createdAfter,
+      createdBefore,
       scanLimit,
     ]);
     // A last row without an id says where the listing goes on (see list_jobs_v2).

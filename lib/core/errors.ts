@@ -119,6 +119,8 @@ export const SQLSTATE = {
   batchTooLarge: 'P1003',
   isolation: 'P1004',
   idempotencyConflict: 'P1005',
+  unknownDependency: 'P1020',
+  childJobConflict: 'P1021',
 } as const;
 
 /**
@@ -139,6 +141,53 @@ export class IdempotencyConflictError extends WorkhorseValidationError {
 }
 
 /**
+ * A `dependsOn` entry names no job the enqueueing transaction can see (SQLSTATE `P1020`).
+ * Nothing of the batch is written.
+ */
+export class UnknownDependencyError extends WorkhorseValidationError {
+  constructor(
+    field: string,
+    message: string,
+    /** The id that names no job. */
+    readonly jobId: string,
+  ) {
+    super(field, message);
+  }
+}
+
+/**
+ * `ctx.runChild` / `ctx.runChildren` was called under a key that an earlier run of the handler
+ * used for other child jobs (SQLSTATE `P1021`): a handler must ask for the same children under
+ * the same key on every run.
+ */
+export class ChildJobConflictError extends WorkhorseValidationError {
+  constructor(
+    field: string,
+    message: string,
+    /** The children the key already stands for. */
+    readonly childIds: string[],
+  ) {
+    super(field, message);
+  }
+}
+
+/**
+ * Thrown by `ctx.runChild` when the child job ended `failed` or `canceled`; carries the child's
+ * error envelope. A handler may catch it (and, say, compensate) or let it fail the attempt.
+ */
+export class ChildJobFailedError extends WorkhorseError {
+  constructor(
+    readonly childId: string,
+    readonly childState: 'failed' | 'canceled',
+    /** The child's terminal error envelope. */
+    readonly childError: { name: string; message: string; stack?: string },
+  ) {
+    super(`Child job ${childId} ended ${childState}: ${childError.name}: ${childError.message}`);
+    this.name = 'ChildJobFailedError';
+  }
+}
+
+/**
  * Turns an error raised by a `workhorse.*` SQL function into our typed error; anything else is
  * returned unchanged.
  */
@@ -150,6 +199,14 @@ export function fromPgError(error: unknown): unknown {
     const message = e.message.startsWith(prefix) ? e.message.slice(prefix.length) : e.message;
     if (e.code === SQLSTATE.validation || e.code === SQLSTATE.batchTooLarge) {
       return new WorkhorseValidationError(field, message);
+    }
+    if (e.code === SQLSTATE.unknownDependency) {
+      const detail = JSON.parse(e.detail ?? '{}') as { jobId?: string };
+      return new UnknownDependencyError(field, message, detail.jobId ?? '');
+    }
+    if (e.code === SQLSTATE.childJobConflict) {
+      const detail = JSON.parse(e.detail ?? '{}') as { childIds?: string[] };
+      return new ChildJobConflictError(field, message, detail.childIds ?? []);
     }
     if (e.code === SQLSTATE.idempotencyConflict) {
       const detail = JSON.parse(e.detail ?? '{}') as { existingJobId?: string; fields?: string[] };

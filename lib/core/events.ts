@@ -62,6 +62,7 @@ export type WorkerEvent =
   | ({ name: 'job.lease_lost'; durationMs: number } & JobEventBase)
   | ({ name: 'job.released'; reason: string } & JobEventBase)
   | ({ name: 'job.sleeping'; wakeAt: Date } & JobEventBase)
+  | ({ name: 'job.blocked'; waitingFor: 'children' } & JobEventBase)
   | ({
       name: 'job.abandoned';
       durationMs: number;
@@ -106,6 +107,7 @@ export const WORKER_EVENT_NAMES = [
   'job.lease_lost',
   'job.released',
   'job.sleeping',
+  'job.blocked',
   'job.abandoned',
   'worker.error',
   'worker.reconnected',

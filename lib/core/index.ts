@@ -10,11 +10,13 @@
  */
 export { Pool, type PoolClient, type PoolConfig } from 'pg';
 export { Admin } from './admin';
-export { HandlerContext, JobSleeping } from './context';
+export { HandlerContext, JobBlocked, JobSleeping } from './context';
 export {
   ConnectTimeoutError,
   ExecutionTimeoutError,
   fromPgError,
+  ChildJobConflictError,
+  ChildJobFailedError,
   IdempotencyConflictError,
   InvalidCursorError,
   JobDataRejectedError,
@@ -25,6 +27,7 @@ export {
   SchemaNotInstalledError,
   SchemaVersionMismatchError,
   SQLSTATE,
+  UnknownDependencyError,
   WorkerShutdownError,
   WorkerStateError,
   WorkhorseError,

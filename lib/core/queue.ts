@@ -1,7 +1,7 @@
 import type { Pool } from 'pg';
 import { applyConnectTimeout } from './connect-timeout';
 import { fromDatabaseError } from './database-errors';
-import { WorkhorseValidationError } from './errors';
+import { UnknownDependencyError, WorkhorseValidationError } from './errors';
 import { definedRequest, isJobDefinition, type JobDefinition } from './job-definition';
 import { toSnapshot, type JobRow } from './job-snapshot';
 import type { EnqueueOptions, EnqueueRequest, JobSnapshot, Queryable } from './types';
@@ -46,9 +46,15 @@ export class Queue {
       request = toRequestJson(job, payload, options);
       queue = options?.queue;
     }
-    const [id] = await this.send(`[${request}]`, client);
-    this.jobMetrics()?.enqueued(queue ?? 'default', isJobDefinition(job) ? job.type : job);
-    return id;
+    try {
+      const [id] = await this.send(`[${request}]`, client);
+      this.jobMetrics()?.enqueued(queue ?? 'default', isJobDefinition(job) ? job.type : job);
+      return id;
+    } catch (error) {
+      // Named as the caller gave it: `dependsOn[0]`, not the batch's `requests[0].dependsOn[0]`.
+      if (error instanceof UnknownDependencyError) throw new UnknownDependencyError(error.field.replace(/^requests\[0\]\./, ''), error.message, error.jobId);
+      throw error;
+    }
   }
 
   /**
@@ -71,7 +77,7 @@ export class Queue {
         throw new WorkhorseValidationError(`requests[${i}]`, 'must be an object with type and payload');
       }
       const { type, payload, ...options } = request;
-      const text = toRequestJson(type, payload, options, `requests[${i}].`);
+      const text = toRequestJson(type, payload, options, `requests[${i}].`, i);
       bytes += Buffer.byteLength(text, 'utf8');
       if (bytes > LIMITS.batchBytes) {
         throw new WorkhorseValidationError(

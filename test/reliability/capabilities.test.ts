@@ -338,6 +338,38 @@ describe('what each capability is for works as that role', () => {
   });
 });
 
+describe('orchestration as those roles', () => {
+  it('a producer enqueues with dependsOn, a worker runs children and reads dependencies, an operator reads the lineage', async () => {
+    const producer = new Queue((await roleWith(['producer'])).pool);
+    const workerRole = await roleWith(['worker']);
+    const admin = new Admin((await roleWith(['operator'])).pool);
+    const q = 'cap-orchestration';
+    const [first, second] = await producer.enqueueMany([
+      { type: 'cap.first', payload: 1, queue: q },
+      { type: 'cap.parent', payload: 2, queue: q, dependsOn: [0] },
+    ]);
+    expect((await producer.getJob(second))?.state).toBe('blocked');
+    const worker = new Worker(new Queue(workerRole.pool), { queues: [q], pollMs: 50, tickMs: 200 });
+    worker.handle('cap.first', (n: number) => n * 10);
+    worker.handle('cap.child', (n: number) => n + 1);
+    worker.handle('cap.parent', async (n: number, ctx) => {
+      const [dependency] = await ctx.dependencies();
+      const child = await ctx.runChild<number>('child', 'cap.child', dependency.result as number, { queue: q });
+      return child + n;
+    });
+    const done = worker.run();
+    try {
+      await waitFor(async () => (await admin.getJob(second))?.state === 'succeeded', 30_000, 'the parent to succeed');
+    } finally {
+      await worker.stop();
+      await done;
+    }
+    const parent = await admin.getJob(second);
+    expect(parent).toMatchObject({ result: 13, dependencies: [{ id: first, state: 'succeeded' }], children: [{ state: 'succeeded', key: 'child' }] });
+    expect((await admin.listJobs({ parentId: second })).items.map((j) => j.type)).toEqual(['cap.child']);
+  });
+});
+
 describe('the privilege model', () => {
   it('lists every protocol function, makes exactly those SECURITY DEFINER with a pinned search_path, and lets PUBLIC execute nothing', async () => {
     const { rows } = await db.pool.query<{ name: string; listed: boolean; definer: boolean; config: string[] | null; public: boolean }>(

@@ -53,6 +53,7 @@ export class EventLog {
       'job.claimed': null,
       'job.succeeded': null,
       'job.sleeping': null,
+      'job.blocked': null,
     };
     this.names = WORKER_EVENT_NAMES.filter((name) => this.lines[name] !== null);
   }

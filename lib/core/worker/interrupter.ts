@@ -1,5 +1,5 @@
 import type { PoolClient } from 'pg';
-import { JobSleeping, type ExecutionOwner } from '../context';
+import { JobBlocked, JobSleeping, type ExecutionOwner } from '../context';
 import { ExecutionTimeoutError, JobCanceledError, LeaseLostError, WorkerShutdownError } from '../errors';
 import type { AbandonReason } from '../events';
 import type { EventHub } from './event-hub';
@@ -86,6 +86,15 @@ export class Interrupter implements LeaseListener, ExecutionOwner {
     e.renewing = false;
     this.interrupt(e, 'sleeping', new JobSleeping(e.job.jobId, wakeAt));
     this.hub.emit({ name: 'job.sleeping', ...jobFields(e.job), wakeAt });
+  }
+
+  parked(execution: object, reason: JobBlocked): void {
+    const e = execution as Execution;
+    if (e.interruption !== null) return;
+    e.renewing = false;
+    // Let go of as a sleeping job is: the database holds its new state, nothing is left to record.
+    this.interrupt(e, 'sleeping', reason);
+    this.hub.emit({ name: 'job.blocked', ...jobFields(e.job), waitingFor: reason.waitingFor });
   }
 
   // ---- abandoning --------------------------------------------------------------------------------
