@@ -134,9 +134,12 @@ BEGIN
 END
 $$;
 
--- One maintenance pass: deadlines, promotion, recovery, and (when the prepared days run short) partition
--- preparation. Every worker offers a tick about once a second; a try-lock lets one caller work
--- at a time and makes the others return at once with {"skipped": true}.
+-- One maintenance pass: deadlines, promotion, recovery, due schedule occurrences (sql/085_schedules.sql),
+-- and (when the prepared days run short) partition preparation. Every worker offers a tick about
+-- once a second; a try-lock lets one caller work at a time and makes the others return at once
+-- with {"skipped": true}. Either answer says in `schedulesToPlan` whether a schedule's plan of
+-- occurrences runs short, for a TypeScript caller to top it up (lib/core/tick.ts); other callers
+-- may ignore it.
 CREATE FUNCTION workhorse.tick_v1()
 RETURNS jsonb
 LANGUAGE plpgsql AS $$
@@ -144,15 +147,17 @@ DECLARE
   v_promoted integer;
   v_recovered integer;
   v_expired integer;
+  v_fired integer;
   v_created integer := 0;
   v_horizon date := (clock_timestamp() AT TIME ZONE 'UTC')::date + 2;
 BEGIN
   IF NOT pg_try_advisory_xact_lock(7362515002) THEN
-    RETURN jsonb_build_object('skipped', true);
+    RETURN jsonb_build_object('skipped', true, 'schedulesToPlan', workhorse.schedules_need_plan());
   END IF;
   v_expired := workhorse.expire_deadlines_v1(1000);
   v_promoted := workhorse.promote_v1(1000);
   v_recovered := workhorse.recover_expired_v1(1000);
+  v_fired := workhorse.fire_due_schedules(100);
   DELETE FROM workhorse.enqueue_idempotency
   WHERE ctid = ANY (ARRAY(SELECT ctid FROM workhorse.enqueue_idempotency WHERE expires_at <= clock_timestamp() LIMIT 1000));
   IF to_regclass('workhorse.job_event_p' || to_char(v_horizon, 'YYYYMMDD')) IS NULL
@@ -167,6 +172,7 @@ BEGIN
     END;
   END IF;
   RETURN jsonb_build_object('skipped', false, 'promoted', v_promoted, 'recovered', v_recovered,
-                            'deadlinesExpired', v_expired, 'partitionsCreated', v_created);
+                            'deadlinesExpired', v_expired, 'partitionsCreated', v_created,
+                            'schedulesFired', v_fired, 'schedulesToPlan', workhorse.schedules_need_plan());
 END
 $$;

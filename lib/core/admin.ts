@@ -22,6 +22,8 @@ import {
   type TimelineOptions,
 } from './types';
 import { isJobDefinition, type JobDefinition } from './job-definition';
+import { getScheduleHistory, listSchedules, setSchedulePaused, triggerSchedule } from './schedules/admin-operations';
+import type { ScheduleActionOptions, ScheduleHistoryEntry, ScheduleInfo } from './schedules/types';
 import { checkInteger, checkJobId, checkName } from './validation';
 
 interface JobRow {
@@ -360,6 +362,37 @@ export class Admin {
   async listQueues(client?: Queryable): Promise<QueueInfo[]> {
     const rows = await this.run<QueueRow>(client, 'SELECT * FROM workhorse.list_queues_v1()', []);
     return rows.map(toQueueInfo);
+  }
+
+  /**
+   * Schedules (all namespaces, or `namespace`'s), by namespace and key: definition, state
+   * (`active`, `paused`, `disabled`), revision, next and last run, the last job and its state.
+   */
+  async listSchedules(options: { namespace?: string } = {}, client?: Queryable): Promise<ScheduleInfo[]> {
+    return listSchedules(this.runner(client), options.namespace);
+  }
+
+  /** A schedule's history, newest first: each revision's change and each trigger (default 100 entries). */
+  async getScheduleHistory(key: string, options: { namespace?: string; limit?: number } = {}, client?: Queryable): Promise<ScheduleHistoryEntry[]> {
+    return getScheduleHistory(this.runner(client), key, options);
+  }
+
+  /**
+   * Pauses a schedule (namespace `default` unless given): its occurrences are skipped until it
+   * is resumed. Returns false when it was paused already.
+   */
+  async pauseSchedule(key: string, options: ScheduleActionOptions = {}, client?: Queryable): Promise<boolean> {
+    return setSchedulePaused(this.runner(client), 'pause_schedule_v1', key, options);
+  }
+
+  /** Resumes a paused schedule from its next occurrence (nothing missed meanwhile is caught up). Returns false when it was not paused. */
+  async resumeSchedule(key: string, options: ScheduleActionOptions = {}, client?: Queryable): Promise<boolean> {
+    return setSchedulePaused(this.runner(client), 'resume_schedule_v1', key, options);
+  }
+
+  /** Enqueues a schedule's job now, besides its occurrences (also while paused), and returns the job's id. */
+  async triggerSchedule(key: string, options: ScheduleActionOptions = {}, client?: Queryable): Promise<string> {
+    return triggerSchedule(this.runner(client), key, options);
   }
 
   private async setPaused(fn: string, queue: string, options: ActorOptions, client?: Queryable): Promise<QueueInfo> {

@@ -74,6 +74,7 @@ export const SQLSTATE = {
   batchTooLarge: 'P1003',
   isolation: 'P1004',
   idempotencyConflict: 'P1005',
+  scheduleNotFound: 'P1010',
 } as const;
 
 /**
@@ -106,12 +107,53 @@ export function fromPgError(error: unknown): unknown {
     if (e.code === SQLSTATE.validation || e.code === SQLSTATE.batchTooLarge) {
       return new WorkhorseValidationError(field, message);
     }
+    if (e.code === SQLSTATE.scheduleNotFound) return new ScheduleNotFoundError(message);
     if (e.code === SQLSTATE.idempotencyConflict) {
       const detail = JSON.parse(e.detail ?? '{}') as { existingJobId?: string; fields?: string[] };
       return new IdempotencyConflictError(field, message, detail.existingJobId ?? '', detail.fields ?? []);
     }
   }
   return error;
+}
+
+/**
+ * A schedule's cron expression that the cron library refuses, or that never occurs (such as
+ * `0 0 31 2 *`). Raised before anything is written; the message names the schedule.
+ *
+ * @example
+ * try { await queue.syncSchedules('default', [{ key: 'nightly', type: 'report', cron: '0 25 * * *' }]); } catch (e) {
+ *   if (e instanceof InvalidCronError) console.log(e.scheduleKey, e.expression); // "nightly", "0 25 * * *"
+ * }
+ */
+export class InvalidCronError extends WorkhorseValidationError {
+  constructor(
+    /** The key of the schedule it belongs to. */
+    readonly scheduleKey: string,
+    /** The expression as given. */
+    readonly expression: string,
+    detail: string,
+  ) {
+    super('cron', `schedule "${scheduleKey}" has an invalid cron expression "${expression}": ${detail}`);
+  }
+}
+
+/** A schedule's time zone that is not an IANA time zone name this runtime knows. Raised before anything is written. */
+export class UnknownTimeZoneError extends WorkhorseValidationError {
+  constructor(
+    /** The key of the schedule it belongs to. */
+    readonly scheduleKey: string,
+    /** The zone as given. */
+    readonly timezone: string,
+  ) {
+    super('timezone', `schedule "${scheduleKey}" names an unknown time zone "${timezone}" (give an IANA name such as Europe/Berlin)`);
+  }
+}
+
+/** No schedule has that key in that namespace (SQLSTATE `P1010`). */
+export class ScheduleNotFoundError extends WorkhorseValidationError {
+  constructor(message: string) {
+    super('key', message);
+  }
 }
 
 /** The reason `ctx.signal` aborts when an operator canceled the running job. */

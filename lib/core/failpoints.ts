@@ -6,9 +6,16 @@
  *
  * Points: `after-claim` (rows claimed, no handler started), `before-handler`, `after-handler`
  * (handler returned, nothing recorded), `before-complete` (completion about to be sent),
- * `after-complete` (completion committed, answer not yet used).
+ * `after-complete` (completion committed, answer not yet used), `after-schedule-fire` (a
+ * maintenance tick enqueued the jobs of due schedule occurrences, not yet committed).
  */
-export type FailpointName = 'after-claim' | 'before-handler' | 'after-handler' | 'before-complete' | 'after-complete';
+export type FailpointName =
+  | 'after-claim'
+  | 'before-handler'
+  | 'after-handler'
+  | 'before-complete'
+  | 'after-complete'
+  | 'after-schedule-fire';
 
 function parse(spec: string | undefined): Map<string, number> | null {
   if (!spec) return null;

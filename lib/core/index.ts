@@ -15,15 +15,18 @@ export {
   ExecutionTimeoutError,
   fromPgError,
   IdempotencyConflictError,
+  InvalidCronError,
   InvalidCursorError,
   JobDataRejectedError,
   JobCanceledError,
   LeaseLostError,
   NonRetryableError,
   RetryAfterError,
+  ScheduleNotFoundError,
   SchemaNotInstalledError,
   SchemaVersionMismatchError,
   SQLSTATE,
+  UnknownTimeZoneError,
   WorkerShutdownError,
   WorkerStateError,
   WorkhorseError,
@@ -41,6 +44,9 @@ export type {
   StandardSchemaResult,
   StandardSchemaV1,
 } from './standard-schema';
+export { DEFAULT_SCHEDULE_NAMESPACE } from './schedules/admin-operations';
+export { planSchedules } from './schedules/planner';
+export type * from './schedules/types';
 export { getSchemaStatus, installSchema, SCHEMA_VERSION, verifySchema, type SchemaStatus } from './schema';
 export { TransactionScope, type TransactionSource } from './transaction-scope';
 export * from './types';

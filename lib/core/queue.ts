@@ -1,6 +1,8 @@
 import type { Pool } from 'pg';
 import { fromPgError, WorkhorseValidationError } from './errors';
 import { definedRequest, isJobDefinition, type JobDefinition } from './job-definition';
+import { syncSchedules } from './schedules/sync';
+import type { ScheduleDefinition, SyncedSchedule } from './schedules/types';
 import type { EnqueueOptions, EnqueueRequest, Queryable } from './types';
 import { LIMITS, toWireRequest, type WireEnqueueRequest } from './validation';
 
@@ -57,6 +59,24 @@ export class Queue {
     });
     if (wire.length === 0) return [];
     return this.send(wire, client);
+  }
+
+  /**
+   * Makes `definitions` the desired state of the schedules of `namespace`, in one transaction
+   * under a lock per namespace: new keys are created, changed ones updated, keys no longer listed
+   * disabled (never deleted; listing them again enables them). Every change bumps the schedule's
+   * revision and is recorded in its history. Every definition is checked first (a bad cron
+   * expression is an `InvalidCronError`, an unknown zone an `UnknownTimeZoneError`, naming the
+   * schedule) and nothing is written unless all pass. Then the next occurrences are planned;
+   * workers' maintenance ticks fire them, each exactly once. See docs/schedules.md.
+   *
+   * @example
+   * await queue.syncSchedules('billing', [
+   *   { key: 'invoices.monthly', type: 'invoice.run', cron: '0 3 1 * *', timezone: 'Europe/Berlin' },
+   * ]);
+   */
+  async syncSchedules(namespace: string, definitions: readonly ScheduleDefinition[], client?: Queryable): Promise<SyncedSchedule[]> {
+    return syncSchedules(this.runner(client), namespace, definitions);
   }
 
   /**

@@ -18,6 +18,7 @@ import { failpoint } from './failpoints';
 import { Heartbeater, leaseFields, type HeldLease, type LeaseListener } from './heartbeater';
 import { Notifier } from './notifier';
 import type { Queue } from './queue';
+import { runTick } from './tick';
 import type { ErrorEnvelope, JsonValue, Queryable, RetryPolicy } from './types';
 import { checkInteger, checkName, checkRetryPolicy, toJsonText } from './validation';
 
@@ -1073,7 +1074,7 @@ export class Worker {
 
   private async tick(): Promise<void> {
     try {
-      await this.pool.query('SELECT workhorse.tick_v1()');
+      await runTick(this.pool);
     } catch (error) {
       this.reportError('tick', error as Error);
     }
