@@ -14,8 +14,9 @@
 -- * Per table, only the commands the protocol functions run (they are SECURITY INVOKER, so they
 --   use the caller's rights): SELECT and INSERT on the write-once tables (job, job_outcome,
 --   job_query, job_checkpoint, job_wait, job_redrive, job_event, attempt_history); SELECT,
---   INSERT, UPDATE and DELETE on job_runtime and enqueue_idempotency; SELECT, INSERT and UPDATE
---   on queue_control; SELECT on schema_version and the job_snapshot view.
+--   INSERT, UPDATE and DELETE on job_runtime, enqueue_idempotency and schedule_occurrence;
+--   SELECT, INSERT and UPDATE on queue_control and schedule; SELECT and INSERT on
+--   schedule_history; SELECT on schema_version and the job_snapshot view.
 -- * USAGE and SELECT on the sequences fence_seq, job_seq and history_seq.
 -- * EXECUTE on every function of the schema except internal SECURITY DEFINER helpers.
 -- The tables stay owned by the installer, so the role cannot ALTER, DROP or TRUNCATE them.
@@ -66,6 +67,11 @@ BEGIN
                  'workhorse.enqueue_idempotency TO %I', v_role);
   -- Queue pause and resume.
   EXECUTE format('GRANT SELECT, INSERT, UPDATE ON TABLE workhorse.queue_control TO %I', v_role);
+  -- Schedules: definitions are updated, never deleted; planned occurrences are dropped when a
+  -- definition changes and decided ones after 7 days; the history is written once.
+  EXECUTE format('GRANT SELECT, INSERT, UPDATE ON TABLE workhorse.schedule TO %I', v_role);
+  EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE workhorse.schedule_occurrence TO %I', v_role);
+  EXECUTE format('GRANT SELECT, INSERT ON TABLE workhorse.schedule_history TO %I', v_role);
   EXECUTE format('GRANT USAGE, SELECT ON SEQUENCE workhorse.fence_seq, workhorse.job_seq, '
                  'workhorse.history_seq TO %I', v_role);
 

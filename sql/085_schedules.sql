@@ -16,7 +16,7 @@
 -- tops the plan up. Any tick fires what is planned.
 
 CREATE TABLE workhorse.schedule (
-  id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
   namespace text NOT NULL,
   key text NOT NULL,
   -- The normalized definition (defaults filled in), as sync_schedules_v1 compares it: type, cron,
@@ -54,7 +54,7 @@ CREATE INDEX schedule_replan_idx ON workhorse.schedule (replan_at)
 -- within missedAfterMs and the catch-up mode left it out; `overlap`: the previous job was still
 -- live; `paused`).
 CREATE TABLE workhorse.schedule_occurrence (
-  schedule_id bigint NOT NULL REFERENCES workhorse.schedule (id),
+  schedule_id uuid NOT NULL REFERENCES workhorse.schedule (id),
   at timestamptz NOT NULL,
   state text NOT NULL,
   reason text,
@@ -78,8 +78,9 @@ CREATE INDEX schedule_occurrence_decided_idx ON workhorse.schedule_occurrence (a
 
 -- Every change of a schedule (a new revision), and every trigger (no new revision).
 CREATE TABLE workhorse.schedule_history (
-  id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-  schedule_id bigint NOT NULL REFERENCES workhorse.schedule (id),
+  -- From the history sequence, as job_event's ids: ordered by time of writing.
+  id bigint PRIMARY KEY DEFAULT nextval('workhorse.history_seq'),
+  schedule_id uuid NOT NULL REFERENCES workhorse.schedule (id),
   revision integer NOT NULL,
   at timestamptz NOT NULL,
   change text NOT NULL CHECK (change IN ('created', 'updated', 'disabled', 'enabled', 'paused', 'resumed', 'triggered')),
@@ -279,7 +280,7 @@ $$;
 -- the database's clock (`db_now`), which it plans by instead of its own. At most p_limit, those
 -- short the longest first; p_namespace narrows it to one namespace.
 CREATE FUNCTION workhorse.schedules_to_plan_v1(p_limit integer DEFAULT 100, p_namespace text DEFAULT NULL)
-RETURNS TABLE (schedule_id bigint, revision integer, cron text, timezone text, catch_up text, catch_up_limit integer,
+RETURNS TABLE (schedule_id uuid, revision integer, cron text, timezone text, catch_up text, catch_up_limit integer,
                missed_after_ms integer, planned_through timestamptz, db_now timestamptz)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
@@ -307,7 +308,7 @@ $$;
 -- got there first, or the definition changed meanwhile, and nothing is written. Returns
 -- `planned` or `stale`.
 CREATE FUNCTION workhorse.plan_schedule_v1(
-  p_schedule_id bigint, p_revision integer, p_after timestamptz, p_occurrences timestamptz[], p_replan_at timestamptz)
+  p_schedule_id uuid, p_revision integer, p_after timestamptz, p_occurrences timestamptz[], p_replan_at timestamptz)
 RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -388,7 +389,7 @@ RETURNS integer
 LANGUAGE plpgsql AS $$
 DECLARE
   v_now timestamptz := clock_timestamp();
-  v_id bigint;
+  v_id uuid;
   s workhorse.schedule;
   v_cutoff timestamptz;
   v_missed timestamptz[];
@@ -600,7 +601,7 @@ RETURNS TABLE (revision integer, at timestamptz, change text, definition jsonb, 
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
-  v_id bigint;
+  v_id uuid;
 BEGIN
   PERFORM workhorse.check_name(to_jsonb(p_namespace), 'namespace');
   PERFORM workhorse.check_name(to_jsonb(p_key), 'key');

@@ -50,6 +50,11 @@ BEGIN
                  'workhorse.enqueue_idempotency TO %I', v_role);
   -- Queue pause and resume.
   EXECUTE format('GRANT SELECT, INSERT, UPDATE ON TABLE workhorse.queue_control TO %I', v_role);
+  -- Schedules: definitions are updated, never deleted; planned occurrences are dropped when a
+  -- definition changes and decided ones after 7 days; the history is written once.
+  EXECUTE format('GRANT SELECT, INSERT, UPDATE ON TABLE workhorse.schedule TO %I', v_role);
+  EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE workhorse.schedule_occurrence TO %I', v_role);
+  EXECUTE format('GRANT SELECT, INSERT ON TABLE workhorse.schedule_history TO %I', v_role);
   EXECUTE format('GRANT USAGE, SELECT ON SEQUENCE workhorse.fence_seq, workhorse.job_seq, '
                  'workhorse.history_seq TO %I', v_role);
 

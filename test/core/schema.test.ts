@@ -419,7 +419,7 @@ describe('schema', () => {
         expect(first.rows[0].tick).toMatchObject({ skipped: false, promoted: expect.any(Number), recovered: expect.any(Number) });
 
         const other = await db.pool.query<{ tick: { skipped: boolean } }>('SELECT workhorse.tick_v1() AS tick');
-        expect(other.rows[0].tick).toEqual({ skipped: true });
+        expect(other.rows[0].tick).toEqual({ skipped: true, schedulesToPlan: false });
 
         await holder.query('COMMIT');
       } finally {

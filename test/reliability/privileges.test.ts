@@ -393,6 +393,9 @@ describe('an application role with the least-privilege grants', () => {
       job_snapshot: 'SELECT',
       job_wait: 'SELECT,INSERT',
       queue_control: 'SELECT,INSERT,UPDATE',
+      schedule: 'SELECT,INSERT,UPDATE',
+      schedule_history: 'SELECT,INSERT',
+      schedule_occurrence: 'SELECT,INSERT,UPDATE,DELETE',
       schema_version: 'SELECT',
     });
     const { rows: functions } = await db.pool.query<{ name: string }>(
