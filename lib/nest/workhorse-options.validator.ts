@@ -1,8 +1,22 @@
+import { InvalidCronError, UnknownTimeZoneError, WorkhorseValidationError } from '../core/errors';
+import { toWireSchedules } from '../core/schedules/definition';
+import { checkName } from '../core/validation';
 import { WorkhorseConfigurationError } from './workhorse-configuration.error';
 import type { WorkhorseModuleOptions } from './workhorse-module-options.interface';
 import { messages } from './workhorse.messages';
 
-const OPTION_KEYS = ['connectionString', 'pool', 'poolConfig', 'schema', 'worker', 'requestTransactions', 'transaction'] as const;
+const OPTION_KEYS = [
+  'connectionString',
+  'pool',
+  'poolConfig',
+  'schema',
+  'worker',
+  'requestTransactions',
+  'transaction',
+  'schedules',
+  'scheduleNamespace',
+  'syncSchedules',
+] as const;
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -52,5 +66,27 @@ export function validateModuleOptions(options: unknown): WorkhorseModuleOptions 
   if (transaction !== undefined && typeof (transaction as { current?: unknown } | null)?.current !== 'function') {
     fail(messages.badTransactionSource(transaction));
   }
+  checkScheduleOptions(options, fail);
   return options as WorkhorseModuleOptions;
+}
+
+// Schedules are checked as queue.syncSchedules checks them; a bad cron expression or zone is the
+// core's typed error (naming the schedule), anything else a configuration error.
+function checkScheduleOptions(options: Record<string, unknown>, fail: (message: string) => never): void {
+  const { schedules, scheduleNamespace, syncSchedules } = options;
+  if (syncSchedules !== undefined && typeof syncSchedules !== 'boolean') fail(messages.badSyncSchedules(syncSchedules));
+  if (schedules !== undefined && !Array.isArray(schedules)) fail(messages.badSchedules(schedules));
+  try {
+    if (scheduleNamespace !== undefined) checkName(scheduleNamespace, 'scheduleNamespace');
+  } catch (error) {
+    if (error instanceof WorkhorseValidationError) fail(messages.badScheduleNamespace(error.message.slice('scheduleNamespace: '.length)));
+    throw error;
+  }
+  try {
+    toWireSchedules('default', schedules ?? []);
+  } catch (error) {
+    if (error instanceof InvalidCronError || error instanceof UnknownTimeZoneError) throw error;
+    if (error instanceof WorkhorseValidationError) fail(messages.badSchedule(error.message.replace(/^definitions/, 'schedules')));
+    throw error;
+  }
 }
