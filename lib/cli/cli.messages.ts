@@ -109,6 +109,16 @@ export const messages = {
   queueResumed: (queue: string) => `Resumed queue ${queue}: workers claim its jobs again.`,
   queueNotPaused: (queue: string) => `Queue ${queue} was not paused; workers claim its jobs as before.`,
 
+  // ---- schedules --------------------------------------------------------------------------------
+  noSchedules: (namespace: string | undefined) =>
+    namespace === undefined ? 'No schedules.' : `No schedules in namespace ${namespace}.`,
+  scheduleCount: (count: number) => (count === 1 ? '1 schedule.' : `${count} schedules.`),
+  schedulePaused: (key: string) => `Paused schedule ${key}: its occurrences are skipped until it is resumed.`,
+  scheduleAlreadyPaused: (key: string) => `Schedule ${key} is already paused; nothing changed.`,
+  scheduleResumed: (key: string) => `Resumed schedule ${key}: it fires again from its next occurrence.`,
+  scheduleNotPaused: (key: string) => `Schedule ${key} was not paused; nothing changed.`,
+  scheduleTriggered: (key: string, jobId: string) => `Triggered schedule ${key}: enqueued job ${jobId}.`,
+
   // ---- anything else ----------------------------------------------------------------------------
   unexpected: (reason: string) => `unexpected error: ${reason}`,
 };
