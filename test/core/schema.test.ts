@@ -22,6 +22,9 @@ const TABLES = [
   'attempt_history',
   'job_event_default',
   'attempt_history_default',
+  'schedule',
+  'schedule_occurrence',
+  'schedule_history',
 ];
 
 const FUNCTIONS = [
@@ -44,6 +47,14 @@ const FUNCTIONS = [
   'get_job_v1',
   'list_jobs_v1',
   'get_timeline_v1',
+  'sync_schedules_v1',
+  'schedules_to_plan_v1',
+  'plan_schedule_v1',
+  'pause_schedule_v1',
+  'resume_schedule_v1',
+  'trigger_schedule_v1',
+  'list_schedules_v1',
+  'get_schedule_history_v1',
 ];
 
 /** Every object of the workhorse schema with its definition, to prove a call changed nothing. */
