@@ -478,34 +478,11 @@ BEGIN
 END
 $$;
 
--- Pauses a schedule: its occurrences are skipped (as `paused`) until it is resumed. Pausing a
--- paused schedule changes nothing. Returns whether it changed.
-CREATE FUNCTION workhorse.pause_schedule_v1(p_namespace text, p_key text, p_actor text DEFAULT NULL, p_reason text DEFAULT NULL)
-RETURNS boolean
-LANGUAGE plpgsql AS $$
-DECLARE
-  s workhorse.schedule;
-  v_now timestamptz := clock_timestamp();
-BEGIN
-  PERFORM workhorse.check_actor(p_actor, p_reason);
-  s := workhorse.lock_schedule(p_namespace, p_key);
-  IF s.paused_at IS NOT NULL THEN
-    RETURN false;
-  END IF;
-  UPDATE workhorse.schedule
-     SET paused_at = v_now, paused_by = p_actor, pause_reason = p_reason, revision = revision + 1, updated_at = v_now
-   WHERE id = s.id
-  RETURNING * INTO s;
-  INSERT INTO workhorse.schedule_history (schedule_id, revision, at, change, actor, reason)
-  VALUES (s.id, s.revision, v_now, 'paused', p_actor, p_reason);
-  RETURN true;
-END
-$$;
-
--- Resumes a paused schedule from its next occurrence after now: what came due while it was
--- paused is skipped (as `paused`), never caught up. Resuming a running schedule changes nothing.
--- Returns whether it changed.
-CREATE FUNCTION workhorse.resume_schedule_v1(p_namespace text, p_key text, p_actor text DEFAULT NULL, p_reason text DEFAULT NULL)
+-- Pauses (p_pause) or resumes a schedule; returns whether it changed (pausing a paused schedule,
+-- or resuming a running one, changes nothing). A resumed schedule continues from its next
+-- occurrence after now: what came due while it was paused is skipped (as `paused`), never caught
+-- up, and a plan that ran out meanwhile starts again after now.
+CREATE FUNCTION workhorse.set_schedule_paused(p_namespace text, p_key text, p_pause boolean, p_actor text, p_reason text)
 RETURNS boolean
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -515,21 +492,46 @@ DECLARE
 BEGIN
   PERFORM workhorse.check_actor(p_actor, p_reason);
   s := workhorse.lock_schedule(p_namespace, p_key);
-  IF s.paused_at IS NULL THEN
+  IF (s.paused_at IS NOT NULL) = p_pause THEN
     RETURN false;
   END IF;
-  UPDATE workhorse.schedule_occurrence
-     SET state = 'skipped', reason = 'paused', revision = s.revision, decided_at = v_now
-   WHERE schedule_id = s.id AND state = 'planned' AND at <= v_now;
+  IF NOT p_pause THEN
+    UPDATE workhorse.schedule_occurrence
+       SET state = 'skipped', reason = 'paused', revision = s.revision, decided_at = v_now
+     WHERE schedule_id = s.id AND state = 'planned' AND at <= v_now;
+  END IF;
   UPDATE workhorse.schedule
-     SET paused_at = NULL, paused_by = NULL, pause_reason = NULL, revision = revision + 1, updated_at = v_now,
-         planned_through = greatest(planned_through, v_now),
-         replan_at = CASE WHEN planned_through <= v_now THEN '-infinity' ELSE replan_at END
+     SET paused_at = CASE WHEN p_pause THEN v_now END,
+         paused_by = CASE WHEN p_pause THEN p_actor END,
+         pause_reason = CASE WHEN p_pause THEN p_reason END,
+         revision = revision + 1, updated_at = v_now,
+         planned_through = CASE WHEN p_pause THEN planned_through ELSE greatest(planned_through, v_now) END,
+         replan_at = CASE WHEN NOT p_pause AND planned_through <= v_now THEN '-infinity' ELSE replan_at END
    WHERE id = s.id
   RETURNING * INTO s;
   INSERT INTO workhorse.schedule_history (schedule_id, revision, at, change, actor, reason)
-  VALUES (s.id, s.revision, v_now, 'resumed', p_actor, p_reason);
+  VALUES (s.id, s.revision, v_now, CASE WHEN p_pause THEN 'paused' ELSE 'resumed' END, p_actor, p_reason);
   RETURN true;
+END
+$$;
+
+-- Pauses a schedule: its occurrences are skipped (as `paused`) until it is resumed. Returns
+-- whether it changed.
+CREATE FUNCTION workhorse.pause_schedule_v1(p_namespace text, p_key text, p_actor text DEFAULT NULL, p_reason text DEFAULT NULL)
+RETURNS boolean
+LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN workhorse.set_schedule_paused(p_namespace, p_key, true, p_actor, p_reason);
+END
+$$;
+
+-- Resumes a paused schedule from its next occurrence after now (nothing is caught up). Returns
+-- whether it changed.
+CREATE FUNCTION workhorse.resume_schedule_v1(p_namespace text, p_key text, p_actor text DEFAULT NULL, p_reason text DEFAULT NULL)
+RETURNS boolean
+LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN workhorse.set_schedule_paused(p_namespace, p_key, false, p_actor, p_reason);
 END
 $$;
 

@@ -79,20 +79,18 @@ async function list({ args, pool, output }: CommandContext): Promise<ExitCode> {
   return EXIT.ok;
 }
 
-async function pause({ args, pool, output }: CommandContext): Promise<ExitCode> {
-  const { key, namespace } = target(args);
-  const changed = await onSchedule(pool, () => new Admin(pool).pauseSchedule(key, { namespace, ...actorOptions(args) }));
-  if (output.json) output.document({ key, namespace: namespace ?? 'default', changed });
-  else output.text(changed ? messages.schedulePaused(key) : messages.scheduleAlreadyPaused(key));
-  return EXIT.ok;
-}
-
-async function resume({ args, pool, output }: CommandContext): Promise<ExitCode> {
-  const { key, namespace } = target(args);
-  const changed = await onSchedule(pool, () => new Admin(pool).resumeSchedule(key, { namespace, ...actorOptions(args) }));
-  if (output.json) output.document({ key, namespace: namespace ?? 'default', changed });
-  else output.text(changed ? messages.scheduleResumed(key) : messages.scheduleNotPaused(key));
-  return EXIT.ok;
+/** `pause` or `resume`: says whether the schedule changed. */
+function setPaused(pause: boolean) {
+  return async ({ args, pool, output }: CommandContext): Promise<ExitCode> => {
+    const { key, namespace } = target(args);
+    const admin = new Admin(pool);
+    const options = { namespace, ...actorOptions(args) };
+    const changed = await onSchedule(pool, () => (pause ? admin.pauseSchedule(key, options) : admin.resumeSchedule(key, options)));
+    if (output.json) output.document({ key, namespace: namespace ?? 'default', changed });
+    else if (pause) output.text(changed ? messages.schedulePaused(key) : messages.scheduleAlreadyPaused(key));
+    else output.text(changed ? messages.scheduleResumed(key) : messages.scheduleNotPaused(key));
+    return EXIT.ok;
+  };
 }
 
 async function trigger({ args, pool, output }: CommandContext): Promise<ExitCode> {
@@ -127,7 +125,7 @@ export const schedulesCommands: CommandGroup = {
       positionals: [KEY],
       options: [NAMESPACE, ACTOR, REASON],
       examples: ['workhorse schedules pause reports.nightly --reason "month-end freeze"'],
-      run: pause,
+      run: setPaused(true),
     },
     {
       name: 'resume',
@@ -136,7 +134,7 @@ export const schedulesCommands: CommandGroup = {
       positionals: [KEY],
       options: [NAMESPACE, ACTOR, REASON],
       examples: ['workhorse schedules resume reports.nightly'],
-      run: resume,
+      run: setPaused(false),
     },
     {
       name: 'trigger',
