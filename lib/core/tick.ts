@@ -27,6 +27,10 @@ export interface TickResult {
  */
 export async function runTick(pool: Pool): Promise<TickResult> {
   const client = await pool.connect();
+  // A checked-out client whose connection breaks emits `error`, which would crash the process
+  // without a listener; the failure reaches the caller through the query instead.
+  const ignore = (): void => undefined;
+  client.on('error', ignore);
   let result: TickResult;
   let failure: Error | undefined;
   try {
@@ -39,6 +43,7 @@ export async function runTick(pool: Pool): Promise<TickResult> {
     await client.query('ROLLBACK').catch(() => undefined);
     throw error;
   } finally {
+    client.off('error', ignore);
     // A connection that failed mid-tick is not given back to the pool.
     client.release(failure);
   }

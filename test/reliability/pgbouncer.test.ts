@@ -17,6 +17,7 @@ import {
   getSchemaStatus,
   installSchema,
   Queue,
+  SCHEMA_VERSION,
   Worker,
   type EnqueueRequest,
   type JobSnapshot,
@@ -144,7 +145,7 @@ describeWithPgBouncer('behind PgBouncer in transaction pooling mode', () => {
     extraPools.push(freshPool);
 
     await Promise.all([installSchema(freshPool), installSchema(freshPool)]);
-    expect(await getSchemaStatus(freshPool)).toEqual({ installed: 1, expected: 1, upToDate: true });
+    expect(await getSchemaStatus(freshPool)).toEqual({ installed: SCHEMA_VERSION, expected: SCHEMA_VERSION, upToDate: true });
     const { rows } = await fresh.pool.query<{ n: number }>(
       "SELECT count(*)::int AS n FROM pg_proc WHERE pronamespace = 'workhorse'::regnamespace AND proname = 'claim_many_v1'",
     );
