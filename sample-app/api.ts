@@ -7,7 +7,7 @@ import type { ConsoleLogger, INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AppModule } from './app.module';
 import { openSampleDatabase } from './database/sample-database';
-import { runEntryPoint } from './entry-point';
+import { logDashboard, runEntryPoint } from './entry-point';
 import { readSampleConfig } from './sample-config';
 import { createSampleLogger } from './sample-logger';
 
@@ -20,12 +20,19 @@ async function main(): Promise<void> {
   let app: INestApplication | undefined;
   try {
     app = await NestFactory.create(
-      AppModule.register({ databaseUrl: database.url, applicationName: 'sample-api', worker: false }),
+      AppModule.register({
+        databaseUrl: database.url,
+        applicationName: 'sample-api',
+        worker: false,
+        dashboard: { operatorToken: config.operatorToken },
+      }),
       { logger, abortOnError: false },
     );
     app.enableShutdownHooks();
     await app.listen(config.httpPort, config.httpHost);
-    logger.log(`Listening on ${await app.getUrl()}; no worker in this process (run npm run start:worker)`, 'Sample');
+    const url = await app.getUrl();
+    logger.log(`Listening on ${url}; no worker in this process (run npm run start:worker)`, 'Sample');
+    logDashboard(logger, url, config);
   } catch (error) {
     // Closing first lets a worker that already started drain while the database is still there.
     await app?.close().catch(() => undefined);

@@ -1,5 +1,6 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { WorkhorseModule, type WorkhorseWorkerOptions } from 'nestjs-workhorse';
+import { SampleDashboardModule } from './dashboard/sample-dashboard.module';
 import { OrdersModule } from './orders/orders.module';
 
 export interface AppOptions {
@@ -14,7 +15,15 @@ export interface AppOptions {
   applicationName: string;
   /** See `OrdersModuleOptions.labelDelayMs`. Default 0. */
   labelDelayMs?: number;
+  /**
+   * The operator dashboard at `/workhorse` (processes that serve HTTP), with the token that lets
+   * a request see job data and make changes (read-only without it); `false` for none.
+   */
+  dashboard: { operatorToken: string } | false;
 }
+
+/** Where the operator dashboard is served. */
+export const DASHBOARD_PATH = '/workhorse';
 
 /**
  * The sample application: one module, run three ways (`main.ts`: HTTP and worker in one process;
@@ -34,6 +43,7 @@ export class AppModule {
           worker: options.worker,
         }),
         OrdersModule.register({ labelDelayMs: options.labelDelayMs ?? 0 }),
+        ...(options.dashboard ? [SampleDashboardModule.register({ path: DASHBOARD_PATH, operatorToken: options.dashboard.operatorToken })] : []),
       ],
     };
   }

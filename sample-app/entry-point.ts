@@ -1,4 +1,5 @@
 import type { LoggerService } from '@nestjs/common';
+import { DASHBOARD_PATH } from './app.module';
 import type { WorkhorseWorkerOptions } from 'nestjs-workhorse';
 import type { SampleConfig } from './sample-config';
 
@@ -23,4 +24,10 @@ export function runEntryPoint(main: () => Promise<void>, logger: () => LoggerSer
     else process.stderr.write(`Start-up failed: ${text}\n`);
     process.exit(1);
   });
+}
+
+/** Tells where the dashboard is, and how to become its operator. */
+export function logDashboard(logger: LoggerService, url: string, config: SampleConfig): void {
+  logger.log(`Dashboard: ${url}${DASHBOARD_PATH}/ (read-only; job data hidden)`, 'Sample');
+  logger.log(`As operator (job data, redrive, pause): open ${url}/operator?token=${config.operatorToken} once in the browser`, 'Sample');
 }

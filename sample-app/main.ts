@@ -9,7 +9,7 @@ import type { ConsoleLogger, INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AppModule } from './app.module';
 import { openSampleDatabase } from './database/sample-database';
-import { runEntryPoint, workerOptions } from './entry-point';
+import { logDashboard, runEntryPoint, workerOptions } from './entry-point';
 import { readSampleConfig } from './sample-config';
 import { createSampleLogger } from './sample-logger';
 
@@ -27,6 +27,7 @@ async function main(): Promise<void> {
         applicationName: 'sample-app',
         worker: workerOptions(config),
         labelDelayMs: config.labelDelayMs,
+        dashboard: { operatorToken: config.operatorToken },
       }),
       { logger, abortOnError: false },
     );
@@ -35,6 +36,7 @@ async function main(): Promise<void> {
     await app.listen(config.httpPort, config.httpHost);
     const url = await app.getUrl();
     logger.log(`Listening on ${url} with a worker in this process`, 'Sample');
+    logDashboard(logger, url, config);
     logger.log(
       `Try: curl -s -X POST ${url}/orders -H 'content-type: application/json' ` +
         `-d '{"customer":"Ada Lovelace","item":"Loom cards","amountCents":4200}'`,

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 /**
  * The sample app's settings, all from environment variables, checked once at start-up so a typo
  * fails with the variable's name instead of a confusing error later.
@@ -13,6 +14,7 @@
  * | `SAMPLE_CONCURRENCY` | `5` | Jobs the worker runs at once. |
  * | `SAMPLE_LABEL_DELAY_MS` | `0` | The label stage waits this long first (the demo kills the worker then). |
  * | `SAMPLE_LOG_FORMAT` | `text` | `json`: one JSON object per log line. |
+ * | `SAMPLE_OPERATOR_TOKEN` | (random) | Lets a request see job data and make changes in the dashboard. |
  */
 export interface SampleConfig {
   databaseUrl: string | undefined;
@@ -24,6 +26,8 @@ export interface SampleConfig {
   concurrency: number;
   labelDelayMs: number;
   logFormat: 'text' | 'json';
+  /** Given, or drawn at random at start-up (and printed). */
+  operatorToken: string;
 }
 
 /** A variable that is set but unusable. */
@@ -62,5 +66,6 @@ export function readSampleConfig(env: NodeJS.ProcessEnv = process.env): SampleCo
     concurrency: integer(env, 'SAMPLE_CONCURRENCY', 5, 1, 100),
     labelDelayMs: integer(env, 'SAMPLE_LABEL_DELAY_MS', 0, 0, 3_600_000),
     logFormat,
+    operatorToken: optional(env, 'SAMPLE_OPERATOR_TOKEN') ?? randomBytes(12).toString('hex'),
   };
 }

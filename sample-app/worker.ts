@@ -29,6 +29,7 @@ async function main(): Promise<void> {
         applicationName: 'sample-worker',
         worker: workerOptions(config),
         labelDelayMs: config.labelDelayMs,
+        dashboard: false,
       }),
       { logger, abortOnError: false },
     );

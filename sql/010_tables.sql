@@ -151,6 +151,14 @@ CREATE TABLE workhorse.job_outcome (
 CREATE INDEX job_outcome_dead_letter_idx ON workhorse.job_outcome (finished_at DESC, job_id DESC)
   WHERE state = 'failed';
 
+-- Finished jobs over time (queue_activity_v1, the dashboard's charts). Outcomes are appended in
+-- finish order, so a BRIN index of a few kB finds the pages of a recent window; maintaining it
+-- costs an insert almost nothing (a new page range stays unsummarised until autovacuum reaches
+-- it), unlike a B-tree that every completion would write. minmax-multi keeps it selective when
+-- pages freed by retention are refilled with new outcomes.
+CREATE INDEX job_outcome_finished_idx ON workhorse.job_outcome
+  USING brin (finished_at timestamptz_minmax_multi_ops) WITH (autosummarize = on);
+
 -- Lineage of redriven dead letters: one row per redrive, idempotent per request id.
 CREATE TABLE workhorse.job_redrive (
   request_id text PRIMARY KEY,

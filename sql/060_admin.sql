@@ -4,7 +4,9 @@
 -- Cancels a job. A job that is not running ends `canceled` at once; for a running job the
 -- request is recorded and its worker is told on its next heartbeat (it stops the handler and
 -- acknowledges). Returns `canceled`, `cancel_requested`, `already_terminal` or `not_found`.
-CREATE FUNCTION workhorse.cancel_v1(p_job_id uuid, p_reason text DEFAULT NULL)
+-- p_actor (who asked, e.g. an operator of the dashboard) is recorded with the reason: in the
+-- `cancel_requested` event of a running job, in the cancellation envelope of any other.
+CREATE FUNCTION workhorse.cancel_v1(p_job_id uuid, p_reason text DEFAULT NULL, p_actor text DEFAULT NULL)
 RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -13,6 +15,9 @@ DECLARE
 BEGIN
   IF p_reason IS NOT NULL AND length(p_reason) > 1000 THEN
     PERFORM workhorse.raise_invalid('reason', 'must be at most 1000 characters');
+  END IF;
+  IF p_actor IS NOT NULL AND length(p_actor) > 200 THEN
+    PERFORM workhorse.raise_invalid('actor', 'must be at most 200 characters');
   END IF;
   SELECT * INTO r FROM workhorse.job_runtime WHERE job_id = p_job_id FOR UPDATE;
   IF NOT FOUND THEN
@@ -27,13 +32,14 @@ BEGIN
       UPDATE workhorse.job_runtime SET cancel_requested_at = v_now, cancel_reason = p_reason WHERE job_id = p_job_id;
       INSERT INTO workhorse.job_event (job_id, at, kind, attempt, worker_id, fence_token, data)
       VALUES (p_job_id, v_now, 'cancel_requested', r.current_attempt, r.worker_id, r.fence_token,
-              jsonb_build_object('reason', p_reason));
+              jsonb_build_object('reason', p_reason) || jsonb_strip_nulls(jsonb_build_object('actor', p_actor)));
     END IF;
     RETURN 'cancel_requested';
   END IF;
   r.worker_id := NULL;
   PERFORM workhorse.finish_job(r, 'canceled', NULL,
-    jsonb_build_object('name', 'Canceled', 'message', coalesce(p_reason, 'canceled on request')), NULL, v_now);
+    jsonb_build_object('name', 'Canceled', 'message', coalesce(p_reason, 'canceled on request'))
+      || jsonb_strip_nulls(jsonb_build_object('actor', p_actor)), NULL, v_now);
   RETURN 'canceled';
 END
 $$;
@@ -66,34 +72,15 @@ $$;
 
 -- Pages through jobs newest first in creation order (keyset on job_query.seq: stable while jobs
 -- are added), optionally filtered by queue, type and current states. p_before_seq is the `seq`
--- of the last row of the previous page.
+-- of the last row of the previous page. The listing of list_jobs_v2 (080_operator_reads.sql)
+-- without its time window and scan bound, and without its continuation row.
 CREATE FUNCTION workhorse.list_jobs_v1(
   p_queue text DEFAULT NULL, p_type text DEFAULT NULL, p_states text[] DEFAULT NULL,
   p_limit integer DEFAULT 50, p_before_seq bigint DEFAULT NULL)
 RETURNS SETOF workhorse.job_snapshot
 LANGUAGE plpgsql STABLE AS $$
-DECLARE
-  v_where text := 'true';
 BEGIN
-  IF p_limit IS NULL OR p_limit < 1 OR p_limit > 1000 THEN
-    PERFORM workhorse.raise_invalid('limit', 'must be an integer from 1 to 1000');
-  END IF;
-  IF p_states IS NOT NULL AND NOT p_states <@ ARRAY['blocked', 'scheduled', 'ready', 'active', 'succeeded', 'failed', 'canceled'] THEN
-    PERFORM workhorse.raise_invalid('states', 'must list states among blocked, scheduled, ready, active, succeeded, failed, canceled');
-  END IF;
-  -- Built per call so the planner sees which filters are present and picks the matching index.
-  IF p_queue IS NOT NULL THEN v_where := v_where || ' AND q.queue = $1'; END IF;
-  IF p_type IS NOT NULL THEN v_where := v_where || ' AND q.type = $2'; END IF;
-  IF p_before_seq IS NOT NULL THEN v_where := v_where || ' AND q.seq < $5'; END IF;
-  IF p_states IS NOT NULL THEN v_where := v_where || ' AND s.state = ANY ($3)'; END IF;
-  RETURN QUERY EXECUTE
-    'SELECT s.*
-     FROM workhorse.job_query q
-     JOIN workhorse.job_snapshot s ON s.id = q.job_id
-     WHERE ' || v_where || '
-     ORDER BY q.seq DESC
-     LIMIT $4'
-  USING p_queue, p_type, p_states, p_limit, p_before_seq;
+  RETURN QUERY SELECT * FROM workhorse.list_jobs_v2(p_queue, p_type, p_states, p_limit, p_before_seq) AS s WHERE s.id IS NOT NULL;
 END
 $$;
 

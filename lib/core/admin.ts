@@ -4,8 +4,11 @@ import {
   JOB_STATES,
   type ActorOptions,
   type CancelResult,
+  type CheckpointEntry,
   type DeadLetterFilter,
   type ListDeadLettersOptions,
+  type QueueActivity,
+  type QueueActivityOptions,
   type QueueInfo,
   type RedriveManyOptions,
   type RedriveOptions,
@@ -232,10 +235,9 @@ export class Admin {
    * stable: jobs enqueued meanwhile do not shift later pages.
    */
   async listJobs(filter: ListJobsFilter = {}, client?: Queryable): Promise<Page<JobSnapshot>> {
+    const keys = ['queue', 'type', 'states', 'createdAfter', 'createdBefore', 'scanLimit', 'limit', 'cursor'];
     for (const key of Object.keys(filter)) {
-      if (!['queue', 'type', 'states', 'limit', 'cursor'].includes(key)) {
-        throw new WorkhorseValidationError(key, 'is not a listJobs filter (queue, type, states, limit, cursor)');
-      }
+      if (!keys.includes(key)) throw new WorkhorseValidationError(key, `is not a listJobs filter (${keys.join(', ')})`);
     }
     const queue = filter.queue === undefined ? null : checkName(filter.queue, 'queue');
     const type = filter.type === undefined ? null : checkName(filter.type, 'type');
@@ -247,33 +249,69 @@ export class Admin {
       states = filter.states;
     }
     const limit = filter.limit === undefined ? 50 : checkInteger(filter.limit, 'limit', 1, 1000);
+    const scanLimit = filter.scanLimit === undefined ? null : checkInteger(filter.scanLimit, 'scanLimit', 1, 1_000_000);
     const before = decodeCursor('jobs', filter.cursor);
-    const rows = await this.run<JobRow>(client, 'SELECT * FROM workhorse.list_jobs_v1($1, $2, $3, $4, $5)', [
+    const rows = await this.run<JobRow>(client, 'SELECT * FROM workhorse.list_jobs_v2($1, $2, $3, $4, $5, $6, $7, $8)', [
       queue,
       type,
       states,
       limit,
       before,
+      checkDate(filter.createdAfter, 'createdAfter'),
+      checkDate(filter.createdBefore, 'createdBefore'),
+      scanLimit,
     ]);
-    const last = rows[rows.length - 1];
-    return {
-      items: rows.map(toSnapshot),
-      nextCursor: rows.length === limit ? encodeCursor('jobs', last.seq) : null,
-    };
+    // A last row without an id says where the listing goes on (see list_jobs_v2).
+    const more = rows.length > 0 && rows[rows.length - 1].id === null ? rows.pop() : undefined;
+    return { items: rows.map(toSnapshot), nextCursor: more ? encodeCursor('jobs', more.seq) : null };
+  }
+
+  /** The checkpoints a job saved, oldest first, with their stored values. */
+  async listCheckpoints(jobId: string, client?: Queryable): Promise<CheckpointEntry[]> {
+    checkJobId(jobId);
+    const rows = await this.run<{ name: string; value: JsonValue | null; attempt: number; worker_id: string; created_at: Date }>(
+      client,
+      'SELECT name, value, attempt, worker_id, created_at FROM workhorse.read_checkpoints_v1($1)',
+      [jobId],
+    );
+    return rows.map((r) => ({ name: r.name, value: r.value, attempt: r.attempt, workerId: r.worker_id, createdAt: r.created_at }));
+  }
+
+  /**
+   * Finished jobs per queue and time bucket since `since`, by terminal state (buckets without
+   * any are left out). Its cost is that of the jobs finished in the window.
+   */
+  async queueActivity(options: QueueActivityOptions, client?: Queryable): Promise<QueueActivity[]> {
+    const since = checkDate(options?.since, 'since');
+    if (since === null) throw new WorkhorseValidationError('since', 'must be a valid Date');
+    const bucketSeconds = checkInteger(options.bucketSeconds, 'bucketSeconds', 1, 86_400);
+    const rows = await this.run<{ queue: string; bucket: Date; succeeded: string; failed: string; canceled: string }>(
+      client,
+      'SELECT * FROM workhorse.queue_activity_v1($1, $2)',
+      [since, bucketSeconds],
+    );
+    return rows.map((r) => ({
+      queue: r.queue,
+      bucket: r.bucket,
+      succeeded: Number(r.succeeded),
+      failed: Number(r.failed),
+      canceled: Number(r.canceled),
+    }));
   }
 
   /**
    * Cancels a job: at once if it is not running; otherwise its worker is told to stop (the
    * handler's `ctx.signal` aborts) and the job ends `canceled` when the worker acknowledges.
+   * `actor` and `reason` are recorded: in the `cancel_requested` event of a running job, in the
+   * cancellation envelope (the job's `error`) of any other.
    */
-  async cancel(jobId: string, options: { reason?: string } = {}, client?: Queryable): Promise<CancelResult> {
+  async cancel(jobId: string, options: ActorOptions = {}, client?: Queryable): Promise<CancelResult> {
     checkJobId(jobId);
-    if (options.reason !== undefined && (typeof options.reason !== 'string' || options.reason.length > 1000)) {
-      throw new WorkhorseValidationError('reason', 'must be a string of at most 1000 characters');
-    }
-    const rows = await this.run<{ status: CancelResult }>(client, 'SELECT workhorse.cancel_v1($1, $2) AS status', [
+    checkActor(options);
+    const rows = await this.run<{ status: CancelResult }>(client, 'SELECT workhorse.cancel_v1($1, $2, $3) AS status', [
       jobId,
       options.reason ?? null,
+      options.actor ?? null,
     ]);
     return rows[0].status;
   }

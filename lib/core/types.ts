@@ -154,6 +154,17 @@ export interface ListJobsFilter {
   queue?: string;
   type?: string;
   states?: JobState[];
+  /** Jobs created at or after this time. */
+  createdAfter?: Date;
+  /** Jobs created before this time. */
+  createdBefore?: Date;
+  /**
+   * Examine at most this many jobs (1 to 1,000,000; in creation order, through the queue's or
+   * the type's index) for one page, so that a filter that rarely matches answers in bounded
+   * time: the page may then hold fewer than `limit` jobs while `nextCursor` is not null (read
+   * on to search older jobs). Default: no bound.
+   */
+  scanLimit?: number;
   /** 1 to 1000, default 50. */
   limit?: number;
   cursor?: string;
@@ -220,4 +231,30 @@ export interface QueueInfo {
   scheduled: number;
   active: number;
   blocked: number;
+}
+
+/** A checkpoint a job saved: its name, stored value and who saved it when. */
+export interface CheckpointEntry {
+  name: string;
+  value: JsonValue | null;
+  attempt: number;
+  workerId: string;
+  createdAt: Date;
+}
+
+/** Finished jobs of one queue in one time bucket, by terminal state. */
+export interface QueueActivity {
+  queue: string;
+  /** Start of the bucket. */
+  bucket: Date;
+  succeeded: number;
+  failed: number;
+  canceled: number;
+}
+
+export interface QueueActivityOptions {
+  /** Start of the first bucket; within the last 31 days. */
+  since: Date;
+  /** Length of a bucket, 1 to 86400 seconds. */
+  bucketSeconds: number;
 }

@@ -246,7 +246,10 @@ describe('getJobTimeline', () => {
     const cursor = first.nextCursor as string;
     const decoded = Buffer.from(cursor, 'base64url').toString('utf8');
 
+    // A second job in that queue, so that a listing of one job per page has a next page.
+    await queue.enqueue('timeline-cursor.other', {}, { queue: 'timeline-cursor' });
     const listCursor = (await admin.listJobs({ queue: 'timeline-cursor', limit: 1 })).nextCursor;
+    expect(listCursor).not.toBeNull();
     const tampered = [
       'not a cursor',
       Buffer.from(`${decoded}; DROP TABLE workhorse.job`, 'utf8').toString('base64url'),

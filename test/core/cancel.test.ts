@@ -364,3 +364,28 @@ describe('jobs that cannot be canceled', () => {
     expect(leftovers.rowCount).toBe(0);
   });
 });
+
+describe('who canceled', () => {
+  it('records the actor with the reason: in the envelope of a waiting job, in the request of a running one', async () => {
+    const waiting = await queue.enqueue('cancel.actor', {}, { queue: 'cancel-actor' });
+    expect(await admin.cancel(waiting, { actor: 'ops:ada', reason: 'duplicate order' })).toBe('canceled');
+    expect((await outcome(waiting))?.error).toEqual({ name: 'Canceled', message: 'duplicate order', actor: 'ops:ada' });
+    expect((await events(waiting)).map((e) => e.kind)).toEqual(['enqueued', 'canceled']);
+
+    const running = await queue.enqueue('cancel.actor', {}, { queue: 'cancel-actor' });
+    await claimOne(db.pool, 'cancel-actor', { workerId: WORKER });
+    expect(await admin.cancel(running, { actor: 'ops:bob', reason: 'customer withdrew' })).toBe('cancel_requested');
+    expect((await events(running)).find((e) => e.kind === 'cancel_requested')?.data).toEqual({ reason: 'customer withdrew', actor: 'ops:bob' });
+    // Without an actor nothing more is recorded than before.
+    const plain = await queue.enqueue('cancel.actor', {}, { queue: 'cancel-actor' });
+    await admin.cancel(plain, { reason: 'plain' });
+    expect((await outcome(plain))?.error).toEqual({ name: 'Canceled', message: 'plain' });
+  });
+
+  it('refuses an actor that is not a string of at most 200 characters, naming it', async () => {
+    const id = await queue.enqueue('cancel.actor', {}, { queue: 'cancel-actor-bad' });
+    await expect(admin.cancel(id, { actor: 'x'.repeat(201) })).rejects.toMatchObject({ field: 'actor' });
+    await expect(admin.cancel(id, { actor: 5 as unknown as string })).rejects.toMatchObject({ field: 'actor' });
+    expect(await hasRuntime(id)).toBe(true);
+  });
+});

@@ -43,6 +43,7 @@ describe('sample app over HTTP', () => {
         databaseUrl: db.url,
         applicationName: APPLICATION_NAME,
         worker: { concurrency: 2, pollMs: 50 },
+        dashboard: false,
       }),
       { logger: false, abortOnError: false },
     );

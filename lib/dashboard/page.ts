@@ -1,0 +1,109 @@
+import type { IncomingMessage } from 'node:http';
+import type { Admin } from '../core/admin';
+import type { DashboardAction } from './dashboard-actions';
+import type { Html } from './html';
+
+/** What a page shows: its title and its main content (the layout adds the rest). */
+export interface PageView {
+  title: string;
+  body: Html;
+  /** HTTP status of the page; default 200. */
+  status?: number;
+}
+
+/** A file a page answers with instead of a view (a job's whole payload as JSON). */
+export interface FileView {
+  file: { name: string; contentType: string; body: string };
+}
+
+/** A value for a query parameter of a link: left out when undefined or empty. */
+export type QueryValue = string | number | readonly string[] | undefined | null;
+
+/** Everything a page may use to answer one request. */
+export interface PageContext {
+  readonly request: IncomingMessage;
+  readonly admin: Admin;
+  /** The values of the route's `:name` segments, decoded. */
+  readonly params: Readonly<Record<string, string>>;
+  readonly query: URLSearchParams;
+  readonly now: Date;
+  /** True when changes are switched off for the whole dashboard. */
+  readonly readOnly: boolean;
+  /** The CSRF token every change form carries (see `changeForm`). */
+  readonly csrfToken: string;
+  /**
+   * A link to a dashboard path (`jobs`, `jobs/<id>`), relative to the current page, so the
+   * dashboard works under any mount point and behind proxies that add a prefix.
+   */
+  href(path: string, query?: Record<string, QueryValue>): string;
+  /** Asks `authorize` (once per action and request). */
+  can(action: DashboardAction): Promise<boolean>;
+  /** True when the viewer may do the change: not read-only, and `authorize` allows it. */
+  mayChange(action: DashboardAction): Promise<boolean>;
+  /** Memoises `load` under `key` for `ttlMs` across requests (reads that many viewers repeat). */
+  cached<T>(key: string, ttlMs: number, load: () => Promise<T>): Promise<T>;
+}
+
+/** The context of a change: the posted form and who is acting. */
+export interface ActionContext extends PageContext {
+  readonly form: URLSearchParams;
+  /** Recorded with the change (the `actor` option). */
+  readonly actor: string;
+}
+
+/** What a change answers: a redirect (Post/Redirect/Get) or a page of its own (a preview, a result). */
+export type ActionResult = { redirect: string } | { view: PageView };
+
+/** A change a page offers, posted to the page's own route with the field `do` set to its name. */
+export interface PageAction {
+  /** What `authorize` is asked before it runs. */
+  action: DashboardAction;
+  run(context: ActionContext): Promise<ActionResult>;
+}
+
+/**
+ * One page of the dashboard: a route, a view and the changes it offers. Adding a page (the
+ * schedules, workers and human-wait pages to come) is one more entry in `DASHBOARD_PAGES`.
+ */
+export interface DashboardPage {
+  /** Path below the mount point, with `:name` segments: `''` (overview), `jobs`, `jobs/:id`. */
+  route: string;
+  /** Label in the navigation bar; pages without one are reached by links. */
+  nav?: string;
+  render(context: PageContext): Promise<PageView | FileView>;
+  /** Changes, by the name the form posts in its `do` field. */
+  actions?: Readonly<Record<string, PageAction>>;
+}
+
+/** A page an incoming path matched, with the values of its `:name` segments. */
+export interface MatchedPage {
+  page: DashboardPage;
+  params: Record<string, string>;
+}
+
+/**
+ * The page whose route matches a dashboard path (`/jobs/abc`), or null. A segment that is not
+ * valid percent-encoding matches nothing.
+ */
+export function matchPage(pages: readonly DashboardPage[], path: string): MatchedPage | null {
+  const segments = path.split('/').filter((segment) => segment !== '');
+  for (const page of pages) {
+    const pattern = page.route.split('/').filter((segment) => segment !== '');
+    if (pattern.length !== segments.length) continue;
+    const params: Record<string, string> = {};
+    let matched = true;
+    for (let i = 0; i < pattern.length && matched; i += 1) {
+      if (pattern[i].startsWith(':')) {
+        try {
+          params[pattern[i].slice(1)] = decodeURIComponent(segments[i]);
+        } catch {
+          matched = false;
+        }
+      } else {
+        matched = pattern[i] === segments[i];
+      }
+    }
+    if (matched) return { page, params };
+  }
+  return null;
+}

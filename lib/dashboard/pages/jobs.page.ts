@@ -1,0 +1,87 @@
+import { WorkhorseValidationError } from '../../core/errors';
+import { JOB_STATES, type JobSnapshot, type ListJobsFilter } from '../../core/types';
+import { stateBadge, time } from '../format';
+import { html, type Html } from '../html';
+import { table } from '../layout';
+import type { DashboardPage, PageContext } from '../page';
+import { optionalName, optionalTime, pageSize, pager, states, timeFieldValue } from './listing';
+
+/**
+ * How many jobs one page of the listing may examine. A filter that matches rarely (a state few
+ * jobs are in, a queue and a type together) then answers in bounded time, however long the
+ * history, and the page offers to search further back.
+ */
+export const JOB_SCAN_LIMIT = 10_000;
+
+function filterOf(query: URLSearchParams): ListJobsFilter {
+  return {
+    queue: optionalName(query, 'queue'),
+    type: optionalName(query, 'type'),
+    states: states(query),
+    createdAfter: optionalTime(query, 'after'),
+    createdBefore: optionalTime(query, 'before'),
+  };
+}
+
+function filterForm(context: PageContext, filter: ListJobsFilter, error: string | null): Html {
+  const chosen = new Set(filter.states ?? []);
+  const q = context.query;
+  return html`<form method="get" action="${context.href('jobs')}" class="filters">
+    <label>Queue <input name="queue" value="${q.get('queue') ?? ''}" maxlength="128"></label>
+    <label>Type <input name="type" value="${q.get('type') ?? ''}" maxlength="128"></label>
+    <fieldset><legend>State</legend>${JOB_STATES.map(
+      (state) => html`<label class="check"><input type="checkbox" name="state" value="${state}"${chosen.has(state) ? html` checked` : ''}>${state}</label>`,
+    )}</fieldset>
+    <label>Created after (UTC) <input type="datetime-local" name="after" value="${timeFieldValue(filter.createdAfter)}"></label>
+    <label>Created before (UTC) <input type="datetime-local" name="before" value="${timeFieldValue(filter.createdBefore)}"></label>
+    <label>Per page <select name="limit">${[25, 50, 100].map((n) => html`<option${n === pageSize(q) ? html` selected` : ''}>${n}</option>`)}</select></label>
+    <button type="submit">Filter</button> <a href="${context.href('jobs')}">Clear</a>
+    ${error && html`<p class="error" role="alert">${error}</p>`}
+  </form>`;
+}
+
+/** A row of the job listing. */
+function jobRow(context: PageContext, job: JobSnapshot, extra: Html = html``): Html {
+  return html`<tr>
+    ${extra}
+    <td class="id"><a href="${context.href(`jobs/${job.id}`)}">${job.id}</a></td>
+    <td>${job.type}</td>
+    <td><a href="${context.href('jobs', { queue: job.queue })}">${job.queue}</a></td>
+    <td>${stateBadge(job.state)}</td>
+    <td class="num">${job.currentAttempt}/${job.maxAttempts}</td>
+    <td>${time(job.createdAt)}</td>
+    <td>${time(job.finishedAt ?? job.runAt)}</td>
+  </tr>`;
+}
+
+const JOB_COLUMNS = ['Job', 'Type', 'Queue', 'State', 'Attempt', 'Created', 'Run at / finished'];
+
+/** Jobs newest first, filtered by queue, type, states and creation time, a page at a time. */
+export const jobsPage: DashboardPage = {
+  route: 'jobs',
+  nav: 'Jobs',
+  async render(context) {
+    let filter: ListJobsFilter = {};
+    try {
+      filter = filterOf(context.query);
+      const limit = pageSize(context.query);
+      const page = await context.admin.listJobs({
+        ...filter,
+        limit,
+        scanLimit: JOB_SCAN_LIMIT,
+        cursor: context.query.get('cursor') ?? undefined,
+      });
+      const partial = page.nextCursor !== null && page.items.length < limit;
+      return {
+        title: 'Jobs',
+        body: html`${filterForm(context, filter, null)}
+          ${table(JOB_COLUMNS, page.items.map((job) => jobRow(context, job)), partial ? 'No matching job among the jobs searched so far.' : 'No job matches.')}
+          ${pager(context, 'jobs', page.nextCursor, partial ? `Search older jobs (${JOB_SCAN_LIMIT.toLocaleString('en')} at a time)` : 'Next page')}
+          ${partial && html`<p class="muted">Each page examines at most ${JOB_SCAN_LIMIT.toLocaleString('en')} jobs, newest first, so that a rare match does not search the whole history at once.</p>`}`,
+      };
+    } catch (error) {
+      if (!(error instanceof WorkhorseValidationError)) throw error;
+      return { title: 'Jobs', status: 400, body: filterForm(context, filter, error.message) };
+    }
+  },
+};

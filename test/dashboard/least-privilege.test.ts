@@ -1,0 +1,73 @@
+/**
+ * The dashboard needs nothing but the protocol: served through a login role that holds only the
+ * library's grants (no superuser, no ownership), every page renders and every change goes
+ * through, recorded with its actor.
+ */
+import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Admin, grantAppRole, NonRetryableError, Pool, Queue, Worker } from '../../lib/core';
+import { createDashboardHandler } from '../../lib/dashboard/handler';
+import { createTestDatabase, withAdminClient, type TestDatabase } from '../support/db';
+import { FormClient } from './form-client';
+
+let db: TestDatabase;
+let role: string;
+let rolePool: Pool;
+let server: Server;
+let client: FormClient;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  role = `wh_dashboard_${randomBytes(6).toString('hex')}`;
+  const password = randomBytes(12).toString('hex');
+  await withAdminClient((admin) => admin.query(`CREATE ROLE ${role} LOGIN PASSWORD '${password}'`));
+  await grantAppRole(db.pool, role);
+  const url = new URL(db.url);
+  url.username = role;
+  url.password = password;
+  rolePool = new Pool({ connectionString: url.toString(), max: 5 });
+  rolePool.on('error', () => undefined);
+
+  const handler = createDashboardHandler({ admin: new Admin(rolePool), path: '/ops', authorize: () => true, actor: () => 'ops:least' });
+  server = createServer((request, response) => void handler(request, response));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  client = new FormClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}/ops/`);
+});
+
+afterAll(async () => {
+  await new Promise((resolve) => server?.close(resolve));
+  await rolePool?.end();
+  await db?.drop();
+  if (role) await withAdminClient((admin) => admin.query(`DROP ROLE IF EXISTS ${role}`));
+});
+
+it('renders every page and carries out every change as a role with the library grants only', async () => {
+  const queue = new Queue(db.pool);
+  const dead = await queue.enqueue('sync.run', { n: 1 }, { queue: 'sync' });
+  await new Worker(queue, { queues: ['sync'] })
+    .handle('sync.run', () => {
+      throw new NonRetryableError('remote down');
+    })
+    .runOnce();
+  const waiting = await queue.enqueue('sync.run', { n: 2 }, { queue: 'sync', runAt: new Date(Date.now() + 60_000) });
+
+  for (const path of ['', '?window=24h', 'jobs', 'jobs?state=failed&after=2020-01-01T00:00', `jobs/${dead}`, `jobs/${dead}/payload.json`, 'dead-letters', 'queues']) {
+    const page = await client.get(path);
+    expect([path, page.status]).toEqual([path, 200]);
+  }
+  expect((await client.get('')).text).not.toContain('Too many jobs');
+
+  expect((await client.post('queues', { do: 'pause', queue: 'sync', reason: 'least privilege' })).status).toBe(303);
+  expect((await client.post('queues', { do: 'resume', queue: 'sync', reason: 'done' })).status).toBe(303);
+  expect((await client.post(`jobs/${waiting}`, { do: 'cancel', reason: 'not needed' })).status).toBe(303);
+  const preview = await client.post('dead-letters', { do: 'preview-all', queue: 'sync' });
+  expect(preview.status).toBe(200);
+  const request = /name="request" value="([^"]+)"/.exec(preview.text)?.[1] ?? '';
+  expect((await client.post('dead-letters', { do: 'redrive', id: dead, request, reason: 'remote back' })).status).toBe(303);
+
+  const admin = new Admin(db.pool);
+  expect((await admin.getJob(dead))?.redrivenTo).toHaveLength(1);
+  expect((await admin.getJob(waiting))?.error).toMatchObject({ name: 'Canceled', actor: 'ops:least' });
+  expect((await admin.listQueues()).find((q) => q.queue === 'sync')).toMatchObject({ paused: false, changedBy: 'ops:least' });
+});
