@@ -454,11 +454,15 @@ END
 $$;
 
 -- True when some schedule's plan runs short: a TypeScript tick then plans (see lib/core/tick.ts).
+-- PL/pgSQL, not SQL: every tick calls it, and PostgreSQL before 18 plans a SQL function that it
+-- cannot inline on every call, where PL/pgSQL keeps the plan.
 CREATE FUNCTION workhorse.schedules_need_plan()
 RETURNS boolean
-LANGUAGE sql STABLE AS $$
-  SELECT EXISTS (SELECT 1 FROM workhorse.schedule s
-                 WHERE s.enabled AND s.paused_at IS NULL AND s.replan_at IS NOT NULL AND s.replan_at <= clock_timestamp())
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  RETURN EXISTS (SELECT 1 FROM workhorse.schedule s
+                 WHERE s.enabled AND s.paused_at IS NULL AND s.replan_at IS NOT NULL AND s.replan_at <= clock_timestamp());
+END
 $$;
 
 -- The schedule of (namespace, key), locked; P1010 when there is none.
