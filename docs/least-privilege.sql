@@ -15,8 +15,8 @@
 --   use the caller's rights): SELECT and INSERT on the write-once tables (job, job_outcome,
 --   job_query, job_checkpoint, job_wait, job_redrive, job_event, attempt_history); SELECT,
 --   INSERT, UPDATE and DELETE on job_runtime, enqueue_idempotency and schedule_occurrence;
---   SELECT, INSERT and UPDATE on queue_control and schedule; SELECT and INSERT on
---   schedule_history; SELECT on schema_version and the job_snapshot view.
+--   SELECT, INSERT and UPDATE on queue_control, handler_policy and schedule; SELECT and
+--   INSERT on schedule_history; SELECT on schema_version and the job_snapshot view.
 -- * USAGE and SELECT on the sequences fence_seq, job_seq and history_seq.
 -- * EXECUTE on every function of the schema except internal SECURITY DEFINER helpers.
 -- The tables stay owned by the installer, so the role cannot ALTER, DROP or TRUNCATE them.
@@ -65,8 +65,8 @@ BEGIN
   -- expiry of idempotency keys delete them.
   EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE workhorse.job_runtime, '
                  'workhorse.enqueue_idempotency TO %I', v_role);
-  -- Queue pause and resume.
-  EXECUTE format('GRANT SELECT, INSERT, UPDATE ON TABLE workhorse.queue_control TO %I', v_role);
+  -- Queue pause and resume; the retry policies workers register for their handlers.
+  EXECUTE format('GRANT SELECT, INSERT, UPDATE ON TABLE workhorse.queue_control, workhorse.handler_policy TO %I', v_role);
   -- Schedules: definitions are updated, never deleted; planned occurrences are dropped when a
   -- definition changes and decided ones after 7 days; the history is written once.
   EXECUTE format('GRANT SELECT, INSERT, UPDATE ON TABLE workhorse.schedule TO %I', v_role);

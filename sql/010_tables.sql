@@ -105,6 +105,12 @@ CREATE TABLE workhorse.job_runtime (
   execution_timeout_ms integer,
   -- The next claim continues the current attempt (after a durable sleep) instead of starting one.
   resuming boolean NOT NULL DEFAULT false,
+  -- While a job sleeps its attempt stays open, but no worker holds it: these keep the worker
+  -- that ran it last and when that run started, for the attempt's closing row if the job ends
+  -- (canceled, or failed by its deadline) before it wakes. Written when a job goes to sleep,
+  -- never by a claim; meaningless while `resuming` is false.
+  sleep_worker_id text,
+  sleep_attempt_started_at timestamptz,
   CONSTRAINT job_runtime_state_check CHECK (state IN ('blocked', 'scheduled', 'ready', 'active')),
   CONSTRAINT job_runtime_owner_check CHECK (
     CASE state
@@ -114,14 +120,20 @@ CREATE TABLE workhorse.job_runtime (
       ELSE worker_id IS NULL AND lease_expires_at IS NULL AND heartbeat_at IS NULL
            AND attempt_started_at IS NULL AND cancel_requested_at IS NULL AND attempt_deadline IS NULL
     END),
+  CONSTRAINT job_runtime_sleep_check CHECK (
+    state = 'active' OR NOT resuming OR (sleep_worker_id IS NOT NULL AND sleep_attempt_started_at IS NOT NULL)),
+  -- max_attempts starts as the job's own and grows by one with each released attempt (released
+  -- attempts are numbered and recorded, but do not count against the job's budget).
   CONSTRAINT job_runtime_attempt_check CHECK (current_attempt BETWEEN 0 AND max_attempts)
 ) WITH (fillfactor = 80);
 
 -- Dispatch: the claim walks this index in (priority DESC, seq) order and stops after LIMIT rows.
 CREATE INDEX job_runtime_ready_idx ON workhorse.job_runtime (queue, priority DESC, seq)
   WHERE state = 'ready';
--- Promotion of due delayed jobs.
-CREATE INDEX job_runtime_scheduled_idx ON workhorse.job_runtime (run_at)
+-- Promotion of due delayed jobs, in the order they became due and then in creation order (seq
+-- does not change while a job is scheduled): with seq in the key, jobs due at the same moment
+-- (a batch enqueued with one runAt) come out of the index in order, without a sort.
+CREATE INDEX job_runtime_scheduled_idx ON workhorse.job_runtime (run_at, seq)
   WHERE state = 'scheduled';
 -- Deadline enforcement; the column never changes after enqueue, so HOT renewals are unaffected.
 CREATE INDEX job_runtime_deadline_idx ON workhorse.job_runtime (deadline)
@@ -191,6 +203,21 @@ CREATE TABLE workhorse.queue_control (
   changed_at timestamptz NOT NULL,
   changed_by text,
   reason text
+);
+
+-- The retry policies of the handlers, as workers registered them when they started
+-- (register_handlers_v1), per queue and job type: the server applies them to the attempts it
+-- closes itself (execution timeouts and expired leases, in recover_expired_v1), which no worker
+-- reports. The last registration of a (queue, type) wins; see docs/decisions.md. Read only when
+-- maintenance closes an attempt, never by a claim.
+CREATE TABLE workhorse.handler_policy (
+  queue text NOT NULL,
+  type text NOT NULL,
+  -- Normalised; null: the handler has no policy of its own (the default applies).
+  retry_policy jsonb,
+  worker_id text NOT NULL,
+  registered_at timestamptz NOT NULL,
+  PRIMARY KEY (queue, type)
 );
 
 -- Routing projection for operator reads (Admin.listJobs): written once at enqueue, never by

@@ -234,21 +234,23 @@ BEGIN
 END
 $$;
 
--- The ownership rule: the row is active, worker id and fence token match, and neither the lease
--- nor the attempt's execution timeout has run out at p_now.
+-- The ownership rule: the row is active, worker id and fence token match, and neither the lease,
+-- nor the attempt's execution timeout, nor the job's deadline has run out at p_now. Past its
+-- deadline a job is over for its worker, as for the claim (which never starts it): a late write
+-- changes nothing and maintenance fails the job with DeadlineExceeded.
 CREATE FUNCTION workhorse.owns(r workhorse.job_runtime, p_worker_id text, p_fence bigint, p_now timestamptz)
 RETURNS boolean
 LANGUAGE sql IMMUTABLE AS $$
   SELECT r.state = 'active' AND r.worker_id = p_worker_id AND r.fence_token = p_fence
          AND r.lease_expires_at > p_now AND (r.attempt_deadline IS NULL OR r.attempt_deadline > p_now)
+         AND (r.deadline IS NULL OR r.deadline > p_now)
 $$;
 
--- Locks a job's runtime row and returns it only if the caller still owns the job: the row is
--- active and worker id, fence token and an unexpired lease all match. The clock is read after
--- the lock is granted, so a lease that ran out while we waited counts as lost.
+-- Locks a job's runtime row and returns it only if the caller still owns the job (see owns). The
+-- clock is read after the lock is granted, so a lease that ran out while we waited counts as lost.
 -- p_past_timeout lets the owner report its own timed-out attempt (the worker aborts the handler at
--- the execution timeout, so its report necessarily arrives just after it) while the lease holds
--- and recovery has not taken the job.
+-- the execution timeout, so its report necessarily arrives just after it) while the lease holds,
+-- the job's deadline has not passed and recovery has not taken the job.
 CREATE FUNCTION workhorse.lock_owned(p_job_id uuid, p_worker_id text, p_fence bigint, p_past_timeout boolean DEFAULT false)
 RETURNS workhorse.job_runtime
 LANGUAGE plpgsql AS $$
@@ -260,7 +262,7 @@ BEGIN
   v_now := clock_timestamp();
   IF NOT FOUND OR NOT (CASE WHEN p_past_timeout
                             THEN r.state = 'active' AND r.worker_id = p_worker_id AND r.fence_token = p_fence
-                                 AND r.lease_expires_at > v_now
+                                 AND r.lease_expires_at > v_now AND (r.deadline IS NULL OR r.deadline > v_now)
                             ELSE workhorse.owns(r, p_worker_id, p_fence, v_now) END) THEN
     RETURN NULL;
   END IF;
@@ -268,8 +270,11 @@ BEGIN
 END
 $$;
 
--- Ends a live job: deletes its runtime row and writes its outcome, the closing attempt (when an
--- attempt was running) and the terminal event, all in the caller's transaction.
+-- Ends a live job: deletes its runtime row and writes its outcome, the closing row of its open
+-- attempt (with outcome p_attempt_outcome) and the terminal event, all in the caller's
+-- transaction. An attempt is open while a worker runs it (`active`) and while the job sleeps
+-- (`resuming` outside `active`: the sleep columns say who ran it last and since when); every
+-- other live job has closed all the attempts it started.
 CREATE FUNCTION workhorse.finish_job(
   r workhorse.job_runtime, p_state text, p_result jsonb, p_error jsonb, p_attempt_outcome text, p_now timestamptz)
 RETURNS void
@@ -278,9 +283,10 @@ BEGIN
   DELETE FROM workhorse.job_runtime WHERE job_id = r.job_id;
   INSERT INTO workhorse.job_outcome (job_id, queue, state, result, error, final_attempt, fence_token, worker_id, finished_at, progress)
   VALUES (r.job_id, r.queue, p_state, p_result, p_error, r.current_attempt, r.fence_token, r.worker_id, p_now, r.progress);
-  IF p_attempt_outcome IS NOT NULL THEN
+  IF r.state = 'active' OR r.resuming THEN
     INSERT INTO workhorse.attempt_history (job_id, attempt, outcome, worker_id, fence_token, started_at, finished_at, error)
-    VALUES (r.job_id, r.current_attempt, p_attempt_outcome, r.worker_id, r.fence_token, r.attempt_started_at, p_now,
+    VALUES (r.job_id, r.current_attempt, p_attempt_outcome, coalesce(r.worker_id, r.sleep_worker_id), r.fence_token,
+            coalesce(r.attempt_started_at, r.sleep_attempt_started_at), p_now,
             CASE WHEN p_attempt_outcome <> 'succeeded' THEN p_error END);
   END IF;
   INSERT INTO workhorse.job_event (job_id, at, kind, attempt, worker_id, fence_token, data)
@@ -289,27 +295,75 @@ BEGIN
 END
 $$;
 
+-- The error envelope of a job ended by a cancel request.
+CREATE FUNCTION workhorse.cancel_error(p_reason text)
+RETURNS jsonb
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT jsonb_build_object('name', 'Canceled', 'message', coalesce(p_reason, 'canceled on request'))
+$$;
+
+-- Fails a live job whose deadline has passed, whatever its state, with DeadlineExceeded and no
+-- retry; an open attempt closes as `deadline`. Every function that finds a job past its
+-- deadline ends it this way, so the outcome is the same whoever gets there first.
+CREATE FUNCTION workhorse.fail_past_deadline(r workhorse.job_runtime, p_now timestamptz)
+RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM workhorse.finish_job(r, 'failed', NULL,
+    jsonb_build_object('name', 'DeadlineExceeded',
+      'message', format('the job did not finish by its deadline (%s)',
+                        to_char(r.deadline AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))),
+    'deadline', p_now);
+END
+$$;
+
 -- Moves a live job back to waiting: ready now (behind the jobs already waiting) or scheduled
--- for later. The owner columns are cleared. p_resuming: the next claim continues the current
--- attempt instead of starting a new one.
+-- for later. The owner columns are cleared. p_resuming: the attempt stays open and the next
+-- claim continues it (a durable sleep); the sleep columns keep who ran it and since when.
+-- p_extra_attempts grows the job's attempt budget (by one for an attempt given back by a release).
 CREATE FUNCTION workhorse.requeue_job(
-  p_job_id uuid, p_run_at timestamptz, p_now timestamptz, p_last_error jsonb, p_attempt_delta integer,
+  p_job_id uuid, p_run_at timestamptz, p_now timestamptz, p_last_error jsonb, p_extra_attempts integer,
   p_resuming boolean DEFAULT false)
 RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
   v_state text := CASE WHEN p_run_at <= p_now THEN 'ready' ELSE 'scheduled' END;
 BEGIN
+  -- (Every right-hand side reads the row as it was: the sleep columns get the old owner.)
   UPDATE workhorse.job_runtime
      SET state = v_state,
          seq = CASE WHEN v_state = 'ready' THEN nextval('workhorse.job_seq') ELSE seq END,
          run_at = greatest(p_run_at, p_now),
-         current_attempt = current_attempt + p_attempt_delta,
+         max_attempts = max_attempts + p_extra_attempts,
          resuming = p_resuming,
+         sleep_worker_id = CASE WHEN p_resuming THEN worker_id END,
+         sleep_attempt_started_at = CASE WHEN p_resuming THEN attempt_started_at END,
          worker_id = NULL, lease_expires_at = NULL, heartbeat_at = NULL, attempt_started_at = NULL,
          attempt_deadline = NULL, cancel_requested_at = NULL, cancel_reason = NULL,
          last_error = coalesce(p_last_error, last_error)
    WHERE job_id = p_job_id;
   RETURN v_state;
+END
+$$;
+
+-- The retry policy for a failed attempt of a job, and where it comes from: the job's own, else
+-- the handler's (p_handler_policy, as the worker that reports the failure gave it, else the one
+-- registered for the job's queue and type: see handler_policy), else the default. `counted` is
+-- the number of attempts that count against the job's budget so far (released ones do not),
+-- which sets an exponential delay.
+CREATE FUNCTION workhorse.retry_policy_of(
+  r workhorse.job_runtime, p_handler_policy jsonb, OUT policy jsonb, OUT source text, OUT counted integer)
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  SELECT coalesce(j.retry_policy, p_handler_policy, h.retry_policy),
+         CASE WHEN j.retry_policy IS NOT NULL THEN 'job'
+              WHEN coalesce(p_handler_policy, h.retry_policy) IS NOT NULL THEN 'handler'
+              ELSE 'default' END,
+         r.current_attempt - (r.max_attempts - j.max_attempts)
+    INTO policy, source, counted
+  FROM workhorse.job j
+  LEFT JOIN workhorse.handler_policy h ON h.queue = j.queue AND h.type = j.type
+  WHERE j.id = r.job_id;
+  policy := coalesce(policy, workhorse.normalize_retry_policy(NULL, 'retryPolicy'));
 END
 $$;

@@ -50,8 +50,8 @@ $$;
 
 -- Renews the leases of one worker's running jobs in one statement. Per lease: `accepted`,
 -- `cancel_requested` (renewed; the owner should stop and acknowledge), `busy` (not renewed this
--- round: another transaction holds the row, e.g. a transactional handler that saved a
--- checkpoint; try again next round) or `stale` (the worker lost the job and must stop writing
+-- round: another transaction holds the row, e.g. an owner write under way; try again next
+-- round) or `stale` (the worker lost the job and must stop writing
 -- for it). Only lease columns change, and they are in no index, so each renewal is a HOT update.
 CREATE FUNCTION workhorse.heartbeat_many_v1(p_worker_id text, p_leases jsonb, p_lease_ms integer)
 RETURNS TABLE (job_id uuid, status text, lease_expires_at timestamptz)
@@ -128,11 +128,12 @@ $$;
 -- Records a failed attempt. p_options: {"retryDelayMs"?: explicit delay for the next attempt,
 -- "nonRetryable"?: fail now whatever attempts remain, "attemptOutcome"?: "failed" | "timeout",
 -- "retryPolicy"?: the handler's policy, used when the job has none of its own}.
--- Retries follow the job's policy, else the handler's, else the default, while
--- current_attempt < max_attempts and the job's deadline allows; otherwise the job fails for good
--- with p_error as its error envelope. Returns the status (`retry_scheduled`, `failed`, `canceled`
--- or `stale`), and for a retry the next run time, the delay and its source (`explicit`, `job`,
--- `handler` or `default`).
+-- Retries follow the job's policy, else the handler's (the one given here, else the one
+-- registered for the job's queue and type by register_handlers_v1), else the default, while
+-- attempts remain and the next attempt could start before the job's deadline; otherwise the job
+-- fails for good with p_error as its error envelope. Returns the status (`retry_scheduled`,
+-- `failed`, `canceled` or `stale`), and for a retry the next run time, the delay and its source
+-- (`explicit`, `job`, `handler` or `default`).
 CREATE FUNCTION workhorse.fail_v1(
   p_job_id uuid, p_worker_id text, p_fence bigint, p_error jsonb, p_options jsonb DEFAULT '{}'::jsonb)
 RETURNS TABLE (status text, run_at timestamptz, delay_ms bigint, delay_source text)
@@ -187,18 +188,14 @@ BEGIN
   v_now := clock_timestamp();
 
   IF r.cancel_requested_at IS NOT NULL THEN
-    PERFORM workhorse.finish_job(r, 'canceled', NULL,
-      jsonb_build_object('name', 'Canceled', 'message', coalesce(r.cancel_reason, 'canceled on request')),
-      'canceled', v_now);
+    PERFORM workhorse.finish_job(r, 'canceled', NULL, workhorse.cancel_error(r.cancel_reason), 'canceled', v_now);
     RETURN QUERY SELECT 'canceled'::text, NULL::timestamptz, NULL::bigint, NULL::text;
     RETURN;
   END IF;
 
   IF v_delay IS NULL THEN
-    SELECT j.retry_policy INTO v_policy FROM workhorse.job j WHERE j.id = p_job_id;
-    v_source := CASE WHEN v_policy IS NOT NULL THEN 'job' WHEN v_handler_policy IS NOT NULL THEN 'handler' ELSE 'default' END;
-    v_delay := workhorse.retry_delay_ms(
-      coalesce(v_policy, v_handler_policy, workhorse.normalize_retry_policy(NULL, 'retryPolicy')), r.current_attempt);
+    SELECT p.policy, p.source, workhorse.retry_delay_ms(p.policy, p.counted) INTO v_policy, v_source, v_delay
+    FROM workhorse.retry_policy_of(r, v_handler_policy) AS p;
   END IF;
   v_next := v_now + v_delay * interval '1 millisecond';
 
@@ -225,8 +222,14 @@ BEGIN
 END
 $$;
 
--- Hands a job back without consuming its attempt, for a worker that cannot run it (no handler
--- for its type, or shutting down before it started). It becomes ready again after p_delay_ms.
+-- Hands a job back without counting an attempt, for a worker that cannot run it (it has no
+-- handler for the job's type); it may be claimed again after p_delay_ms. Attempt numbers are
+-- never used twice, so the history stays unambiguous (one closing row per attempt number):
+-- * a claim that opened attempt N closes it as `released` (the handler never ran) and gives its
+--   place back: the job's attempt budget (max_attempts) grows by one, and the next claim opens
+--   attempt N + 1;
+-- * a claim that continued a slept attempt hands it back still open, as the sleep left it: no
+--   row, and the next claim continues it.
 -- Returns `released`, `canceled` (a cancel had been requested) or `stale`.
 CREATE FUNCTION workhorse.release_v1(
   p_job_id uuid, p_worker_id text, p_fence bigint, p_delay_ms integer DEFAULT 0, p_reason text DEFAULT NULL)
@@ -247,17 +250,16 @@ BEGIN
   END IF;
   v_now := clock_timestamp();
   IF r.cancel_requested_at IS NOT NULL THEN
-    PERFORM workhorse.finish_job(r, 'canceled', NULL,
-      jsonb_build_object('name', 'Canceled', 'message', coalesce(r.cancel_reason, 'canceled on request')),
-      'canceled', v_now);
+    PERFORM workhorse.finish_job(r, 'canceled', NULL, workhorse.cancel_error(r.cancel_reason), 'canceled', v_now);
     RETURN 'canceled';
   END IF;
-  INSERT INTO workhorse.attempt_history (job_id, attempt, outcome, worker_id, fence_token, started_at, finished_at, error)
-  VALUES (r.job_id, r.current_attempt, 'released', r.worker_id, r.fence_token, r.attempt_started_at, v_now,
-          jsonb_build_object('name', 'Released', 'message', coalesce(p_reason, 'released by the worker')));
-  -- A claim that continued a slept attempt did not count one, so there is nothing to give back.
+  IF NOT r.resuming THEN
+    INSERT INTO workhorse.attempt_history (job_id, attempt, outcome, worker_id, fence_token, started_at, finished_at, error)
+    VALUES (r.job_id, r.current_attempt, 'released', r.worker_id, r.fence_token, r.attempt_started_at, v_now,
+            jsonb_build_object('name', 'Released', 'message', coalesce(p_reason, 'released by the worker')));
+  END IF;
   v_state := workhorse.requeue_job(r.job_id, v_now + p_delay_ms * interval '1 millisecond', v_now, NULL,
-                                   CASE WHEN r.resuming THEN 0 ELSE -1 END, r.resuming);
+                                   CASE WHEN r.resuming THEN 0 ELSE 1 END, r.resuming);
   INSERT INTO workhorse.job_event (job_id, at, kind, attempt, worker_id, fence_token, data)
   VALUES (r.job_id, v_now, 'released', r.current_attempt, r.worker_id, r.fence_token,
           jsonb_build_object('reason', p_reason, 'delayMs', p_delay_ms, 'state', v_state));
@@ -284,17 +286,21 @@ BEGIN
   IF r.cancel_requested_at IS NULL THEN
     RETURN 'not_requested';
   END IF;
-  PERFORM workhorse.finish_job(r, 'canceled', NULL,
-    jsonb_build_object('name', 'Canceled', 'message', coalesce(r.cancel_reason, 'canceled on request')),
-    'canceled', clock_timestamp());
+  PERFORM workhorse.finish_job(r, 'canceled', NULL, workhorse.cancel_error(r.cancel_reason), 'canceled', clock_timestamp());
   RETURN 'canceled';
 END
 $$;
 
 -- Saves a completed stage's value under p_name. The first value saved for a name wins; a second
 -- save reports `exists` and changes nothing. Returns `saved`, `exists` or `stale`.
+-- p_in_transaction: the caller is a transactional handler, whose own transaction also records
+-- the job's completion (complete_v1). The job's row is then not locked, only read: the
+-- completion locks it and checks the owner before anything of that transaction commits, while a
+-- lock taken here would be held for the rest of the handler's run, and neither the heartbeat
+-- (it skips rows others hold) nor a durable sleep (it would wait for this very transaction)
+-- could touch the job until then.
 CREATE FUNCTION workhorse.save_checkpoint_v1(
-  p_job_id uuid, p_worker_id text, p_fence bigint, p_name text, p_value jsonb)
+  p_job_id uuid, p_worker_id text, p_fence bigint, p_name text, p_value jsonb, p_in_transaction boolean DEFAULT false)
 RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -306,9 +312,16 @@ BEGIN
     PERFORM workhorse.raise_invalid('name', 'must be a string of 1 to 200 characters');
   END IF;
   PERFORM workhorse.check_json_size(p_value, 'value');
-  r := workhorse.lock_owned(p_job_id, p_worker_id, p_fence);
-  IF r.job_id IS NULL THEN
-    RETURN 'stale';
+  IF p_in_transaction THEN
+    SELECT * INTO r FROM workhorse.job_runtime x WHERE x.job_id = p_job_id;
+    IF r.job_id IS NULL OR NOT workhorse.owns(r, p_worker_id, p_fence, clock_timestamp()) THEN
+      RETURN 'stale';
+    END IF;
+  ELSE
+    r := workhorse.lock_owned(p_job_id, p_worker_id, p_fence);
+    IF r.job_id IS NULL THEN
+      RETURN 'stale';
+    END IF;
   END IF;
   v_now := clock_timestamp();
   INSERT INTO workhorse.job_checkpoint (job_id, name, value, attempt, fence_token, worker_id, created_at)
@@ -375,9 +388,7 @@ BEGIN
     RETURN;
   END IF;
   IF r.cancel_requested_at IS NOT NULL THEN
-    PERFORM workhorse.finish_job(r, 'canceled', NULL,
-      jsonb_build_object('name', 'Canceled', 'message', coalesce(r.cancel_reason, 'canceled on request')),
-      'canceled', v_now);
+    PERFORM workhorse.finish_job(r, 'canceled', NULL, workhorse.cancel_error(r.cancel_reason), 'canceled', v_now);
     RETURN QUERY SELECT 'canceled'::text, v_wake;
     RETURN;
   END IF;

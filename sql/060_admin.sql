@@ -3,9 +3,11 @@
 
 -- Cancels a job. A job that is not running ends `canceled` at once; for a running job the
 -- request is recorded and its worker is told on its next heartbeat (it stops the handler and
--- acknowledges). Returns `canceled`, `cancel_requested`, `already_terminal` or `not_found`.
--- p_actor (who asked, e.g. an operator of the dashboard) is recorded with the reason: in the
--- `cancel_requested` event of a running job, in the cancellation envelope of any other.
+-- acknowledges). A job whose deadline has passed is failed with DeadlineExceeded instead (as
+-- maintenance would) and answers `already_terminal`. Returns `canceled`, `cancel_requested`,
+-- `already_terminal` or `not_found`. p_actor (who asked, e.g. an operator of the dashboard) is
+-- recorded with the reason: in the `cancel_requested` event of a running job, in the
+-- cancellation envelope of any other.
 CREATE FUNCTION workhorse.cancel_v1(p_job_id uuid, p_reason text DEFAULT NULL, p_actor text DEFAULT NULL)
 RETURNS text
 LANGUAGE plpgsql AS $$
@@ -27,6 +29,11 @@ BEGIN
     RETURN 'not_found';
   END IF;
   v_now := clock_timestamp();
+  -- A job past its deadline failed then, whether or not maintenance has written it down yet.
+  IF r.deadline IS NOT NULL AND r.deadline <= v_now THEN
+    PERFORM workhorse.fail_past_deadline(r, v_now);
+    RETURN 'already_terminal';
+  END IF;
   IF r.state = 'active' THEN
     IF r.cancel_requested_at IS NULL THEN
       UPDATE workhorse.job_runtime SET cancel_requested_at = v_now, cancel_reason = p_reason WHERE job_id = p_job_id;
@@ -36,10 +43,9 @@ BEGIN
     END IF;
     RETURN 'cancel_requested';
   END IF;
-  r.worker_id := NULL;
+  -- A sleeping job's open attempt closes as `canceled` too.
   PERFORM workhorse.finish_job(r, 'canceled', NULL,
-    jsonb_build_object('name', 'Canceled', 'message', coalesce(p_reason, 'canceled on request'))
-      || jsonb_strip_nulls(jsonb_build_object('actor', p_actor)), NULL, v_now);
+    workhorse.cancel_error(p_reason) || jsonb_strip_nulls(jsonb_build_object('actor', p_actor)), 'canceled', v_now);
   RETURN 'canceled';
 END
 $$;

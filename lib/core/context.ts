@@ -1,7 +1,7 @@
 import type { PoolClient } from 'pg';
 import { fromPgError, LeaseLostError, WorkhorseValidationError } from './errors';
 import type { JsonValue, Queryable } from './types';
-import { toJsonText } from './validation';
+import { checkText, toJsonText } from './validation';
 
 /** What the worker tells a context about the job it runs. */
 export interface ClaimedJob {
@@ -34,17 +34,17 @@ function setEntry<T>(entries: Record<string, T> | null, name: string, value: T):
 }
 
 /**
- * What a context asks of the worker that runs its job. A worker implements it once and every
- * job's context holds it with the worker's own record of that job (`run`), so starting a job
- * creates no closures.
+ * What a context asks of the worker that executes its job. A worker implements it once and
+ * every job's context holds it with the worker's own record of that job (`execution`), so
+ * starting a job creates no closures.
  */
-export interface RunOwner {
+export interface ExecutionOwner {
   /** The job's AbortSignal (the worker may make it on first use). */
-  signalOf(run: object): AbortSignal;
+  signalOf(execution: object): AbortSignal;
   /** The database said this worker no longer owns the job. */
-  lost(run: object): void;
+  leaseLost(execution: object): void;
   /** The job went to sleep until `wakeAt` (or was canceled meanwhile): the worker lets go of it. */
-  slept(run: object, wakeAt: Date): void;
+  slept(execution: object, wakeAt: Date): void;
 }
 
 /**
@@ -87,14 +87,17 @@ export class HandlerContext {
    * commit exactly when the job succeeds. Undefined for ordinary handlers.
    */
   readonly client: PoolClient | undefined;
+  /** Checkpoints being saved now, by name (made on first use). */
+  private pendingCheckpoints: Map<string, Promise<unknown>> | null = null;
 
   constructor(
     private readonly job: ClaimedJob,
-    private readonly owner: RunOwner,
-    private readonly run: object,
-    private readonly runner: Queryable,
-    // Sleeps always commit on their own (never inside a transactional handler's transaction,
-    // whose rollback must not undo the sleep).
+    private readonly owner: ExecutionOwner,
+    private readonly execution: object,
+    /** Where checkpoints are written: the pool, or a transactional handler's client. */
+    private readonly db: Queryable,
+    // Sleeps and progress always commit on their own (never inside a transactional handler's
+    // transaction, whose rollback must not undo a sleep, and which must not hold the job's row).
     private readonly pool: Queryable,
     client?: PoolClient,
   ) {
@@ -109,46 +112,84 @@ export class HandlerContext {
 
   /** Aborts when the job is canceled, the lease is lost or the worker shuts down. */
   get signal(): AbortSignal {
-    return this.owner.signalOf(this.run);
+    return this.owner.signalOf(this.execution);
   }
 
   /**
    * Runs `operation` once per job: its result is stored under `name`, and when the handler runs
    * again (after a crash, a retry or a durable sleep) the stored result is returned instead of
    * running the operation again. The result must be JSON (at most 1 MiB); `undefined` is kept.
-   * Throws {@link LeaseLostError} if this worker no longer owns the job.
+   * What it returns is always the stored value (as a replay would return it): a call made while
+   * another of the same name is under way shares that one's operation and value, and a value
+   * stored first by someone else wins over this call's. Throws {@link LeaseLostError} if this
+   * worker no longer owns the job.
    */
   async checkpoint<T>(name: string, operation: () => T | Promise<T>): Promise<T> {
-    if (typeof name !== 'string' || name.length === 0 || name.length > 200) {
-      throw new WorkhorseValidationError('name', 'must be a string of 1 to 200 characters');
-    }
+    checkText(name, 'name', 200);
     const stored = entryOf(this.job.checkpoints, name);
     if (stored) return stored[0] as T;
+    const pending = this.pendingCheckpoints?.get(name);
+    if (pending) return pending as Promise<T>;
+    const saving = this.saveCheckpoint(name, operation);
+    (this.pendingCheckpoints ??= new Map()).set(name, saving);
+    try {
+      return await saving;
+    } finally {
+      this.pendingCheckpoints.delete(name);
+    }
+  }
+
+  private async saveCheckpoint<T>(name: string, operation: () => T | Promise<T>): Promise<T> {
     this.signal.throwIfAborted();
     const value = await operation();
     const text = value === undefined ? null : toJsonText(value, `checkpoint ${JSON.stringify(name)}`);
     let status: string;
     try {
-      const result = await this.runner.query(
-        'SELECT workhorse.save_checkpoint_v1($1, $2, $3, $4, $5::jsonb) AS status',
-        [this.job.jobId, this.job.workerId, this.job.fenceToken, name, text],
+      // In a transactional handler the checkpoint is part of its transaction, and commits (or
+      // not) with the job's completion; it must not lock the job's row meanwhile (see the SQL).
+      const result = await this.db.query(
+        'SELECT workhorse.save_checkpoint_v1($1, $2, $3, $4, $5::jsonb, $6) AS status',
+        [this.job.jobId, this.job.workerId, this.job.fenceToken, name, text, this.client !== undefined],
       );
       status = (result.rows[0] as { status: string }).status;
     } catch (error) {
       throw fromPgError(error);
     }
     if (status === 'stale') {
-      this.owner.lost(this.run);
+      this.owner.leaseLost(this.execution);
       throw new LeaseLostError(this.job.jobId);
     }
-    this.job.checkpoints = setEntry(this.job.checkpoints, name, value === undefined ? [] : [JSON.parse(text as string) as JsonValue]);
-    return value;
+    // `exists`: another run stored a value first (a worker that lost the job while saving); that one is the stage's.
+    const entry: [] | [JsonValue] =
+      status === 'exists' ? await this.readCheckpoint(name) : value === undefined ? [] : [JSON.parse(text as string) as JsonValue];
+    this.job.checkpoints = setEntry(this.job.checkpoints, name, entry);
+    return entry[0] as T;
+  }
+
+  private async readCheckpoint(name: string): Promise<[] | [JsonValue]> {
+    let rows: { entry: [] | [JsonValue] }[];
+    try {
+      // Wrapped as the claim hands checkpoints over: [] for a stage that returned nothing, [value] otherwise.
+      const result = await this.db.query(
+        "SELECT CASE WHEN value IS NULL THEN '[]'::jsonb ELSE jsonb_build_array(value) END AS entry " +
+          'FROM workhorse.read_checkpoints_v1($1) WHERE name = $2',
+        [this.job.jobId, name],
+      );
+      rows = result.rows as { entry: [] | [JsonValue] }[];
+    } catch (error) {
+      throw fromPgError(error);
+    }
+    // (Checkpoints are never removed, so the one that answered `exists` is there.)
+    return rows[0].entry;
   }
 
   /**
    * Reports progress (any JSON, at most 64 KiB), visible in `admin.getJob(id).progress` and kept
-   * on the outcome when the job ends. Each call replaces the last value. Throws
-   * {@link LeaseLostError} if this worker no longer owns the job.
+   * on the outcome when the job ends. Each call replaces the last value, and commits on its own
+   * at once, also in a transactional handler (progress is for watching the job while it runs,
+   * and a write to the job's row inside the handler's transaction would hold the row until the
+   * handler ends, its lease unrenewable meanwhile). Throws {@link LeaseLostError} if this worker
+   * no longer owns the job.
    *
    * @example
    * await ctx.setProgress({ done: 40, total: 100 });
@@ -160,7 +201,7 @@ export class HandlerContext {
     }
     let status: string;
     try {
-      const result = await this.runner.query('SELECT workhorse.set_progress_v1($1, $2, $3, $4::jsonb) AS status', [
+      const result = await this.pool.query('SELECT workhorse.set_progress_v1($1, $2, $3, $4::jsonb) AS status', [
         this.job.jobId,
         this.job.workerId,
         this.job.fenceToken,
@@ -171,7 +212,7 @@ export class HandlerContext {
       throw fromPgError(error);
     }
     if (status === 'stale') {
-      this.owner.lost(this.run);
+      this.owner.leaseLost(this.execution);
       throw new LeaseLostError(this.job.jobId);
     }
   }
@@ -202,9 +243,7 @@ export class HandlerContext {
   }
 
   private async sleepCall(name: string, until: Date | null, ms: number | null): Promise<void> {
-    if (typeof name !== 'string' || name.length === 0 || name.length > 200) {
-      throw new WorkhorseValidationError('name', 'must be a string of 1 to 200 characters');
-    }
+    checkText(name, 'name', 200);
     const known = entryOf(this.job.waits, name);
     if (known !== undefined && new Date(known).getTime() <= Date.now()) return;
     this.signal.throwIfAborted();
@@ -223,14 +262,14 @@ export class HandlerContext {
       throw fromPgError(error);
     }
     if (row.status === 'stale') {
-      this.owner.lost(this.run);
+      this.owner.leaseLost(this.execution);
       throw new LeaseLostError(this.job.jobId);
     }
     const wakeAt = row.wake_at as Date;
     this.job.waits = setEntry(this.job.waits, name, wakeAt.toISOString());
     if (row.status === 'elapsed') return;
-    // `sleeping` or `canceled`: either way the job is no longer this worker's to run.
-    this.owner.slept(this.run, wakeAt);
+    // `sleeping` or `canceled`: either way the job is no longer this worker's to execute.
+    this.owner.slept(this.execution, wakeAt);
     throw new JobSleeping(this.job.jobId, wakeAt);
   }
 }

@@ -1,5 +1,42 @@
 import type { ErrorEnvelope } from './types';
 
+/**
+ * What a worker was doing when an internal operation failed (`worker.error`): checking the
+ * schema at start (`start`); claiming, or recording completions, in its round trip (`claim`,
+ * `complete`); recording a failed attempt or
+ * an acknowledged cancellation (`fail`); handing back a job it has no handler for (`release`);
+ * running a transactional handler's transaction (`transaction`); renewing leases
+ * (`heartbeat`); offering maintenance (`tick`); listening for notifications (`listen`); calling
+ * a listener (`listener`); or an idle connection of the pool broke (`pool`).
+ */
+export type WorkerErrorDuring =
+  | 'start'
+  | 'claim'
+  | 'complete'
+  | 'fail'
+  | 'release'
+  | 'transaction'
+  | 'heartbeat'
+  | 'tick'
+  | 'listen'
+  | 'pool'
+  | 'listener';
+
+/**
+ * The operations a worker repeats while it runs (checking the schema at start until the
+ * database answers, its round trips, heartbeats, ticks and LISTEN connection): when one of them
+ * works again after failing, the database is reachable again (`worker.reconnected`).
+ */
+export const RECURRING_OPERATIONS = ['start', 'claim', 'complete', 'heartbeat', 'tick', 'listen'] as const satisfies readonly WorkerErrorDuring[];
+export type RecurringOperation = (typeof RECURRING_OPERATIONS)[number];
+
+/**
+ * Why the worker abandoned a handler (`job.abandoned`): it had not returned in time after its
+ * attempt timed out, its job was canceled, its lease was lost or it went to sleep, or the worker
+ * stopped (`shutdownTimeoutMs`).
+ */
+export type AbandonReason = 'timeout' | 'canceled' | 'lease_lost' | 'sleeping' | 'shutdown';
+
 interface JobEventBase {
   jobId: string;
   /** The job's type (the handler name). */
@@ -23,13 +60,29 @@ export type WorkerEvent =
   | ({ name: 'job.lease_lost'; durationMs: number } & JobEventBase)
   | ({ name: 'job.released'; reason: string } & JobEventBase)
   | ({ name: 'job.sleeping'; wakeAt: Date } & JobEventBase)
-  | ({ name: 'job.abandoned'; durationMs: number } & JobEventBase)
+  | ({
+      name: 'job.abandoned';
+      durationMs: number;
+      reason: AbandonReason;
+      /** Handlers this worker abandoned that are still running, this one included. */
+      abandonedCount: number;
+    } & JobEventBase)
   | {
       name: 'worker.error';
       workerId: string;
-      /** What the worker was doing: claim, heartbeat, tick, complete, fail, listen, pool or listener. */
-      during: string;
+      /** What the worker was doing (see {@link WorkerErrorDuring}). */
+      during: WorkerErrorDuring;
       error: Error;
+    }
+  | {
+      name: 'worker.reconnected';
+      workerId: string;
+      /** The operation that works again (it had failed: `worker.error` during the same). */
+      during: RecurringOperation;
+      /** Its failures (`worker.error` events) since it first failed. */
+      failures: number;
+      /** How long it failed, from its first failure to now. */
+      downMs: number;
     }
   | { name: 'worker.stopped'; workerId: string };
 
@@ -51,6 +104,7 @@ export const WORKER_EVENT_NAMES = [
   'job.sleeping',
   'job.abandoned',
   'worker.error',
+  'worker.reconnected',
   'worker.stopped',
 ] as const satisfies readonly WorkerEventName[];
 

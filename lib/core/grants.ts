@@ -48,8 +48,8 @@ BEGIN
   -- expiry of idempotency keys delete them.
   EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE workhorse.job_runtime, '
                  'workhorse.enqueue_idempotency TO %I', v_role);
-  -- Queue pause and resume.
-  EXECUTE format('GRANT SELECT, INSERT, UPDATE ON TABLE workhorse.queue_control TO %I', v_role);
+  -- Queue pause and resume; the retry policies workers register for their handlers.
+  EXECUTE format('GRANT SELECT, INSERT, UPDATE ON TABLE workhorse.queue_control, workhorse.handler_policy TO %I', v_role);
   -- Schedules: definitions are updated, never deleted; planned occurrences are dropped when a
   -- definition changes and decided ones after 7 days; the history is written once.
   EXECUTE format('GRANT SELECT, INSERT, UPDATE ON TABLE workhorse.schedule TO %I', v_role);

@@ -32,7 +32,17 @@ export {
   WorkhorseError,
   WorkhorseValidationError,
 } from './errors';
-export { isWorkerEventName, WORKER_EVENT_NAMES, type WorkerEvent, type WorkerEventListener, type WorkerEventName, type WorkerEventOf } from './events';
+export {
+  isWorkerEventName,
+  WORKER_EVENT_NAMES,
+  type AbandonReason,
+  type RecurringOperation,
+  type WorkerErrorDuring,
+  type WorkerEvent,
+  type WorkerEventListener,
+  type WorkerEventName,
+  type WorkerEventOf,
+} from './events';
 export { defineJob, type JobDefaults, type JobDefinition, type JobDefinitionOptions } from './job-definition';
 export { Queue } from './queue';
 export { GRANT_APP_ROLE_SQL, grantAppRole } from './grants';

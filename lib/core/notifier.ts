@@ -20,6 +20,8 @@ export class Notifier {
     private readonly queues: ReadonlySet<string>,
     private readonly wake: () => void,
     private readonly onError: (error: Error) => void,
+    /** The listener is connected (again). */
+    private readonly onConnected: () => void = () => undefined,
   ) {
     this.connection = new DedicatedConnection(
       config,
@@ -55,6 +57,7 @@ export class Notifier {
       const client = await this.connection.get();
       client.once('end', () => this.scheduleReconnect());
       this.failures = 0;
+      this.onConnected();
       this.wake();
     } catch (error) {
       if (this.stopped) return;

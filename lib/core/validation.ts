@@ -71,11 +71,12 @@ function describe(value: unknown): string {
   return typeof value;
 }
 
-// A string PostgreSQL's jsonb can store: no NUL character and no unpaired UTF-16 surrogate.
-function checkString(value: string, field: string): void {
+// A string PostgreSQL can store (in jsonb, or in a text column: `where`) as it is: no NUL
+// character and no unpaired UTF-16 surrogate.
+function checkString(value: string, field: string, where = ' in JSON'): void {
   for (let i = 0; i < value.length; i++) {
     const c = value.charCodeAt(i);
-    if (c === 0) fail(field, 'contains the character \\u0000, which PostgreSQL cannot store in JSON');
+    if (c === 0) fail(field, `contains the character \\u0000, which PostgreSQL cannot store${where}`);
     if (c >= 0xd800 && c <= 0xdbff) {
       const next = value.charCodeAt(i + 1);
       if (next >= 0xdc00 && next <= 0xdfff) {
@@ -86,6 +87,20 @@ function checkString(value: string, field: string): void {
     }
     if (c >= 0xdc00 && c <= 0xdfff) fail(field, 'contains an unpaired UTF-16 surrogate, which is not valid Unicode text');
   }
+}
+
+/**
+ * A string of 1 to `max` characters (counted in code points, as PostgreSQL counts them) that
+ * PostgreSQL stores as it is given: no NUL character (refused by the server) and no unpaired
+ * surrogate (which the driver would send as U+FFFD, so that the stored text differs from the
+ * given one and never matches it again). Returns the string.
+ */
+export function checkText(value: unknown, field: string, max: number): string {
+  if (typeof value !== 'string' || value.length === 0 || (value.length > max && [...value].length > max)) {
+    fail(field, `must be a string of 1 to ${max} characters`);
+  }
+  checkString(value, field, '');
+  return value;
 }
 
 function checkJsonNode(value: unknown, field: string, depth: number, ancestors: Set<object>): void {

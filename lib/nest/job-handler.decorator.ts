@@ -4,7 +4,8 @@ import type { ScheduleDefinition } from '../core/schedules/types';
 import type { HandlerContext } from '../core/context';
 import { isJobDefinition, type JobDefinition } from '../core/job-definition';
 import type { RetryPolicy } from '../core/types';
-import { checkName, checkRetryPolicy } from '../core/validation';
+import { checkName } from '../core/validation';
+import { checkHandlerOptions, type HandlerSettings } from '../core/worker';
 import { JOB_HANDLER_METADATA } from './workhorse.constants';
 import { WorkhorseConfigurationError } from './workhorse-configuration.error';
 import type { JobHandlerOptions, JobHandlerSchedule } from './workhorse-module-options.interface';
@@ -86,29 +87,29 @@ export function JobHandler(job: string | JobDefinition<unknown, unknown, unknown
     if (typeof options !== 'object' || options === null || Array.isArray(options)) {
       throw new WorkhorseConfigurationError(messages.badHandlerOptions(name, options));
     }
-    for (const optionKey of Object.keys(options)) {
-      if (!['queue', 'transactional', 'retry', 'schedule'].includes(optionKey)) {
-        throw new WorkhorseConfigurationError(messages.unknownHandlerOption(name, optionKey));
-      }
+    // The core's rules for handler options; `queue` and `schedule` are this decorator's own.
+    let settings: HandlerSettings;
+    try {
+      settings = checkHandlerOptions(options, ['queue', 'schedule']);
+    } catch (error) {
+      if (error instanceof WorkhorseValidationError) throw new WorkhorseConfigurationError(messages.badHandlerOption(name, error.message));
+      throw error;
     }
     const queue =
       options.queue === undefined
         ? definition?.defaults.queue
         : checked(options.queue, 'queue', (detail) => messages.badHandlerQueue(name, options.queue, detail));
-    if (options.transactional !== undefined && typeof options.transactional !== 'boolean') {
-      throw new WorkhorseConfigurationError(messages.badHandlerTransactional(name, options.transactional));
-    }
-    let retry: RetryPolicy | undefined;
-    try {
-      retry = options.retry === undefined ? undefined : checkRetryPolicy(options.retry, 'retry');
-    } catch (error) {
-      if (error instanceof WorkhorseValidationError) throw new WorkhorseConfigurationError(messages.badHandlerRetry(name, error.message));
-      throw error;
-    }
     const schedules = handlerSchedules(name, checkedType, queue, options.schedule);
     const method = descriptor.value as object;
     const existing = (Reflect.getOwnMetadata(JOB_HANDLER_METADATA, method) as JobHandlerMetadata[] | undefined) ?? [];
-    const entry: JobHandlerMetadata = { type: checkedType, queue, transactional: options.transactional ?? false, retry, definition, schedules };
+    const entry: JobHandlerMetadata = {
+      type: checkedType,
+      queue,
+      transactional: settings.transactional,
+      retry: settings.retry,
+      definition,
+      schedules,
+    };
     Reflect.defineMetadata(JOB_HANDLER_METADATA, [...existing, entry], method);
     return descriptor;
   };

@@ -1,6 +1,7 @@
 import { InvalidCronError, UnknownTimeZoneError, WorkhorseValidationError } from '../core/errors';
 import { toWireSchedules } from '../core/schedules/definition';
 import { checkName } from '../core/validation';
+import { checkWorkerOptions } from '../core/worker';
 import { WorkhorseConfigurationError } from './workhorse-configuration.error';
 import type { WorkhorseModuleOptions } from './workhorse-module-options.interface';
 import { messages } from './workhorse.messages';
@@ -34,9 +35,8 @@ function looksLikePool(value: unknown): boolean {
 }
 
 /**
- * Checks the module options' shape before anything is created. The worker settings' values are
- * checked by the core `Worker` itself (see `WorkhorseConnection.open`), so the rules live in one
- * place.
+ * Checks the module options before anything is created. The worker settings are checked by the
+ * core's own `checkWorkerOptions`, the rules the core `Worker` applies, so they live in one place.
  */
 export function validateModuleOptions(options: unknown): WorkhorseModuleOptions {
   const fail = (message: string): never => {
@@ -60,6 +60,7 @@ export function validateModuleOptions(options: unknown): WorkhorseModuleOptions 
   }
   if (schema !== undefined && schema !== 'install' && schema !== 'verify') fail(messages.badSchemaMode(schema));
   if (worker !== undefined && worker !== false && !isPlainObject(worker)) fail(messages.badWorker(worker));
+  if (worker) checkWorker(worker);
   if (requestTransactions !== undefined && typeof requestTransactions !== 'boolean') {
     fail(messages.badRequestTransactions(requestTransactions));
   }
@@ -87,6 +88,15 @@ function checkScheduleOptions(options: Record<string, unknown>, fail: (message: 
   } catch (error) {
     if (error instanceof InvalidCronError || error instanceof UnknownTimeZoneError) throw error;
     if (error instanceof WorkhorseValidationError) fail(messages.badSchedule(error.message.replace(/^definitions/, 'schedules')));
+    throw error;
+  }
+}
+
+function checkWorker(worker: unknown): void {
+  try {
+    checkWorkerOptions(worker);
+  } catch (error) {
+    if (error instanceof WorkhorseValidationError) throw new WorkhorseConfigurationError(messages.badWorkerOption(error.message));
     throw error;
   }
 }

@@ -233,7 +233,8 @@ export class WorkhorseTransactionHost {
 
   /** Runs `fn` outside any transaction, whatever the caller's context. */
   outside<T>(fn: () => T): T {
-    return storage.exit(fn);
+    // (Nothing to leave when no transaction context is active: the common case, for every job.)
+    return storage.getStore() === undefined ? fn() : storage.exit(fn);
   }
 
   private current(): Transaction | undefined {

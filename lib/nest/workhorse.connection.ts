@@ -1,9 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { Pool } from 'pg';
-import { SchemaNotInstalledError, SchemaVersionMismatchError, WorkhorseValidationError } from '../core/errors';
-import { Queue } from '../core/queue';
+import { SchemaNotInstalledError, SchemaVersionMismatchError } from '../core/errors';
 import { installSchema, verifySchema } from '../core/schema';
-import { Worker } from '../core/worker';
 import { WorkhorseConfigurationError } from './workhorse-configuration.error';
 import type { WorkhorseModuleOptions } from './workhorse-module-options.interface';
 import { validateModuleOptions } from './workhorse-options.validator';
@@ -39,7 +37,6 @@ export class WorkhorseConnection {
     }
     const connection = new WorkhorseConnection(pool, owned);
     try {
-      if (options.worker) checkWorkerOptions(pool, options);
       await prepareSchema(pool, options.schema ?? 'install');
     } catch (error) {
       await connection.close();
@@ -53,17 +50,6 @@ export class WorkhorseConnection {
     if (!this.owned) return Promise.resolve();
     this.closing ??= this.pool.end();
     return this.closing;
-  }
-}
-
-// The core Worker owns the rules for its settings; building one (it opens nothing until run) checks
-// them now, at start-up, instead of at bootstrap after the rest of the application has started.
-function checkWorkerOptions(pool: Pool, options: WorkhorseModuleOptions): void {
-  try {
-    new Worker(new Queue(pool), options.worker || {});
-  } catch (error) {
-    if (error instanceof WorkhorseValidationError) throw new WorkhorseConfigurationError(messages.badWorkerOption(error.message));
-    throw error;
   }
 }
 

@@ -18,6 +18,11 @@ interface FoundMethod {
   method: Method;
 }
 
+// The method is looked up at call time, so wrappers installed on the instance later (spies) apply.
+function callMethod(instance: object, name: string, ...args: unknown[]): unknown {
+  return (instance as Record<string, Method>)[name](...args);
+}
+
 /**
  * Discovery, once every provider exists (`onModuleInit`): registers `@JobHandler` and
  * `@OnWorkhorseEvent` methods of singleton providers (and has the schedules they declare
@@ -64,7 +69,7 @@ export class WorkhorseExplorer implements OnModuleInit {
           this.registry.addHandler({ ...handler, target, fn: this.handlerFn(instance, name, handler) });
         }
         for (const event of this.reflector.get<WorkerEventName[] | undefined>(ON_WORKHORSE_EVENT_METADATA, method) ?? []) {
-          this.registry.addSubscriber({ event, target, invoke: (e: WorkerEvent) => this.call(instance, name, [e]) });
+          this.registry.addSubscriber({ event, target, invoke: (e: WorkerEvent) => callMethod(instance, name, e) });
         }
       }
       transactional ||= this.reflector.get<boolean | undefined>(TRANSACTIONAL_METADATA, method) === true;
@@ -101,20 +106,15 @@ export class WorkhorseExplorer implements OnModuleInit {
     return found;
   }
 
-  // The method is looked up at call time, so wrappers installed on the instance later (spies) apply.
-  private call(instance: object, name: string, args: unknown[]): unknown {
-    return ((instance as Record<string, Method>)[name]).apply(instance, args);
-  }
-
   private handlerFn(instance: object, name: string, handler: JobHandlerMetadata) {
     const { host } = this;
     if (handler.transactional) {
       return (payload: unknown, ctx: HandlerContext): Promise<unknown> => {
         const client = ctx.client;
         if (!client) return Promise.reject(new WorkhorseConfigurationError(messages.transactionalHandlerWithoutClient(handler.type)));
-        return host.runWith(client, () => this.call(instance, name, [payload, ctx]));
+        return host.runWith(client, () => callMethod(instance, name, payload, ctx));
       };
     }
-    return (payload: unknown, ctx: HandlerContext): unknown => host.outside(() => this.call(instance, name, [payload, ctx]));
+    return (payload: unknown, ctx: HandlerContext): unknown => host.outside(() => callMethod(instance, name, payload, ctx));
   }
 }

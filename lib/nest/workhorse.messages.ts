@@ -2,9 +2,17 @@
  * Every message the Nest integration and the testing helpers show to users: errors, warnings
  * and log lines. Each error says what is wrong and what to do about it.
  */
+import type { AbandonReason } from '../core/events';
 import type { ErrorEnvelope, JobSnapshot, JobState } from '../core/types';
 
 const MODULE = 'WorkhorseModule';
+
+const ABANDON_CAUSES: Record<Exclude<AbandonReason, 'shutdown'>, string> = {
+  timeout: 'its execution timeout passed',
+  canceled: 'the job was canceled',
+  lease_lost: 'the worker lost its lease',
+  sleeping: 'it started a durable sleep',
+};
 
 function describe(value: unknown): string {
   if (value === null) return 'null';
@@ -77,9 +85,7 @@ export const messages = {
     `@JobHandler on ${target}: the job type (${describe(value)}) ${detail}.`,
   badHandlerOptions: (target: string, value: unknown) =>
     `@JobHandler on ${target}: options must be an object such as { queue: 'emails', transactional: true }, got ${describe(value)}.`,
-  unknownHandlerOption: (target: string, key: string) =>
-    `@JobHandler on ${target}: "${key}" is not a handler option (queue, transactional, retry).`,
-  badHandlerRetry: (target: string, detail: string) => `@JobHandler on ${target}: ${detail}.`,
+  badHandlerOption: (target: string, detail: string) => `@JobHandler on ${target}: ${detail}.`,
   badHandlerSchedule: (target: string, index: number, detail: string) => `@JobHandler on ${target}: schedule[${index}] ${detail}.`,
   duplicateHandlerScheduleKey: (target: string, key: string) =>
     `@JobHandler on ${target}: two schedules have the key "${key}" (the job type, unless given): give each schedule its own key.`,
@@ -88,8 +94,6 @@ export const messages = {
     `give queue in defineJob('${type}', { queue }) instead of the handler options.`,
   badHandlerQueue: (target: string, value: unknown, detail: string) =>
     `@JobHandler on ${target}: the queue (${describe(value)}) ${detail}.`,
-  badHandlerTransactional: (target: string, value: unknown) =>
-    `@JobHandler on ${target}: transactional must be true or false, got ${describe(value)}.`,
   unknownEvent: (target: string, name: unknown, known: readonly string[]) =>
     `@OnWorkhorseEvent on ${target}: ${describe(name)} is not a worker event (${known.join(', ')}).`,
   duplicateHandler: (type: string, first: string, second: string) =>
@@ -124,6 +128,8 @@ export const messages = {
     `Worker ${workerId} started on queue(s) ${queues.join(', ')} with concurrency ${concurrency}.`,
   workerStopped: (workerId: string) => `Worker ${workerId} stopped.`,
   workerError: (during: string, error: Error) => `Worker error while doing "${during}": ${error.message}`,
+  workerReconnected: (workerId: string, during: string, failures: number, downMs: number) =>
+    `Worker ${workerId}: the database is reachable again ("${during}" works after ${failures} failure(s) over ${(downMs / 1000).toFixed(1)} s).`,
   workerCrashed: (error: unknown) => `The worker stopped unexpectedly: ${error instanceof Error ? error.message : String(error)}`,
   jobRetry: (jobId: string, type: string, attempt: number, error: ErrorEnvelope, runAt: Date) =>
     `Job ${jobId} (${type}) attempt ${attempt} failed with ${errorText(error)}; next attempt at ${runAt.toISOString()}.`,
@@ -133,8 +139,12 @@ export const messages = {
   jobLeaseLost: (jobId: string, type: string) =>
     `Job ${jobId} (${type}): this worker lost its lease; the job's outcome is left to whichever worker owns it now.`,
   jobReleased: (jobId: string, type: string, reason: string) => `Job ${jobId} (${type}) released: ${reason}.`,
-  jobAbandoned: (jobId: string, type: string) =>
-    `Job ${jobId} (${type}) did not finish within shutdownTimeoutMs; it was aborted and will run again after its lease expires.`,
+  jobAbandoned: (jobId: string, type: string, reason: AbandonReason, abandonedCount: number) =>
+    (reason === 'shutdown'
+      ? `Job ${jobId} (${type}) did not finish within shutdownTimeoutMs; it was aborted and will run again after its lease expires.`
+      : `The handler of job ${jobId} (${type}) did not return within abandonAfterMs after its attempt ended (${ABANDON_CAUSES[reason]}); ` +
+        'the worker abandoned it and freed its slot. Handlers should stop when ctx.signal aborts.') +
+    ` Abandoned handlers still running: ${abandonedCount}.`,
   subscriberFailed: (target: string, event: string, error: unknown) =>
     `@OnWorkhorseEvent('${event}') ${target} threw: ${error instanceof Error ? error.message : String(error)}. ` +
     'The worker goes on; handle errors inside the subscriber.',

@@ -66,4 +66,9 @@ export class WorkhorseRegistry {
   subscribersOf(event: WorkerEventName): readonly DiscoveredSubscriber[] {
     return this.byEvent.get(event) ?? [];
   }
+
+  /** The events some `@OnWorkhorseEvent` method subscribes to. */
+  get subscribedEvents(): WorkerEventName[] {
+    return [...this.byEvent.keys()];
+  }
 }

@@ -5,8 +5,8 @@ import {
   type BeforeApplicationShutdown,
   type OnApplicationBootstrap,
 } from '@nestjs/common';
-import { Subject, type Observable } from 'rxjs';
-import type { WorkerEvent } from '../core/events';
+import { Observable, Subject } from 'rxjs';
+import { WORKER_EVENT_NAMES, type WorkerEvent, type WorkerEventName, type WorkerEventOf } from '../core/events';
 import { Queue } from '../core/queue';
 import { Worker, type WorkerOptions } from '../core/worker';
 import type { WorkhorseModuleOptions } from './workhorse-module-options.interface';
@@ -41,6 +41,10 @@ export interface RunOnceOptions {
  * `events$` streams every worker event (the core `WorkerEvent` union); filter it with
  * `ofWorkhorseEvent(...)`. It completes when the application shuts down.
  *
+ * The core worker builds an event only when someone wants it, and the per-job ones cost CPU
+ * for every job: so this service asks its core worker for the events it logs, those that
+ * `@OnWorkhorseEvent` methods declare, and every event only while `events$` has a subscriber.
+ *
  * @example
  * @Injectable()
  * export class QueueMetrics implements OnModuleInit {
@@ -59,9 +63,25 @@ export class WorkhorseWorker implements OnApplicationBootstrap, BeforeApplicatio
   private readonly events = new Subject<WorkerEvent>();
   private worker: Worker | null = null;
   private running: Promise<void> | null = null;
+  /** Subscribers of events$ now. */
+  private streamed = 0;
+  /** The core workers alive now (this process's and runOnce passes'), each with its unsubscribe function. */
+  private readonly listening = new Map<Worker, () => void>();
 
-  /** Every event of this process's worker (and of `runOnce` passes), as the core emits them. */
-  readonly events$: Observable<WorkerEvent> = this.events.asObservable();
+  /**
+   * Every event of this process's worker (and of `runOnce` passes), as the core emits them,
+   * while subscribed (the core worker builds the per-job events only then).
+   */
+  readonly events$: Observable<WorkerEvent> = new Observable<WorkerEvent>((subscriber) => {
+    const subscription = this.events.subscribe(subscriber);
+    this.streamed++;
+    if (this.streamed === 1) this.listenAgain();
+    return () => {
+      subscription.unsubscribe();
+      this.streamed--;
+      if (this.streamed === 0) this.listenAgain();
+    };
+  });
 
   constructor(
     @Inject(WORKHORSE_MODULE_OPTIONS) private readonly options: WorkhorseModuleOptions,
@@ -85,9 +105,14 @@ export class WorkhorseWorker implements OnApplicationBootstrap, BeforeApplicatio
     return this.worker?.queues ?? [];
   }
 
-  /** Handlers running now. */
+  /** Jobs the worker executes now (each holds a slot). */
   get activeCount(): number {
     return this.worker?.activeCount ?? 0;
+  }
+
+  /** Handlers the worker abandoned (see `abandonAfterMs`) that are still running. */
+  get abandonedCount(): number {
+    return this.worker?.abandonedCount ?? 0;
   }
 
   /** Stops claiming new jobs; running handlers go on. Does nothing without a worker. */
@@ -107,7 +132,10 @@ export class WorkhorseWorker implements OnApplicationBootstrap, BeforeApplicatio
     const worker = this.createWorker(this.options.worker);
     if (this.registry.handlers.length === 0) this.logger.warn(messages.workerWithoutHandlers(worker.queues));
     this.worker = worker;
-    this.running = worker.run().catch((error: unknown) => this.logger.error(messages.workerCrashed(error)));
+    this.running = worker
+      .run()
+      .catch((error: unknown) => this.logger.error(messages.workerCrashed(error)))
+      .finally(() => this.stopListening(worker));
   }
 
   async beforeApplicationShutdown(): Promise<void> {
@@ -143,6 +171,7 @@ export class WorkhorseWorker implements OnApplicationBootstrap, BeforeApplicatio
       return await worker.runOnce();
     } finally {
       signal?.removeEventListener('abort', abort);
+      this.stopListening(worker);
     }
   }
 
@@ -156,12 +185,32 @@ export class WorkhorseWorker implements OnApplicationBootstrap, BeforeApplicatio
       if (handler.definition) worker.handle(handler.definition, handler.fn, options);
       else worker.handle(handler.type, handler.fn, options);
     }
-    worker.on((event) => this.publish(event));
+    this.listen(worker);
     return worker;
   }
 
+  /** Subscribes to the worker's events that someone here wants now (see the class comment). */
+  private listen(worker: Worker): void {
+    const publish = (event: WorkerEvent) => this.publish(event);
+    const names = this.streamed > 0 ? null : [...new Set([...this.logged, ...this.registry.subscribedEvents])];
+    this.listening.set(worker, names === null ? worker.on(publish) : worker.on(names, publish));
+  }
+
+  /** events$ gained its first subscriber or lost its last: every worker's subscription changes. */
+  private listenAgain(): void {
+    for (const [worker, unsubscribe] of this.listening) {
+      unsubscribe();
+      this.listen(worker);
+    }
+  }
+
+  private stopListening(worker: Worker): void {
+    this.listening.get(worker)?.();
+    this.listening.delete(worker);
+  }
+
   private publish(event: WorkerEvent): void {
-    this.log(event);
+    (this.logs[event.name] as ((e: WorkerEvent) => void) | null)?.(event);
     for (const subscriber of this.registry.subscribersOf(event.name)) {
       const report = (error: unknown) => this.logger.error(messages.subscriberFailed(subscriber.target, event.name, error));
       try {
@@ -171,7 +220,7 @@ export class WorkhorseWorker implements OnApplicationBootstrap, BeforeApplicatio
         report(error);
       }
     }
-    this.events.next(event);
+    if (this.streamed > 0) this.events.next(event);
   }
 
   // Problems are logged; successes and claims are not (they would flood the log).
@@ -192,44 +241,28 @@ export class WorkhorseWorker implements OnApplicationBootstrap, BeforeApplicatio
     this.logger.error(suppressed > 0 ? `${message} (${suppressed} more since the last report)` : message, seen ? undefined : error.stack);
   }
 
-  private log(event: WorkerEvent): void {
-    switch (event.name) {
-      case 'worker.started':
-        this.logger.log(messages.workerStarted(event.workerId, event.queues, event.concurrency));
-        break;
-      case 'worker.stopped':
-        this.logger.log(messages.workerStopped(event.workerId));
-        break;
-      case 'worker.error':
-        this.logError(event.during, event.error);
-        break;
-      case 'job.retry_scheduled':
-        this.logger.warn(messages.jobRetry(event.jobId, event.type, event.attempt, event.error, event.runAt));
-        break;
-      case 'job.failed':
-        this.logger.warn(messages.jobFailed(event.jobId, event.type, event.attempt, event.error));
-        break;
-      case 'job.canceled':
-        this.logger.log(messages.jobCanceled(event.jobId, event.type));
-        break;
-      case 'job.lease_lost':
-        this.logger.warn(messages.jobLeaseLost(event.jobId, event.type));
-        break;
-      case 'job.released':
-        this.logger.warn(messages.jobReleased(event.jobId, event.type, event.reason));
-        break;
-      case 'job.abandoned':
-        this.logger.warn(messages.jobAbandoned(event.jobId, event.type));
-        break;
-      case 'job.claimed':
-      case 'job.succeeded':
-      case 'job.sleeping':
-        break;
-      default: {
-        // A new event in the core union must get a log level here.
-        const unhandled: never = event;
-        void unhandled;
-      }
-    }
-  }
+  // How each event is logged (null: not at all). A new event in the core union must get an
+  // entry here, or this does not compile.
+  private readonly logs: { [N in WorkerEventName]: ((event: WorkerEventOf<N>) => void) | null } = {
+    'worker.started': (e) => this.logger.log(messages.workerStarted(e.workerId, e.queues, e.concurrency)),
+    'worker.stopped': (e) => this.logger.log(messages.workerStopped(e.workerId)),
+    'worker.error': (e) => this.logError(e.during, e.error),
+    'worker.reconnected': (e) => {
+      // The next outage's first failure is logged in full again.
+      this.errorLog.delete(e.during);
+      this.logger.log(messages.workerReconnected(e.workerId, e.during, e.failures, e.downMs));
+    },
+    'job.retry_scheduled': (e) => this.logger.warn(messages.jobRetry(e.jobId, e.type, e.attempt, e.error, e.runAt)),
+    'job.failed': (e) => this.logger.warn(messages.jobFailed(e.jobId, e.type, e.attempt, e.error)),
+    'job.canceled': (e) => this.logger.log(messages.jobCanceled(e.jobId, e.type)),
+    'job.lease_lost': (e) => this.logger.warn(messages.jobLeaseLost(e.jobId, e.type)),
+    'job.released': (e) => this.logger.warn(messages.jobReleased(e.jobId, e.type, e.reason)),
+    'job.abandoned': (e) => this.logger.warn(messages.jobAbandoned(e.jobId, e.type, e.reason, e.abandonedCount)),
+    'job.claimed': null,
+    'job.succeeded': null,
+    'job.sleeping': null,
+  };
+
+  /** The events this service logs: problems, start, stop and cancellations; never claims or successes. */
+  private readonly logged: WorkerEventName[] = WORKER_EVENT_NAMES.filter((name) => this.logs[name] !== null);
 }

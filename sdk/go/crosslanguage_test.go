@@ -96,7 +96,11 @@ func TestEnqueuedInTypeScriptCrashedInPythonFinishedInGo(t *testing.T) {
 	var typ, job string
 	_ = json.Unmarshal(first["type"], &typ)
 	_ = json.Unmarshal(first["job"], &job)
-	out, err := exec.Command(node, "-r", register, filepath.Join(testpg.RepoRoot(), "test", "fixtures", "enqueue-job.ts"), db.URL, typ, string(first["payload"])).Output()
+	args := []string{"-r", register, filepath.Join(testpg.RepoRoot(), "test", "fixtures", "enqueue-job.ts"), db.URL, typ, string(first["payload"])}
+	if options, ok := first["options"]; ok {
+		args = append(args, string(options))
+	}
+	out, err := exec.Command(node, args...).Output()
 	if err != nil {
 		t.Fatalf("enqueue through TypeScript: %v", err)
 	}

@@ -170,7 +170,9 @@ func TestAWorkerThatLostItsLeaseWritesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	startWorker(t, a)
-	id, err := workhorse.NewQueue(workhorse.Pgx(db.Pool)).Enqueue(ctx, "taken", nil, nil)
+	// No retry delay: recovery makes the job ready at once, for B to claim.
+	noDelay := workhorse.FixedRetry(0)
+	id, err := workhorse.NewQueue(workhorse.Pgx(db.Pool)).Enqueue(ctx, "taken", nil, &workhorse.EnqueueOptions{RetryPolicy: &noDelay})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -302,7 +302,8 @@ func TestAJobOfAnUnknownTypeIsReleasedWithoutSpendingAnAttempt(t *testing.T) {
 	stop()
 	admin := workhorse.NewAdmin(workhorse.Pgx(db.Pool))
 	job, _ := admin.GetJob(ctx, id)
-	if job.State != workhorse.StateScheduled || job.CurrentAttempt != 0 || released.Reason == "" {
+	// Attempt 1 is closed as released: its number is used, its place in MaxAttempts given back.
+	if job.State != workhorse.StateScheduled || job.CurrentAttempt != 1 || job.MaxAttempts != 1 || released.Reason == "" {
 		t.Fatalf("job %+v, event %+v", job, released)
 	}
 	if _, err := db.Pool.Exec(ctx, "UPDATE workhorse.job_runtime SET run_at = now()"); err != nil {
@@ -313,7 +314,7 @@ func TestAJobOfAnUnknownTypeIsReleasedWithoutSpendingAnAttempt(t *testing.T) {
 		t.Fatal(err)
 	}
 	startWorker(t, other)
-	if job := waitForState(t, admin, id, 10*time.Second, workhorse.StateSucceeded); string(job.Result) != "1" {
+	if job := waitForState(t, admin, id, 10*time.Second, workhorse.StateSucceeded); string(job.Result) != "2" {
 		t.Fatalf("ran at attempt %s", job.Result)
 	}
 }

@@ -680,4 +680,90 @@ describe('checkpoint names', () => {
     expect(returned).toEqual([expected, expected]);
     expect([...runsOf]).toEqual(names.map((n) => [n, 1]));
   });
+
+  // A name the database cannot store as given: a lone surrogate would be stored as U+FFFD (and
+  // never match the name again, so the stage ran on every attempt), a NUL refused by the
+  // server only after the stage ran.
+  it.each([
+    ['a lone surrogate', 'stage-\ud800'],
+    ['a NUL character', 'stage-\u0000'],
+  ])('a name with %s is refused with a typed error before the stage runs', async (_label, name) => {
+    const q = `checkpoint-bad-name-${name.charCodeAt(6)}`;
+    let ran = 0;
+    let refused: unknown;
+    const worker = new Worker(queue, { queues: [q] }).handle('bad-name.job', async (_payload: null, ctx: HandlerContext) => {
+      try {
+        await ctx.checkpoint(name, () => ++ran);
+      } catch (error) {
+        refused = error;
+      }
+      return null;
+    });
+    await queue.enqueue('bad-name.job', null, { queue: q });
+    expect(await worker.runOnce()).toBe(1);
+    expect(refused).toBeInstanceOf(WorkhorseValidationError);
+    expect((refused as WorkhorseValidationError).field).toBe('name');
+    expect(ran).toBe(0);
+    expect(await pool.query('SELECT 1 FROM workhorse.job_checkpoint k JOIN workhorse.job j ON j.id = k.job_id WHERE j.queue = $1', [q])).toMatchObject({ rowCount: 0 });
+  });
+
+  it('a sleep name with a lone surrogate is refused with a typed error before anything is written', async () => {
+    const q = 'sleep-bad-name';
+    let refused: unknown;
+    const worker = new Worker(queue, { queues: [q] }).handle('bad-sleep.job', async (_payload: null, ctx: HandlerContext) => {
+      await ctx.sleep('nap-\udfff', 60_000).catch((error: unknown) => (refused = error));
+      return null;
+    });
+    const id = await queue.enqueue('bad-sleep.job', null, { queue: q });
+    expect(await worker.runOnce()).toBe(1);
+    expect(refused).toBeInstanceOf(WorkhorseValidationError);
+    expect(await pool.query('SELECT 1 FROM workhorse.job_wait WHERE job_id = $1', [id])).toMatchObject({ rowCount: 0 });
+    expect((await admin.getJob(id))?.state).toBe('succeeded');
+  });
+});
+
+describe('concurrent checkpoints of one name', () => {
+  it('in one handler, both callers get the one stored value and the stage runs once', async () => {
+    const q = 'checkpoint-concurrent';
+    let ran = 0;
+    let values: unknown[] = [];
+    const worker = new Worker(queue, { queues: [q] }).handle('twin.job', async (_payload: null, ctx: HandlerContext) => {
+      const stage = async (tag: string) => {
+        ran++;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        return { tag, dropped: undefined };
+      };
+      values = await Promise.all([ctx.checkpoint('charge', () => stage('first')), ctx.checkpoint('charge', () => stage('second'))]);
+      return values;
+    });
+    const id = await queue.enqueue('twin.job', null, { queue: q });
+    expect(await worker.runOnce()).toBe(1);
+    const { rows } = await pool.query<{ value: unknown }>('SELECT value FROM workhorse.job_checkpoint WHERE job_id = $1', [id]);
+    expect(rows).toEqual([{ value: { tag: 'first' } }]);
+    expect(ran).toBe(1);
+    // Exactly the stored value (as a replay returns it), for both callers.
+    expect(values).toStrictEqual([{ tag: 'first' }, { tag: 'first' }]);
+    expect((await admin.getJob(id))?.result).toEqual([{ tag: 'first' }, { tag: 'first' }]);
+  });
+
+  it('a value stored first by another run wins over this run\'s own', async () => {
+    const q = 'checkpoint-raced';
+    let value: unknown;
+    const worker = new Worker(queue, { queues: [q] }).handle('raced.job', async (_payload: null, ctx: HandlerContext) => {
+      value = await ctx.checkpoint('charge', async () => {
+        // Meanwhile, another run of this job (a worker that has just lost it) stores its value.
+        await pool.query(
+          `INSERT INTO workhorse.job_checkpoint (job_id, name, value, attempt, fence_token, worker_id, created_at)
+           VALUES ($1, 'charge', '{"by": "the other run"}', 1, 1, 'other', now())`,
+          [ctx.jobId],
+        );
+        return { by: 'this run' };
+      });
+      return value;
+    });
+    const id = await queue.enqueue('raced.job', null, { queue: q });
+    expect(await worker.runOnce()).toBe(1);
+    expect(value).toEqual({ by: 'the other run' });
+    expect((await admin.getJob(id))?.result).toEqual({ by: 'the other run' });
+  });
 });

@@ -26,6 +26,8 @@ afterAll(async () => {
   await db?.drop();
 });
 
+const BOUND = "SELECT date_trunc('milliseconds', clock_timestamp()) + interval '1 millisecond' AS now, pg_sleep(0.002)";
+
 /** Every job of a listing, page by page, and the sizes of the pages. */
 async function readAll(filter: ListJobsFilter): Promise<{ ids: string[]; pages: number[] }> {
   const ids: string[] = [];
@@ -44,11 +46,14 @@ describe('listJobs with createdAfter and createdBefore', () => {
   it('lists exactly the jobs created in the window, newest first, across pages', async () => {
     const q = freshQueue();
     const before = await queue.enqueueMany(Array.from({ length: 3 }, (_, i) => ({ type: 'window.job', payload: { i }, queue: q })));
-    const { rows } = await db.pool.query<{ now: Date }>('SELECT clock_timestamp() AS now');
-    const from = rows[0].now;
+    // A JS Date holds milliseconds: each bound is the next millisecond, and 2 ms pass after it, so
+    // no job shares a millisecond with a bound.
+    const bound = async () => (await db.pool.query<{ now: Date }>(BOUND)).rows[0].now;
+    const from = await bound();
     const inside: string[] = [];
     for (let i = 0; i < 5; i += 1) inside.push(await queue.enqueue('window.job', { i }, { queue: q }));
-    const until = (await db.pool.query<{ now: Date }>('SELECT clock_timestamp() AS now')).rows[0].now;
+    await db.pool.query('SELECT pg_sleep(0.002)');
+    const until = await bound();
     const after = await queue.enqueue('window.job', {}, { queue: q });
 
     const listed = await readAll({ queue: q, createdAfter: from, createdBefore: until, limit: 2 });

@@ -285,6 +285,48 @@ describe('what a handler throws', () => {
   });
 });
 
+describe('a failure is always recorded', () => {
+  const huge = 'x'.repeat(3 * 1024 * 1024);
+  const throwing = (what: string) => () => {
+    throw new Error(`${what} throws`);
+  };
+  it.each<[string, () => unknown, { name: string; message: RegExp }]>([
+    ['an Error whose message is 3 MB', () => new Error(huge), { name: 'Error', message: /^x{32768}… \[truncated: 32768 of 3145728 characters kept\]$/ }],
+    [
+      'an Error whose retryable getter throws',
+      () => Object.defineProperty(new Error('retryable getter'), 'retryable', { get: throwing('retryable') }),
+      { name: 'Error', message: /^retryable getter$/ },
+    ],
+    [
+      'an Error whose name getter throws',
+      () => Object.defineProperty(new Error('name getter'), 'name', { get: throwing('name') }),
+      { name: 'Error', message: /^name getter$/ },
+    ],
+    ['an object whose toJSON and toString throw', () => ({ toJSON: throwing('toJSON'), toString: throwing('toString') }), { name: 'NonErrorThrown', message: /^\[object Object\]$/ }],
+    [
+      'a proxy every trap of which throws',
+      () => new Proxy({}, { get: throwing('get'), getPrototypeOf: throwing('getPrototypeOf'), ownKeys: throwing('ownKeys') }),
+      { name: 'NonErrorThrown', message: /could not be read/ },
+    ],
+  ])('%s: the attempt is failed at once and the retry policy applies', async (label, make, expected) => {
+    const q = `always-recorded-${label.replace(/\W+/g, '-')}`;
+    const id = await queue.enqueue('throws.badly', null, { queue: q, maxAttempts: 2, retryPolicy: { kind: 'fixed', delayMs: 0 } });
+    const worker = new Worker(queue, { queues: [q], listen: false }).handle('throws.badly', async () => {
+      throw make();
+    });
+    // One pass runs the job to its end: nothing is left waiting for its lease to expire.
+    expect(await worker.runOnce()).toBe(1);
+    const [attempt] = await attempts(id);
+    expect(attempt).toMatchObject({ attempt: 1, outcome: 'failed' });
+    expect(attempt.error?.name).toBe(expected.name);
+    expect(attempt.error?.message).toMatch(expected.message);
+    // The policy (no delay) decided the retry, not the lease: the job is ready for attempt 2.
+    const job = await admin.getJob(id);
+    expect(job).toMatchObject({ state: 'ready', currentAttempt: 1 });
+    await admin.cancel(id);
+  });
+});
+
 describe('delayed jobs', () => {
   it('a future runAt is not claimed early, and is claimed once promote_v1 finds it due', async () => {
     const q = 'delayed-sql';

@@ -15,7 +15,7 @@ import {
   WorkhorseValidationError,
   type ScheduleDefinition,
 } from '../../lib/core';
-import { runTick } from '../../lib/core/tick';
+import { runTick } from '../../lib/core/worker/tick';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
 import { decidedOccurrencesOf, occurrencesOf, scheduledJobsOf, simulateOutage } from '../support/schedules';

@@ -25,6 +25,7 @@ const TABLES = [
   'schedule',
   'schedule_occurrence',
   'schedule_history',
+  'handler_policy',
 ];
 
 const FUNCTIONS = [
@@ -42,6 +43,7 @@ const FUNCTIONS = [
   'promote_v1',
   'recover_expired_v1',
   'tick_v1',
+  'register_handlers_v1',
   'prepare_partitions_v1',
   'drop_history_before_v1',
   'get_job_v1',

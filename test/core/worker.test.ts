@@ -2,10 +2,11 @@
  * The Worker's lifecycle: run/stop/drain, shutdown abandonment, LISTEN wake-up and polling,
  * heartbeats, batched claims, unknown types, runOnce, pause/resume, option validation and events.
  */
-import type { Pool } from 'pg';
+import { Pool } from 'pg';
 import {
   Admin,
   Queue,
+  SchemaNotInstalledError,
   Worker,
   WorkerShutdownError,
   WorkerStateError,
@@ -14,6 +15,7 @@ import {
   type WorkerEvent,
   type WorkerOptions,
 } from '../../lib/core';
+import { freePort } from '../../lib/testing/free-port';
 import { createTestDatabase, freshQueue, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
 import { stateOf } from '../support/job-state';
@@ -192,7 +194,7 @@ describe('Worker lifecycle', () => {
 
     expect(ctx.signal.aborted).toBe(true);
     expect(ctx.signal.reason).toBeInstanceOf(WorkerShutdownError);
-    expect(eventFor(s.events, 'job.abandoned', jobId)).toMatchObject({ attempt: 1, workerId: worker.workerId });
+    expect(eventFor(s.events, 'job.abandoned', jobId)).toMatchObject({ attempt: 1, workerId: worker.workerId, reason: 'shutdown', abandonedCount: 1 });
     const names = s.events.map((e) => e.name);
     for (const faked of ['job.succeeded', 'job.failed', 'job.retry_scheduled', 'job.canceled']) {
       expect(names).not.toContain(faked);
@@ -203,17 +205,197 @@ describe('Worker lifecycle', () => {
     expect((await pool.query('SELECT 1 FROM workhorse.job_outcome WHERE job_id = $1', [jobId])).rowCount).toBe(0);
     expect(await attemptsOf(jobId)).toEqual([]);
 
-    // The stopped worker renews nothing, so the 1 s lease really runs out and recovery takes it.
-    await waitFor(
+    // The stopped worker renews nothing, so the 1 s lease really runs out and recovery takes it
+    // (the job waits for its retry delay, counted from the moment the lease ran out).
+    const waiting = await waitFor(
       async () => {
         await pool.query('SELECT workhorse.recover_expired_v1(100)');
-        return (await stateOf(pool, jobId)) === 'ready';
+        const state = await stateOf(pool, jobId);
+        return (state === 'ready' || state === 'scheduled') && state;
       },
       10000,
-      'recovery to make the job ready',
+      'recovery to make the job wait for its next attempt',
     );
-    expect(await admin.getJob(jobId)).toMatchObject({ state: 'ready', currentAttempt: 1, result: null });
+    expect(await admin.getJob(jobId)).toMatchObject({ state: waiting, currentAttempt: 1, result: null });
     expect(await attemptsOf(jobId)).toEqual([{ attempt: 1, outcome: 'expired', worker_id: worker.workerId }]);
+  });
+});
+
+describe('handlers that ignore ctx.signal', () => {
+  // The issue's case: with an execution timeout of 1 s and handlers that never return, the jobs
+  // ended ExecutionTimeout on the server while the worker kept both slots busy forever.
+  it('are abandoned abandonAfterMs after their attempt timed out: slots freed, the timeout recorded, counted until they return', async () => {
+    const q = freshQueue();
+    const release = gate();
+    const stuck = new Set<string>();
+    const worker = new Worker(queue, { queues: [q], concurrency: 2, pollMs: 50, tickMs: 100, abandonAfterMs: 300 })
+      .handle('deaf.job', async (_payload: unknown, ctx: HandlerContext) => {
+        stuck.add(ctx.jobId);
+        await release.promise; // ignores ctx.signal
+        return 'too late';
+      })
+      .handle('next.job', async () => 'ran');
+    const s = start(worker);
+    const deaf = await queue.enqueueMany([1, 2].map((n) => ({ type: 'deaf.job', payload: { n }, queue: q, executionTimeoutMs: 1000, maxAttempts: 1 })));
+    await waitFor(() => stuck.size === 2, 10000, 'both handlers to start');
+    const next = await queue.enqueue('next.job', {}, { queue: q });
+
+    // Both slots come back: the next job runs although the two handlers never returned.
+    await waitFor(() => eventFor(s.events, 'job.succeeded', next), 10000, 'the next job to run');
+    const abandoned = s.events.filter((e) => e.name === 'job.abandoned');
+    expect(abandoned.map((e) => [e.name === 'job.abandoned' && e.reason, e.name === 'job.abandoned' && e.abandonedCount])).toEqual([
+      ['timeout', 1],
+      ['timeout', 2],
+    ]);
+    expect(worker.abandonedCount).toBe(2);
+    expect(worker.activeCount).toBe(0);
+    for (const id of deaf) {
+      const job = await waitFor(async () => {
+        const j = await admin.getJob(id);
+        return j?.state === 'failed' ? j : undefined;
+      }, 10000, `job ${id} to fail`);
+      // Closed by whichever came first: the server's maintenance (ExecutionTimeout) or the worker
+      // as it abandoned the handler (the error its signal carried, ExecutionTimeoutError).
+      expect(job.error?.name).toMatch(/^ExecutionTimeout(Error)?$/);
+      expect(await attemptsOf(id)).toEqual([{ attempt: 1, outcome: 'timeout', worker_id: worker.workerId }]);
+    }
+
+    // When they finally return, the count goes down and what they returned is ignored.
+    release.open();
+    await waitFor(() => worker.abandonedCount === 0, 10000, 'the abandoned handlers to return');
+    for (const id of deaf) {
+      expect(await admin.getJob(id)).toMatchObject({ state: 'failed', result: null });
+      expect(await attemptsOf(id)).toHaveLength(1);
+    }
+  });
+
+  it('a transactional one abandoned has its connection closed, so its transaction rolls back at once', async () => {
+    const q = freshQueue();
+    const release = gate();
+    let started = false;
+    await pool.query('CREATE TABLE IF NOT EXISTS abandoned_writes (job_id uuid)');
+    const worker = new Worker(queue, { queues: [q], concurrency: 1, pollMs: 50, tickMs: 100, abandonAfterMs: 200 }).handle(
+      'deaf.tx.job',
+      async (_payload: unknown, ctx: HandlerContext) => {
+        await ctx.client?.query('INSERT INTO abandoned_writes VALUES ($1)', [ctx.jobId]);
+        started = true;
+        await release.promise;
+      },
+      { transactional: true },
+    );
+    const s = start(worker);
+    const id = await queue.enqueue('deaf.tx.job', {}, { queue: q, executionTimeoutMs: 1000, maxAttempts: 1 });
+    await waitFor(() => started, 10000, 'the handler to write and wait');
+    const openTransactions = async () =>
+      (
+        await pool.query<{ n: number }>(
+          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'",
+        )
+      ).rows[0].n;
+    expect(await openTransactions()).toBe(1);
+    await waitFor(() => eventFor(s.events, 'job.abandoned', id), 10000, 'the handler to be abandoned');
+    await waitFor(async () => (await openTransactions()) === 0, 10000, 'its transaction to end');
+    expect((await pool.query('SELECT 1 FROM abandoned_writes WHERE job_id = $1', [id])).rowCount).toBe(0);
+    release.open();
+    await waitFor(() => worker.abandonedCount === 0, 10000, 'the abandoned handler to return');
+    await waitFor(async () => (await admin.getJob(id))?.state === 'failed', 10000, 'the job to fail');
+  });
+
+  it('are abandoned after a cancel request, and the cancellation is acknowledged', async () => {
+    const q = freshQueue();
+    const release = gate();
+    let started = false;
+    const worker = new Worker(queue, { queues: [q], concurrency: 1, pollMs: 50, leaseMs: 3000, heartbeatMs: 100, abandonAfterMs: 200 }).handle(
+      'deaf.job',
+      async () => {
+        started = true;
+        await release.promise;
+      },
+    );
+    const s = start(worker);
+    const id = await queue.enqueue('deaf.job', {}, { queue: q });
+    await waitFor(() => started, 10000, 'the handler to start');
+    await admin.cancel(id);
+    await waitFor(() => eventFor(s.events, 'job.canceled', id), 10000, 'the cancellation to be acknowledged');
+    expect(eventFor(s.events, 'job.abandoned', id)).toMatchObject({ reason: 'canceled', abandonedCount: 1 });
+    expect((await admin.getJob(id))?.state).toBe('canceled');
+    expect(worker.abandonedCount).toBe(1);
+    release.open();
+    await waitFor(() => worker.abandonedCount === 0, 10000, 'the abandoned handler to return');
+  });
+});
+
+describe('starting', () => {
+  it('run() and runOnce() on a database without the schema fail at once with SchemaNotInstalledError, saying what to run', async () => {
+    const bare = await createTestDatabase({ installSchema: false });
+    try {
+      const worker = new Worker(new Queue(bare.pool), { pollMs: 50, tickMs: 50 });
+      const errors: WorkerEvent[] = [];
+      worker.on(['worker.error'], (event) => errors.push(event));
+      const startedAt = Date.now();
+      const run = worker.run();
+      await expect(run).rejects.toBeInstanceOf(SchemaNotInstalledError);
+      await expect(run).rejects.toThrow('npx workhorse schema install');
+      await expect(worker.runOnce()).rejects.toBeInstanceOf(SchemaNotInstalledError);
+      // At once: no loop of failing claims and ticks first.
+      expect(Date.now() - startedAt).toBeLessThan(5000);
+      expect(errors).toEqual([]);
+      expect(worker.isRunning).toBe(false);
+    } finally {
+      await bare.drop();
+    }
+  });
+
+  it('while it checks the schema, an idle pool connection that breaks is reported, not left to crash the process', async () => {
+    const appName = 'worker-start-pool-error';
+    const own = new Pool({ connectionString: db.url, max: 3, application_name: appName });
+    // Two idle connections in the pool, and the schema check held up by a lock.
+    await Promise.all([own.query('SELECT pg_sleep(0.05)'), own.query('SELECT pg_sleep(0.05)')]);
+    const locker = await pool.connect();
+    await locker.query('BEGIN');
+    await locker.query('LOCK TABLE workhorse.schema_version IN ACCESS EXCLUSIVE MODE');
+    const worker = new Worker(new Queue(own), { queues: [freshQueue()] });
+    const errors: WorkerEvent[] = [];
+    worker.on(['worker.error'], (event) => errors.push(event));
+    const run = worker.run();
+    try {
+      const blocked = await waitFor(async () => {
+        const { rows } = await pool.query<{ n: number }>(
+          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'",
+          [appName],
+        );
+        return rows[0].n === 1;
+      }, 10000, 'the schema check to wait for the lock');
+      expect(blocked).toBe(true);
+      await pool.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1 AND state = 'idle'", [appName]);
+      await waitFor(() => errors.some((e) => e.name === 'worker.error' && e.during === 'pool'), 10000, 'the broken connection to be reported');
+    } finally {
+      await locker.query('ROLLBACK');
+      locker.release();
+    }
+    await waitFor(() => worker.isRunning, 10000, 'the worker to start');
+    await worker.stop();
+    await run;
+    await own.end();
+  });
+
+  it('run() waits for a database it cannot reach, reporting each try as worker.error during start, until stopped', async () => {
+    const unreachable = new URL(db.url);
+    unreachable.port = String(await freePort());
+    const closed = new Pool({ connectionString: unreachable.toString() });
+    try {
+      const worker = new Worker(new Queue(closed));
+      const errors: WorkerEvent[] = [];
+      worker.on(['worker.error'], (event) => errors.push(event));
+      const run = worker.run();
+      await waitFor(() => errors.length >= 2, 10000, 'two failed tries');
+      expect(errors.every((e) => e.name === 'worker.error' && e.during === 'start')).toBe(true);
+      expect(worker.isRunning).toBe(false);
+      await worker.stop();
+      await expect(run).resolves.toBeUndefined();
+    } finally {
+      await closed.end();
+    }
   });
 });
 
@@ -346,7 +528,8 @@ describe('Worker leases and claims', () => {
     expect(ignorantEvents.map((e) => e.name)).toEqual(['job.claimed', 'job.released']);
     expect(ignorantEvents[1]).toMatchObject({ jobId, type: 'mystery.job', reason: expect.stringContaining('mystery.job') });
     // Scheduled for 300 ms later; only a maintenance tick can promote it, and none ran since.
-    expect(await admin.getJob(jobId)).toMatchObject({ state: 'scheduled', currentAttempt: 0, workerId: null });
+    // Attempt 1 is closed as released: its number is used, but it does not count against maxAttempts.
+    expect(await admin.getJob(jobId)).toMatchObject({ state: 'scheduled', currentAttempt: 1, maxAttempts: 1, workerId: null });
     expect(await attemptsOf(jobId)).toEqual([{ attempt: 1, outcome: 'released', worker_id: 'ignorant' }]);
     expect((await admin.getJobTimeline(jobId)).items.map((e) => e.kind)).toContain('released');
 
@@ -360,12 +543,12 @@ describe('Worker leases and claims', () => {
     );
     const s = start(able);
     await waitFor(() => eventFor(s.events, 'job.succeeded', jobId), 10000, 'the able worker to run the job');
-    // maxAttempts 1 and it still ran: the release gave the attempt back.
-    expect(attemptSeen).toBe(1);
-    expect(await admin.getJob(jobId)).toMatchObject({ state: 'succeeded', result: 42, currentAttempt: 1 });
+    // maxAttempts 1 and it still ran: the release gave the attempt back. Its number is attempt 2.
+    expect(attemptSeen).toBe(2);
+    expect(await admin.getJob(jobId)).toMatchObject({ state: 'succeeded', result: 42, currentAttempt: 2 });
     expect(await attemptsOf(jobId)).toEqual([
       { attempt: 1, outcome: 'released', worker_id: 'ignorant' },
-      { attempt: 1, outcome: 'succeeded', worker_id: 'able' },
+      { attempt: 2, outcome: 'succeeded', worker_id: 'able' },
     ]);
   });
 
@@ -374,7 +557,7 @@ describe('Worker leases and claims', () => {
     const jobId = await queue.enqueue('mystery.job', {}, { queue: q });
     const ignorant = new Worker(queue, { queues: [q], unknownTypeDelayMs: 0 });
     expect(await ignorant.runOnce()).toBe(1);
-    expect(await admin.getJob(jobId)).toMatchObject({ state: 'ready', currentAttempt: 0 });
+    expect(await admin.getJob(jobId)).toMatchObject({ state: 'ready', currentAttempt: 1 });
     // Clean up: run it, so the job does not stay live.
     const able = new Worker(queue, { queues: [q] }).handle('mystery.job', async () => null);
     expect(await able.runOnce()).toBe(1);
@@ -470,6 +653,14 @@ describe('Worker API', () => {
       [{ roundTrips: 5 }, 'roundTrips'],
       [{ roundTrips: 1.5 }, 'roundTrips'],
       [{ concurrency: 2, roundTrips: 3 }, 'roundTrips'],
+      // Values that guarantee a malfunction: a lease renewed no sooner than it lapses, a listener
+      // without a connection string, a worker id the database cannot store (every statement fails).
+      [{ leaseMs: 2000, heartbeatMs: 2000 }, 'heartbeatMs'],
+      [{ heartbeatMs: 30_000 }, 'heartbeatMs'],
+      [{ listen: { connectionString: '' } }, 'listen'],
+      [{ listen: { connectionString: 'postgres://x/y', poolMax: 1 } as unknown as WorkerOptions['listen'] }, 'listen'],
+      [{ workerId: 'host\u0000' }, 'workerId'],
+      [{ workerId: 'host-\ud83d' }, 'workerId'],
     ];
     for (const [options, field] of cases) {
       let thrown: unknown;
@@ -481,6 +672,7 @@ describe('Worker API', () => {
       expect(thrown).toBeInstanceOf(WorkhorseValidationError);
       expect((thrown as WorkhorseValidationError).field).toBe(field);
     }
+    expect(() => new Worker(queue, { leaseMs: 3000, heartbeatMs: 5000 })).toThrow('heartbeatMs: must be below leaseMs (3000)');
   });
 
   it('registering a type twice throws', () => {

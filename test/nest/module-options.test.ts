@@ -188,6 +188,7 @@ describe('option validation at start-up', () => {
     ['a bad worker value', { connectionString: 'postgres://x/y', worker: true }, 'worker must be an object of worker settings'],
     ['a bad worker setting', { connectionString: 'postgres://x/y', worker: { concurrency: 0 } }, 'worker.concurrency: must be an integer from 1 to 1000'],
     ['an unknown worker setting', { connectionString: 'postgres://x/y', worker: { concurency: 5 } }, 'worker.concurency: is not a worker option'],
+    ['a heartbeat no shorter than the lease', { connectionString: 'postgres://x/y', worker: { leaseMs: 5000, heartbeatMs: 5000 } }, 'worker.heartbeatMs: must be below leaseMs (5000)'],
     ['a bad requestTransactions', { connectionString: 'postgres://x/y', requestTransactions: 'yes' }, 'requestTransactions must be true or false'],
     ['a transaction that is no TransactionSource', { connectionString: 'postgres://x/y', transaction: {} }, 'transaction must be an object with a current() method'],
   ];

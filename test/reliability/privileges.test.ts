@@ -381,6 +381,7 @@ describe('an application role with the least-privilege grants', () => {
       attempt_history: 'SELECT,INSERT',
       enqueue_idempotency: 'SELECT,INSERT,UPDATE,DELETE',
       fence_seq: 'USAGE,SELECT',
+      handler_policy: 'SELECT,INSERT,UPDATE',
       history_seq: 'USAGE,SELECT',
       job: 'SELECT,INSERT',
       job_checkpoint: 'SELECT,INSERT',

@@ -276,6 +276,7 @@ async function restartUnderLoad(subject: Subject, producer: Producer, mode: 'fas
 
   const rejectedBefore = producer.rejected.length;
   const errorsBefore = subject.events.filter((e) => e.name === 'worker.error').length;
+  const eventsBefore = subject.events.length;
   await server.shutdown(mode);
   // An enqueue while the server is down is refused to its caller, not swallowed. (The
   // producer's own attempts during the outage may be none at all on a busy machine.)
@@ -305,6 +306,18 @@ async function restartUnderLoad(subject: Subject, producer: Producer, mode: 'fas
   // The worker saw the outage and said so, instead of crashing or staying silent.
   const outage = subject.events.filter((e) => e.name === 'worker.error').slice(errorsBefore);
   expect(outage.length).toBeGreaterThan(0);
+  // And it says when the database is reachable again: each of its recurring operations that
+  // failed reports, once, that it works again.
+  const failed = new Set(outage.map((e) => e.name === 'worker.error' && e.during).filter((d) => d !== 'pool' && d !== 'fail'));
+  const reconnected = () => subject.events.slice(eventsBefore).filter((e) => e.name === 'worker.reconnected');
+  await waitFor(
+    () => [...failed].every((during) => reconnected().some((e) => e.name === 'worker.reconnected' && e.during === during)),
+    20_000,
+    `worker.reconnected for each of ${[...failed].join(', ')} after the ${mode} restart`,
+  );
+  for (const event of reconnected()) {
+    if (event.name === 'worker.reconnected') expect(event).toMatchObject({ failures: expect.any(Number), downMs: expect.any(Number) });
+  }
 
   // The heartbeat connection came back: the held job's lease is renewed after the restart.
   await waitFor(async () => {
@@ -400,6 +413,7 @@ afterEach(async () => {
 });
 
 afterAll(async () => {
+  jest.restoreAllMocks();
   for (const check of checkPools) await check.end();
   await server?.stop();
 });
@@ -438,6 +452,7 @@ it('a core Worker rides out a fast and an immediate restart: nothing lost, nothi
 
 it('a Nest application with worker options rides out a fast and an immediate restart', async () => {
   const { url, check } = await createDatabase('nest_restart');
+  const logged: string[] = [];
   const appName = 'restart-nest';
   let moduleRef: TestingModule | undefined;
   try {
@@ -453,6 +468,7 @@ it('a Nest application with worker options rides out a fast and an immediate res
     }).compile();
     // compile() installs Jest's testing logger, which prints every worker.error of the outage.
     Logger.overrideLogger(false);
+    jest.spyOn(Logger.prototype, 'log').mockImplementation((message: unknown) => void logged.push(String(message)));
     await moduleRef.init();
     const worker = moduleRef.get(WorkhorseWorker);
     const queue = moduleRef.get(Queue);
@@ -470,6 +486,8 @@ it('a Nest application with worker options rides out a fast and an immediate res
       subscription.unsubscribe();
     }
     expect(worker.isRunning).toBe(true);
+    // The Nest worker logs the return of the database, not only the failures.
+    expect(logged.some((line) => line.includes('the database is reachable again'))).toBe(true);
   } finally {
     await moduleRef?.close();
   }

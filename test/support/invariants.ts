@@ -20,7 +20,36 @@ export async function splitViolations(pool: Pool): Promise<string[]> {
   return rows.map((r) => r.id);
 }
 
-/** Fails the test if any job breaks the split invariant. */
+/**
+ * The attempt history: every attempt a job opened and closed has exactly one `attempt_history`
+ * row under its own number, and no other rows exist. A job that started `n` attempts has closed
+ * attempts 1 to n, except the one still open (running, or asleep: `resuming` outside
+ * `active`). Returns the offending `job id: attempt` pairs (empty when it holds).
+ */
+export async function attemptHistoryViolations(pool: Pool): Promise<string[]> {
+  const { rows } = await pool.query<{ item: string }>(`
+    WITH started AS (
+      SELECT r.job_id, r.current_attempt AS n, (r.state = 'active' OR r.resuming) AS open FROM workhorse.job_runtime r
+      UNION ALL
+      SELECT o.job_id, o.final_attempt, false FROM workhorse.job_outcome o
+    ),
+    closed AS (
+      SELECT s.job_id, a.attempt FROM started s, generate_series(1, s.n - CASE WHEN s.open THEN 1 ELSE 0 END) AS a (attempt)
+    ),
+    recorded AS (
+      SELECT h.job_id, h.attempt, count(*) AS rows FROM workhorse.attempt_history h GROUP BY h.job_id, h.attempt
+    )
+    SELECT coalesce(c.job_id, h.job_id) || ': ' || coalesce(c.attempt, h.attempt) || ' has '
+           || coalesce(h.rows, 0) || ' rows' AS item
+    FROM closed c
+    FULL JOIN recorded h ON h.job_id = c.job_id AND h.attempt = c.attempt
+    WHERE c.job_id IS NULL OR h.job_id IS NULL OR h.rows <> 1
+    ORDER BY 1`);
+  return rows.map((r) => r.item);
+}
+
+/** Fails the test if any job breaks the split invariant or the attempt history's. */
 export async function expectSplitInvariant(pool: Pool): Promise<void> {
   expect(await splitViolations(pool)).toEqual([]);
+  expect(await attemptHistoryViolations(pool)).toEqual([]);
 }

@@ -19,7 +19,7 @@ const SYSTEMS = {
     label: 'workhorse (WorkhorseModule)',
     short: 'workhorse/Nest',
     ours: true,
-    settings: '`WorkhorseModule.forRoot({ poolConfig: { max: 10 }, schema: "verify", worker: { concurrency } })`, one `@JobHandler` provider, Nest application context',
+    settings: '`WorkhorseModule.forRoot({ poolConfig: { max: 10 }, schema: "verify", worker: { concurrency } })`, one `@JobHandler` provider and one `@OnWorkhorseEvent(\'worker.error\')` provider (no `events$` subscriber), Nest application context',
   },
   'workhorse-lanes': {
     adapter: 'workhorse',

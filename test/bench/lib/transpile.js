@@ -26,21 +26,23 @@ function listTs(dir) {
 }
 
 /**
- * Returns { dir, remove }: `dir/lib/...` holds the JavaScript, `dir/sql` and `dir/node_modules`
- * link to the checkout's, so `require('pg')` and the schema's SQL_DIR resolve as in the source tree.
+ * Returns { dir, remove }: `dir/lib/...` holds the JavaScript, `dir/sql` links to the tree's and
+ * `dir/node_modules` to the checkout's, so `require('pg')` and the schema's SQL_DIR resolve as
+ * in the source tree. `root` is the checkout by default, or another tree of the project (a
+ * commit to compare with, see compare.js).
  */
-function transpileLib() {
+function transpileLib(root = ROOT) {
   const ts = require('typescript');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'workhorse-bench-lib-'));
   const compilerOptions = transpileOptions(ts);
-  for (const file of listTs(path.join(ROOT, 'lib'))) {
-    const rel = path.relative(ROOT, file);
+  for (const file of listTs(path.join(root, 'lib'))) {
+    const rel = path.relative(root, file);
     const { outputText } = ts.transpileModule(fs.readFileSync(file, 'utf8'), { compilerOptions, fileName: file });
     const target = path.join(dir, rel.replace(/\.ts$/, '.js'));
     fs.mkdirSync(path.dirname(target), { recursive: true });
     fs.writeFileSync(target, outputText);
   }
-  fs.symlinkSync(path.join(ROOT, 'sql'), path.join(dir, 'sql'));
+  fs.symlinkSync(path.join(root, 'sql'), path.join(dir, 'sql'));
   fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
   const remove = () => fs.rmSync(dir, { recursive: true, force: true });
   return { dir, remove };

@@ -2,7 +2,9 @@
 /**
  * nestjs-workhorse through its Nest module: an application context importing
  * `WorkhorseModule.forRoot({ connectionString, poolConfig: { max: 10 }, worker: { concurrency } })`
- * with one provider whose method carries `@JobHandler('noop')`. The worker is the module's
+ * with one provider whose method carries `@JobHandler('noop')` and one whose method carries
+ * `@OnWorkhorseEvent('worker.error')` (the errors the benchmark counts: as the core adapter's
+ * `worker.on(['worker.error'], ...)`, it asks for no per-job event). The worker is the module's
  * lifecycle-managed `WorkhorseWorker`; the application is closed to stop it. Producing, schema
  * installation and preloading are the core client's (the Nest `Queue` wraps the same call).
  */
@@ -37,7 +39,7 @@ module.exports = {
   async startWorker({ libDir, url, concurrency, onJob, onError, options = {} }) {
     const { Module, Injectable } = require('@nestjs/common');
     const { NestFactory } = require('@nestjs/core');
-    const { WorkhorseModule, JobHandler, WorkhorseWorker } = nestApi(libDir);
+    const { WorkhorseModule, JobHandler, OnWorkhorseEvent } = nestApi(libDir);
 
     // What `@Injectable() class NoopHandlers { @JobHandler('noop') noop(payload) {} }` compiles to.
     class NoopHandlers {
@@ -50,6 +52,17 @@ module.exports = {
     Object.defineProperty(proto, 'noop', decorated);
     Injectable()(NoopHandlers);
 
+    // What `@Injectable() class ErrorCounter { @OnWorkhorseEvent('worker.error') onError(event) {} }` compiles to.
+    class ErrorCounter {
+      onError(event) {
+        onError(`${event.during}: ${event.error && event.error.message}`);
+      }
+    }
+    const counter = ErrorCounter.prototype;
+    const subscribed = Reflect.decorate([OnWorkhorseEvent('worker.error')], counter, 'onError', Object.getOwnPropertyDescriptor(counter, 'onError'));
+    Object.defineProperty(counter, 'onError', subscribed);
+    Injectable()(ErrorCounter);
+
     class BenchModule {}
     Module({
       imports: [
@@ -60,17 +73,12 @@ module.exports = {
           worker: { concurrency, ...options },
         }),
       ],
-      providers: [NoopHandlers],
+      providers: [NoopHandlers, ErrorCounter],
     })(BenchModule);
 
     const app = await NestFactory.createApplicationContext(BenchModule, { logger: false });
-    const worker = app.get(WorkhorseWorker);
-    const subscription = worker.events$.subscribe((event) => {
-      if (event.name === 'worker.error') onError(`${event.during}: ${event.error && event.error.message}`);
-    });
     return {
       async stop() {
-        subscription.unsubscribe();
         await app.close();
       },
     };

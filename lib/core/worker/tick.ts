@@ -1,6 +1,6 @@
 import type { Pool, QueryResult } from 'pg';
-import { failpoint } from './failpoints';
-import { planSchedules } from './schedules/planner';
+import { failpoint } from '../failpoints';
+import { planSchedules } from '../schedules/planner';
 
 /** What tick_v1 answers (sql/050_maintenance.sql); a skipped tick carries `skipped` and `schedulesToPlan` only. */
 export interface TickResult {
@@ -12,6 +12,8 @@ export interface TickResult {
   schedulesFired?: number;
   /** Some schedule's plan of occurrences runs short: a TypeScript process should top it up. */
   schedulesToPlan: boolean;
+  /** Some part of the tick stopped at its bound: tick again at once. */
+  more?: boolean;
 }
 
 /**

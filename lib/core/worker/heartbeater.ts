@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import { DedicatedConnection } from './connection';
+import { DedicatedConnection } from '../connection';
 
 /** A lease the heartbeater keeps alive (the worker's record of a job it runs). */
 export interface HeldLease {
@@ -61,6 +61,8 @@ export class Heartbeater {
      * map to keep in step, which would cost two more map operations per job.
      */
     private readonly leases: ReadonlyMap<string, HeldLease>,
+    /** A round of renewals went through (after failures: the database is reachable again). */
+    private readonly onRenewed: () => void = () => undefined,
   ) {
     this.connection = new DedicatedConnection(pool.options, onError);
   }
@@ -109,6 +111,7 @@ export class Heartbeater {
       this.onError(error as Error);
       return;
     }
+    this.onRenewed();
     for (const row of rows) {
       const lease = this.leases.get(row.job_id);
       if (!lease?.renewing) continue;

@@ -1,0 +1,18 @@
+/**
+ * The worker, one part per file: options and their checks (`worker-options`), the lifecycle
+ * (`worker`), claims and completions (`round-trips`, `lane`), handler execution (`executor`,
+ * `execution`), the statements it sends as a job's owner (`owner-statements`), leases
+ * (`heartbeater`), maintenance (`ticker`), events (`event-hub`) and the error envelope
+ * (`error-envelope`).
+ */
+export { toErrorEnvelope } from './error-envelope';
+export { Worker } from './worker';
+export {
+  checkHandlerOptions,
+  checkWorkerOptions,
+  type HandlerOptions,
+  type HandlerSettings,
+  type JobHandlerFn,
+  type WorkerOptions,
+  type WorkerSettings,
+} from './worker-options';

@@ -1,0 +1,199 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { HandlerContext } from '../context';
+import { WorkhorseValidationError } from '../errors';
+import type { RetryPolicy } from '../types';
+import { checkInteger, checkName, checkRetryPolicy, checkText } from '../validation';
+
+/**
+ * A job handler: receives the payload and a {@link HandlerContext}, returns the job's result
+ * (JSON, at most 1 MiB). Throwing fails the attempt; the job's retry policy decides what next.
+ *
+ * The payload type defaults to `any` only so that unannotated handlers compile as in the
+ * quick-start examples; annotate it (`async (payload: { orderId: string }, ctx) => ...`) to get
+ * checking.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type JobHandlerFn<P = any, R = unknown> = (payload: P, ctx: HandlerContext) => R | Promise<R>;
+
+/** Per-handler options of `worker.handle`. */
+export interface HandlerOptions {
+  /**
+   * Run the handler inside a transaction (its client is `ctx.client`) that also records the
+   * job's completion: database writes made through `ctx.client` commit exactly when the job
+   * succeeds, so a handler whose effects are only such writes takes effect exactly once. If the
+   * handler throws, its writes roll back and the failure is recorded separately.
+   */
+  transactional?: boolean;
+  /** Retry policy for this type's jobs that were enqueued without one of their own. */
+  retry?: RetryPolicy;
+}
+
+export interface WorkerOptions {
+  /** Queues to claim from, default `['default']`. */
+  queues?: string[];
+  /** Handlers running at once, 1 to 1000, default 10. */
+  concurrency?: number;
+  /**
+   * Claim-and-complete round trips in flight at once, 1 to 4, default 1. The slots are split
+   * between them, and each records its own jobs' completions and claims for its own free slots,
+   * on a connection of its own at a time: the database records one batch while the worker runs
+   * the handlers of another. More throughput for many short jobs at a high `concurrency` (each
+   * round trip then carries hundreds of jobs; 2 at about 500 was the fastest configuration on 2
+   * cores), for more database CPU per job; slower with small lanes. See docs/workers.md.
+   */
+  roundTrips?: number;
+  /** Lease length in ms, default 30 000. A job whose lease is not renewed within it is recovered. */
+  leaseMs?: number;
+  /** Heartbeat interval in ms, below `leaseMs`; default a third of the lease. */
+  heartbeatMs?: number;
+  /** Poll interval in ms when no notification arrives, default 1000 (jittered, backing off to 5x while idle). */
+  pollMs?: number;
+  /** Maintenance (promotion, recovery) interval in ms, default 1000. */
+  tickMs?: number;
+  /** How long `stop()` lets running handlers finish before abandoning them, default 25 000 ms. */
+  shutdownTimeoutMs?: number;
+  /**
+   * How long a handler may go on after its attempt is over (its execution timeout passed, its
+   * job was canceled, its lease was lost: its `ctx.signal` aborted) before the worker abandons
+   * it and frees its slot, default 10 000 ms (0 to 3 600 000). A handler that ignores its signal
+   * then no longer holds a slot; see `job.abandoned` and `abandonedCount`.
+   */
+  abandonAfterMs?: number;
+  /**
+   * Wake up on LISTEN/NOTIFY (default true). Behind a transaction-pooling PgBouncer, NOTIFY does
+   * not reach a pooled LISTEN: either give `{ connectionString }` of a direct connection to the
+   * server for the listener alone, or `false` for polling only (latency = `pollMs`).
+   */
+  listen?: boolean | { connectionString: string };
+  /** Identifies this worker in leases and history. Default `host:pid:random`. */
+  workerId?: string;
+  /** Delay before a job of a type this worker has no handler for may be claimed again, default 5000 ms. */
+  unknownTypeDelayMs?: number;
+}
+
+/** {@link WorkerOptions} once checked, with every default filled in. */
+export interface WorkerSettings {
+  readonly queues: readonly string[];
+  readonly concurrency: number;
+  readonly roundTrips: number;
+  readonly leaseMs: number;
+  readonly heartbeatMs: number;
+  readonly pollMs: number;
+  readonly tickMs: number;
+  readonly shutdownTimeoutMs: number;
+  readonly abandonAfterMs: number;
+  readonly listen: boolean | { readonly connectionString: string };
+  readonly workerId: string;
+  readonly unknownTypeDelayMs: number;
+}
+
+/** {@link HandlerOptions} once checked. */
+export interface HandlerSettings {
+  readonly transactional: boolean;
+  readonly retry: RetryPolicy | undefined;
+}
+
+const WORKER_OPTION_KEYS = [
+  'queues',
+  'concurrency',
+  'roundTrips',
+  'leaseMs',
+  'heartbeatMs',
+  'pollMs',
+  'tickMs',
+  'shutdownTimeoutMs',
+  'abandonAfterMs',
+  'listen',
+  'workerId',
+  'unknownTypeDelayMs',
+] as const satisfies readonly (keyof WorkerOptions)[];
+
+// Fails to compile (naming the missing option) when WorkerOptions gains an option the list misses.
+type MissingOption = Exclude<keyof WorkerOptions, (typeof WORKER_OPTION_KEYS)[number]>;
+const everyOptionListed: [MissingOption] extends [never] ? true : MissingOption = true;
+void everyOptionListed;
+
+const HANDLER_OPTION_KEYS = ['transactional', 'retry'] as const satisfies readonly (keyof HandlerOptions)[];
+
+function fail(field: string, message: string): never {
+  throw new WorkhorseValidationError(field, message);
+}
+
+function checkKeys(options: unknown, known: readonly string[], what: string): Record<string, unknown> {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) fail('options', 'must be an object');
+  for (const key of Object.keys(options)) {
+    if (!known.includes(key)) fail(key, `is not a ${what} option (${known.join(', ')})`);
+  }
+  return options as Record<string, unknown>;
+}
+
+/**
+ * Checks worker options and fills in their defaults: the one set of rules for the core
+ * `Worker` and the Nest module's `worker` option alike. Throws a
+ * {@link WorkhorseValidationError} naming the first bad field.
+ *
+ * @example
+ * const settings = checkWorkerOptions({ concurrency: 20 }); // settings.leaseMs === 30_000
+ */
+export function checkWorkerOptions(options: unknown = {}): WorkerSettings {
+  const o = checkKeys(options, WORKER_OPTION_KEYS, 'worker');
+  const queues = o.queues ?? ['default'];
+  if (!Array.isArray(queues) || queues.length === 0 || queues.length > 100) fail('queues', 'must list 1 to 100 queue names');
+  const concurrency = checkInteger(o.concurrency ?? 10, 'concurrency', 1, 1000);
+  const roundTrips = checkInteger(o.roundTrips ?? 1, 'roundTrips', 1, 4);
+  if (roundTrips > concurrency) fail('roundTrips', `must be at most concurrency (${concurrency})`);
+  const leaseMs = checkInteger(o.leaseMs ?? 30_000, 'leaseMs', 1000, 86_400_000);
+  const heartbeatMs = checkInteger(o.heartbeatMs ?? Math.floor(leaseMs / 3), 'heartbeatMs', 100, 86_400_000);
+  // A lease renewed no more often than it lasts lapses between two renewals: every job would be
+  // given up (and run again elsewhere) however healthy the worker.
+  if (heartbeatMs >= leaseMs) {
+    fail('heartbeatMs', `must be below leaseMs (${leaseMs}), or every lease lapses before it is renewed; a third of leaseMs is the default`);
+  }
+  const listen = checkListen(o.listen ?? true);
+  // Every statement of the worker carries its id: one the database cannot store fails them all.
+  const workerId = checkText(o.workerId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, 'workerId', 200);
+  return {
+    queues: [...new Set(queues.map((q: unknown, i) => checkName(q, `queues[${i}]`)))],
+    concurrency,
+    roundTrips,
+    leaseMs,
+    heartbeatMs,
+    pollMs: checkInteger(o.pollMs ?? 1000, 'pollMs', 10, 600_000),
+    tickMs: checkInteger(o.tickMs ?? 1000, 'tickMs', 10, 600_000),
+    shutdownTimeoutMs: checkInteger(o.shutdownTimeoutMs ?? 25_000, 'shutdownTimeoutMs', 0, 3_600_000),
+    abandonAfterMs: checkInteger(o.abandonAfterMs ?? 10_000, 'abandonAfterMs', 0, 3_600_000),
+    listen,
+    workerId,
+    unknownTypeDelayMs: checkInteger(o.unknownTypeDelayMs ?? 5000, 'unknownTypeDelayMs', 0, 604_800_000),
+  };
+}
+
+function checkListen(listen: unknown): WorkerSettings['listen'] {
+  if (typeof listen === 'boolean') return listen;
+  const direct = listen as { connectionString?: unknown } | null;
+  if (
+    typeof direct !== 'object' ||
+    direct === null ||
+    Object.keys(direct).some((key) => key !== 'connectionString') ||
+    typeof direct.connectionString !== 'string' ||
+    direct.connectionString.length === 0
+  ) {
+    fail('listen', 'must be true, false or { connectionString } of a direct connection');
+  }
+  return { connectionString: direct.connectionString };
+}
+
+/**
+ * Checks the options of one handler: the rules of `worker.handle` and of the Nest
+ * `@JobHandler` decorator, which also accepts its own `moreKeys` (`queue`) and checks them
+ * itself. Throws a {@link WorkhorseValidationError} naming the first bad field.
+ */
+export function checkHandlerOptions(options: unknown = {}, moreKeys: readonly string[] = []): HandlerSettings {
+  const o = checkKeys(options, [...moreKeys, ...HANDLER_OPTION_KEYS], 'handler');
+  if (o.transactional !== undefined && typeof o.transactional !== 'boolean') fail('transactional', 'must be true or false');
+  return {
+    transactional: o.transactional === true,
+    retry: o.retry === undefined ? undefined : checkRetryPolicy(o.retry, 'retry'),
+  };
+}
