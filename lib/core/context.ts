@@ -1,7 +1,7 @@
 import type { PoolClient } from 'pg';
 import { fromPgError, LeaseLostError, WorkhorseValidationError } from './errors';
 import type { JsonValue, Queryable } from './types';
-import { checkText, toJsonText } from './validation';
+import { checkDate, checkText, toJsonText } from './validation';
 
 /** What the worker tells a context about the job it runs. */
 export interface ClaimedJob {
@@ -125,7 +125,7 @@ export class HandlerContext {
    * worker no longer owns the job.
    */
   async checkpoint<T>(name: string, operation: () => T | Promise<T>): Promise<T> {
-    checkText(name, 'name', 200);
+    checkText(name, 'name', 1, 200);
     const stored = entryOf(this.job.checkpoints, name);
     if (stored) return stored[0] as T;
     const pending = this.pendingCheckpoints?.get(name);
@@ -238,12 +238,11 @@ export class HandlerContext {
 
   /** Like {@link sleep}, until a point in time. */
   async sleepUntil(name: string, until: Date): Promise<void> {
-    if (!(until instanceof Date) || Number.isNaN(until.getTime())) throw new WorkhorseValidationError('until', 'must be a valid Date');
-    return this.sleepCall(name, until, null);
+    return this.sleepCall(name, checkDate(until, 'until'), null);
   }
 
   private async sleepCall(name: string, until: Date | null, ms: number | null): Promise<void> {
-    checkText(name, 'name', 200);
+    checkText(name, 'name', 1, 200);
     const known = entryOf(this.job.waits, name);
     if (known !== undefined && new Date(known).getTime() <= Date.now()) return;
     this.signal.throwIfAborted();

@@ -63,8 +63,24 @@ export class WorkhorseScheduler {
       const changes = synced.filter((s) => s.change !== 'unchanged').map((s) => `${s.key} ${s.change}`);
       if (changes.length > 0) this.logger.log(messages.schedulesSynced(this.namespace, changes.join(', ')));
     } else if (this.options.syncSchedules === undefined && this.options.worker && definitions.length === 0) {
-      const active = (await this.admin.listSchedules({ namespace: this.namespace })).filter((s) => s.state !== 'disabled');
-      if (active.length > 0) this.logger.warn(messages.undeclaredSchedules(this.namespace, active.map((s) => s.key)));
+      await this.warnAboutUndeclared();
     }
+  }
+
+  /**
+   * Warns about active schedules of the namespace that this application does not declare. Only
+   * a role with the operator capability may list schedules: for any other the warning is left
+   * out (insufficient_privilege), not the start.
+   */
+  private async warnAboutUndeclared(): Promise<void> {
+    let listed: Awaited<ReturnType<Admin['listSchedules']>>;
+    try {
+      listed = await this.admin.listSchedules({ namespace: this.namespace });
+    } catch (error) {
+      if ((error as { code?: unknown }).code === '42501') return;
+      throw error;
+    }
+    const active = listed.filter((s) => s.state !== 'disabled');
+    if (active.length > 0) this.logger.warn(messages.undeclaredSchedules(this.namespace, active.map((s) => s.key)));
   }
 }

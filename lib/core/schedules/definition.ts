@@ -1,5 +1,5 @@
 import { WorkhorseValidationError } from '../errors';
-import { checkInteger, checkName, LIMITS, toWireRequest } from '../validation';
+import { checkInteger, checkName, LIMITS, toRequestJson } from '../validation';
 import { compileCron } from './cron';
 import type { ScheduleDefinition } from './types';
 
@@ -69,7 +69,8 @@ export function toWireSchedule(definition: unknown, path = ''): WireScheduleDefi
   for (const name of Object.keys(def.options ?? {})) {
     if (!JOB_OPTION_KEYS.includes(name)) fail(`${path}options.${name}`, `is not an option of a scheduled job (${JOB_OPTION_KEYS.join(', ')})`);
   }
-  const request = toWireRequest(type, def.payload ?? {}, def.options, `${path}`);
+  // Checked as an enqueue is; the request's JSON, read back, is what the job will hold.
+  const request = JSON.parse(toRequestJson(type, def.payload ?? {}, def.options, `${path}`)) as Record<string, unknown>;
   if (def.payload !== undefined) wire.payload = request.payload;
   const { type: _type, payload: _payload, ...options } = request;
   if (def.options !== undefined) wire.options = options;
