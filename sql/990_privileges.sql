@@ -9,11 +9,17 @@
 -- but the owner.
 --
 -- Roles get EXECUTE by capability (grantRole in lib/core/grants.ts, docs/least-privilege.sql):
---   producer  enqueues, and reads the jobs its login role enqueued;
+--   producer  enqueues, and reads the jobs its login role enqueued; syncs schedules (a schedule
+--             enqueues the jobs it defines, so defining one is a producer's right alone);
 --   worker    claims, renews leases, completes, fails, releases, checkpoints, sleeps, reports
---             progress, acknowledges cancels, and offers maintenance ticks;
+--             progress, acknowledges cancels, and offers maintenance ticks (which fire due
+--             schedule occurrences);
 --   operator  reads every job and history, cancels, pauses and resumes queues, lists and
---             redrives dead letters, runs maintenance and retention.
+--             redrives dead letters, runs maintenance and retention; lists, pauses, resumes and
+--             triggers schedules (a trigger enqueues the job a producer defined, as a redrive
+--             enqueues a copy of an existing one).
+-- Planning a schedule's occurrences (computed by the TypeScript cron library) belongs to all
+-- three: workers top plans up on their ticks, and whoever syncs plans at once.
 -- A new protocol function joins with one line below; installation fails while a workhorse.*_vN
 -- function is missing from the list (and test/reliability/privileges.test.ts checks it too).
 CREATE TABLE workhorse.protocol_function (
@@ -68,7 +74,15 @@ INSERT INTO workhorse.protocol_function (name, capabilities) VALUES
   ('health_v1',               '{operator}'),
   ('retention_run_v1',        '{operator}'),
   ('retention_status_v1',     '{operator}'),
-  ('set_retention_v1',        '{operator}');
+  ('set_retention_v1',        '{operator}'),
+  ('sync_schedules_v1',       '{producer}'),
+  ('schedules_to_plan_v1',    '{producer,worker,operator}'),
+  ('plan_schedule_v1',        '{producer,worker,operator}'),
+  ('list_schedules_v1',       '{operator}'),
+  ('get_schedule_history_v1', '{operator}'),
+  ('pause_schedule_v1',       '{operator}'),
+  ('resume_schedule_v1',      '{operator}'),
+  ('trigger_schedule_v1',     '{operator}');
 
 DO $privileges$
 DECLARE

@@ -129,6 +129,16 @@ export const messages = {
     `Asked worker ${workerId} to drain: within its heartbeat interval it stops claiming and finishes its jobs. Stop its process once \`workhorse workers list\` shows it drained.`,
   drainAlreadyRequested: (workerId: string) => `Worker ${workerId} was already asked to drain; nothing changed.`,
 
+  // ---- schedules --------------------------------------------------------------------------------
+  noSchedules: (namespace: string | undefined) =>
+    namespace === undefined ? 'No schedules.' : `No schedules in namespace ${namespace}.`,
+  scheduleCount: (count: number) => (count === 1 ? '1 schedule.' : `${count} schedules.`),
+  schedulePaused: (key: string) => `Paused schedule ${key}: its occurrences are skipped until it is resumed.`,
+  scheduleAlreadyPaused: (key: string) => `Schedule ${key} is already paused; nothing changed.`,
+  scheduleResumed: (key: string) => `Resumed schedule ${key}: it fires again from its next occurrence.`,
+  scheduleNotPaused: (key: string) => `Schedule ${key} was not paused; nothing changed.`,
+  scheduleTriggered: (key: string, jobId: string) => `Triggered schedule ${key}: enqueued job ${jobId}.`,
+
   // ---- anything else ----------------------------------------------------------------------------
   unexpected: (reason: string) => `unexpected error: ${reason}`,
 };

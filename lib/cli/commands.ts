@@ -10,6 +10,7 @@ import { healthCommand } from './health.commands';
 import { jobsCommands } from './jobs.commands';
 import { queuesCommands } from './queues.commands';
 import { retentionCommands } from './retention.commands';
+import { schedulesCommands } from './schedules.commands';
 import { schemaCommands } from './schema.commands';
 import { workersCommands } from './workers.commands';
 
@@ -29,5 +30,5 @@ export const COMMON_OPTIONS: readonly OptionSpec[] = [
 export const rootCommand: CommandGroup = {
   name: 'workhorse',
   summary: 'Operate a nestjs-workhorse job queue inside PostgreSQL.',
-  subcommands: [schemaCommands, jobsCommands, queuesCommands, workersCommands, healthCommand, retentionCommands],
+  subcommands: [schemaCommands, jobsCommands, queuesCommands, schedulesCommands, workersCommands, healthCommand, retentionCommands],
 };

@@ -33,6 +33,8 @@ import { isJobDefinition, type JobDefinition } from './job-definition';
 import { idleQueueInfo, toQueueInfo, type QueueRow } from './queue-info';
 import { checkQueuePolicy } from './queue-policy';
 import { CHILDREN_SQL, JOB_LINKS_SQL, toLineage, type LinkRow } from './lineage';
+import { getScheduleHistory, listSchedules, setSchedulePaused, triggerSchedule } from './schedules/admin-operations';
+import type { ScheduleActionOptions, ScheduleHistoryEntry, ScheduleInfo } from './schedules/types';
 import { checkDate, checkInteger, checkJobId, checkName, checkOptions, checkText } from './validation';
 import { drainWorker, listWorkers, type DrainResult, type WorkerInfo } from './operations/live-workers';
 import { checkHealthThresholds, health, type HealthReport, type HealthThresholds } from './operations/health';
@@ -393,6 +395,37 @@ export class Admin {
   async runRetention(options: { budget?: number } = {}, client?: Queryable): Promise<RetentionRun> {
     const { budget } = checkOptions(options, 'options', ['budget'], 'an option of runRetention');
     return runRetention(this.runner(client), checkInteger(budget ?? 10_000, 'budget', 1, 1_000_000));
+  }
+
+  /**
+   * Schedules (all namespaces, or `namespace`'s), by namespace and key: definition, state
+   * (`active`, `paused`, `disabled`), revision, next and last run, the last job and its state.
+   */
+  async listSchedules(options: { namespace?: string } = {}, client?: Queryable): Promise<ScheduleInfo[]> {
+    return listSchedules(this.runner(client), options.namespace);
+  }
+
+  /** A schedule's history, newest first: each revision's change and each trigger (default 100 entries). */
+  async getScheduleHistory(key: string, options: { namespace?: string; limit?: number } = {}, client?: Queryable): Promise<ScheduleHistoryEntry[]> {
+    return getScheduleHistory(this.runner(client), key, options);
+  }
+
+  /**
+   * Pauses a schedule (namespace `default` unless given): its occurrences are skipped until it
+   * is resumed. Returns false when it was paused already.
+   */
+  async pauseSchedule(key: string, options: ScheduleActionOptions = {}, client?: Queryable): Promise<boolean> {
+    return setSchedulePaused(this.runner(client), 'pause_schedule_v1', key, options);
+  }
+
+  /** Resumes a paused schedule from its next occurrence (nothing missed meanwhile is caught up). Returns false when it was not paused. */
+  async resumeSchedule(key: string, options: ScheduleActionOptions = {}, client?: Queryable): Promise<boolean> {
+    return setSchedulePaused(this.runner(client), 'resume_schedule_v1', key, options);
+  }
+
+  /** Enqueues a schedule's job now, besides its occurrences (also while paused), and returns the job's id. */
+  async triggerSchedule(key: string, options: ScheduleActionOptions = {}, client?: Queryable): Promise<string> {
+    return triggerSchedule(this.runner(client), key, options);
   }
 
   private async setPaused(fn: string, queue: string, options: ActorOptions | undefined, client?: Queryable): Promise<QueueInfo> {

@@ -119,6 +119,7 @@ export const SQLSTATE = {
   batchTooLarge: 'P1003',
   isolation: 'P1004',
   idempotencyConflict: 'P1005',
+  scheduleNotFound: 'P1010',
   unknownDependency: 'P1020',
   childJobConflict: 'P1021',
 } as const;
@@ -200,6 +201,7 @@ export function fromPgError(error: unknown): unknown {
     if (e.code === SQLSTATE.validation || e.code === SQLSTATE.batchTooLarge) {
       return new WorkhorseValidationError(field, message);
     }
+    if (e.code === SQLSTATE.scheduleNotFound) return new ScheduleNotFoundError(message);
     if (e.code === SQLSTATE.unknownDependency) {
       const detail = JSON.parse(e.detail ?? '{}') as { jobId?: string };
       return new UnknownDependencyError(field, message, detail.jobId ?? '');
@@ -214,6 +216,46 @@ export function fromPgError(error: unknown): unknown {
     }
   }
   return error;
+}
+
+/**
+ * A schedule's cron expression that the cron library refuses, or that never occurs (such as
+ * `0 0 31 2 *`). Raised before anything is written; the message names the schedule.
+ *
+ * @example
+ * try { await queue.syncSchedules('default', [{ key: 'nightly', type: 'report', cron: '0 25 * * *' }]); } catch (e) {
+ *   if (e instanceof InvalidCronError) console.log(e.scheduleKey, e.expression); // "nightly", "0 25 * * *"
+ * }
+ */
+export class InvalidCronError extends WorkhorseValidationError {
+  constructor(
+    /** The key of the schedule it belongs to. */
+    readonly scheduleKey: string,
+    /** The expression as given. */
+    readonly expression: string,
+    detail: string,
+  ) {
+    super('cron', `schedule "${scheduleKey}" has an invalid cron expression "${expression}": ${detail}`);
+  }
+}
+
+/** A schedule's time zone that is not an IANA time zone name this runtime knows. Raised before anything is written. */
+export class UnknownTimeZoneError extends WorkhorseValidationError {
+  constructor(
+    /** The key of the schedule it belongs to. */
+    readonly scheduleKey: string,
+    /** The zone as given. */
+    readonly timezone: string,
+  ) {
+    super('timezone', `schedule "${scheduleKey}" names an unknown time zone "${timezone}" (give an IANA name such as Europe/Berlin)`);
+  }
+}
+
+/** No schedule has that key in that namespace (SQLSTATE `P1010`). */
+export class ScheduleNotFoundError extends WorkhorseValidationError {
+  constructor(message: string) {
+    super('key', message);
+  }
 }
 
 /** The reason `ctx.signal` aborts when an operator canceled the running job. */

@@ -7,9 +7,19 @@
  * Points: `after-claim` (rows claimed, no handler started), `before-handler`, `after-handler`
  * (handler returned, nothing recorded), `before-complete` (completion about to be sent),
  * `after-complete` (completion committed, answer not yet used), `before-park` (child jobs about
- * to be started and the job parked), `after-park` (parked, the worker not yet told).
+ * to be started and the job parked), `after-park` (parked, the worker not yet told),
+ * `after-schedule-fire` (a maintenance tick enqueued the jobs of due schedule occurrences, not
+ * yet committed).
  */
-export type FailpointName = 'after-claim' | 'before-handler' | 'after-handler' | 'before-complete' | 'after-complete' | 'before-park' | 'after-park';
+export type FailpointName =
+  | 'after-claim'
+  | 'before-handler'
+  | 'after-handler'
+  | 'before-complete'
+  | 'after-complete'
+  | 'before-park'
+  | 'after-park'
+  | 'after-schedule-fire';
 
 function parse(spec: string | undefined): Map<string, number> | null {
   if (!spec) return null;

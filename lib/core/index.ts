@@ -18,16 +18,19 @@ export {
   ChildJobConflictError,
   ChildJobFailedError,
   IdempotencyConflictError,
+  InvalidCronError,
   InvalidCursorError,
   JobDataRejectedError,
   JobCanceledError,
   LeaseLostError,
   NonRetryableError,
   RetryAfterError,
+  ScheduleNotFoundError,
   SchemaNotInstalledError,
   SchemaVersionMismatchError,
   SQLSTATE,
   UnknownDependencyError,
+  UnknownTimeZoneError,
   WorkerShutdownError,
   WorkerStateError,
   WorkhorseError,
@@ -55,6 +58,9 @@ export type {
   StandardSchemaResult,
   StandardSchemaV1,
 } from './standard-schema';
+export { DEFAULT_SCHEDULE_NAMESPACE } from './schedules/admin-operations';
+export { planSchedules } from './schedules/planner';
+export type * from './schedules/types';
 export { getSchemaStatus, installSchema, SCHEMA_VERSION, verifySchema, type InstallSchemaResult, type SchemaStatus } from './schema';
 export { DEFAULT_CONNECT_TIMEOUT_MS } from './connect-timeout';
 export { TransactionScope, type TransactionSource } from './transaction-scope';

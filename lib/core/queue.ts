@@ -3,6 +3,8 @@ import { applyConnectTimeout } from './connect-timeout';
 import { fromDatabaseError } from './database-errors';
 import { UnknownDependencyError, WorkhorseValidationError } from './errors';
 import { definedRequest, isJobDefinition, type JobDefinition } from './job-definition';
+import { syncSchedules } from './schedules/sync';
+import type { ScheduleDefinition, SyncedSchedule } from './schedules/types';
 import { toSnapshot, type JobRow } from './job-snapshot';
 import type { EnqueueOptions, EnqueueRequest, JobSnapshot, Queryable } from './types';
 import { JobMetrics } from './telemetry/job-metrics';
@@ -107,6 +109,24 @@ export class Queue {
     checkJobId(jobId);
     const rows = await this.call<JobRow>('SELECT * FROM workhorse.get_own_job_v1($1)', [jobId], client);
     return rows.length === 0 ? null : toSnapshot(rows[0]);
+  }
+
+  /**
+   * Makes `definitions` the desired state of the schedules of `namespace`, in one transaction
+   * under a lock per namespace: new keys are created, changed ones updated, keys no longer listed
+   * disabled (never deleted; listing them again enables them). Every change bumps the schedule's
+   * revision and is recorded in its history. Every definition is checked first (a bad cron
+   * expression is an `InvalidCronError`, an unknown zone an `UnknownTimeZoneError`, naming the
+   * schedule) and nothing is written unless all pass. Then the next occurrences are planned;
+   * workers' maintenance ticks fire them, each exactly once. See docs/schedules.md.
+   *
+   * @example
+   * await queue.syncSchedules('billing', [
+   *   { key: 'invoices.monthly', type: 'invoice.run', cron: '0 3 1 * *', timezone: 'Europe/Berlin' },
+   * ]);
+   */
+  async syncSchedules(namespace: string, definitions: readonly ScheduleDefinition[], client?: Queryable): Promise<SyncedSchedule[]> {
+    return syncSchedules(this.runner(client), namespace, definitions);
   }
 
   /**

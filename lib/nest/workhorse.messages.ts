@@ -39,6 +39,18 @@ export const messages = {
     `${MODULE}: poolConfig must be an object of pg PoolConfig settings such as { max: 20 }, got ${describe(value)}.`,
   poolConfigConnectionString: () =>
     `${MODULE}: put the connection string in the connectionString option, not in poolConfig.`,
+  badScheduleNamespace: (detail: string) => `${MODULE}: scheduleNamespace ${detail}.`,
+  badSchedules: (value: unknown) =>
+    `${MODULE}: schedules must be an array of schedule definitions such as [{ key: 'nightly', type: 'report.daily', cron: '0 6 * * *' }], got ${describe(value)}.`,
+  badSchedule: (detail: string) => `${MODULE}: schedules: ${detail}`,
+  badSyncSchedules: (value: unknown) => `${MODULE}: syncSchedules must be true or false, got ${describe(value)}.`,
+  duplicateScheduleKey: (key: string, first: string, second: string) =>
+    `Two schedules have the key "${key}" (${first} and ${second}): keys name schedules within their namespace. ` +
+    'Give one of them another key.',
+  schedulesSynced: (namespace: string, changes: string) => `Synced the schedules of namespace "${namespace}": ${changes}.`,
+  undeclaredSchedules: (namespace: string, keys: string[]) =>
+    `Namespace "${namespace}" has ${keys.length} active schedule(s) this application does not declare (${keys.join(', ')}); ` +
+    'they go on firing. Set syncSchedules: true to disable them, or give this application its own scheduleNamespace.',
   badSchemaMode: (value: unknown) =>
     `${MODULE}: schema must be 'install' (create the schema if it is absent) or 'verify' (only check it), got ${describe(value)}.`,
   badWorker: (value: unknown) =>
@@ -76,6 +88,9 @@ export const messages = {
   badHandlerOptions: (target: string, value: unknown) =>
     `@JobHandler on ${target}: options must be an object such as { queue: 'emails', transactional: true }, got ${describe(value)}.`,
   badHandlerOption: (target: string, detail: string) => `@JobHandler on ${target}: ${detail}.`,
+  badHandlerSchedule: (target: string, index: number, detail: string) => `@JobHandler on ${target}: schedule[${index}] ${detail}.`,
+  duplicateHandlerScheduleKey: (target: string, key: string) =>
+    `@JobHandler on ${target}: two schedules have the key "${key}" (the job type, unless given): give each schedule its own key.`,
   queueWithDefinition: (target: string, type: string) =>
     `@JobHandler on ${target}: a handler of a job definition takes its queue from the definition; ` +
     `give queue in defineJob('${type}', { queue }) instead of the handler options.`,

@@ -13,6 +13,7 @@ import { EventLog } from '../core/worker/event-log';
 import type { WorkhorseModuleOptions } from './workhorse-module-options.interface';
 import { WORKHORSE_MODULE_OPTIONS } from './workhorse.module-definition';
 import { WorkhorseRegistry } from './workhorse.registry';
+import { WorkhorseScheduler } from './workhorse.scheduler';
 import { messages } from './workhorse.messages';
 
 /**
@@ -87,6 +88,7 @@ export class WorkhorseWorker implements OnApplicationBootstrap, BeforeApplicatio
     @Inject(WORKHORSE_MODULE_OPTIONS) private readonly options: WorkhorseModuleOptions,
     private readonly queue: Queue,
     private readonly registry: WorkhorseRegistry,
+    private readonly scheduler: WorkhorseScheduler,
   ) {}
 
   /** True when the module options configure a worker for this process. */
@@ -124,7 +126,9 @@ export class WorkhorseWorker implements OnApplicationBootstrap, BeforeApplicatio
     this.worker?.resume();
   }
 
-  onApplicationBootstrap(): void {
+  /** Syncs the application's schedules (see `WorkhorseScheduler`), then starts the worker if configured. */
+  async onApplicationBootstrap(): Promise<void> {
+    await this.scheduler.syncOnBootstrap();
     if (!this.options.worker) return;
     const worker = this.createWorker(this.options.worker);
     if (this.registry.handlers.length === 0) this.logger.warn(messages.workerWithoutHandlers(worker.queues));

@@ -178,8 +178,9 @@ export class Worker {
     this.listenToPool();
     this.starting = { abort: starting, schema: waitForSchema(this.pool, this.hub, starting.signal) };
     try {
-      // False: stopped before the database answered.
-      if (!(await this.starting.schema)) {
+      // False: stopped before the database answered. Aborted: stop() came while the check was
+      // answering, and returned without draining, so nothing may start.
+      if (!(await this.starting.schema) || starting.signal.aborted) {
         this.pool.off('error', this.onPoolError);
         return;
       }
