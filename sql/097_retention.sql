@@ -1,7 +1,8 @@
 -- Retention: history and finished jobs are removed once they are older than the policy's
 -- windows, by the maintenance tick (tick_v1 calls retention_run_v1 with a small budget) or by an
 -- operator (`workhorse retention run`). Live jobs are never touched, nor finished jobs that a live
--- job still references (see retention_referenced). See docs/operations.md#retention.
+-- job still references (see retention_referenced: a redrive source, a prerequisite, a child).
+-- See docs/operations.md#retention.
 --
 -- Application roles get nothing on these tables: the protocol functions here are listed in
 -- sql/990_privileges.sql, which makes them SECURITY DEFINER like every other.
@@ -72,6 +73,13 @@ LANGUAGE sql STABLE AS $$
   FROM workhorse.job_redrive r
   JOIN workhorse.job_runtime live ON live.job_id = r.new_job_id
   WHERE r.source_job_id = ANY (p_ids)
+  UNION
+  -- A prerequisite or child of a live job: the live job reads its result or error when it runs
+  -- (ctx.dependencies, ctx.runChild on replay).
+  SELECT d.prerequisite_id
+  FROM workhorse.job_dependency d
+  JOIN workhorse.job_runtime live ON live.job_id = d.dependent_id
+  WHERE d.prerequisite_id = ANY (p_ids)
 $$;
 
 -- Removes finished jobs (all their rows) among p_ids; ids that cannot go yet are deferred: a live
@@ -112,6 +120,8 @@ BEGIN
   WHERE r.new_job_id = ANY (v_gone) AND r.source_job_id <> ALL (v_gone)
   ON CONFLICT (job_id) DO UPDATE SET recheck_at = EXCLUDED.recheck_at;
   DELETE FROM workhorse.job_redrive WHERE source_job_id = ANY (v_gone) OR new_job_id = ANY (v_gone);
+  DELETE FROM workhorse.job_dependency WHERE dependent_id = ANY (v_gone) OR prerequisite_id = ANY (v_gone);
+  DELETE FROM workhorse.job_child_call WHERE parent_id = ANY (v_gone);
   DELETE FROM workhorse.job_checkpoint WHERE job_id = ANY (v_gone);
   DELETE FROM workhorse.job_wait WHERE job_id = ANY (v_gone);
   DELETE FROM workhorse.job_query WHERE seq = ANY (v_seqs);

@@ -5,7 +5,7 @@
  * the policy; the policy is checked by name; `workhorse retention status|run`.
  */
 import type { Pool } from 'pg';
-import { Admin, Queue, WorkhorseValidationError, type RetentionRun } from '../../lib/core';
+import { Admin, Queue, Worker, WorkhorseValidationError, type RetentionRun } from '../../lib/core';
 import { cli, documentOf, viaJson } from '../cli/cli-harness';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
@@ -99,6 +99,44 @@ it('removes finished jobs with all their rows once their window passed; keeps li
   const status = await admin.retentionStatus();
   expect(status.jobsPurged).toBe(4);
   expect(status.lagMs).toBeLessThan(5_000);
+});
+
+it('keeps a prerequisite while its dependent is live, then removes both with their links; a parent with its children', async () => {
+  await admin.setRetention({ finishedJobMs: 1000 });
+  const links = async (ids: string[]) =>
+    (await pool.query<{ n: number }>(
+      `SELECT (SELECT count(*) FROM workhorse.job_dependency WHERE prerequisite_id = ANY ($1) OR dependent_id = ANY ($1))
+            + (SELECT count(*) FROM workhorse.job_child_call WHERE parent_id = ANY ($1)) AS n`,
+      [ids],
+    )).rows[0].n;
+  const pre = await queue.enqueue('t', {}, { queue: 'r-pre' });
+  const dependent = await queue.enqueue('t', {}, { queue: 'r-dependent', dependsOn: [pre] });
+  await complete(pool, await claimOne(pool, 'r-pre'), { value: 7 });
+  // Past the window, the prerequisite is looked at and put off while its dependent is live.
+  await pool.query('SELECT pg_sleep(1.1)');
+  await admin.runRetention();
+  expect((await rowsOf(pre)).job).toBe(1);
+  expect((await admin.getJob(dependent))?.state).toBe('ready');
+  await complete(pool, await claimOne(pool, 'r-dependent'), null);
+  await waitFor(async () => (await admin.runRetention(), (await rowsOf(pre)).job + (await rowsOf(dependent)).job === 0), 15_000, 'both jobs to be removed');
+  expect(Number(await links([pre, dependent]))).toBe(0);
+
+  // A parent that started a child: both finish, then both go, with the record of the call.
+  const worker = new Worker(queue, { queues: ['r-family'], pollMs: 50 })
+    .handle('family.parent', async (_payload, ctx) => ctx.runChild('only', 'family.child', {}, { queue: 'r-family' }))
+    .handle('family.child', async () => 5);
+  const parent = await queue.enqueue('family.parent', {}, { queue: 'r-family' });
+  const running = worker.run();
+  try {
+    await waitFor(async () => (await admin.getJob(parent))?.state === 'succeeded', 20_000, 'the parent to succeed');
+  } finally {
+    await worker.stop();
+    await running;
+  }
+  const child = (await admin.getJob(parent))?.children?.[0]?.id;
+  expect(child).toBeDefined();
+  await waitFor(async () => (await admin.runRetention(), (await rowsOf(parent)).job + (await rowsOf(child as string)).job === 0), 15_000, 'the parent and child to be removed');
+  expect(Number(await links([parent, child as string]))).toBe(0);
 });
 
 it('the maintenance tick applies the policy', async () => {
