@@ -1,0 +1,126 @@
+import type { Pool } from 'pg';
+import { ACTOR_KEYS, actorOf } from './actor-options';
+import { applyConnectTimeout } from './connect-timeout';
+import { checkHealthThresholds, health, type HealthReport, type HealthThresholds } from './operations/health';
+import { drainWorker, listWorkers, type DrainResult, type WorkerInfo } from './operations/live-workers';
+import { retentionStatus, runRetention, setRetention, type RetentionPolicy, type RetentionRun, type RetentionStatus } from './operations/retention';
+import { getScheduleHistory, listSchedules, setSchedulePaused, triggerSchedule } from './schedules/admin-operations';
+import type { ScheduleActionOptions, ScheduleHistoryEntry, ScheduleInfo } from './schedules/types';
+import type { ActorOptions, Queryable } from './types';
+import { checkInteger, checkOptions, checkText } from './validation';
+
+/**
+ * The part of {@link Admin} that operates the deployment rather than single jobs: live workers
+ * and their drain, health, retention, and cron schedules. Every method takes an optional client
+ * as its last argument, so calls can join a transaction; by default the pool is used.
+ */
+export abstract class AdminOperations {
+  constructor(readonly pool: Pool) {
+    applyConnectTimeout(pool);
+  }
+
+  /**
+   * The workers in the registry of live workers, newest first: where each runs, what it claims
+   * from, how many jobs it holds, and its status (`running`, `draining`, `drained`, `gone`).
+   *
+   * @example
+   * const stuck = (await admin.listWorkers()).filter((w) => w.status === 'gone');
+   */
+  async listWorkers(client?: Queryable): Promise<WorkerInfo[]> {
+    return listWorkers(this.runner(client));
+  }
+
+  /**
+   * Asks a worker to drain: at its next report (within its heartbeat interval) it stops
+   * claiming and finishes the jobs it holds; `listWorkers` then shows it `drained`, and its
+   * process can be stopped without abandoning work.
+   *
+   * @example
+   * await admin.drainWorker('web-1:4242:9f3a0c1e', { actor: 'alice', reason: 'host maintenance' });
+   */
+  async drainWorker(workerId: string, options: ActorOptions = {}, client?: Queryable): Promise<DrainResult> {
+    checkText(workerId, 'workerId', 1, 200);
+    const [actor, reason] = actorOf(checkOptions(options, 'options', ACTOR_KEYS, 'a drain option'));
+    return drainWorker(this.runner(client), workerId, actor, reason);
+  }
+
+  /**
+   * One consistent snapshot of the queue's health, read by one statement: per queue the live
+   * jobs by state, the oldest ready job's wait, expired leases not yet recovered and dead letters
+   * of the last hour; live workers; retention lag; missing history partitions; and a status
+   * (`ok`, `warn`, `critical`) with the reasons for it. Thresholds left out keep their defaults
+   * (docs/operations.md lists them, and what to do about each reason).
+   *
+   * @example
+   * const { status, reasons } = await admin.health({ oldestReadyMs: { warn: 5_000, critical: 60_000 } });
+   */
+  async health(thresholds: HealthThresholds = {}, client?: Queryable): Promise<HealthReport> {
+    return health(this.runner(client), checkHealthThresholds(thresholds));
+  }
+
+  /** The retention policy and how far retention got (see docs/operations.md#retention). */
+  async retentionStatus(client?: Queryable): Promise<RetentionStatus> {
+    return retentionStatus(this.runner(client));
+  }
+
+  /**
+   * Sets the retention policy; settings left out keep their values. The maintenance tick applies
+   * it from its next pass.
+   *
+   * @example
+   * await admin.setRetention({ finishedJobMs: 7 * 86_400_000, jobEventDays: 7 }, { actor: 'alice' });
+   */
+  async setRetention(policy: Partial<RetentionPolicy>, options: Pick<ActorOptions, 'actor'> = {}, client?: Queryable): Promise<void> {
+    const [actor] = actorOf(checkOptions(options, 'options', ['actor'], 'an option of setRetention'));
+    return setRetention(this.runner(client), policy, actor);
+  }
+
+  /**
+   * One retention pass now (the maintenance tick runs one per tick anyway): drops expired
+   * history partitions and looks at up to `budget` jobs (default 10 000, at most 1 000 000),
+   * removing those whose window has passed. Answers `skipped` when another pass runs.
+   */
+  async runRetention(options: { budget?: number } = {}, client?: Queryable): Promise<RetentionRun> {
+    const { budget } = checkOptions(options, 'options', ['budget'], 'an option of runRetention');
+    return runRetention(this.runner(client), checkInteger(budget ?? 10_000, 'budget', 1, 1_000_000));
+  }
+
+  /**
+   * Schedules (all namespaces, or `namespace`'s), by namespace and key: definition, state
+   * (`active`, `paused`, `disabled`), revision, next and last run, the last job and its state.
+   */
+  async listSchedules(options: { namespace?: string } = {}, client?: Queryable): Promise<ScheduleInfo[]> {
+    return listSchedules(this.runner(client), options.namespace);
+  }
+
+  /** A schedule's history, newest first: each revision's change and each trigger (default 100 entries). */
+  async getScheduleHistory(key: string, options: { namespace?: string; limit?: number } = {}, client?: Queryable): Promise<ScheduleHistoryEntry[]> {
+    return getScheduleHistory(this.runner(client), key, options);
+  }
+
+  /**
+   * Pauses a schedule (namespace `default` unless given): its occurrences are skipped until it
+   * is resumed. Returns false when it was paused already.
+   */
+  async pauseSchedule(key: string, options: ScheduleActionOptions = {}, client?: Queryable): Promise<boolean> {
+    return setSchedulePaused(this.runner(client), 'pause_schedule_v1', key, options);
+  }
+
+  /** Resumes a paused schedule from its next occurrence (nothing missed meanwhile is caught up). Returns false when it was not paused. */
+  async resumeSchedule(key: string, options: ScheduleActionOptions = {}, client?: Queryable): Promise<boolean> {
+    return setSchedulePaused(this.runner(client), 'resume_schedule_v1', key, options);
+  }
+
+  /** Enqueues a schedule's job now, besides its occurrences (also while paused), and returns the job's id. */
+  async triggerSchedule(key: string, options: ScheduleActionOptions = {}, client?: Queryable): Promise<string> {
+    return triggerSchedule(this.runner(client), key, options);
+  }
+
+  /**
+   * Where a call runs when the caller passes no client: the pool. Integrations override it (the
+   * Nest `Admin` answers with the current transaction).
+   */
+  protected runner(client?: Queryable): Queryable {
+    return client ?? this.pool;
+  }
+}
