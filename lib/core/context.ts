@@ -1,6 +1,7 @@
 import type { PoolClient } from 'pg';
 import { ChildJobFailedError, fromPgError, LeaseLostError, WorkhorseValidationError } from './errors';
 import { failpoint } from './failpoints';
+import { definedRequest, isJobDefinition, type JobDefinition } from './job-definition';
 import type { ChildJobSpec, ChildOutcome, DependencyOutcome, JsonValue, Queryable } from './types';
 import { checkDate, checkText, toJsonText, toRequestJson } from './validation';
 
@@ -326,8 +327,21 @@ export class HandlerContext {
    * @example
    * const receipt = await ctx.runChild('charge', 'payment.charge', { orderId: payload.orderId });
    */
-  async runChild<R = JsonValue>(key: string, type: string, payload: unknown, options?: ChildJobSpec['options']): Promise<R> {
-    const [outcome] = await this.runChildren<R>(key, [{ type, payload, options }]);
+  runChild<R = JsonValue>(key: string, type: string, payload: unknown, options?: ChildJobSpec['options']): Promise<R>;
+  /**
+   * Given a definition (`defineJob`), the child's payload must be of its input type (and passes
+   * its payload validator, if any, before anything is written) and the result is of its type.
+   */
+  runChild<P, R, I>(key: string, definition: JobDefinition<P, R, I>, payload: NoInfer<I>, options?: ChildJobSpec['options']): Promise<R>;
+  async runChild(key: string, job: string | JobDefinition<unknown, unknown, unknown>, payload: unknown, options?: ChildJobSpec['options']): Promise<unknown> {
+    let spec: ChildJobSpec;
+    if (isJobDefinition(job)) {
+      const defined = await definedRequest(job, payload, options);
+      spec = { type: job.type, payload: defined.payload, options: defined.options };
+    } else {
+      spec = { type: job, payload, options };
+    }
+    const [outcome] = await this.runChildren(key, [spec]);
     if (outcome.state !== 'succeeded') throw new ChildJobFailedError(outcome.jobId, outcome.state, outcome.error);
     return outcome.result;
   }

@@ -17,6 +17,7 @@ import {
 } from 'nestjs-workhorse/core';
 import { z } from 'zod';
 import { createTestDatabase, type TestDatabase } from '../support/db';
+import { waitFor } from '../support/wait';
 import { expectSplitInvariant } from '../support/invariants';
 
 let db: TestDatabase;
@@ -158,5 +159,39 @@ describe('handlers and reads of a definition', () => {
     expect(error).toMatchObject({ field: 'jobId' });
     expect((error as Error).message).toContain('is a job of type "other.type", not "label.print"');
     expect(await admin.getJob(label, '01a2269c-6133-7123-8e3f-ea8c1cb9ab3c')).toBeNull();
+  });
+});
+
+describe('ctx.runChild(key, definition, payload)', () => {
+  const label = defineJob('label.print', { queue: 'typed-children', payload: z.object({ orderId: z.string() }), result: z.object({ labelId: z.string() }) });
+  const parent = defineJob<{ orderId: unknown }, { labelId: string } | { refused: string }>('label.parent', { queue: 'typed-children' });
+
+  it("starts the child with the definition's defaults and returns its result; a payload its validator refuses is a JobDataRejectedError before any child is written", async () => {
+    const worker = new Worker(queue, { queues: ['typed-children'], pollMs: 50 })
+      .handle(label, async (payload) => ({ labelId: `label-${payload.orderId}` }))
+      .handle(parent, async (payload, ctx) => {
+        try {
+          return await ctx.runChild('label', label, { orderId: payload.orderId as string });
+        } catch (error) {
+          if (error instanceof JobDataRejectedError) return { refused: error.field };
+          throw error;
+        }
+      });
+    const good = await queue.enqueue(parent, { orderId: 'o-1' });
+    const bad = await queue.enqueue(parent, { orderId: 42 });
+    const running = worker.run();
+    try {
+      await waitFor(async () => (await admin.getJob(good))?.state === 'succeeded' && (await admin.getJob(bad))?.state === 'succeeded', 20_000, 'both parents to end');
+    } finally {
+      await worker.stop();
+      await running;
+    }
+    const goodJob = await admin.getJob(good);
+    expect(goodJob?.result).toEqual({ labelId: 'label-o-1' });
+    expect(goodJob?.children).toHaveLength(1);
+    expect((await admin.getJob(goodJob?.children?.[0]?.id as string))?.queue).toBe('typed-children');
+    const badJob = await admin.getJob(bad);
+    expect(badJob?.result).toEqual({ refused: 'payload' });
+    expect(badJob?.children).toEqual([]);
   });
 });

@@ -29,6 +29,16 @@ export async function enqueues(): Promise<void> {
   await queue.enqueue('order.fulfill', { anything: true });
 }
 
+export async function children(ctx: HandlerContext): Promise<void> {
+  const label: { labelId: string } = await ctx.runChild('label', fulfill, { orderId: 'o-1', amountCents: 1 });
+  // @ts-expect-error a child payload of another shape
+  await ctx.runChild('label', fulfill, { orderId: 1, amountCents: 1 });
+  // @ts-expect-error the child's result is the definition's, not a string
+  const wrong: string = await ctx.runChild('label', fulfill, { orderId: 'o-1', amountCents: 1 });
+  void label;
+  void wrong;
+}
+
 export function handlers(): void {
   worker.handle(fulfill, async (payload) => ({ labelId: `label-${payload.orderId}` }));
   worker.handle(fulfill, (payload: { orderId: string; amountCents: number }, ctx: HandlerContext) => ({ labelId: ctx.jobId }));
