@@ -26,6 +26,7 @@ import {
 } from './types';
 import { isJobDefinition, type JobDefinition } from './job-definition';
 import { checkInteger, checkJobId, checkName } from './validation';
+import { listHumanWaits, type HumanWait, type ListHumanWaitsFilter } from './waits';
 
 interface JobRow {
   id: string;
@@ -312,6 +313,17 @@ export class Admin {
       options.actor ?? null,
     ]);
     return rows[0].status;
+  }
+
+  /**
+   * The open human waits (see `ctx.waitForHuman`), oldest first, with their context and choices,
+   * filtered by queue, type, wait name and job id, a page at a time.
+   */
+  async listHumanWaits(filter: ListHumanWaitsFilter = {}, client?: Queryable): Promise<Page<HumanWait>> {
+    return listHumanWaits(this.runner(client), filter, {
+      decode: (cursor) => decodeCursor('waits', cursor),
+      encode: (position) => encodeCursor('waits', position),
+    });
   }
 
   /**

@@ -74,6 +74,7 @@ export const SQLSTATE = {
   batchTooLarge: 'P1003',
   isolation: 'P1004',
   idempotencyConflict: 'P1005',
+  decisionNotAllowed: 'P1021',
 } as const;
 
 /**
@@ -105,6 +106,10 @@ export function fromPgError(error: unknown): unknown {
     const message = e.message.startsWith(prefix) ? e.message.slice(prefix.length) : e.message;
     if (e.code === SQLSTATE.validation || e.code === SQLSTATE.batchTooLarge) {
       return new WorkhorseValidationError(field, message);
+    }
+    if (e.code === SQLSTATE.decisionNotAllowed) {
+      const detail = JSON.parse(e.detail ?? '{}') as { choices?: string[] };
+      return new DecisionNotAllowedError(message, detail.choices ?? []);
     }
     if (e.code === SQLSTATE.idempotencyConflict) {
       const detail = JSON.parse(e.detail ?? '{}') as { existingJobId?: string; fields?: string[] };
@@ -215,4 +220,48 @@ export class JobDataRejectedError extends WorkhorseValidationError {
 function describeIssue(issue: StandardSchemaIssue): string {
   const path = (issue.path ?? []).map((segment) => String(typeof segment === 'object' ? segment.key : segment));
   return path.length === 0 ? issue.message : `${path.join('.')}: ${issue.message}`;
+}
+
+/**
+ * A human decision that is not one of its wait's `choices` (SQLSTATE `P1021`). Nothing was
+ * written; the caller's transaction is rolled back.
+ */
+export class DecisionNotAllowedError extends WorkhorseValidationError {
+  constructor(
+    message: string,
+    /** The choices the wait offers. */
+    readonly choices: string[],
+  ) {
+    super('decision', message);
+  }
+}
+
+/**
+ * Thrown by `ctx.waitForSignal` when its timeout passed before a signal of that name arrived.
+ * The handler may catch it and go on (the wait stays timed out on every replay).
+ */
+export class SignalTimeoutError extends WorkhorseError {
+  constructor(
+    readonly jobId: string,
+    /** The signal's name. */
+    readonly signalName: string,
+    readonly timeoutAt: Date,
+  ) {
+    super(`Job ${jobId}: no signal "${signalName}" arrived by ${timeoutAt.toISOString()}.`);
+  }
+}
+
+/**
+ * Thrown by `ctx.waitForHuman` when its timeout passed before anyone decided. The handler may
+ * catch it and go on (the wait stays timed out on every replay).
+ */
+export class HumanWaitTimeoutError extends WorkhorseError {
+  constructor(
+    readonly jobId: string,
+    /** The wait's name. */
+    readonly waitName: string,
+    readonly timeoutAt: Date,
+  ) {
+    super(`Job ${jobId}: no decision on "${waitName}" by ${timeoutAt.toISOString()}.`);
+  }
 }

@@ -10,9 +10,11 @@
  */
 export { Pool, type PoolClient, type PoolConfig } from 'pg';
 export { Admin } from './admin';
-export { HandlerContext, JobSleeping } from './context';
+export { HandlerContext, JobSleeping, JobWaiting } from './context';
 export {
+  DecisionNotAllowedError,
   ExecutionTimeoutError,
+  HumanWaitTimeoutError,
   fromPgError,
   IdempotencyConflictError,
   InvalidCursorError,
@@ -23,6 +25,7 @@ export {
   RetryAfterError,
   SchemaNotInstalledError,
   SchemaVersionMismatchError,
+  SignalTimeoutError,
   SQLSTATE,
   WorkerShutdownError,
   WorkerStateError,
@@ -56,3 +59,14 @@ export { TransactionScope, type TransactionSource } from './transaction-scope';
 export * from './types';
 export { LIMITS } from './validation';
 export { toErrorEnvelope, Worker, type HandlerOptions, type JobHandlerFn, type WorkerOptions } from './worker';
+export type {
+  CompleteHumanWaitOptions,
+  CompleteHumanWaitStatus,
+  HumanDecision,
+  HumanWait,
+  ListHumanWaitsFilter,
+  SendSignalOptions,
+  SendSignalStatus,
+  WaitForHumanOptions,
+  WaitForSignalOptions,
+} from './waits';

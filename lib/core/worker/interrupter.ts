@@ -88,6 +88,14 @@ export class Interrupter implements LeaseListener, ExecutionOwner {
     this.hub.emit({ name: 'job.sleeping', ...jobFields(e.job), wakeAt });
   }
 
+  parked(execution: object, reason: Error): void {
+    const e = execution as Execution;
+    if (e.interruption !== null) return;
+    e.renewing = false;
+    // (`sleeping`: the database holds the job's new state, the worker records nothing.)
+    this.interrupt(e, 'sleeping', reason);
+  }
+
   // ---- abandoning --------------------------------------------------------------------------------
 
   /** Stopping gave up waiting: abandons every handler still running; resolves once their endings are recorded. */
