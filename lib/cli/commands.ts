@@ -9,6 +9,7 @@ import type { CommandGroup, OptionSpec } from './command';
 import { jobsCommands } from './jobs.commands';
 import { queuesCommands } from './queues.commands';
 import { schemaCommands } from './schema.commands';
+import { waitsCommands } from './waits.commands';
 
 /** Accepted by every command, also before the command's name (`workhorse --json jobs list`). */
 export const COMMON_OPTIONS: readonly OptionSpec[] = [
@@ -26,5 +27,5 @@ export const COMMON_OPTIONS: readonly OptionSpec[] = [
 export const rootCommand: CommandGroup = {
   name: 'workhorse',
   summary: 'Operate a nestjs-workhorse job queue inside PostgreSQL.',
-  subcommands: [schemaCommands, jobsCommands, queuesCommands],
+  subcommands: [schemaCommands, jobsCommands, queuesCommands, waitsCommands],
 };

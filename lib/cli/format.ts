@@ -3,6 +3,7 @@
  * should use `--json` instead; these layouts may change between releases.
  */
 import type { ErrorEnvelope, JobSnapshot, QueueInfo, RedriveResult, TimelineEntry } from '../core/types';
+import type { HumanWait } from '../core/waits';
 import { oneLine } from './output';
 
 const GAP = '  ';
@@ -108,6 +109,23 @@ export function formatJobTable(jobs: readonly JobSnapshot[]): string {
       `${job.currentAttempt}/${job.maxAttempts}`,
       String(job.priority),
       formatDate(job.createdAt),
+    ]),
+  );
+}
+
+/** Open human waits as a table; choices and context as one-line JSON (control characters escaped). */
+export function formatHumanWaitTable(waits: readonly HumanWait[]): string {
+  return formatTable(
+    ['JOB', 'QUEUE', 'TYPE', 'NAME', 'SINCE', 'TIMEOUT', 'CHOICES', 'CONTEXT'],
+    waits.map((wait) => [
+      wait.jobId,
+      wait.queue,
+      wait.type,
+      formatJson(wait.name),
+      formatDate(wait.createdAt),
+      formatDate(wait.timeoutAt),
+      wait.choices === null ? NONE : formatJson(wait.choices),
+      formatJson(wait.context),
     ]),
   );
 }
