@@ -16,8 +16,8 @@ import { dirname, join, relative, resolve } from 'node:path';
 import * as ts from 'typescript';
 
 const ROOT = resolve(__dirname, '..');
-const CHECKED_DOCUMENTS = ['README.md', 'docs/workers.md', 'docs/testing.md', 'docs/integrations.md', 'docs/dashboard.md'];
-const LINKED_DOCUMENTS = ['README.md', 'docs/README.md', 'docs/workers.md', 'docs/integrations.md', 'docs/dashboard.md'];
+const CHECKED_DOCUMENTS = ['README.md', 'docs/workers.md', 'docs/testing.md', 'docs/integrations.md', 'docs/dashboard.md', 'docs/orchestration.md'];
+const LINKED_DOCUMENTS = ['README.md', 'docs/README.md', 'docs/workers.md', 'docs/integrations.md', 'docs/dashboard.md', 'docs/orchestration.md'];
 /** Where the blocks live, virtually: inside the repository, so node_modules and paths resolve. */
 const VIRTUAL_ROOT = join(ROOT, '.readme-blocks');
 
