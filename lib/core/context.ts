@@ -324,7 +324,7 @@ export class HandlerContext {
    * @example
    * const shipment = await ctx.waitForSignal<{ trackingId: string }>('shipped', { timeoutMs: 7 * 24 * 3600_000 });
    */
-  async waitForSignal<T extends JsonValue = JsonValue>(name: string, options?: WaitForSignalOptions): Promise<T> {
+  async waitForSignal<T = JsonValue>(name: string, options?: WaitForSignalOptions): Promise<T> {
     checkText(name, 'name', 200);
     if (options !== undefined && (typeof options !== 'object' || options === null)) throw new WorkhorseValidationError('options', 'must be an object');
     const timeoutMs = checkWaitTimeout(options?.timeoutMs);
@@ -354,7 +354,7 @@ export class HandlerContext {
    *   choices: ['approve', 'reject'],
    * });
    */
-  async waitForHuman<D extends JsonValue = JsonValue>(name: string, options?: WaitForHumanOptions): Promise<HumanDecision<D>> {
+  async waitForHuman<D = JsonValue>(name: string, options?: WaitForHumanOptions): Promise<HumanDecision<D>> {
     checkText(name, 'name', 200);
     const { context, choices, timeoutMs } = checkHumanWaitOptions(options);
     this.signal.throwIfAborted();

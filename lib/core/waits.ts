@@ -25,7 +25,7 @@ export interface WaitForHumanOptions {
 }
 
 /** A recorded human decision, as `ctx.waitForHuman` returns it. */
-export interface HumanDecision<D extends JsonValue = JsonValue> {
+export interface HumanDecision<D = JsonValue> {
   decision: D;
   actor: string;
   reason: string | null;
