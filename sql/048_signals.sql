@@ -74,6 +74,29 @@ BEGIN
 END
 $$;
 
+-- The job and wait name a send or a decision is for: a job id, and a name as check_wait_name.
+CREATE FUNCTION workhorse.check_wait_target(p_job_id uuid, p_name text)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+  IF p_job_id IS NULL THEN
+    PERFORM workhorse.raise_invalid('jobId', 'must be a job id (a UUID string)');
+  END IF;
+  PERFORM workhorse.check_wait_name(p_name);
+END
+$$;
+
+-- An idempotency key of a send or a decision: null (none) or 1 to 200 characters.
+CREATE FUNCTION workhorse.check_wait_key(p_key text)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+  IF p_key IS NOT NULL AND length(p_key) NOT BETWEEN 1 AND 200 THEN
+    PERFORM workhorse.raise_invalid('idempotencyKey', 'must be a string of 1 to 200 characters');
+  END IF;
+END
+$$;
+
 -- A wait's timeout in milliseconds: null (none) or 1 ms to one year.
 CREATE FUNCTION workhorse.check_wait_timeout(p_timeout_ms bigint)
 RETURNS void
@@ -205,14 +228,9 @@ DECLARE
   v_id bigint;
   v_seq integer;
 BEGIN
-  IF p_job_id IS NULL THEN
-    PERFORM workhorse.raise_invalid('jobId', 'must be a job id (a UUID string)');
-  END IF;
-  PERFORM workhorse.check_wait_name(p_name);
+  PERFORM workhorse.check_wait_target(p_job_id, p_name);
   PERFORM workhorse.check_json_size(p_payload, 'payload');
-  IF p_idempotency_key IS NOT NULL AND length(p_idempotency_key) NOT BETWEEN 1 AND 200 THEN
-    PERFORM workhorse.raise_invalid('idempotencyKey', 'must be a string of 1 to 200 characters');
-  END IF;
+  PERFORM workhorse.check_wait_key(p_idempotency_key);
   SELECT * INTO r FROM workhorse.job_runtime x WHERE x.job_id = p_job_id FOR UPDATE;
   IF p_idempotency_key IS NOT NULL AND EXISTS (
        SELECT 1 FROM workhorse.job_signal s
@@ -341,10 +359,7 @@ DECLARE
   w workhorse.job_human_wait;
   v_now timestamptz;
 BEGIN
-  IF p_job_id IS NULL THEN
-    PERFORM workhorse.raise_invalid('jobId', 'must be a job id (a UUID string)');
-  END IF;
-  PERFORM workhorse.check_wait_name(p_name);
+  PERFORM workhorse.check_wait_target(p_job_id, p_name);
   IF p_decision IS NULL THEN
     PERFORM workhorse.raise_invalid('decision', 'must be a JSON value (not undefined)');
   END IF;
@@ -353,9 +368,7 @@ BEGIN
     PERFORM workhorse.raise_invalid('actor', 'must be a string of 1 to 200 characters');
   END IF;
   PERFORM workhorse.check_actor(p_actor, p_reason);
-  IF p_idempotency_key IS NOT NULL AND length(p_idempotency_key) NOT BETWEEN 1 AND 200 THEN
-    PERFORM workhorse.raise_invalid('idempotencyKey', 'must be a string of 1 to 200 characters');
-  END IF;
+  PERFORM workhorse.check_wait_key(p_idempotency_key);
   SELECT * INTO r FROM workhorse.job_runtime x WHERE x.job_id = p_job_id FOR UPDATE;
   SELECT * INTO w FROM workhorse.job_human_wait x WHERE x.job_id = p_job_id AND x.name = p_name FOR UPDATE;
   IF w.id IS NOT NULL AND w.choices IS NOT NULL AND NOT (w.choices @> jsonb_build_array(p_decision)

@@ -3,9 +3,6 @@
  * parking, listing with context, decisions checked against choices, the timeline, idempotency,
  * timeouts, hostile input, and a worker process killed with SIGKILL while its job waits.
  */
-import { spawn } from 'node:child_process';
-import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import type { Pool } from 'pg';
 import {
   Admin,
@@ -23,9 +20,7 @@ import { registerWaitHandlers } from '../fixtures/wait-handlers';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { attemptHistoryViolations, expectSplitInvariant } from '../support/invariants';
 import { waitFor } from '../support/wait';
-
-const FIXTURE = join(__dirname, '..', 'fixtures', 'wait-worker.ts');
-const REGISTER = require.resolve('../support/ts-register.js');
+import { kill9, killWaitWorkers, spawnWaitWorker, waitForLine } from '../support/wait-worker-process';
 
 let db: TestDatabase;
 let pool: Pool;
@@ -33,7 +28,6 @@ let queue: Queue;
 let admin: Admin;
 const workers: Worker[] = [];
 const runs: Promise<void>[] = [];
-const kills: (() => Promise<void>)[] = [];
 
 beforeAll(async () => {
   db = await createTestDatabase();
@@ -49,7 +43,7 @@ afterEach(async () => {
 });
 
 afterAll(async () => {
-  for (const kill of kills) await kill();
+  await killWaitWorkers();
   await Promise.all(workers.map((w) => w.stop().catch(() => undefined)));
   await Promise.all(runs.map((r) => r.catch(() => undefined)));
   await db?.drop();
@@ -69,9 +63,11 @@ async function waitForState(jobId: string, state: string, timeoutMs = 15_000): P
   await waitFor(async () => (await admin.getJob(jobId))?.state === state, timeoutMs, `job ${jobId} to be ${state}`);
 }
 
-async function writes(): Promise<string> {
+/** The events of `jobId`, and every human wait's status and actor: what a refused decision must leave alone. */
+async function writes(jobId: string): Promise<string> {
   const { rows } = await pool.query<{ n: string }>(
-    "SELECT (SELECT count(*) FROM workhorse.job_event) || '/' || (SELECT string_agg(status || coalesce(actor, ''), ',' ORDER BY id) FROM workhorse.job_human_wait) AS n",
+    "SELECT (SELECT count(*) FROM workhorse.job_event WHERE job_id = $1) || '/' || (SELECT string_agg(status || coalesce(actor, ''), ',' ORDER BY id) FROM workhorse.job_human_wait) AS n",
+    [jobId],
   );
   return rows[0].n;
 }
@@ -107,11 +103,11 @@ describe('waitForHuman and completeHumanWait', () => {
       }),
     ]);
 
-    const before = await writes();
+    const before = await writes(jobId);
     const refused = await expectRejects(queue.completeHumanWait(jobId, 'approve', 'maybe', { actor: 'alice' }), DecisionNotAllowedError);
     expect(refused.field).toBe('decision');
     expect(refused.choices).toEqual(['approve', 'reject']);
-    expect(await writes()).toBe(before);
+    expect(await writes(jobId)).toBe(before);
 
     expect(await queue.completeHumanWait(jobId, 'approve', 'approve', { actor: 'alice', reason: 'loyal customer', idempotencyKey: 'd-1' })).toBe(
       'completed',
@@ -171,7 +167,7 @@ describe('waitForHuman and completeHumanWait', () => {
 
   it('answers not_waiting, not_found and finished, and refuses hostile input with typed errors, writing nothing', async () => {
     const jobId = await queue.enqueue('human.none', {}, { queue: 'human-hostile' });
-    const before = await writes();
+    const before = await writes(jobId);
     expect(await queue.completeHumanWait(jobId, 'approve', 'yes', { actor: 'a' })).toBe('not_waiting');
     expect(await queue.completeHumanWait('00000000-0000-7000-8000-000000000000', 'approve', 'yes', { actor: 'a' })).toBe('not_found');
     const field = async (promise: Promise<unknown>) => (await expectRejects(promise, WorkhorseValidationError)).field;
@@ -187,7 +183,7 @@ describe('waitForHuman and completeHumanWait', () => {
       code: 'P1001',
       column: 'actor',
     });
-    expect(await writes()).toBe(before);
+    expect(await writes(jobId)).toBe(before);
     expect(await admin.cancel(jobId)).toBe('canceled');
     expect(await queue.completeHumanWait(jobId, 'approve', 'yes', { actor: 'a' })).toBe('finished');
   });
@@ -215,36 +211,15 @@ describe('waitForHuman with SIGKILL', () => {
   it('a worker killed while its job waits for a decision loses nothing; the decision resumes it elsewhere', async () => {
     const q = 'human-kill';
     const jobId = await queue.enqueue('wait.human', {}, { queue: q });
-    const proc = spawn(process.execPath, ['-r', REGISTER, FIXTURE], {
-      env: { ...process.env, WAIT_DATABASE_URL: db.url, WAIT_WORKER_ID: 'human-kill-child', WAIT_QUEUE: q, WAIT_HANG: '0' },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
-    kills.push(async () => {
-      if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
-      await exited;
-    });
-    const lines: string[] = [];
-    const stderr: string[] = [];
-    createInterface({ input: proc.stdout }).on('line', (line) => lines.push(line));
-    proc.stderr.on('data', (chunk: Buffer) => stderr.push(chunk.toString()));
-    await waitFor(
-      () => {
-        if (proc.exitCode !== null) throw new Error(`wait-worker exited early: ${stderr.join('')}`);
-        return lines.includes(`WAITING ${jobId}`);
-      },
-      30_000,
-      'WAITING from the worker process',
-    );
-    proc.kill('SIGKILL');
-    await exited;
-    expect(proc.signalCode).toBe('SIGKILL');
+    const child = spawnWaitWorker(db.url, q, 'human-kill-child', false);
+    await waitForLine(child, `WAITING ${jobId}`);
+    await kill9(child);
     expect(await admin.getJob(jobId)).toMatchObject({ state: 'blocked', currentAttempt: 1 });
 
     expect(await queue.completeHumanWait(jobId, 'approve', 'approve', { actor: 'carol' })).toBe('completed');
     startWorker(q, waitHandlers, 'human-kill-survivor');
     await waitForState(jobId, 'succeeded');
-    expect((await admin.getJob(jobId))?.result).toMatchObject({ a: `a-${proc.pid}`, decision: 'approve', actor: 'carol', b: `b-${process.pid}` });
+    expect((await admin.getJob(jobId))?.result).toMatchObject({ a: `a-${child.process.pid}`, decision: 'approve', actor: 'carol', b: `b-${process.pid}` });
     expect((await sideEffects(pool, jobId)).map((s) => s.stage)).toEqual(['a', 'b']);
   });
 });

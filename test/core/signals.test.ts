@@ -4,9 +4,6 @@
  * timeouts, fencing, hostile input, and worker processes killed with SIGKILL at the park and
  * resume points.
  */
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import type { Pool } from 'pg';
 import {
   Admin,
@@ -22,9 +19,7 @@ import { createTestDatabase, type TestDatabase } from '../support/db';
 import { attemptHistoryViolations, expectSplitInvariant } from '../support/invariants';
 import { claimOne, forceExpire } from '../support/protocol';
 import { waitFor } from '../support/wait';
-
-const FIXTURE = join(__dirname, '..', 'fixtures', 'wait-worker.ts');
-const REGISTER = require.resolve('../support/ts-register.js');
+import { kill9, killWaitWorkers, spawnWaitWorker, waitForLine } from '../support/wait-worker-process';
 
 let db: TestDatabase;
 let pool: Pool;
@@ -32,14 +27,6 @@ let queue: Queue;
 let admin: Admin;
 const workers: Worker[] = [];
 const runs: Promise<void>[] = [];
-
-interface Child {
-  process: ChildProcessWithoutNullStreams;
-  lines: string[];
-  stderr: string[];
-  exited: Promise<void>;
-}
-const children: Child[] = [];
 
 beforeAll(async () => {
   db = await createTestDatabase();
@@ -55,10 +42,7 @@ afterEach(async () => {
 });
 
 afterAll(async () => {
-  for (const child of children) {
-    if (child.process.exitCode === null && child.process.signalCode === null) child.process.kill('SIGKILL');
-    await child.exited;
-  }
+  await killWaitWorkers();
   await Promise.all(workers.map((w) => w.stop().catch(() => undefined)));
   await Promise.all(runs.map((r) => r.catch(() => undefined)));
   await db?.drop();
@@ -80,9 +64,12 @@ async function eventKinds(jobId: string): Promise<string[]> {
   return (await admin.getJobTimeline(jobId, { limit: 500 })).items.filter((e) => e.source === 'event').map((e) => e.kind);
 }
 
-async function signalRows(): Promise<number> {
-  const { rows } = await pool.query<{ n: number }>(
-    'SELECT (SELECT count(*) FROM workhorse.job_signal)::int + (SELECT count(*) FROM workhorse.job_event)::int AS n',
+/** Signals and events written for `jobId`, and signals for any job (a refused send writes none). */
+async function signalRows(jobId: string): Promise<string> {
+  const { rows } = await pool.query<{ n: string }>(
+    `SELECT (SELECT count(*) FROM workhorse.job_signal WHERE job_id = $1) || '/' || (SELECT count(*) FROM workhorse.job_event WHERE job_id = $1)
+            || '/' || (SELECT count(*) FROM workhorse.job_signal) AS n`,
+    [jobId],
   );
   return rows[0].n;
 }
@@ -94,35 +81,6 @@ async function expectRejects<E extends Error>(promise: Promise<unknown>, type: n
   );
   expect(error).toBeInstanceOf(type);
   return error as E;
-}
-
-function spawnWaitWorker(queueName: string, workerId: string, hang: boolean): Child {
-  const proc = spawn(process.execPath, ['-r', REGISTER, FIXTURE], {
-    env: { ...process.env, WAIT_DATABASE_URL: db.url, WAIT_WORKER_ID: workerId, WAIT_QUEUE: queueName, WAIT_HANG: hang ? '1' : '0' },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  const child: Child = { process: proc, lines: [], stderr: [], exited: new Promise<void>((resolve) => proc.once('exit', () => resolve())) };
-  children.push(child);
-  createInterface({ input: proc.stdout }).on('line', (line) => child.lines.push(line));
-  proc.stderr.on('data', (chunk: Buffer) => child.stderr.push(chunk.toString()));
-  return child;
-}
-
-async function waitForLine(child: Child, line: string): Promise<void> {
-  await waitFor(
-    () => {
-      if (child.process.exitCode !== null) throw new Error(`wait-worker exited early: ${child.stderr.join('')}`);
-      return child.lines.includes(line);
-    },
-    30_000,
-    `${line} from the worker process`,
-  );
-}
-
-async function kill9(child: Child): Promise<void> {
-  child.process.kill('SIGKILL');
-  await child.exited;
-  expect(child.process.signalCode).toBe('SIGKILL');
 }
 
 describe('waitForSignal and sendSignal', () => {
@@ -254,7 +212,7 @@ describe('waitForSignal and sendSignal', () => {
 
   it('refuses hostile input with typed errors and writes nothing', async () => {
     const jobId = await queue.enqueue('sig.hostile', {}, { queue: 'sig-hostile' });
-    const before = await signalRows();
+    const before = await signalRows(jobId);
     expect((await expectRejects(queue.sendSignal(jobId, 'x'.repeat(201)), WorkhorseValidationError)).field).toBe('name');
     expect((await expectRejects(queue.sendSignal(jobId, 'a\u0000b'), WorkhorseValidationError)).field).toBe('name');
     expect((await expectRejects(queue.sendSignal(jobId, ''), WorkhorseValidationError)).field).toBe('name');
@@ -272,7 +230,7 @@ describe('waitForSignal and sendSignal', () => {
       column: 'name',
     });
     expect(await queue.sendSignal('00000000-0000-7000-8000-000000000000', 'go')).toBe('not_found');
-    expect(await signalRows()).toBe(before);
+    expect(await signalRows(jobId)).toBe(before);
     await admin.cancel(jobId);
   });
 
@@ -290,7 +248,7 @@ describe('waitForSignal with SIGKILL', () => {
   it('a worker killed while its job is parked loses nothing: the signal resumes it elsewhere', async () => {
     const q = 'sig-kill-park';
     const jobId = await queue.enqueue('wait.signal', {}, { queue: q });
-    const child = spawnWaitWorker(q, 'sig-kill-park-child', false);
+    const child = spawnWaitWorker(db.url, q, 'sig-kill-park-child', false);
     await waitForLine(child, `WAITING ${jobId}`);
     await kill9(child);
     expect(await admin.getJob(jobId)).toMatchObject({ state: 'blocked', currentAttempt: 1, workerId: null });
@@ -306,7 +264,7 @@ describe('waitForSignal with SIGKILL', () => {
   it('a worker killed right after the wait answered: the next run gets the same signal, stage a never reruns', async () => {
     const q = 'sig-kill-resume';
     const jobId = await queue.enqueue('wait.signal', {}, { queue: q, maxAttempts: 3 });
-    const first = spawnWaitWorker(q, 'sig-kill-resume-1', true);
+    const first = spawnWaitWorker(db.url, q, 'sig-kill-resume-1', true);
     await waitForLine(first, `WAITING ${jobId}`);
     expect(await queue.sendSignal(jobId, 'go', 'once')).toBe('delivered');
     await waitForLine(first, `RESUMED ${jobId}`);
