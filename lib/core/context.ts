@@ -7,6 +7,7 @@ import {
   SignalTimeoutError,
   WorkhorseValidationError,
 } from './errors';
+import { failpoint } from './failpoints';
 import type { JsonValue, Queryable } from './types';
 import { checkText, toJsonText } from './validation';
 import {
@@ -374,12 +375,14 @@ export class HandlerContext {
   /** Runs a wait function as this job's owner (job id, worker id and fence first). */
   private async waitCall<R extends { status: string }>(text: string, values: unknown[]): Promise<R> {
     let row: R;
+    failpoint('before-wait');
     try {
       const result = await this.pool.query(text, [this.job.jobId, this.job.workerId, this.job.fenceToken, ...values]);
       row = result.rows[0] as R;
     } catch (error) {
       throw fromPgError(error);
     }
+    failpoint('after-wait');
     if (row.status === 'stale') {
       this.owner.leaseLost(this.execution);
       throw new LeaseLostError(this.job.jobId);

@@ -6,9 +6,17 @@
  *
  * Points: `after-claim` (rows claimed, no handler started), `before-handler`, `after-handler`
  * (handler returned, nothing recorded), `before-complete` (completion about to be sent),
- * `after-complete` (completion committed, answer not yet used).
+ * `after-complete` (completion committed, answer not yet used), `before-wait` (a signal or human
+ * wait about to be sent) and `after-wait` (its answer committed, e.g. the job parked, not yet used).
  */
-export type FailpointName = 'after-claim' | 'before-handler' | 'after-handler' | 'before-complete' | 'after-complete';
+export type FailpointName =
+  | 'after-claim'
+  | 'before-handler'
+  | 'after-handler'
+  | 'before-complete'
+  | 'after-complete'
+  | 'before-wait'
+  | 'after-wait';
 
 function parse(spec: string | undefined): Map<string, number> | null {
   if (!spec) return null;

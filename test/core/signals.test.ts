@@ -261,6 +261,28 @@ describe('waitForSignal with SIGKILL', () => {
     expect((await sideEffects(pool, jobId)).map((s) => s.stage)).toEqual(['a', 'b']);
   });
 
+  it.each([
+    ['before-wait', 'active'],
+    ['after-wait', 'blocked'],
+  ])('a worker that kills itself at %s (SIGKILL) loses nothing; stage a never reruns', async (point, stateAfterKill) => {
+    const q = `sig-failpoint-${point}`;
+    const jobId = await queue.enqueue('wait.signal', {}, { queue: q, maxAttempts: 3 });
+    const child = spawnWaitWorker(db.url, q, `${q}-child`, false, `${point}:1`);
+    await child.exited;
+    expect(child.process.signalCode).toBe('SIGKILL');
+    const job = await admin.getJob(jobId);
+    expect(job?.state).toBe(stateAfterKill);
+    // Before the wait committed the job is still the dead worker's: its lease runs out (made so here).
+    if (stateAfterKill === 'active') await forceExpire(pool, jobId);
+
+    startWorker(q, (w) => registerWaitHandlers(w, pool, () => undefined, false), `${q}-survivor`);
+    await waitForState(jobId, 'blocked');
+    expect(await queue.sendSignal(jobId, 'go', point)).toBe('delivered');
+    await waitForState(jobId, 'succeeded');
+    expect((await admin.getJob(jobId))?.result).toMatchObject({ a: `a-${child.process.pid}`, signal: point });
+    expect((await sideEffects(pool, jobId)).map((s) => s.stage)).toEqual(['a', 'b']);
+  });
+
   it('a worker killed right after the wait answered: the next run gets the same signal, stage a never reruns', async () => {
     const q = 'sig-kill-resume';
     const jobId = await queue.enqueue('wait.signal', {}, { queue: q, maxAttempts: 3 });

@@ -20,10 +20,20 @@ export interface WaitWorkerProcess {
 
 const started: WaitWorkerProcess[] = [];
 
-/** Starts a worker process on `queue`; with `hang` its handlers never return once their wait answered. */
-export function spawnWaitWorker(databaseUrl: string, queue: string, workerId: string, hang: boolean): WaitWorkerProcess {
+/**
+ * Starts a worker process on `queue`; with `hang` its handlers never return once their wait
+ * answered; `failpoints` (WORKHORSE_FAILPOINTS, see lib/core/failpoints.ts) make it kill itself there.
+ */
+export function spawnWaitWorker(databaseUrl: string, queue: string, workerId: string, hang: boolean, failpoints = ''): WaitWorkerProcess {
   const proc = spawn(process.execPath, ['-r', REGISTER, FIXTURE], {
-    env: { ...process.env, WAIT_DATABASE_URL: databaseUrl, WAIT_WORKER_ID: workerId, WAIT_QUEUE: queue, WAIT_HANG: hang ? '1' : '0' },
+    env: {
+      ...process.env,
+      WAIT_DATABASE_URL: databaseUrl,
+      WAIT_WORKER_ID: workerId,
+      WAIT_QUEUE: queue,
+      WAIT_HANG: hang ? '1' : '0',
+      WORKHORSE_FAILPOINTS: failpoints,
+    },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   const child: WaitWorkerProcess = { process: proc, lines: [], stderr: [], exited: new Promise<void>((resolve) => proc.once('exit', () => resolve())) };
