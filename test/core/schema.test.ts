@@ -23,6 +23,9 @@ const TABLES = [
   'job_event_default',
   'attempt_history_default',
   'handler_policy',
+  'job_signal',
+  'job_signal_wait',
+  'job_human_wait',
 ];
 
 const FUNCTIONS = [
@@ -46,6 +49,11 @@ const FUNCTIONS = [
   'get_job_v1',
   'list_jobs_v1',
   'get_timeline_v1',
+  'wait_signal_v1',
+  'send_signal_v1',
+  'wait_human_v1',
+  'complete_human_wait_v1',
+  'list_human_waits_v1',
 ];
 
 /** Every object of the workhorse schema with its definition, to prove a call changed nothing. */
