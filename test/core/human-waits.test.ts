@@ -38,6 +38,9 @@ beforeAll(async () => {
 });
 
 afterEach(async () => {
+  // Each test's workers stop with it, so later tests' counts see no writes of theirs.
+  await Promise.all(workers.splice(0).map((w) => w.stop()));
+  await Promise.all(runs.splice(0));
   await expectSplitInvariant(pool);
   expect(await attemptHistoryViolations(pool)).toEqual([]);
 });
