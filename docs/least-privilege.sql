@@ -1,47 +1,49 @@
--- Least privilege for an application role of nestjs-workhorse.
+-- Least privilege for a role of nestjs-workhorse.
 --
--- Grants an existing role exactly what the library needs to use an installed `workhorse`
--- schema (enqueue, run workers, maintenance ticks, admin reads and actions), and nothing to
--- alter or drop it. Run it as the schema's owner (whoever installed it) or a superuser, once per
--- role and again after each schema installation; running it twice is harmless.
+-- Grants an existing role what its capabilities need to use an installed `workhorse` schema, and
+-- nothing to read or write its tables, alter or drop it. Run it as the schema's owner (whoever
+-- installed it) or a superuser, once per role and again after each schema installation; running
+-- it twice is harmless, and grants add up.
 --
+--   psql "$OWNER_DATABASE_URL" -v ON_ERROR_STOP=1 -v role=checkout_api -v capabilities=producer -f docs/least-privilege.sql
 --   psql "$OWNER_DATABASE_URL" -v ON_ERROR_STOP=1 -v role=my_app -f docs/least-privilege.sql
 --
--- From TypeScript, `grantAppRole(ownerPool, 'my_app')` (lib/core/grants.ts) runs the same block.
+-- Without `capabilities` the role gets all three (producer,worker,operator). From TypeScript,
+-- `grantRole(ownerPool, 'checkout_api', 'producer')` and `grantAppRole(ownerPool, 'my_app')`
+-- (lib/core/grants.ts) run the same block. docs/security.md says what each capability may do.
 --
 -- What the role gets:
--- * CONNECT on the database and USAGE on schema workhorse; never CREATE on the schema.
--- * Per table, only the commands the protocol functions run (they are SECURITY INVOKER, so they
---   use the caller's rights): SELECT and INSERT on the write-once tables (job, job_outcome,
---   job_query, job_checkpoint, job_wait, job_redrive, job_event, attempt_history); SELECT,
---   INSERT, UPDATE and DELETE on job_runtime and enqueue_idempotency; SELECT, INSERT and UPDATE
---   on queue_control and handler_policy; SELECT on schema_version and the job_snapshot view.
--- * USAGE and SELECT on the sequences fence_seq, job_seq and history_seq.
--- * EXECUTE on every function of the schema except internal SECURITY DEFINER helpers.
--- The tables stay owned by the installer, so the role cannot ALTER, DROP or TRUNCATE them.
---
--- Limitations:
--- * Partition preparation. tick_v1 creates the next days' history partitions when they run short
---   (today + 2). That is DDL, which only the owner may run: it works for this role only while
---   prepare_partitions_v1 and ensure_history_partition are SECURITY DEFINER functions owned by
---   the schema owner with a fixed search_path (sql/020_partitions.sql). Without that, a tick by
---   this role fails with 42501 once the prepared days run out (tick_v1 only catches
---   lock_not_available), and workers report it as a tick error on every tick.
--- * Retention. drop_history_before_v1 drops partitions and deletes from the default partitions:
---   run it as the schema owner (this role gets 42501).
--- * New history partitions need no grants: rows are written and read through the partitioned
---   parent tables, whose privileges apply.
+-- * CONNECT on the database (when the role running this may grant it: the database's owner, a
+--   superuser, or a role given CONNECT WITH GRANT OPTION) and USAGE on schema workhorse; never
+--   CREATE on the schema.
+-- * SELECT on workhorse.schema_version, which clients read before they start.
+-- * EXECUTE on the protocol functions of its capabilities (the list is the table
+--   workhorse.protocol_function, filled by sql/990_privileges.sql).
+-- * No privilege on any other table or sequence: any it held is revoked. The protocol functions
+--   run with the schema owner's rights (SECURITY DEFINER, pinned search_path), so they are the
+--   only way to read or change a job.
 
-SELECT set_config('workhorse.grant_role', :'role', false);
+\if :{?capabilities}
+\else
+  \set capabilities producer,worker,operator
+\endif
+SELECT set_config('workhorse.grant_role', :'role', false), set_config('workhorse.grant_capabilities', :'capabilities', false);
 
 DO $grants$
 DECLARE
   v_role text := current_setting('workhorse.grant_role', true);
+  v_capabilities text[] := string_to_array(current_setting('workhorse.grant_capabilities', true), ',');
   v_function regprocedure;
 BEGIN
   IF v_role IS NULL OR v_role = '' THEN
     RAISE EXCEPTION USING ERRCODE = '22023',
-      MESSAGE = 'set workhorse.grant_role to the name of the application role first';
+      MESSAGE = 'set workhorse.grant_role to the name of the role first';
+  END IF;
+  IF cardinality(v_capabilities) IS DISTINCT FROM cardinality(ARRAY(SELECT DISTINCT c FROM unnest(v_capabilities) AS c))
+     OR coalesce(cardinality(v_capabilities), 0) = 0
+     OR NOT v_capabilities <@ ARRAY['producer', 'worker', 'operator'] THEN
+    RAISE EXCEPTION USING ERRCODE = '22023',
+      MESSAGE = 'set workhorse.grant_capabilities to one or more of producer, worker, operator (comma-separated)';
   END IF;
   IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = v_role) THEN
     RAISE EXCEPTION USING ERRCODE = '42704', MESSAGE = format('role %I does not exist', v_role);
@@ -51,29 +53,22 @@ BEGIN
       MESSAGE = 'schema workhorse does not exist: install it first (npx workhorse schema install)';
   END IF;
 
-  EXECUTE format('GRANT CONNECT ON DATABASE %I TO %I', current_database(), v_role);
+  -- CONNECT only when this role may grant it (the database's owner, a superuser, or a role given
+  -- it WITH GRANT OPTION); otherwise whoever set up the database grants it.
+  IF has_database_privilege(current_database(), 'CONNECT WITH GRANT OPTION') THEN
+    EXECUTE format('GRANT CONNECT ON DATABASE %I TO %I', current_database(), v_role);
+  END IF;
   EXECUTE format('GRANT USAGE ON SCHEMA workhorse TO %I', v_role);
-
-  -- Read only.
-  EXECUTE format('GRANT SELECT ON TABLE workhorse.schema_version, workhorse.job_snapshot TO %I', v_role);
-  -- Written once, never updated or deleted by the protocol.
-  EXECUTE format('GRANT SELECT, INSERT ON TABLE workhorse.job, workhorse.job_outcome, workhorse.job_query, '
-                 'workhorse.job_checkpoint, workhorse.job_wait, workhorse.job_redrive, '
-                 'workhorse.job_event, workhorse.attempt_history TO %I', v_role);
-  -- The live rows: claims, renewals and transitions update them; terminal transitions and the
-  -- expiry of idempotency keys delete them.
-  EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE workhorse.job_runtime, '
-                 'workhorse.enqueue_idempotency TO %I', v_role);
-  -- Queue pause and resume; the retry policies workers register for their handlers.
-  EXECUTE format('GRANT SELECT, INSERT, UPDATE ON TABLE workhorse.queue_control, workhorse.handler_policy TO %I', v_role);
-  EXECUTE format('GRANT USAGE, SELECT ON SEQUENCE workhorse.fence_seq, workhorse.job_seq, '
-                 'workhorse.history_seq TO %I', v_role);
+  -- The protocol functions run with the owner's rights: no table or sequence privilege is needed.
+  EXECUTE format('REVOKE ALL ON ALL TABLES IN SCHEMA workhorse FROM %I', v_role);
+  EXECUTE format('REVOKE ALL ON ALL SEQUENCES IN SCHEMA workhorse FROM %I', v_role);
+  EXECUTE format('GRANT SELECT ON TABLE workhorse.schema_version TO %I', v_role);
 
   FOR v_function IN
     SELECT p.oid::regprocedure
     FROM pg_catalog.pg_proc p
-    WHERE p.pronamespace = 'workhorse'::regnamespace
-      AND (NOT p.prosecdef OR p.proname ~ '_v[0-9]+$')
+    JOIN workhorse.protocol_function f ON f.name = p.proname
+    WHERE p.pronamespace = 'workhorse'::regnamespace AND f.capabilities && v_capabilities
   LOOP
     EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %I', v_function, v_role);
   END LOOP;

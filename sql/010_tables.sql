@@ -70,7 +70,10 @@ CREATE TABLE workhorse.job (
   -- Each attempt may run this long before it closes as `timeout`.
   execution_timeout_ms integer CHECK (execution_timeout_ms BETWEEN 1000 AND 86400000),
   -- Creation order (also job_query's key).
-  seq bigint NOT NULL
+  seq bigint NOT NULL,
+  -- The login role that enqueued the job (session_user, which SET ROLE and the protocol's
+  -- SECURITY DEFINER do not change): a producer reads the jobs it enqueued (get_own_job_v1).
+  enqueued_by text NOT NULL DEFAULT session_user
 );
 
 -- The live row. Priority and queue are copied from `job` so a claim never joins it. Lease and
@@ -171,17 +174,22 @@ CREATE INDEX job_outcome_dead_letter_idx ON workhorse.job_outcome (finished_at D
 CREATE INDEX job_outcome_finished_idx ON workhorse.job_outcome
   USING brin (finished_at timestamptz_minmax_multi_ops) WITH (autosummarize = on);
 
--- Lineage of redriven dead letters: one row per redrive, idempotent per request id.
+-- Lineage of redriven dead letters: one row per redrive, idempotent per request id. A dead
+-- letter is redriven once; further copies are asked for explicitly (`again`).
 CREATE TABLE workhorse.job_redrive (
   request_id text PRIMARY KEY,
   source_job_id uuid NOT NULL REFERENCES workhorse.job (id),
   new_job_id uuid NOT NULL REFERENCES workhorse.job (id),
   actor text,
   reason text,
-  created_at timestamptz NOT NULL
+  created_at timestamptz NOT NULL,
+  again boolean NOT NULL DEFAULT false
 );
 CREATE INDEX job_redrive_source_idx ON workhorse.job_redrive (source_job_id);
 CREATE UNIQUE INDEX job_redrive_new_idx ON workhorse.job_redrive (new_job_id);
+-- The first redrive of a dead letter, whatever the isolation level of the transactions that race
+-- for it (redrive_v1 also serialises them, so at READ COMMITTED the later one returns this job).
+CREATE UNIQUE INDEX job_redrive_once_idx ON workhorse.job_redrive (source_job_id) WHERE NOT again;
 
 -- Idempotent enqueue: one row per (scope, hashed key) until it expires. `request` holds the
 -- fields the caller gave, so a repeat can be told apart from a conflicting reuse of the key.

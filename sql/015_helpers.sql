@@ -62,22 +62,17 @@ BEGIN
 END
 $$;
 
--- JSON values stored for users (payloads, results, checkpoint values, errors): at most 1 MiB of
--- compact JSON text, the measure clients use (JSON.stringify). PostgreSQL renders jsonb with a
--- space after each `,` and `:`; those are not counted (the count of ", " and ": " pairs may
--- include some inside strings, which only errs towards accepting).
-CREATE FUNCTION workhorse.check_json_size(p_value jsonb, p_field text, p_limit integer DEFAULT 1048576)
-RETURNS void
+-- The size of a JSON value as compact JSON text (the measure clients use: JSON.stringify),
+-- exact once it is over p_limit, and no more than that at or under it. PostgreSQL renders jsonb
+-- with a space after each `,` and `:`; those are not counted (the count of ", " and ": " pairs
+-- may include some inside strings, which only errs towards accepting).
+CREATE FUNCTION workhorse.json_text_bytes(p_value jsonb, p_limit bigint)
+RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
-  v_text text;
-  v_bytes bigint;
+  v_text text := p_value::text;
+  v_bytes bigint := octet_length(v_text);
 BEGIN
-  IF p_value IS NULL THEN
-    RETURN;
-  END IF;
-  v_text := p_value::text;
-  v_bytes := octet_length(v_text);
   IF v_bytes > p_limit THEN
     v_bytes := v_bytes - (length(v_text) - length(replace(v_text, ', ', ',')))
                        - (length(v_text) - length(replace(v_text, '": ', '":')));
@@ -93,7 +88,17 @@ BEGIN
       AND abs((n.v::text)::numeric) <= 1.7976931348623157e308
       AND (abs((n.v::text)::numeric) >= 4.9e-324 OR (n.v::text)::numeric = 0);
   END IF;
-  IF v_bytes > p_limit THEN
+  RETURN v_bytes;
+END
+$$;
+
+-- JSON values stored for users (payloads, results, checkpoint values, errors): at most 1 MiB of
+-- compact JSON text (json_text_bytes).
+CREATE FUNCTION workhorse.check_json_size(p_value jsonb, p_field text, p_limit integer DEFAULT 1048576)
+RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF p_value IS NOT NULL AND workhorse.json_text_bytes(p_value, p_limit) > p_limit THEN
     PERFORM workhorse.raise_invalid(p_field, format('is larger than the %s limit (%s bytes of JSON)',
       CASE WHEN p_limit = 1048576 THEN '1 MiB' ELSE (p_limit / 1024) || ' KiB' END, p_limit));
   END IF;

@@ -3,12 +3,12 @@
 -- Creates the partition of one history table for one UTC day, unless it exists. Rows that
 -- already fell into the default partition for that day are moved into the new partition, so
 -- preparation can always catch up after a long pause.
--- Partition DDL needs the schema owner's rights; these functions run with them (SECURITY DEFINER,
--- with a fixed search_path) so an application role that may only use the queue can still
--- prepare partitions from tick_v1.
+-- Partition DDL needs the schema owner's rights: the protocol functions that reach it
+-- (prepare_partitions_v1, tick_v1) run with them, as every protocol function does
+-- (sql/990_privileges.sql).
 CREATE FUNCTION workhorse.ensure_history_partition(p_table text, p_column text, p_day date)
 RETURNS boolean
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
   v_name text := p_table || '_p' || to_char(p_day, 'YYYYMMDD');
   v_from timestamptz := p_day::timestamp AT TIME ZONE 'UTC';
@@ -42,7 +42,7 @@ $$;
 -- Returns how many partitions it created.
 CREATE FUNCTION workhorse.prepare_partitions_v1(p_days integer DEFAULT 7)
 RETURNS integer
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
   v_today date := (clock_timestamp() AT TIME ZONE 'UTC')::date;
   v_created integer := 0;
@@ -96,6 +96,3 @@ BEGIN
   RETURN v_dropped;
 END
 $$;
-
--- Only prepare_partitions_v1 (and so tick_v1) may use the owner's rights to create partitions.
-REVOKE EXECUTE ON FUNCTION workhorse.ensure_history_partition(text, text, date) FROM PUBLIC;

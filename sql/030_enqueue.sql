@@ -177,7 +177,8 @@ BEGIN
 END
 $$;
 
--- Enqueues up to 1000 requests, all or nothing, and returns the new job ids in input order.
+-- Enqueues up to 1000 requests (at most 16 MiB of JSON in all), all or nothing, and returns
+-- the new job ids in input order.
 -- Each request: {"type", "payload", "queue"?, "priority"?, "runAt"?, "maxAttempts"?,
 -- "retryPolicy"?, "tags"?, "deadline"?, "executionTimeoutMs"?, "idempotencyKey"?,
 -- "idempotencyScope"? (default: the queue), "idempotencyTtlMs"? (default 24 h)}. Jobs due now
@@ -212,6 +213,13 @@ BEGIN
   IF jsonb_array_length(p_requests) > 1000 THEN
     RAISE EXCEPTION USING ERRCODE = 'P1003', COLUMN = 'requests',
       MESSAGE = format('requests: a batch holds at most 1000 jobs, got %s', jsonb_array_length(p_requests));
+  END IF;
+  -- And at most 16 MiB of JSON, as clients measure it. Only a batch whose stored form is over
+  -- half that can be so large, so the exact measure (which renders the batch as text) runs for
+  -- those alone; pg_column_size is a header read.
+  IF pg_column_size(p_requests) > 8388608 AND workhorse.json_text_bytes(p_requests, 16777216) > 16777216 THEN
+    RAISE EXCEPTION USING ERRCODE = 'P1003', COLUMN = 'requests',
+      MESSAGE = 'requests: a batch holds at most 16 MiB of JSON (16777216 bytes)';
   END IF;
   FOR v_req, v_i IN
     SELECT x.e, x.ord - 1 FROM jsonb_array_elements(p_requests) WITH ORDINALITY AS x (e, ord)

@@ -116,13 +116,17 @@ END
 $$;
 
 -- Records success for one job. Returns `succeeded`, `canceled` or `stale`, as complete_many_v1.
+-- (PL/pgSQL rather than SQL, as every protocol function that is not trivial: a SECURITY DEFINER
+-- SQL function is never inlined, and before PostgreSQL 18 it is planned again on every call.)
 CREATE FUNCTION workhorse.complete_v1(p_job_id uuid, p_worker_id text, p_fence bigint, p_result jsonb)
 RETURNS text
-LANGUAGE sql AS $$
-  SELECT c.status
-  FROM workhorse.complete_many_v1(
-    p_worker_id,
-    jsonb_build_array(jsonb_build_object('jobId', p_job_id, 'fence', p_fence, 'result', p_result))) AS c
+LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN (SELECT c.status
+          FROM workhorse.complete_many_v1(
+            p_worker_id,
+            jsonb_build_array(jsonb_build_object('jobId', p_job_id, 'fence', p_fence, 'result', p_result))) AS c);
+END
 $$;
 
 -- Records a failed attempt. p_options: {"retryDelayMs"?: explicit delay for the next attempt,
@@ -339,11 +343,14 @@ $$;
 -- The stored checkpoints of a job, oldest first.
 CREATE FUNCTION workhorse.read_checkpoints_v1(p_job_id uuid)
 RETURNS TABLE (name text, value jsonb, attempt integer, fence_token bigint, worker_id text, created_at timestamptz)
-LANGUAGE sql STABLE AS $$
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  RETURN QUERY
   SELECT k.name, k.value, k.attempt, k.fence_token, k.worker_id, k.created_at
   FROM workhorse.job_checkpoint k
   WHERE k.job_id = p_job_id
-  ORDER BY k.created_at, k.name
+  ORDER BY k.created_at, k.name;
+END
 $$;
 
 -- A durable sleep. The first time a job reaches the sleep named p_name, its wake time is fixed
@@ -372,6 +379,9 @@ BEGIN
   END IF;
   IF p_delay_ms < 0 OR p_delay_ms > 31536000000 THEN
     PERFORM workhorse.raise_invalid('ms', 'must be an integer from 0 to 31536000000 (one year)');
+  END IF;
+  IF p_until < '1970-01-01T00:00:00Z' OR p_until >= '10000-01-01T00:00:00Z' THEN
+    PERFORM workhorse.raise_invalid('until', 'must be a time between the years 1970 and 9999');
   END IF;
   r := workhorse.lock_owned(p_job_id, p_worker_id, p_fence);
   IF r.job_id IS NULL THEN

@@ -69,11 +69,28 @@ CREATE VIEW workhorse.job_snapshot AS
   LEFT JOIN workhorse.job_runtime r ON r.job_id = j.id
   LEFT JOIN workhorse.job_outcome o ON o.job_id = j.id;
 
--- One job's snapshot; no row when the id is unknown.
+-- One job's snapshot; no row when the id is unknown. (PL/pgSQL, whose plans are kept per
+-- connection: a SECURITY DEFINER SQL function is planned again on every call before
+-- PostgreSQL 18, which made this read ten times slower.)
 CREATE FUNCTION workhorse.get_job_v1(p_job_id uuid)
 RETURNS SETOF workhorse.job_snapshot
-LANGUAGE sql STABLE AS $$
-  SELECT * FROM workhorse.job_snapshot WHERE id = p_job_id
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  RETURN QUERY SELECT * FROM workhorse.job_snapshot WHERE id = p_job_id;
+END
+$$;
+
+-- One job's snapshot for the producer that enqueued it: no row when the id is unknown or the job
+-- was enqueued by another login role (so a producer cannot learn whether other jobs exist).
+CREATE FUNCTION workhorse.get_own_job_v1(p_job_id uuid)
+RETURNS SETOF workhorse.job_snapshot
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  RETURN QUERY
+  SELECT s.* FROM workhorse.job_snapshot s
+  WHERE s.id = p_job_id
+    AND EXISTS (SELECT 1 FROM workhorse.job j WHERE j.id = p_job_id AND j.enqueued_by = session_user);
+END
 $$;
 
 -- Pages through jobs newest first in creation order (keyset on job_query.seq: stable while jobs

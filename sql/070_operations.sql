@@ -59,7 +59,10 @@ CREATE FUNCTION workhorse.list_queues_v1()
 RETURNS TABLE (
   queue text, paused boolean, changed_at timestamptz, changed_by text, reason text,
   ready bigint, scheduled bigint, active bigint, blocked bigint)
-LANGUAGE sql STABLE AS $$
+LANGUAGE plpgsql STABLE AS $$
+#variable_conflict use_column
+BEGIN
+  RETURN QUERY
   WITH counts AS (
     SELECT r.queue,
            count(*) FILTER (WHERE r.state = 'ready') AS ready,
@@ -73,7 +76,8 @@ LANGUAGE sql STABLE AS $$
          coalesce(k.ready, 0), coalesce(k.scheduled, 0), coalesce(k.active, 0), coalesce(k.blocked, 0)
   FROM workhorse.queue_control c
   FULL JOIN counts k ON k.queue = c.queue
-  ORDER BY 1
+  ORDER BY 1;
+END
 $$;
 
 -- Records a running job's progress (any JSON, at most 64 KiB). Fenced like every owner write:
@@ -112,6 +116,9 @@ BEGIN
   IF (p_cursor_finished_at IS NULL) <> (p_cursor_job_id IS NULL) THEN
     PERFORM workhorse.raise_invalid('cursor', 'needs both finished_at and job_id');
   END IF;
+  IF length(p_error_name) > 200 THEN
+    PERFORM workhorse.raise_invalid('errorName', 'must be at most 200 characters');
+  END IF;
   IF p_queue IS NOT NULL THEN v_where := v_where || ' AND o.queue = $1'; END IF;
   IF p_type IS NOT NULL THEN v_where := v_where || ' AND s.type = $2'; END IF;
   IF p_error_name IS NOT NULL THEN v_where := v_where || ' AND o.error ->> ''name'' = $3'; END IF;
@@ -132,49 +139,87 @@ BEGIN
 END
 $$;
 
--- Redrives a dead letter: a new job with the same definition (type, queue, payload, priority,
--- attempts, retry policy, tags, execution timeout; not the deadline, which has passed), starting at attempt 1 with no checkpoints. The source outcome
--- never changes; the lineage is recorded in job_redrive and in both timelines. Idempotent per
--- p_request_id: a repeat returns the job the first call created.
-CREATE FUNCTION workhorse.redrive_v1(p_job_id uuid, p_request_id text, p_actor text DEFAULT NULL, p_reason text DEFAULT NULL)
-RETURNS uuid
+-- Redrives a dead letter (the work of redrive_v1 and redrive_many_v1, whose arguments are
+-- checked): a new job with the same definition (type, queue, payload, priority, attempts, retry
+-- policy, tags, execution timeout; not the deadline, which has passed), starting at attempt 1
+-- with no checkpoints. The source outcome never changes; the lineage is recorded in job_redrive
+-- and in both timelines. Idempotent per p_request_id. A dead letter is redriven once: unless
+-- p_again, a dead letter redriven before (by any request) gives the job its first redrive
+-- created. Returns the job and the request id of the lineage row it comes from.
+CREATE FUNCTION workhorse.redrive_job(p_job_id uuid, p_request_id text, p_actor text, p_reason text, p_again boolean)
+RETURNS workhorse.job_redrive
 LANGUAGE plpgsql AS $$
 DECLARE
-  v_existing workhorse.job_redrive;
+  v_redrive workhorse.job_redrive;
   v_job workhorse.job;
   v_new uuid;
-  v_now timestamptz := clock_timestamp();
+  v_now timestamptz;
 BEGIN
-  IF p_request_id IS NULL OR length(p_request_id) NOT BETWEEN 1 AND 200 THEN
-    PERFORM workhorse.raise_invalid('requestId', 'must be a string of 1 to 200 characters');
-  END IF;
-  PERFORM workhorse.check_actor(p_actor, p_reason);
   -- Serialise redrives of one request id, so two concurrent repeats create one job.
   PERFORM pg_advisory_xact_lock(hashtextextended('workhorse.redrive:' || p_request_id, 0));
-  SELECT * INTO v_existing FROM workhorse.job_redrive WHERE request_id = p_request_id;
+  SELECT * INTO v_redrive FROM workhorse.job_redrive WHERE request_id = p_request_id;
   IF FOUND THEN
-    IF v_existing.source_job_id <> p_job_id THEN
-      PERFORM workhorse.raise_invalid('requestId', format('was already used to redrive job %s', v_existing.source_job_id));
+    IF v_redrive.source_job_id <> p_job_id THEN
+      PERFORM workhorse.raise_invalid('requestId', format('was already used to redrive job %s', v_redrive.source_job_id));
     END IF;
-    RETURN v_existing.new_job_id;
+    RETURN v_redrive;
   END IF;
-  IF NOT EXISTS (SELECT 1 FROM workhorse.job_outcome WHERE job_id = p_job_id AND state = 'failed') THEN
+  -- Serialise redrives of one dead letter, whatever their request ids and processes: each one
+  -- waits for the one before it to commit, and then (at READ COMMITTED, a statement sees what
+  -- committed before it started) sees its lineage row. job_redrive_once_idx holds at any level.
+  PERFORM 1 FROM workhorse.job_outcome WHERE job_id = p_job_id AND state = 'failed' FOR UPDATE;
+  IF NOT FOUND THEN
     PERFORM workhorse.raise_invalid('jobId', 'is not a dead letter (only failed jobs can be redriven)');
   END IF;
+  IF NOT p_again THEN
+    SELECT * INTO v_redrive FROM workhorse.job_redrive WHERE source_job_id = p_job_id AND NOT again;
+    IF FOUND THEN
+      RETURN v_redrive;
+    END IF;
+  END IF;
+  v_now := clock_timestamp();
   SELECT * INTO v_job FROM workhorse.job WHERE id = p_job_id;
   SELECT e.job_id INTO v_new FROM workhorse.enqueue_many_v1(jsonb_build_array(jsonb_strip_nulls(jsonb_build_object(
     'type', v_job.type, 'queue', v_job.queue, 'payload', v_job.payload, 'priority', v_job.priority,
     'maxAttempts', v_job.max_attempts, 'retryPolicy', v_job.retry_policy, 'tags', to_jsonb(v_job.tags),
     'executionTimeoutMs', v_job.execution_timeout_ms))
     || jsonb_build_object('payload', v_job.payload))) AS e;
-  INSERT INTO workhorse.job_redrive (request_id, source_job_id, new_job_id, actor, reason, created_at)
-  VALUES (p_request_id, p_job_id, v_new, p_actor, p_reason, v_now);
+  -- The first copy is the redrive; every further one is `again` (also when the first was asked
+  -- for with p_again).
+  INSERT INTO workhorse.job_redrive AS r (request_id, source_job_id, new_job_id, actor, reason, created_at, again)
+  VALUES (p_request_id, p_job_id, v_new, p_actor, p_reason, v_now,
+          EXISTS (SELECT 1 FROM workhorse.job_redrive x WHERE x.source_job_id = p_job_id))
+  RETURNING * INTO v_redrive;
   INSERT INTO workhorse.job_event (job_id, at, kind, data)
   VALUES (p_job_id, v_now, 'redriven',
-          jsonb_build_object('newJobId', v_new, 'requestId', p_request_id, 'actor', p_actor, 'reason', p_reason)),
+          jsonb_build_object('newJobId', v_new, 'requestId', p_request_id, 'actor', p_actor, 'reason', p_reason)
+            || CASE WHEN v_redrive.again THEN '{"again": true}'::jsonb ELSE '{}'::jsonb END),
          (v_new, v_now, 'redriven_from',
-          jsonb_build_object('sourceJobId', p_job_id, 'requestId', p_request_id, 'actor', p_actor, 'reason', p_reason));
-  RETURN v_new;
+          jsonb_build_object('sourceJobId', p_job_id, 'requestId', p_request_id, 'actor', p_actor, 'reason', p_reason)
+            || CASE WHEN v_redrive.again THEN '{"again": true}'::jsonb ELSE '{}'::jsonb END);
+  RETURN v_redrive;
+END
+$$;
+
+-- Redrives a dead letter (redrive_job) and returns the new job's id. Idempotent per
+-- p_request_id; a dead letter is redriven once, so a later call with another request id returns
+-- the job the first redrive created, unless p_again asks for another copy.
+CREATE FUNCTION workhorse.redrive_v1(
+  p_job_id uuid, p_request_id text, p_actor text DEFAULT NULL, p_reason text DEFAULT NULL, p_again boolean DEFAULT false)
+RETURNS uuid
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF p_request_id IS NULL OR length(p_request_id) NOT BETWEEN 1 AND 200 THEN
+    PERFORM workhorse.raise_invalid('requestId', 'must be a string of 1 to 200 characters');
+  END IF;
+  IF p_job_id IS NULL THEN
+    PERFORM workhorse.raise_invalid('jobId', 'must be a job id');
+  END IF;
+  IF p_again IS NULL THEN
+    PERFORM workhorse.raise_invalid('again', 'must be true or false');
+  END IF;
+  PERFORM workhorse.check_actor(p_actor, p_reason);
+  RETURN (workhorse.redrive_job(p_job_id, p_request_id, p_actor, p_reason, p_again)).new_job_id;
 END
 $$;
 
@@ -194,6 +239,7 @@ DECLARE
   v_id uuid;
   v_after timestamptz;
   v_before timestamptz;
+  v_redrive workhorse.job_redrive;
 BEGIN
   IF jsonb_typeof(p_filter) IS DISTINCT FROM 'object' THEN
     PERFORM workhorse.raise_invalid('filter', 'must be an object');
@@ -210,6 +256,10 @@ BEGIN
   IF p_request_id IS NULL OR length(p_request_id) NOT BETWEEN 1 AND 160 THEN
     PERFORM workhorse.raise_invalid('requestId', 'must be a string of 1 to 160 characters');
   END IF;
+  IF p_dry_run IS NULL THEN
+    PERFORM workhorse.raise_invalid('dryRun', 'must be true or false');
+  END IF;
+  PERFORM workhorse.check_actor(p_actor, p_reason);
   IF p_filter ? 'finishedAfter' THEN
     v_after := workhorse.check_timestamp(p_filter -> 'finishedAfter', 'filter.finishedAfter');
   END IF;
@@ -232,8 +282,15 @@ BEGIN
     LIMIT p_limit
   LOOP
     source_job_id := v_id;
-    new_job_id := CASE WHEN p_dry_run THEN NULL
-                       ELSE workhorse.redrive_v1(v_id, p_request_id || ':' || v_id, p_actor, p_reason) END;
+    IF p_dry_run THEN
+      new_job_id := NULL;
+    ELSE
+      v_redrive := workhorse.redrive_job(v_id, p_request_id || ':' || v_id, p_actor, p_reason, false);
+      -- Another request redrove it since the list was read (a concurrent call): skipped, as
+      -- when that had happened before.
+      CONTINUE WHEN v_redrive.request_id <> p_request_id || ':' || v_id;
+      new_job_id := v_redrive.new_job_id;
+    END IF;
     RETURN NEXT;
   END LOOP;
 END

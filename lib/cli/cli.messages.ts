@@ -94,6 +94,9 @@ export const messages = {
   onlyWithAll: (option: string) => `option ${option} only goes with --all.`,
   notDeadLetter: (id: string, state: JobState) => `job ${id} is ${state}, not a dead letter: only failed jobs can be redriven.`,
   redriven: (source: string, created: string) => `Redrove job ${source}: new job ${created}.`,
+  alreadyRedriven: (source: string, created: string) =>
+    `Job ${source} was already redriven as job ${created}; nothing new was created (--again makes another copy).`,
+  againWithId: () => 'option --again goes with one job ID, not with --all.',
   noneToRedrive: (dryRun: boolean) =>
     dryRun ? 'No dead letters match. Dry run: nothing was written.' : 'No dead letters match; nothing redriven.',
   redrivenMany: (count: number) => (count === 1 ? 'Redrove 1 dead letter.' : `Redrove ${count} dead letters.`),

@@ -2,7 +2,7 @@
  * The CLI's connection to PostgreSQL: one small pool per run, and plain words for the ways
  * connecting can fail. The URL itself is never printed, because it usually holds a password.
  */
-import { Pool } from 'pg';
+import { Client, Pool } from 'pg';
 import { CliUsageError } from './cli.errors';
 import { messages } from './cli.messages';
 
@@ -26,38 +26,38 @@ export function openPool(url: string): Pool {
   return pool;
 }
 
-const PROTOCOLS = new Set(['postgres:', 'postgresql:', 'socket:']);
-
-/**
- * Refuses what node-postgres would misread: anything but a `postgres://` URL (or the
- * `socket:` and socket-directory forms it also accepts), so a typo is a usage error instead of a
- * confusing connection failure. `source` names where the URL came from.
- */
-export function checkDatabaseUrl(url: string, source: string): void {
-  if (url.startsWith('/')) return;
-  let protocol: string | null = null;
+// What node-postgres makes of a connection string (host, or socket directory, port, database):
+// its own parser, so every form it accepts is accepted here too (`postgres://u@/db?host=/run/pg`,
+// a percent-encoded socket directory as host, spaces, `socket:`, `/dir db`). Creating a Client
+// opens nothing.
+function parseTarget(url: string): { host: string; port: number; database: string | undefined } | null {
   try {
-    protocol = new URL(url).protocol;
+    const { host, port, database } = new Client({ connectionString: url });
+    return { host, port, database };
   } catch {
-    protocol = null;
+    return null;
   }
-  if (protocol === null || !PROTOCOLS.has(protocol)) throw new CliUsageError(messages.badDatabaseUrl(source));
 }
 
-/** `host:port/database` of a connection URL, without user or password, for messages. */
+/**
+ * Refuses what is not a PostgreSQL connection string (a typo, another database's URL, a
+ * `host:port` without a scheme), so it is a usage error instead of a confusing connection
+ * failure: the scheme must be `postgres:`, `postgresql:` or `socket:` (or the string a socket
+ * directory), and node-postgres must be able to read it. `source` names where the URL came from.
+ */
+export function checkDatabaseUrl(url: string, source: string): void {
+  if (!/^(\/|(postgres|postgresql|socket):)/i.test(url) || parseTarget(url) === null) {
+    throw new CliUsageError(messages.badDatabaseUrl(source));
+  }
+}
+
+/** `host:port/database` (or the socket directory) of a connection URL, without user or password, for messages. */
 export function describeTarget(url: string): string {
-  if (url.startsWith('/')) {
-    const [directory, database] = url.split(' ');
-    return `the socket in ${directory}${database ? `, database ${database}` : ''}`;
-  }
-  try {
-    const parsed = new URL(url);
-    const host = parsed.hostname || parsed.searchParams.get('host') || 'localhost';
-    const database = decodeURIComponent(parsed.pathname.slice(1));
-    return `${host}:${parsed.port || '5432'}${database ? `/${database}` : ''}`;
-  } catch {
-    return 'the database in the given URL';
-  }
+  const target = parseTarget(url);
+  if (target === null) return 'the database in the given URL';
+  const database = target.database ? `/${target.database}` : '';
+  if (target.host.startsWith('/')) return `the socket in ${target.host} (port ${target.port})${database ? `, database ${target.database}` : ''}`;
+  return `${target.host.includes(':') ? `[${target.host}]` : target.host}:${target.port}${database}`;
 }
 
 interface ErrorWithCode {

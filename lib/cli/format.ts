@@ -4,21 +4,23 @@
  */
 import type { ErrorEnvelope, JobSnapshot, QueueInfo, RedriveResult, TimelineEntry } from '../core/types';
 import type { HumanWait } from '../core/waits';
-import { oneLine } from './output';
+import { oneLine, printable } from './output';
 
 const GAP = '  ';
 const NONE = '-';
 
 /**
  * Rows of cells, each column padded to its widest cell; no line ends in spaces. The last cell of
- * a row may hold several lines, which continue under its first.
+ * a row may hold several lines, which continue under its first; every other cell is one line
+ * (a line break or control character in it is written escaped).
  */
 export function formatColumns(rows: readonly (readonly string[])[]): string {
+  const single = rows.map((row) => row.map((cell, column) => (column < row.length - 1 ? printable(cell) : cell)));
   const widths: number[] = [];
-  for (const row of rows) {
+  for (const row of single) {
     row.slice(0, -1).forEach((cell, column) => (widths[column] = Math.max(widths[column] ?? 0, cell.length)));
   }
-  return rows
+  return single
     .map((cells) => {
       const lead = cells.slice(0, -1).map((cell, column) => cell.padEnd(widths[column]) + GAP).join('');
       const [first, ...more] = (cells[cells.length - 1] ?? '').split('\n');
@@ -74,14 +76,14 @@ export function formatJob(job: JobSnapshot): string {
     ['Priority', String(job.priority)],
     ['Attempts', `${job.currentAttempt} of ${job.maxAttempts}`],
     ['Retry policy', job.retryPolicy ? formatJson(job.retryPolicy) : 'default (the handler\'s, else exponential)'],
-    ['Tags', job.tags.length === 0 ? NONE : job.tags.join(', ')],
+    ['Tags', job.tags.length === 0 ? NONE : job.tags.map(printable).join(', ')],
     ['Created', formatDate(job.createdAt)],
     ['Run at', formatDate(job.runAt)],
   ];
   if (job.deadline) fields.push(['Deadline', formatDate(job.deadline)]);
   if (job.executionTimeoutMs !== null) fields.push(['Timeout', `${job.executionTimeoutMs} ms per attempt`]);
   if (job.finishedAt) fields.push(['Finished', formatDate(job.finishedAt)]);
-  if (job.workerId) fields.push(['Worker', job.workerId]);
+  if (job.workerId) fields.push(['Worker', printable(job.workerId)]);
   if (job.leaseExpiresAt) fields.push(['Lease expires', formatDate(job.leaseExpiresAt)]);
   if (job.cancelRequestedAt) fields.push(['Cancel requested', formatDate(job.cancelRequestedAt)]);
   if (job.redrivenFrom) fields.push(['Redriven from', job.redrivenFrom]);
@@ -90,7 +92,7 @@ export function formatJob(job: JobSnapshot): string {
   if (job.progress !== null) fields.push(['Progress', formatJson(job.progress)]);
   if (job.state === 'succeeded') fields.push(['Result', formatJson(job.result)]);
   if (job.error) {
-    fields.push([job.finishedAt ? 'Error' : 'Last error', formatError(job.error)]);
+    fields.push([job.finishedAt ? 'Error' : 'Last error', printable(formatError(job.error))]);
     const frames = stackFrames(job.error.stack);
     if (frames) fields.push(['Stack', frames]);
   }

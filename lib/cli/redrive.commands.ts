@@ -85,6 +85,7 @@ async function redrive(context: CommandContext): Promise<ExitCode> {
   const id = args.positionals[0];
   const all = args.flag('all');
   if (all && id !== undefined) throw new CliUsageError(messages.idAndAll());
+  if (all && args.flag('again')) throw new CliUsageError(messages.againWithId());
   if (!all) {
     if (id === undefined) throw new CliUsageError(messages.idOrAll());
     for (const name of [...FILTER_NAMES, 'limit', 'dry-run']) {
@@ -102,9 +103,11 @@ async function redriveOne({ args, pool, output }: CommandContext, id: string, re
   const job = await explainingSchema(pool, () => admin.getJob(id));
   if (job === null) throw notFound(id);
   if (job.state !== 'failed') throw new CliError(messages.notDeadLetter(id, job.state), EXIT.failure);
-  const newJobId = await admin.redrive(id, { requestId, ...actorOptions(args) });
+  const again = args.flag('again');
+  const newJobId = await admin.redrive(id, { requestId, ...actorOptions(args), ...(again && { again }) });
   if (output.json) output.document({ sourceJobId: id, newJobId });
-  else output.text(messages.redriven(id, newJobId));
+  else if (!job.redrivenTo.includes(newJobId)) output.text(messages.redriven(id, newJobId));
+  else output.text(messages.alreadyRedriven(id, newJobId));
   return EXIT.ok;
 }
 
@@ -151,7 +154,9 @@ export const redriveCommand: RunnableCommand = {
     'starting at attempt 1; the failed job stays as it is, and both record the link. Give one job ID,\n' +
     'or --all with filters (at most 1000 at a time; --dry-run lists them and writes nothing).\n' +
     'Repeating a command with the same --request-id creates no further jobs, so a failed run can be\n' +
-    'retried safely; with --all, dead letters that another request already redrove are skipped.',
+    'retried safely. A dead letter is redriven once: redriving it again, with any request id, gives\n' +
+    'the job its first redrive created (--again makes another copy); with --all, dead letters that\n' +
+    'another request already redrove are skipped.',
   positionals: [{ ...ID, description: 'The dead letter to redrive (a failed job); leave out with --all.', optional: true }],
   options: [
     {
@@ -164,6 +169,7 @@ export const redriveCommand: RunnableCommand = {
     ...FILTER_OPTIONS.map((option) => ({ ...option, description: `With --all: ${option.description[0].toLowerCase()}${option.description.slice(1)}` })),
     { name: 'limit', kind: 'string', valueName: 'N', description: 'With --all: at most N dead letters, newest first, 1 to 1000 (default 1000).' },
     { name: 'dry-run', kind: 'flag', description: 'With --all: list what would be redriven, and write nothing.' },
+    { name: 'again', kind: 'flag', description: 'With an ID: make another copy of a dead letter that was redriven before.' },
     ACTOR,
     REASON,
   ],

@@ -1,5 +1,7 @@
 import type { Pool } from 'pg';
-import { fromPgError, InvalidCursorError, WorkhorseValidationError } from './errors';
+import { decodeCursor, encodeCursor } from './cursor';
+import { fromPgError, WorkhorseValidationError } from './errors';
+import { toSnapshot, type JobRow } from './job-snapshot';
 import {
   JOB_STATES,
   type ActorOptions,
@@ -13,47 +15,18 @@ import {
   type RedriveManyOptions,
   type RedriveOptions,
   type RedriveResult,
-  type ErrorEnvelope,
   type JobSnapshot,
   type JobState,
   type JsonValue,
   type ListJobsFilter,
   type Page,
   type Queryable,
-  type RetryPolicy,
   type TimelineEntry,
   type TimelineOptions,
 } from './types';
 import { isJobDefinition, type JobDefinition } from './job-definition';
-import { checkInteger, checkJobId, checkName } from './validation';
+import { checkDate, checkInteger, checkJobId, checkName, checkOptions, checkText } from './validation';
 import { listHumanWaits, type HumanWait, type ListHumanWaitsFilter } from './waits';
-
-interface JobRow {
-  id: string;
-  queue: string;
-  type: string;
-  payload: JsonValue;
-  priority: number;
-  max_attempts: number;
-  retry_policy: RetryPolicy | null;
-  deadline: Date | null;
-  execution_timeout_ms: number | null;
-  tags: string[];
-  state: JobState;
-  current_attempt: number;
-  run_at: Date;
-  created_at: Date;
-  finished_at: Date | null;
-  result: JsonValue | null;
-  error: ErrorEnvelope | null;
-  worker_id: string | null;
-  lease_expires_at: Date | null;
-  cancel_requested_at: Date | null;
-  progress: JsonValue | null;
-  redriven_from: string | null;
-  redriven_to: string[];
-  seq: string;
-}
 
 interface TimelineRow {
   id: string;
@@ -66,83 +39,16 @@ interface TimelineRow {
   data: { [key: string]: JsonValue } | null;
 }
 
-function toSnapshot(row: JobRow): JobSnapshot {
-  return {
-    id: row.id,
-    queue: row.queue,
-    type: row.type,
-    payload: row.payload,
-    priority: row.priority,
-    state: row.state,
-    currentAttempt: row.current_attempt,
-    maxAttempts: row.max_attempts,
-    retryPolicy: row.retry_policy,
-    tags: row.tags,
-    deadline: row.deadline,
-    executionTimeoutMs: row.execution_timeout_ms,
-    runAt: row.run_at,
-    createdAt: row.created_at,
-    finishedAt: row.finished_at,
-    result: row.result,
-    error: row.error,
-    workerId: row.worker_id,
-    leaseExpiresAt: row.lease_expires_at,
-    cancelRequestedAt: row.cancel_requested_at,
-    progress: row.progress,
-    redrivenFrom: row.redriven_from,
-    redrivenTo: row.redriven_to,
-  };
+/** Who asked and why, as stored with an operator action: null for what was not given. */
+function actorOf(options: ActorOptions): [string | null, string | null] {
+  return [
+    options.actor === undefined ? null : checkText(options.actor, 'actor', 0, 200),
+    options.reason === undefined ? null : checkText(options.reason, 'reason', 0, 1000),
+  ];
 }
 
-// Cursors are opaque to callers: a tag that says which API issued them, and a position.
-function encodeCursor(kind: string, position: string): string {
-  return Buffer.from(`${kind}:${position}`, 'utf8').toString('base64url');
-}
-
-const MAX_BIGINT = 9_223_372_036_854_775_807n;
-const UUID_TEXT = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
-
-// A position is a bigint (`jobs`, `timeline`) or a UTC time and a job id (`dead`); anything that
-// does not decode to exactly that is refused before it reaches SQL.
-function decodeCursor(kind: string, cursor: string | undefined): string | null {
-  if (cursor === undefined || cursor === null) return null;
-  if (typeof cursor !== 'string') throw new InvalidCursorError();
-  const text = Buffer.from(cursor, 'base64url').toString('utf8');
-  const pattern = kind === 'dead' ? `\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{6}Z/${UUID_TEXT}` : '\\d{1,19}';
-  const match = new RegExp(`^${kind}:(${pattern})$`).exec(text);
-  if (!match) throw new InvalidCursorError();
-  const position = match[1];
-  if (kind === 'dead') {
-    const at = position.slice(0, 27);
-    const ms = Date.parse(at);
-    if (Number.isNaN(ms) || new Date(ms).toISOString().slice(0, 23) !== at.slice(0, 23)) throw new InvalidCursorError();
-  } else if (BigInt(position) > MAX_BIGINT) {
-    throw new InvalidCursorError();
-  }
-  return position;
-}
-
-function checkActor(options: ActorOptions): void {
-  if (options.actor !== undefined && (typeof options.actor !== 'string' || options.actor.length > 200)) {
-    throw new WorkhorseValidationError('actor', 'must be a string of at most 200 characters');
-  }
-  if (options.reason !== undefined && (typeof options.reason !== 'string' || options.reason.length > 1000)) {
-    throw new WorkhorseValidationError('reason', 'must be a string of at most 1000 characters');
-  }
-}
-
-function checkDate(value: unknown, field: string): Date | null {
-  if (value === undefined) return null;
-  if (!(value instanceof Date) || Number.isNaN(value.getTime())) throw new WorkhorseValidationError(field, 'must be a valid Date');
-  return value;
-}
-
-function checkRequestId(value: unknown, max: number): string {
-  if (typeof value !== 'string' || value.length === 0 || value.length > max) {
-    throw new WorkhorseValidationError('requestId', `must be a string of 1 to ${max} characters`);
-  }
-  return value;
-}
+const ACTOR_KEYS = ['actor', 'reason'] as const;
+const DEAD_LETTER_KEYS = ['queue', 'type', 'errorName', 'finishedAfter', 'finishedBefore'] as const;
 
 interface QueueRow {
   queue: string;
@@ -206,8 +112,9 @@ export class Admin {
    * The job's history (lifecycle events and closed attempts) in the order it was written, a page
    * at a time; pass `nextCursor` back to read on.
    */
-  async getJobTimeline(jobId: string, options: TimelineOptions = {}, client?: Queryable): Promise<Page<TimelineEntry>> {
+  async getJobTimeline(jobId: string, options?: TimelineOptions, client?: Queryable): Promise<Page<TimelineEntry>> {
     checkJobId(jobId);
+    options = checkOptions(options, 'options', ['limit', 'cursor'], 'a timeline option');
     const limit = options.limit === undefined ? 100 : checkInteger(options.limit, 'limit', 1, 1000);
     const after = decodeCursor('timeline', options.cursor) ?? '0';
     const rows = await this.run<TimelineRow>(client, 'SELECT * FROM workhorse.get_timeline_v1($1, $2, $3)', [
@@ -233,11 +140,9 @@ export class Admin {
    * Jobs newest first, filtered by queue, type and current state, a page at a time. Paging is
    * stable: jobs enqueued meanwhile do not shift later pages.
    */
-  async listJobs(filter: ListJobsFilter = {}, client?: Queryable): Promise<Page<JobSnapshot>> {
+  async listJobs(filter?: ListJobsFilter, client?: Queryable): Promise<Page<JobSnapshot>> {
     const keys = ['queue', 'type', 'states', 'createdAfter', 'createdBefore', 'scanLimit', 'limit', 'cursor'];
-    for (const key of Object.keys(filter)) {
-      if (!keys.includes(key)) throw new WorkhorseValidationError(key, `is not a listJobs filter (${keys.join(', ')})`);
-    }
+    filter = checkOptions(filter, 'filter', keys, 'a listJobs filter');
     const queue = filter.queue === undefined ? null : checkName(filter.queue, 'queue');
     const type = filter.type === undefined ? null : checkName(filter.type, 'type');
     let states: JobState[] | null = null;
@@ -256,8 +161,8 @@ export class Admin {
       states,
       limit,
       before,
-      checkDate(filter.createdAfter, 'createdAfter'),
-      checkDate(filter.createdBefore, 'createdBefore'),
+      filter.createdAfter === undefined ? null : checkDate(filter.createdAfter, 'createdAfter'),
+      filter.createdBefore === undefined ? null : checkDate(filter.createdBefore, 'createdBefore'),
       scanLimit,
     ]);
     // A last row without an id says where the listing goes on (see list_jobs_v2).
@@ -281,9 +186,9 @@ export class Admin {
    * any are left out). Its cost is that of the jobs finished in the window.
    */
   async queueActivity(options: QueueActivityOptions, client?: Queryable): Promise<QueueActivity[]> {
-    const since = checkDate(options?.since, 'since');
-    if (since === null) throw new WorkhorseValidationError('since', 'must be a valid Date');
-    const bucketSeconds = checkInteger(options.bucketSeconds, 'bucketSeconds', 1, 86_400);
+    const given = checkOptions(options, 'options', ['since', 'bucketSeconds'], 'a queueActivity option');
+    const since = checkDate(given.since, 'since');
+    const bucketSeconds = checkInteger(given.bucketSeconds, 'bucketSeconds', 1, 86_400);
     const rows = await this.run<{ queue: string; bucket: Date; succeeded: string; failed: string; canceled: string }>(
       client,
       'SELECT * FROM workhorse.queue_activity_v1($1, $2)',
@@ -304,13 +209,13 @@ export class Admin {
    * `actor` and `reason` are recorded: in the `cancel_requested` event of a running job, in the
    * cancellation envelope (the job's `error`) of any other.
    */
-  async cancel(jobId: string, options: ActorOptions = {}, client?: Queryable): Promise<CancelResult> {
+  async cancel(jobId: string, options?: ActorOptions, client?: Queryable): Promise<CancelResult> {
     checkJobId(jobId);
-    checkActor(options);
+    const [actor, reason] = actorOf(checkOptions(options, 'options', ACTOR_KEYS, 'a cancel option'));
     const rows = await this.run<{ status: CancelResult }>(client, 'SELECT workhorse.cancel_v1($1, $2, $3) AS status', [
       jobId,
-      options.reason ?? null,
-      options.actor ?? null,
+      reason,
+      actor,
     ]);
     return rows[0].status;
   }
@@ -330,8 +235,9 @@ export class Admin {
    * Dead letters (failed jobs), newest first, filtered by queue, type, final error name and
    * finish time, a page at a time. Reads an index that live dispatch never touches.
    */
-  async listDeadLetters(options: ListDeadLettersOptions = {}, client?: Queryable): Promise<Page<JobSnapshot>> {
-    const filter = this.deadLetterFilter(options, ['limit', 'cursor']);
+  async listDeadLetters(options?: ListDeadLettersOptions, client?: Queryable): Promise<Page<JobSnapshot>> {
+    options = checkOptions(options, 'options', [...DEAD_LETTER_KEYS, 'limit', 'cursor'], 'a dead-letter filter');
+    const filter = this.deadLetterFilter(options);
     const limit = options.limit === undefined ? 50 : checkInteger(options.limit, 'limit', 1, 1000);
     const position = decodeCursor('dead', options.cursor);
     const [finishedAt, jobId] = position === null ? [null, null] : position.split('/');
@@ -353,17 +259,23 @@ export class Admin {
   /**
    * Redrives a dead letter: creates a new job with the same definition at attempt 1 (no
    * checkpoints carried over) and returns its id. The source stays `failed`; both jobs record
-   * the lineage (`redrivenTo` / `redrivenFrom` and their timelines). Idempotent per `requestId`.
+   * the lineage (`redrivenTo` / `redrivenFrom` and their timelines). A dead letter is redriven
+   * once: a later redrive, with any `requestId`, from any process, returns the job the first one
+   * created, unless it passes `again: true`, which creates another copy (idempotent per
+   * `requestId`, and marked `again` in the lineage).
    */
   async redrive(jobId: string, options: RedriveOptions, client?: Queryable): Promise<string> {
     checkJobId(jobId);
-    checkRequestId(options?.requestId, 200);
-    checkActor(options);
-    const rows = await this.run<{ id: string }>(client, 'SELECT workhorse.redrive_v1($1, $2, $3, $4) AS id', [
+    const given = checkOptions(options, 'options', ['requestId', ...ACTOR_KEYS, 'again'], 'a redrive option');
+    const requestId = checkText(given.requestId, 'requestId', 1, 200);
+    const [actor, reason] = actorOf(given);
+    if (given.again !== undefined && typeof given.again !== 'boolean') throw new WorkhorseValidationError('again', 'must be true or false');
+    const rows = await this.run<{ id: string }>(client, 'SELECT workhorse.redrive_v1($1, $2, $3, $4, $5) AS id', [
       jobId,
-      options.requestId,
-      options.actor ?? null,
-      options.reason ?? null,
+      requestId,
+      actor,
+      reason,
+      given.again ?? false,
     ]);
     return rows[0].id;
   }
@@ -374,11 +286,13 @@ export class Admin {
    * `dryRun` nothing is written and the result lists what would be redriven.
    */
   async redriveMany(filter: DeadLetterFilter, options: RedriveManyOptions, client?: Queryable): Promise<RedriveResult[]> {
-    const checked = this.deadLetterFilter(filter, []);
-    checkRequestId(options?.requestId, 160);
-    checkActor(options);
-    const limit = options.limit === undefined ? 1000 : checkInteger(options.limit, 'limit', 1, 1000);
-    if (options.dryRun !== undefined && typeof options.dryRun !== 'boolean') {
+    if (filter === undefined) throw new WorkhorseValidationError('filter', 'must be an object ({} for every dead letter)');
+    const checked = this.deadLetterFilter(checkOptions(filter, 'filter', DEAD_LETTER_KEYS, 'a dead-letter filter'));
+    const given = checkOptions(options, 'options', ['requestId', ...ACTOR_KEYS, 'dryRun', 'limit'], 'a redriveMany option');
+    const requestId = checkText(given.requestId, 'requestId', 1, 160);
+    const [actor, reason] = actorOf(given);
+    const limit = given.limit === undefined ? 1000 : checkInteger(given.limit, 'limit', 1, 1000);
+    if (given.dryRun !== undefined && typeof given.dryRun !== 'boolean') {
       throw new WorkhorseValidationError('dryRun', 'must be true or false');
     }
     const wire = {
@@ -391,18 +305,18 @@ export class Admin {
     const rows = await this.run<{ source_job_id: string; new_job_id: string | null }>(
       client,
       'SELECT source_job_id, new_job_id FROM workhorse.redrive_many_v1($1::jsonb, $2, $3, $4, $5, $6)',
-      [JSON.stringify(wire), options.requestId, options.dryRun ?? false, options.actor ?? null, options.reason ?? null, limit],
+      [JSON.stringify(wire), requestId, given.dryRun ?? false, actor, reason, limit],
     );
     return rows.map((r) => ({ sourceJobId: r.source_job_id, newJobId: r.new_job_id }));
   }
 
   /** Pauses a queue: workers stop claiming from it; running jobs finish and enqueue goes on. */
-  async pauseQueue(queue: string, options: ActorOptions = {}, client?: Queryable): Promise<QueueInfo> {
+  async pauseQueue(queue: string, options?: ActorOptions, client?: Queryable): Promise<QueueInfo> {
     return this.setPaused('pause_queue_v1', queue, options, client);
   }
 
   /** Resumes a paused queue and wakes its workers. */
-  async resumeQueue(queue: string, options: ActorOptions = {}, client?: Queryable): Promise<QueueInfo> {
+  async resumeQueue(queue: string, options?: ActorOptions, client?: Queryable): Promise<QueueInfo> {
     return this.setPaused('resume_queue_v1', queue, options, client);
   }
 
@@ -412,29 +326,22 @@ export class Admin {
     return rows.map(toQueueInfo);
   }
 
-  private async setPaused(fn: string, queue: string, options: ActorOptions, client?: Queryable): Promise<QueueInfo> {
+  private async setPaused(fn: string, queue: string, options: ActorOptions | undefined, client?: Queryable): Promise<QueueInfo> {
     checkName(queue, 'queue');
-    checkActor(options);
-    await this.run(client, `SELECT workhorse.${fn}($1, $2, $3)`, [queue, options.actor ?? null, options.reason ?? null]);
+    const [actor, reason] = actorOf(checkOptions(options, 'options', ACTOR_KEYS, 'an option of a queue action'));
+    await this.run(client, `SELECT workhorse.${fn}($1, $2, $3)`, [queue, actor, reason]);
     const rows = await this.run<QueueRow>(client, 'SELECT * FROM workhorse.list_queues_v1() WHERE queue = $1', [queue]);
     return toQueueInfo(rows[0]);
   }
 
-  private deadLetterFilter(filter: DeadLetterFilter, extraKeys: string[]): DeadLetterFilter {
-    if (typeof filter !== 'object' || filter === null) throw new WorkhorseValidationError('filter', 'must be an object');
-    const keys = ['queue', 'type', 'errorName', 'finishedAfter', 'finishedBefore', ...extraKeys];
-    for (const key of Object.keys(filter)) {
-      if (!keys.includes(key)) throw new WorkhorseValidationError(key, `is not a dead-letter filter (${keys.join(', ')})`);
-    }
-    if (filter.errorName !== undefined && (typeof filter.errorName !== 'string' || filter.errorName.length > 200)) {
-      throw new WorkhorseValidationError('errorName', 'must be a string of at most 200 characters');
-    }
+  // The filter's keys were checked by the caller (checkOptions); these are its values.
+  private deadLetterFilter(filter: DeadLetterFilter): DeadLetterFilter {
     return {
       queue: filter.queue === undefined ? undefined : checkName(filter.queue, 'queue'),
       type: filter.type === undefined ? undefined : checkName(filter.type, 'type'),
-      errorName: filter.errorName,
-      finishedAfter: checkDate(filter.finishedAfter, 'finishedAfter') ?? undefined,
-      finishedBefore: checkDate(filter.finishedBefore, 'finishedBefore') ?? undefined,
+      errorName: filter.errorName === undefined ? undefined : checkText(filter.errorName, 'errorName', 0, 200),
+      finishedAfter: filter.finishedAfter === undefined ? undefined : checkDate(filter.finishedAfter, 'finishedAfter'),
+      finishedBefore: filter.finishedBefore === undefined ? undefined : checkDate(filter.finishedBefore, 'finishedBefore'),
     };
   }
 

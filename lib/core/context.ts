@@ -9,7 +9,7 @@ import {
 } from './errors';
 import { failpoint } from './failpoints';
 import type { JsonValue, Queryable } from './types';
-import { checkText, toJsonText } from './validation';
+import { checkDate, checkText, toJsonText } from './validation';
 import {
   checkHumanWaitOptions,
   checkWaitTimeout,
@@ -164,7 +164,7 @@ export class HandlerContext {
    * worker no longer owns the job.
    */
   async checkpoint<T>(name: string, operation: () => T | Promise<T>): Promise<T> {
-    checkText(name, 'name', 200);
+    checkText(name, 'name', 1, 200);
     const stored = entryOf(this.job.checkpoints, name);
     if (stored) return stored[0] as T;
     const pending = this.pendingCheckpoints?.get(name);
@@ -277,12 +277,11 @@ export class HandlerContext {
 
   /** Like {@link sleep}, until a point in time. */
   async sleepUntil(name: string, until: Date): Promise<void> {
-    if (!(until instanceof Date) || Number.isNaN(until.getTime())) throw new WorkhorseValidationError('until', 'must be a valid Date');
-    return this.sleepCall(name, until, null);
+    return this.sleepCall(name, checkDate(until, 'until'), null);
   }
 
   private async sleepCall(name: string, until: Date | null, ms: number | null): Promise<void> {
-    checkText(name, 'name', 200);
+    checkText(name, 'name', 1, 200);
     const known = entryOf(this.job.waits, name);
     if (known !== undefined && new Date(known).getTime() <= Date.now()) return;
     this.signal.throwIfAborted();
@@ -326,7 +325,7 @@ export class HandlerContext {
    * const shipment = await ctx.waitForSignal<{ trackingId: string }>('shipped', { timeoutMs: 7 * 24 * 3600_000 });
    */
   async waitForSignal<T = JsonValue>(name: string, options?: WaitForSignalOptions): Promise<T> {
-    checkText(name, 'name', 200);
+    checkText(name, 'name', 1, 200);
     if (options !== undefined && (typeof options !== 'object' || options === null)) throw new WorkhorseValidationError('options', 'must be an object');
     const timeoutMs = checkWaitTimeout(options?.timeoutMs);
     const seq = ((this.signalWaits ??= new Map()).get(name) ?? 0) + 1;
@@ -356,7 +355,7 @@ export class HandlerContext {
    * });
    */
   async waitForHuman<D = JsonValue>(name: string, options?: WaitForHumanOptions): Promise<HumanDecision<D>> {
-    checkText(name, 'name', 200);
+    checkText(name, 'name', 1, 200);
     const { context, choices, timeoutMs } = checkHumanWaitOptions(options);
     this.signal.throwIfAborted();
     const row = await this.waitCall<{

@@ -1,31 +1,50 @@
 import type { Pool } from 'pg';
 import { WorkhorseValidationError } from './errors';
 
+/** Every capability, in the order a deployment usually introduces them. */
+export const CAPABILITIES = ['producer', 'worker', 'operator'] as const;
+
 /**
- * The grants of an application role, as one `DO` block that reads the role's name from the
- * setting `workhorse.grant_role`. `docs/least-privilege.sql` holds the same block for psql users;
+ * What a role may do with the queue. Each is a set of protocol functions (listed in
+ * `sql/990_privileges.sql`); a role may hold several.
+ * - `producer`: enqueue, and read the jobs its login role enqueued (`Queue.getJob`); send signals
+ *   and record human decisions (`Queue.sendSignal`, `Queue.completeHumanWait`);
+ * - `worker`: claim, renew leases, complete, fail, release, checkpoint, sleep, wait for signals
+ *   and decisions, report progress, acknowledge cancels, offer maintenance ticks (`Worker`);
+ * - `operator`: read every job and its history, cancel, pause and resume queues, list and redrive
+ *   dead letters, list human waits, send signals and record decisions, run maintenance and
+ *   retention (`Admin`, the CLI).
+ */
+export type Capability = (typeof CAPABILITIES)[number];
+
+/**
+ * The grants of one role, as one `DO` block that reads the role's name from the setting
+ * `workhorse.grant_role` and its capabilities (comma-separated) from
+ * `workhorse.grant_capabilities`. `docs/least-privilege.sql` holds the same block for psql users;
  * a test keeps the two identical.
  *
- * The role may use the queue (enqueue, claim, heartbeat, complete, fail, checkpoints, cancel,
- * maintenance ticks, admin reads and actions) and nothing more:
- * - USAGE on the schema (never CREATE), CONNECT on the database;
- * - on each table only the commands the protocol functions run on it (they run with the
- *   caller's rights): the immutable tables (`job`, `job_outcome`, history, checkpoints, ...) get
- *   SELECT and INSERT only, so even a buggy or hostile client cannot rewrite a job or an outcome;
- * - USAGE and SELECT on the three sequences (fence tokens, job order, history ids);
- * - EXECUTE on every function, except internal SECURITY DEFINER helpers (such as
- *   `ensure_history_partition`), which only the versioned API may call.
- * Tables are owned by whoever installed the schema, so the role can never ALTER, DROP or
- * TRUNCATE them, nor create objects in the schema.
+ * The role gets CONNECT on the database (when the granting role may grant it), USAGE on the
+ * schema (never CREATE), SELECT on
+ * `schema_version` (clients check the version before they start), and EXECUTE on the protocol
+ * functions of its capabilities. It gets no privilege on any other table or sequence (any it held
+ * is revoked): the protocol functions run with the schema owner's rights, and they are the only
+ * door. Grants add up: granting `worker` to a role that holds `producer` leaves it both.
  */
-export const GRANT_APP_ROLE_SQL = `DO $grants$
+export const GRANT_ROLE_SQL = `DO $grants$
 DECLARE
   v_role text := current_setting('workhorse.grant_role', true);
+  v_capabilities text[] := string_to_array(current_setting('workhorse.grant_capabilities', true), ',');
   v_function regprocedure;
 BEGIN
   IF v_role IS NULL OR v_role = '' THEN
     RAISE EXCEPTION USING ERRCODE = '22023',
-      MESSAGE = 'set workhorse.grant_role to the name of the application role first';
+      MESSAGE = 'set workhorse.grant_role to the name of the role first';
+  END IF;
+  IF cardinality(v_capabilities) IS DISTINCT FROM cardinality(ARRAY(SELECT DISTINCT c FROM unnest(v_capabilities) AS c))
+     OR coalesce(cardinality(v_capabilities), 0) = 0
+     OR NOT v_capabilities <@ ARRAY['producer', 'worker', 'operator'] THEN
+    RAISE EXCEPTION USING ERRCODE = '22023',
+      MESSAGE = 'set workhorse.grant_capabilities to one or more of producer, worker, operator (comma-separated)';
   END IF;
   IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = v_role) THEN
     RAISE EXCEPTION USING ERRCODE = '42704', MESSAGE = format('role %I does not exist', v_role);
@@ -35,58 +54,62 @@ BEGIN
       MESSAGE = 'schema workhorse does not exist: install it first (npx workhorse schema install)';
   END IF;
 
-  EXECUTE format('GRANT CONNECT ON DATABASE %I TO %I', current_database(), v_role);
+  -- CONNECT only when this role may grant it (the database's owner, a superuser, or a role given
+  -- it WITH GRANT OPTION); otherwise whoever set up the database grants it.
+  IF has_database_privilege(current_database(), 'CONNECT WITH GRANT OPTION') THEN
+    EXECUTE format('GRANT CONNECT ON DATABASE %I TO %I', current_database(), v_role);
+  END IF;
   EXECUTE format('GRANT USAGE ON SCHEMA workhorse TO %I', v_role);
-
-  -- Read only.
-  EXECUTE format('GRANT SELECT ON TABLE workhorse.schema_version, workhorse.job_snapshot TO %I', v_role);
-  -- Written once, never updated or deleted by the protocol.
-  EXECUTE format('GRANT SELECT, INSERT ON TABLE workhorse.job, workhorse.job_outcome, workhorse.job_query, '
-                 'workhorse.job_checkpoint, workhorse.job_wait, workhorse.job_redrive, '
-                 'workhorse.job_event, workhorse.attempt_history TO %I', v_role);
-  -- The live rows: claims, renewals and transitions update them; terminal transitions and the
-  -- expiry of idempotency keys delete them.
-  EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE workhorse.job_runtime, '
-                 'workhorse.enqueue_idempotency TO %I', v_role);
-  -- Queue pause and resume; the retry policies workers register for their handlers.
-  EXECUTE format('GRANT SELECT, INSERT, UPDATE ON TABLE workhorse.queue_control, workhorse.handler_policy TO %I', v_role);
-  EXECUTE format('GRANT USAGE, SELECT ON SEQUENCE workhorse.fence_seq, workhorse.job_seq, '
-                 'workhorse.history_seq TO %I', v_role);
+  -- The protocol functions run with the owner's rights: no table or sequence privilege is needed.
+  EXECUTE format('REVOKE ALL ON ALL TABLES IN SCHEMA workhorse FROM %I', v_role);
+  EXECUTE format('REVOKE ALL ON ALL SEQUENCES IN SCHEMA workhorse FROM %I', v_role);
+  EXECUTE format('GRANT SELECT ON TABLE workhorse.schema_version TO %I', v_role);
 
   FOR v_function IN
     SELECT p.oid::regprocedure
     FROM pg_catalog.pg_proc p
-    WHERE p.pronamespace = 'workhorse'::regnamespace
-      AND (NOT p.prosecdef OR p.proname ~ '_v[0-9]+$')
+    JOIN workhorse.protocol_function f ON f.name = p.proname
+    WHERE p.pronamespace = 'workhorse'::regnamespace AND f.capabilities && v_capabilities
   LOOP
     EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %I', v_function, v_role);
   END LOOP;
 END
 $grants$;`;
 
+function checkCapabilities(value: unknown): readonly Capability[] {
+  const list: unknown[] = Array.isArray(value) ? value : [value];
+  const known: readonly string[] = CAPABILITIES;
+  if (list.length === 0 || list.some((c) => typeof c !== 'string' || !known.includes(c)) || new Set(list).size !== list.length) {
+    throw new WorkhorseValidationError('capabilities', `must be one or more of ${CAPABILITIES.join(', ')}, each once`);
+  }
+  return list as Capability[];
+}
+
 /**
- * Grants an existing application role exactly what the library needs to use an installed
- * `workhorse` schema, and nothing to alter or drop it. Run it as the schema's owner (whoever ran
- * `installSchema`) or a superuser, once per role and again after each schema installation.
- * Idempotent.
- *
- * Partition preparation (from `tick_v1`) and retention (`drop_history_before_v1`) create and
- * drop tables; see docs/least-privilege.sql for how they behave for such a role.
+ * Grants an existing role what one or more capabilities need to use an installed `workhorse`
+ * schema, and nothing to read or write its tables, alter or drop it. Run it as the schema's
+ * owner (whoever ran `installSchema`) or a superuser, once per role and again after each schema
+ * installation. Idempotent; grants add up.
  *
  * @example
- * await pool.query('CREATE ROLE app LOGIN PASSWORD ...'); // once, as an administrator
  * await installSchema(ownerPool);
- * await grantAppRole(ownerPool, 'app');
+ * await grantRole(ownerPool, 'checkout_api', 'producer');
+ * await grantRole(ownerPool, 'checkout_worker', 'worker');
+ * await grantRole(ownerPool, 'ops', ['operator']);
  */
-export async function grantAppRole(pool: Pool, role: string): Promise<void> {
+export async function grantRole(pool: Pool, role: string, capabilities: Capability | readonly Capability[]): Promise<void> {
   if (typeof role !== 'string' || role.length === 0 || role.length > 63 || role.includes('\u0000')) {
     throw new WorkhorseValidationError('role', 'must be the name of an existing role (1 to 63 characters)');
   }
+  const granted = checkCapabilities(capabilities);
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
-    await client.query("SELECT set_config('workhorse.grant_role', $1, true)", [role]);
-    await client.query(GRANT_APP_ROLE_SQL);
+    await client.query(
+      "SELECT set_config('workhorse.grant_role', $1, true), set_config('workhorse.grant_capabilities', $2, true)",
+      [role, granted.join(',')],
+    );
+    await client.query(GRANT_ROLE_SQL);
     await client.query('COMMIT');
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);
@@ -94,4 +117,17 @@ export async function grantAppRole(pool: Pool, role: string): Promise<void> {
   } finally {
     client.release();
   }
+}
+
+/**
+ * Grants an existing role all three capabilities (producer, worker and operator): one role for
+ * an application that enqueues, runs workers and administers. See {@link grantRole} for
+ * narrower roles.
+ *
+ * @example
+ * await installSchema(ownerPool);
+ * await grantAppRole(ownerPool, 'app');
+ */
+export async function grantAppRole(pool: Pool, role: string): Promise<void> {
+  return grantRole(pool, role, CAPABILITIES);
 }

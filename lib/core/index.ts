@@ -45,7 +45,7 @@ export {
 } from './events';
 export { defineJob, type JobDefaults, type JobDefinition, type JobDefinitionOptions } from './job-definition';
 export { Queue } from './queue';
-export { GRANT_APP_ROLE_SQL, grantAppRole } from './grants';
+export { CAPABILITIES, GRANT_ROLE_SQL, grantAppRole, grantRole, type Capability } from './grants';
 export type {
   StandardSchemaInput,
   StandardSchemaIssue,

@@ -1,8 +1,9 @@
 import type { Pool } from 'pg';
 import { fromPgError, WorkhorseValidationError } from './errors';
 import { definedRequest, isJobDefinition, type JobDefinition } from './job-definition';
-import type { EnqueueOptions, EnqueueRequest, Queryable } from './types';
-import { LIMITS, toWireRequest, type WireEnqueueRequest } from './validation';
+import { toSnapshot, type JobRow } from './job-snapshot';
+import type { EnqueueOptions, EnqueueRequest, JobSnapshot, Queryable } from './types';
+import { checkJobId, LIMITS, toRequestJson } from './validation';
 import {
   completeHumanWait,
   sendSignal,
@@ -36,35 +37,64 @@ export class Queue {
   enqueue<P = unknown>(type: string, payload: P, options?: EnqueueOptions, client?: Queryable): Promise<string>;
   enqueue<P, R, I>(definition: JobDefinition<P, R, I>, payload: NoInfer<I>, options?: EnqueueOptions, client?: Queryable): Promise<string>;
   async enqueue(job: string | JobDefinition<unknown, unknown, unknown>, payload: unknown, options?: EnqueueOptions, client?: Queryable): Promise<string> {
-    let request: WireEnqueueRequest;
+    let request: string;
     if (isJobDefinition(job)) {
       const defined = await definedRequest(job, payload, options);
-      request = toWireRequest(job.type, defined.payload, defined.options);
+      request = toRequestJson(job.type, defined.payload, defined.options);
     } else {
-      request = toWireRequest(job, payload, options);
+      request = toRequestJson(job, payload, options);
     }
-    const [id] = await this.send([request], client);
+    const [id] = await this.send(`[${request}]`, client);
     return id;
   }
 
   /**
    * Enqueues up to 1000 jobs in one statement, all or nothing, and returns their ids in input
-   * order.
+   * order. The whole batch may hold at most 16 MiB of JSON (`LIMITS.batchBytes`, payloads and
+   * options together): a larger one is refused before it is sent, as soon as the requests read so
+   * far pass the limit, so the memory it takes stays bounded.
    */
   async enqueueMany(requests: EnqueueRequest[], client?: Queryable): Promise<string[]> {
     if (!Array.isArray(requests)) throw new WorkhorseValidationError('requests', 'must be an array');
     if (requests.length > LIMITS.batchSize) {
       throw new WorkhorseValidationError('requests', `a batch holds at most ${LIMITS.batchSize} jobs, got ${requests.length}`);
     }
-    const wire = requests.map((request, i) => {
+    if (requests.length === 0) return [];
+    const texts: string[] = [];
+    // The brackets and the commas between requests.
+    let bytes = 1 + requests.length;
+    for (const [i, request] of requests.entries()) {
       if (typeof request !== 'object' || request === null) {
         throw new WorkhorseValidationError(`requests[${i}]`, 'must be an object with type and payload');
       }
       const { type, payload, ...options } = request;
-      return toWireRequest(type, payload, options, `requests[${i}].`);
-    });
-    if (wire.length === 0) return [];
-    return this.send(wire, client);
+      const text = toRequestJson(type, payload, options, `requests[${i}].`);
+      bytes += Buffer.byteLength(text, 'utf8');
+      if (bytes > LIMITS.batchBytes) {
+        throw new WorkhorseValidationError(
+          'requests',
+          `a batch holds at most 16 MiB of JSON (${LIMITS.batchBytes} bytes); requests[0] to requests[${i}] already hold ${bytes}`,
+        );
+      }
+      texts.push(text);
+    }
+    return this.send(`[${texts.join(',')}]`, client);
+  }
+
+  /**
+   * A job this producer enqueued, or null: a job's snapshot is given only to the login role that
+   * enqueued it (the `producer` capability; `Admin.getJob` reads any job). An unknown id and
+   * another role's job both answer null, so a producer learns nothing about other jobs.
+   *
+   * @example
+   * const id = await queue.enqueue('report.build', { month: '2030-01' });
+   * const job = await queue.getJob(id);
+   * console.log(job?.state);
+   */
+  async getJob(jobId: string, client?: Queryable): Promise<JobSnapshot | null> {
+    checkJobId(jobId);
+    const rows = await this.call<JobRow>('SELECT * FROM workhorse.get_own_job_v1($1)', [jobId], client);
+    return rows.length === 0 ? null : toSnapshot(rows[0]);
   }
 
   /**
@@ -109,12 +139,14 @@ export class Queue {
     return client ?? this.pool;
   }
 
-  private async send(requests: WireEnqueueRequest[], client?: Queryable): Promise<string[]> {
+  private async send(requests: string, client?: Queryable): Promise<string[]> {
+    const rows = await this.call<{ job_id: string }>('SELECT job_id FROM workhorse.enqueue_many_v1($1::jsonb)', [requests], client);
+    return rows.map((row) => row.job_id);
+  }
+
+  private async call<R>(text: string, values: unknown[], client?: Queryable): Promise<R[]> {
     try {
-      const result = await this.runner(client).query('SELECT job_id FROM workhorse.enqueue_many_v1($1::jsonb)', [
-        JSON.stringify(requests),
-      ]);
-      return (result.rows as { job_id: string }[]).map((row) => row.job_id);
+      return (await this.runner(client).query(text, values)).rows as R[];
     } catch (error) {
       throw fromPgError(error);
     }

@@ -7,7 +7,7 @@ import { SchemaNotInstalledError, SchemaVersionMismatchError } from './errors';
  * The schema version this package ships. It changes whenever `sql/` changes in a way an
  * installed database must see; during 0.x there is no migration between versions.
  */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 /** Where the protocol's `.sql` files live: `sql/` in the repository, `dist/sql/` when built. */
 export const SQL_DIR = join(__dirname, '..', '..', 'sql');

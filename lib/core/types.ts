@@ -203,6 +203,11 @@ export interface ActorOptions {
 export interface RedriveOptions extends ActorOptions {
   /** Makes the redrive idempotent: a repeat with the same id returns the same new job. */
   requestId: string;
+  /**
+   * Create another copy of a dead letter that was redriven before (the lineage marks it
+   * `again`). Without it, a dead letter is redriven once and later redrives return that job.
+   */
+  again?: boolean;
 }
 
 export interface RedriveManyOptions extends ActorOptions {

@@ -7,6 +7,8 @@ export const LIMITS = {
   priority: { min: 0, max: 100 },
   maxAttempts: { min: 1, max: 100 },
   batchSize: 1000,
+  /** The JSON text of a whole `enqueueMany` batch, payloads and options together (16 MiB). */
+  batchBytes: 16 * 1024 * 1024,
   jsonBytes: 1024 * 1024,
   jsonDepth: 100,
   tags: 20,
@@ -29,10 +31,9 @@ const ENQUEUE_OPTION_KEYS = new Set([
   'idempotencyTtlMs',
 ]);
 
-/** What `enqueue_many_v1` receives for one job. */
-export interface WireEnqueueRequest {
+/** What `enqueue_many_v1` receives for one job (besides its payload, written as JSON text). */
+interface WireEnqueueOptions {
   type: string;
-  payload: unknown;
   queue?: string;
   priority?: number;
   runAt?: string;
@@ -87,20 +88,6 @@ function checkString(value: string, field: string, where = ' in JSON'): void {
     }
     if (c >= 0xdc00 && c <= 0xdfff) fail(field, 'contains an unpaired UTF-16 surrogate, which is not valid Unicode text');
   }
-}
-
-/**
- * A string of 1 to `max` characters (counted in code points, as PostgreSQL counts them) that
- * PostgreSQL stores as it is given: no NUL character (refused by the server) and no unpaired
- * surrogate (which the driver would send as U+FFFD, so that the stored text differs from the
- * given one and never matches it again). Returns the string.
- */
-export function checkText(value: unknown, field: string, max: number): string {
-  if (typeof value !== 'string' || value.length === 0 || (value.length > max && [...value].length > max)) {
-    fail(field, `must be a string of 1 to ${max} characters`);
-  }
-  checkString(value, field, '');
-  return value;
 }
 
 function checkJsonNode(value: unknown, field: string, depth: number, ancestors: Set<object>): void {
@@ -187,14 +174,19 @@ export function checkRetryPolicy(value: unknown, field: string): RetryPolicy {
 }
 
 /**
- * Validates one enqueue call and returns what the SQL function receives. `path` prefixes field
- * names for batch members (`requests[3].`).
+ * Validates one enqueue call and returns the JSON text of the request `enqueue_many_v1` receives.
+ * `path` prefixes field names for batch members (`requests[3].`). The payload is turned into JSON
+ * once, here, and its text goes into the request as it is.
  */
-export function toWireRequest(type: unknown, payload: unknown, options: unknown, path = ''): WireEnqueueRequest {
-  const wire: WireEnqueueRequest = { type: checkName(type, `${path}type`), payload: undefined };
-  toJsonText(payload, `${path}payload`);
-  wire.payload = payload;
-  if (options === undefined || options === null) return wire;
+export function toRequestJson(type: unknown, payload: unknown, options: unknown, path = ''): string {
+  const wire: WireEnqueueOptions = { type: checkName(type, `${path}type`) };
+  const payloadText = toJsonText(payload, `${path}payload`);
+  checkEnqueueOptions(wire, options, path);
+  return `{"payload":${payloadText},${JSON.stringify(wire).slice(1)}`;
+}
+
+function checkEnqueueOptions(wire: WireEnqueueOptions, options: unknown, path: string): void {
+  if (options === undefined || options === null) return;
   if (typeof options !== 'object' || Array.isArray(options)) fail(`${path}options`, 'must be an object');
   const o = options as Record<string, unknown>;
   for (const key of Object.keys(o)) {
@@ -243,14 +235,51 @@ export function toWireRequest(type: unknown, payload: unknown, options: unknown,
     });
     wire.tags = [...(tags as string[])];
   }
-  return wire;
 }
 
-function checkTimestamp(value: unknown, field: string): string {
+/**
+ * A Date within the range every date the protocol stores or compares may take: the years 1970
+ * to 9999 (UTC). The same range for `runAt`, `deadline`, `ctx.sleepUntil` and the dead-letter
+ * filters, so no date is accepted in one place and refused in another.
+ */
+export function checkDate(value: unknown, field: string): Date {
   if (!(value instanceof Date) || Number.isNaN(value.getTime())) fail(field, 'must be a valid Date');
   const year = value.getUTCFullYear();
   if (year < 1970 || year > 9999) fail(field, 'must be a date between the years 1970 and 9999');
-  return value.toISOString();
+  return value;
+}
+
+function checkTimestamp(value: unknown, field: string): string {
+  return checkDate(value, field).toISOString();
+}
+
+/**
+ * Free text a caller gives (a reason, an actor, a request id, a name): a string of `min` to `max`
+ * characters that PostgreSQL can store as given, so bad text is a typed error naming the field
+ * instead of a database error (a NUL) or a silent change (an unpaired surrogate).
+ */
+export function checkText(value: unknown, field: string, min: number, max: number): string {
+  // Counted in code points, as PostgreSQL counts them (only a string longer than max in UTF-16 units
+  // can be too long in code points).
+  if (typeof value !== 'string' || value.length < min || (value.length > max && [...value].length > max)) {
+    fail(field, min > 0 ? `must be a string of ${min} to ${max} characters` : `must be a string of at most ${max} characters`);
+  }
+  checkString(value, field, '');
+  return value;
+}
+
+/**
+ * An options or filter object: `undefined` is none; anything but an object (null, an array, a
+ * string), or a key not in `keys`, is refused naming the field or the key. `what` names the kind
+ * of option in the message (`a listJobs filter`).
+ */
+export function checkOptions<T extends object>(value: T | undefined, field: string, keys: readonly string[], what: string): Partial<T> {
+  if (value === undefined) return {};
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) fail(field, 'must be an object');
+  for (const key of Object.keys(value)) {
+    if (!keys.includes(key)) fail(key, `is not ${what} (${keys.join(', ')})`);
+  }
+  return value;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

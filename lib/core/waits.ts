@@ -1,6 +1,6 @@
 import { fromPgError, WorkhorseValidationError } from './errors';
 import type { JsonValue, Page, Queryable } from './types';
-import { checkInteger, checkJobId, checkName, checkText, toJsonText } from './validation';
+import { checkInteger, checkJobId, checkName, checkOptions, checkText, toJsonText } from './validation';
 
 /** What `queue.sendSignal` did. See {@link SendSignalOptions}. */
 export type SendSignalStatus = 'delivered' | 'buffered' | 'duplicate' | 'not_found' | 'finished';
@@ -71,16 +71,7 @@ export interface ListHumanWaitsFilter {
 const KEY_MAX = 200;
 
 function checkKey(value: unknown): string | null {
-  return value === undefined ? null : checkText(value, 'idempotencyKey', KEY_MAX);
-}
-
-function checkOptions(value: unknown, allowed: readonly string[], field = 'options'): Record<string, unknown> {
-  if (value === undefined) return {};
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new WorkhorseValidationError(field, 'must be an object');
-  for (const key of Object.keys(value)) {
-    if (!allowed.includes(key)) throw new WorkhorseValidationError(`${field}.${key}`, `is not an option (${allowed.join(', ')})`);
-  }
-  return value as Record<string, unknown>;
+  return value === undefined ? null : checkText(value, 'idempotencyKey', 1, KEY_MAX);
 }
 
 async function run<R>(db: Queryable, text: string, values: unknown[]): Promise<R[]> {
@@ -100,9 +91,9 @@ export async function sendSignal(
   options: SendSignalOptions | undefined,
 ): Promise<SendSignalStatus> {
   checkJobId(jobId);
-  checkText(name, 'name', 200);
+  checkText(name, 'name', 1, 200);
   const text = payload === undefined ? null : toJsonText(payload, 'payload');
-  const key = checkKey(checkOptions(options, ['idempotencyKey']).idempotencyKey);
+  const key = checkKey(checkOptions(options, 'options', ['idempotencyKey'], 'a signal option').idempotencyKey);
   const rows = await run<{ status: SendSignalStatus }>(db, 'SELECT workhorse.send_signal_v1($1, $2, $3::jsonb, $4) AS status', [
     jobId,
     name,
@@ -121,13 +112,13 @@ export async function completeHumanWait(
   options: CompleteHumanWaitOptions,
 ): Promise<CompleteHumanWaitStatus> {
   checkJobId(jobId);
-  checkText(name, 'name', 200);
+  checkText(name, 'name', 1, 200);
   const text = toJsonText(decision, 'decision');
   if (Buffer.byteLength(text, 'utf8') > 65536) throw new WorkhorseValidationError('decision', 'is larger than the 64 KiB limit (65536 bytes of JSON)');
   if (options === undefined) throw new WorkhorseValidationError('options.actor', 'is required: who decided');
-  const given = checkOptions(options, ['actor', 'reason', 'idempotencyKey']);
-  const actor = checkText(given.actor, 'actor', 200);
-  const reason = given.reason === undefined ? null : checkText(given.reason, 'reason', 1000);
+  const given = checkOptions(options, 'options', ['actor', 'reason', 'idempotencyKey'], 'a decision option');
+  const actor = checkText(given.actor, 'actor', 1, 200);
+  const reason = given.reason === undefined ? null : checkText(given.reason, 'reason', 0, 1000);
   const key = checkKey(given.idempotencyKey);
   const rows = await run<{ status: CompleteHumanWaitStatus }>(
     db,
@@ -156,10 +147,10 @@ export async function listHumanWaits(
   filter: ListHumanWaitsFilter,
   cursor: { decode(value: string | undefined): string | null; encode(position: string): string },
 ): Promise<Page<HumanWait>> {
-  const given = checkOptions(filter, ['queue', 'type', 'name', 'jobId', 'limit', 'cursor'], 'filter');
+  const given = checkOptions(filter, 'filter', ['queue', 'type', 'name', 'jobId', 'limit', 'cursor'], 'a human-wait filter');
   const queue = given.queue === undefined ? null : checkName(given.queue, 'queue');
   const type = given.type === undefined ? null : checkName(given.type, 'type');
-  const name = given.name === undefined ? null : checkText(given.name, 'name', 200);
+  const name = given.name === undefined ? null : checkText(given.name, 'name', 1, 200);
   const jobId = given.jobId === undefined ? null : checkJobId(given.jobId);
   const limit = given.limit === undefined ? 50 : checkInteger(given.limit, 'limit', 1, 1000);
   const after = cursor.decode(given.cursor as string | undefined) ?? '0';
@@ -196,7 +187,7 @@ export function checkHumanWaitOptions(options: WaitForHumanOptions | undefined):
   choices: string | null;
   timeoutMs: number | null;
 } {
-  const given = checkOptions(options, ['context', 'choices', 'timeoutMs']);
+  const given = checkOptions(options, 'options', ['context', 'choices', 'timeoutMs'], 'a human-wait option');
   const context = given.context === undefined ? null : toJsonText(given.context, 'context');
   let choices: string | null = null;
   if (given.choices !== undefined) {
@@ -204,7 +195,7 @@ export function checkHumanWaitOptions(options: WaitForHumanOptions | undefined):
     if (!Array.isArray(list) || list.length < 1 || list.length > 50) {
       throw new WorkhorseValidationError('choices', 'must be an array of 1 to 50 distinct strings of 1 to 200 characters');
     }
-    list.forEach((choice, i) => checkText(choice, `choices[${i}]`, 200));
+    list.forEach((choice, i) => checkText(choice, `choices[${i}]`, 1, 200));
     if (new Set(list).size !== list.length) throw new WorkhorseValidationError('choices', 'must not hold the same choice twice');
     choices = JSON.stringify(list);
   }

@@ -151,6 +151,8 @@ describe('operations against a database', () => {
         [['--limit', '0'], 'limit: must be an integer from 1 to 1000'],
         [['--limit', 'many'], 'limit: must be an integer from 1 to 1000'],
         [['--cursor', 'bm90LWEtY3Vyc29y'], 'cursor: is not a cursor returned by this API'],
+        // Crafted in the cursor's own format, at a time PostgreSQL cannot read (it has no year 0).
+        [['--cursor', Buffer.from('dead:0000-01-01T00:00:00.000000Z/0190a000-0000-7000-8000-000000000001').toString('base64url')], 'cursor: is not a cursor returned by this API'],
         [['--queue', 'bad queue'], 'queue: must be 1 to 128 characters: a letter or digit, then letters, digits or . _ : / -'],
         [['--error-name', 'x'.repeat(201)], 'errorName: must be a string of at most 200 characters'],
       ];
@@ -178,9 +180,11 @@ describe('operations against a database', () => {
       expect(await admin.redrive(source, { requestId })).toBe(doc.newJobId);
       expect(await cli(['jobs', 'redrive', source, '--request-id', requestId], env)).toEqual({
         code: 0,
-        stdout: `Redrove job ${source}: new job ${doc.newJobId}.\n`,
+        stdout: `Job ${source} was already redriven as job ${doc.newJobId}; nothing new was created (--again makes another copy).\n`,
         stderr: '',
       });
+      // A dead letter is redriven once: another request id gives the same job, too.
+      expect(documentOf(await cli(['jobs', 'redrive', source, '--request-id', `${requestId}-2`, '--json'], env))).toEqual(doc);
       expect(await jobCount(q)).toBe(3);
       const events = (await admin.getJobTimeline(source)).items.filter((entry) => entry.kind === 'redriven');
       expect(events).toHaveLength(1);
@@ -192,6 +196,17 @@ describe('operations against a database', () => {
       );
       const event = (await admin.getJobTimeline(again.newJobId)).items.find((entry) => entry.kind === 'redriven_from');
       expect(event?.data).toMatchObject({ sourceJobId: other, actor: 'ops-bot' });
+
+      // --again makes another copy, marked in the lineage; it goes with an ID only.
+      const copy = await cli(['jobs', 'redrive', other, '--request-id', `req-${randomUUID()}`, '--again'], env);
+      const copyId = /new job ([0-9a-f-]{36})\.$/.exec(copy.stdout.trimEnd())?.[1] as string;
+      expect(copy).toMatchObject({ code: 0, stderr: '', stdout: `Redrove job ${other}: new job ${copyId}.\n` });
+      expect(await admin.getJob(other)).toMatchObject({ redrivenTo: [again.newJobId, copyId] });
+      const copied = (await admin.getJobTimeline(copyId)).items.find((entry) => entry.kind === 'redriven_from');
+      expect(copied?.data).toMatchObject({ sourceJobId: other, again: true });
+      expect(errorOf(await cli(['jobs', 'redrive', '--all', '--again', '--request-id', 'r'], env), 2)).toBe(
+        'workhorse: option --again goes with one job ID, not with --all. Run `workhorse jobs redrive --help` for usage.',
+      );
     });
 
     it('refuses an unknown job or a live one (exit 1), and bad input (exit 2)', async () => {

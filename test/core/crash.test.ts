@@ -3,32 +3,23 @@
  * recovers the job once the lease has really run out, replays the checkpoint instead of running
  * the stage again, and finishes the job.
  */
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import type { Pool } from 'pg';
 import { Admin, Queue } from '../../lib/core';
 import { CREATE_SIDE_EFFECTS_SQL, sideEffects } from '../fixtures/side-effects';
 import { createTestDatabase, type TestDatabase } from '../support/db';
+import { FixtureProcesses, waitForLine, type FixtureProcess } from '../support/fixture-process';
 import { expectSplitInvariant } from '../support/invariants';
 import { waitFor } from '../support/wait';
 
 const FIXTURE = join(__dirname, '..', 'fixtures', 'crash-worker.ts');
-const REGISTER = require.resolve('../support/ts-register.js');
 
 let db: TestDatabase;
 let pool: Pool;
 let queue: Queue;
 let admin: Admin;
 
-interface Child {
-  process: ChildProcessWithoutNullStreams;
-  /** Every stdout line so far. */
-  lines: string[];
-  stderr: string[];
-  exited: Promise<void>;
-}
-const children: Child[] = [];
+const children = new FixtureProcesses();
 
 beforeAll(async () => {
   db = await createTestDatabase();
@@ -43,43 +34,12 @@ afterEach(async () => {
 });
 
 afterAll(async () => {
-  // Whatever happened in the test, no child outlives the file.
-  for (const child of children) {
-    if (child.process.exitCode === null && child.process.signalCode === null) child.process.kill('SIGKILL');
-    await child.exited;
-  }
+  await children.killAll();
   await db?.drop();
 });
 
-function startChild(workerId: string, mode: 'hang' | 'finish'): Child {
-  const proc = spawn(process.execPath, ['-r', REGISTER, FIXTURE], {
-    env: { ...process.env, CRASH_DATABASE_URL: db.url, CRASH_WORKER_ID: workerId, CRASH_MODE: mode },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  const child: Child = {
-    process: proc,
-    lines: [],
-    stderr: [],
-    exited: new Promise<void>((resolve) => proc.once('exit', () => resolve())),
-  };
-  createInterface({ input: proc.stdout }).on('line', (line) => child.lines.push(line));
-  proc.stderr.on('data', (chunk: Buffer) => child.stderr.push(chunk.toString()));
-  children.push(child);
-  return child;
-}
-
-
-function waitForLine(child: Child, prefix: string, timeoutMs: number): Promise<string> {
-  return waitFor(
-    () => {
-      if (child.process.exitCode !== null) {
-        throw new Error(`worker process exited with ${child.process.exitCode} before printing ${prefix}: ${child.stderr.join('')}`);
-      }
-      return child.lines.find((line) => line.startsWith(prefix));
-    },
-    timeoutMs,
-    `"${prefix}" from the worker process (stderr: ${child.stderr.join('')})`,
-  );
+function startChild(workerId: string, mode: 'hang' | 'finish'): FixtureProcess {
+  return children.start(FIXTURE, { CRASH_DATABASE_URL: db.url, CRASH_WORKER_ID: workerId, CRASH_MODE: mode });
 }
 
 describe('a worker process killed with SIGKILL', () => {

@@ -2,10 +2,8 @@
  * Idempotent enqueue (keys, scopes, expiry, races) and durable sleeps (`ctx.sleep`,
  * `ctx.sleepUntil`, `sleep_v1`), including a worker process killed while its job sleeps.
  */
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import type { Pool, PoolClient } from 'pg';
 import {
   Admin,
@@ -20,12 +18,12 @@ import {
 } from '../../lib/core';
 import { CREATE_SIDE_EFFECTS_SQL, recordSideEffect, sideEffects } from '../fixtures/side-effects';
 import { createTestDatabase, type TestDatabase } from '../support/db';
+import { FixtureProcesses, waitForLine } from '../support/fixture-process';
 import { expectSplitInvariant } from '../support/invariants';
 import { claimOne } from '../support/protocol';
 import { waitFor } from '../support/wait';
 
 const FIXTURE = join(__dirname, '..', 'fixtures', 'sleep-worker.ts');
-const REGISTER = require.resolve('../support/ts-register.js');
 
 const TABLES = ['job', 'job_runtime', 'job_query', 'job_event', 'enqueue_idempotency'] as const;
 type RowCounts = Record<(typeof TABLES)[number], number>;
@@ -37,13 +35,7 @@ let admin: Admin;
 const workers: Worker[] = [];
 const runs: Promise<void>[] = [];
 
-interface Child {
-  process: ChildProcessWithoutNullStreams;
-  lines: string[];
-  stderr: string[];
-  exited: Promise<void>;
-}
-const children: Child[] = [];
+const children = new FixtureProcesses();
 
 beforeAll(async () => {
   db = await createTestDatabase();
@@ -58,10 +50,7 @@ afterEach(async () => {
 });
 
 afterAll(async () => {
-  for (const child of children) {
-    if (child.process.exitCode === null && child.process.signalCode === null) child.process.kill('SIGKILL');
-    await child.exited;
-  }
+  await children.killAll();
   await Promise.all(workers.map((w) => w.stop().catch(() => undefined)));
   await Promise.all(runs.map((r) => r.catch(() => undefined)));
   await db?.drop();
@@ -566,28 +555,9 @@ describe('durable sleeps', () => {
     const queueName = 'sleep-crash';
     const jobId = await queue.enqueue('durable.nap', { sleepMs: 2000 }, { queue: queueName, maxAttempts: 3 });
 
-    const proc = spawn(process.execPath, ['-r', REGISTER, FIXTURE], {
-      env: { ...process.env, SLEEP_DATABASE_URL: db.url, SLEEP_WORKER_ID: 'sleep-child', SLEEP_QUEUE: queueName },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    const child: Child = {
-      process: proc,
-      lines: [],
-      stderr: [],
-      exited: new Promise<void>((resolve) => proc.once('exit', () => resolve())),
-    };
-    children.push(child);
-    createInterface({ input: proc.stdout }).on('line', (line) => child.lines.push(line));
-    proc.stderr.on('data', (chunk: Buffer) => child.stderr.push(chunk.toString()));
-
-    await waitFor(
-      () => {
-        if (proc.exitCode !== null) throw new Error(`sleep-worker exited early: ${child.stderr.join('')}`);
-        return child.lines.includes(`SLEEPING ${jobId}`);
-      },
-      20_000,
-      `SLEEPING from the worker process (stderr: ${child.stderr.join('')})`,
-    );
+    const child = children.start(FIXTURE, { SLEEP_DATABASE_URL: db.url, SLEEP_WORKER_ID: 'sleep-child', SLEEP_QUEUE: queueName });
+    const proc = child.process;
+    expect(await waitForLine(child, `SLEEPING ${jobId}`, 20_000)).toBe(`SLEEPING ${jobId}`);
     const childPid = proc.pid;
     proc.kill('SIGKILL');
     await child.exited;

@@ -1,10 +1,13 @@
 /**
- * Least privilege (issue 6, item 5): the schema is installed by a superuser, an application
- * role gets only what `grantAppRole` (= docs/least-privilege.sql) grants, and everything the
- * library does at run time works as that role: enqueue, workers (claims, heartbeats, checkpoints,
- * progress, retries, durable sleeps, releases, transactional handlers, cancellation), maintenance
- * ticks, admin reads and actions. The role cannot change the schema (42501 for ALTER, DROP,
- * CREATE, TRUNCATE) nor rewrite write-once rows.
+ * Least privilege (issue 6, item 5; issue 15, item 1): the schema is installed by a superuser,
+ * an application role gets only what `grantAppRole` (= docs/least-privilege.sql with all three
+ * capabilities) grants, and everything the library does at run time works as that role:
+ * enqueue, workers (claims, heartbeats, checkpoints, progress, retries, durable sleeps,
+ * releases, transactional handlers, cancellation), maintenance ticks, admin reads and actions.
+ * The role cannot change the schema nor touch a table (42501): the attacks an application role
+ * could make with the earlier table grants (deleting live rows, rewriting owners, forging
+ * outcomes, checkpoints and events, deleting idempotency keys, calling the fence-skipping
+ * helpers) are each refused. test/reliability/capabilities.test.ts holds the narrower roles.
  *
  * The installation prepares history partitions for today and the next seven days, so the
  * workers' ticks never reach partition preparation here; one test removes a prepared day on
@@ -15,7 +18,7 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { accessSync, constants, readFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
-import { Client, Pool, type DatabaseError } from 'pg';
+import type { Client, Pool } from 'pg';
 import {
   Admin,
   installSchema,
@@ -25,10 +28,11 @@ import {
   WorkhorseValidationError,
   type WorkerEvent,
 } from '../../lib/core';
-import { GRANT_APP_ROLE_SQL, grantAppRole } from '../../lib/core/grants';
-import { createTestDatabase, withAdminClient, type TestDatabase } from '../support/db';
+import { GRANT_ROLE_SQL, grantAppRole, grantRole } from '../../lib/core/grants';
+import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
-import { claim, forceExpire } from '../support/protocol';
+import { claim, claimOne, forceExpire } from '../support/protocol';
+import { clientFor, LoginRoles, poolFor, sqlstateOf } from '../support/roles';
 import { waitFor } from '../support/wait';
 
 const DOCS_SCRIPT = join(__dirname, '..', '..', 'docs', 'least-privilege.sql');
@@ -47,16 +51,6 @@ function findPsql(): string | null {
   return null;
 }
 
-/** Resolves with the SQLSTATE the statement failed with (fails the test if it succeeded). */
-async function sqlstateOf(client: Client, text: string, values: unknown[] = []): Promise<string> {
-  try {
-    await client.query(text, values);
-  } catch (error) {
-    return (error as DatabaseError).code ?? `no code: ${String(error)}`;
-  }
-  throw new Error(`expected "${text}" to fail, but it succeeded`);
-}
-
 let db: TestDatabase;
 /** Connected as the application role. */
 let appPool: Pool;
@@ -67,39 +61,23 @@ let appPool: Pool;
 let appClient: Client;
 let queue: Queue;
 let admin: Admin;
-const roles: string[] = [];
+const roles = new LoginRoles();
 const workers: { worker: Worker; done: Promise<void> }[] = [];
-
-async function createLoginRole(): Promise<{ role: string; password: string }> {
-  const role = `wh_app_${randomBytes(6).toString('hex')}`;
-  const password = randomBytes(12).toString('hex');
-  await withAdminClient((client) =>
-    client.query(`CREATE ROLE ${client.escapeIdentifier(role)} LOGIN PASSWORD ${client.escapeLiteral(password)}`),
-  );
-  roles.push(role);
-  return { role, password };
-}
 
 let appRole: string;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  const { role, password } = await createLoginRole();
-  appRole = role;
-  await grantAppRole(db.pool, role);
-  const url = new URL(db.url);
-  url.username = role;
-  url.password = password;
-  appPool = new Pool({ connectionString: url.toString(), max: 10 });
-  appPool.on('error', () => undefined);
-  appClient = new Client({ connectionString: url.toString() });
-  appClient.on('error', () => undefined);
-  await appClient.connect();
+  const role = await roles.create(db.url);
+  appRole = role.name;
+  await grantAppRole(db.pool, appRole);
+  appPool = poolFor(role.url);
+  appClient = await clientFor(role.url);
   queue = new Queue(appPool);
   admin = new Admin(appPool);
   // A table of the application's own, for a transactional handler's writes.
   await db.pool.query('CREATE TABLE public.app_effects (job_id uuid PRIMARY KEY, note text NOT NULL)');
-  await db.pool.query(`GRANT SELECT, INSERT ON public.app_effects TO ${role}`);
+  await db.pool.query(`GRANT SELECT, INSERT ON public.app_effects TO ${appRole}`);
 });
 
 afterEach(async () => {
@@ -114,10 +92,7 @@ afterAll(async () => {
   await appClient?.end().catch(() => undefined);
   await appPool?.end().catch(() => undefined);
   await db?.drop();
-  // Privileges inside the dropped database went with it; the roles are cluster-wide.
-  for (const role of roles) {
-    await withAdminClient((client) => client.query(`DROP ROLE IF EXISTS ${client.escapeIdentifier(role)}`));
-  }
+  await roles.dropAll();
 });
 
 function start(worker: Worker): WorkerEvent[] {
@@ -322,8 +297,10 @@ describe('an application role with the least-privilege grants', () => {
     ]);
   });
 
-  it('cannot alter, drop, truncate or create anything in the schema, nor rewrite write-once rows (42501)', async () => {
+  it('cannot alter, drop, truncate or create anything in the schema, nor read or write a table, nor call a helper (42501)', async () => {
     const id = await queue.enqueue('app.guarded', {}, { queue: 'app-guarded' });
+    const live = await queue.enqueue('app.guarded', { live: true }, { queue: 'app-guarded-live', idempotencyKey: 'guarded' });
+    const owner = await claimOne(appPool, 'app-guarded-live', { workerId: 'app-guarded-worker' });
     expect(await admin.cancel(id)).toBe('canceled');
     const refused = [
       'ALTER TABLE workhorse.job ADD COLUMN evil integer',
@@ -342,19 +319,40 @@ describe('an application role with the least-privilege grants', () => {
       'DELETE FROM workhorse.job_outcome',
       'DELETE FROM workhorse.job_event',
       'DELETE FROM workhorse.job_checkpoint',
-      // Internal SECURITY DEFINER helper: only prepare_partitions_v1 may call it.
+      // What the earlier table grants allowed (issue 15): jobs vanishing, owners rewritten, a
+      // forged outcome for a live job, forged checkpoints and events, idempotency keys deleted.
+      'DELETE FROM workhorse.job_runtime',
+      `UPDATE workhorse.job_runtime SET worker_id = 'thief', fence_token = fence_token + 1 WHERE job_id = '${owner.jobId}'`,
+      `INSERT INTO workhorse.job_outcome (job_id, queue, state, result, final_attempt, finished_at) VALUES ('${owner.jobId}', 'x', 'succeeded', '1', 1, now())`,
+      `INSERT INTO workhorse.job_checkpoint (job_id, name, value, attempt, fence_token, worker_id, created_at) VALUES ('${owner.jobId}', 'forged', '1', 1, 1, 'x', now())`,
+      `INSERT INTO workhorse.job_event (job_id, at, kind) VALUES ('${owner.jobId}', now(), 'succeeded')`,
+      'DELETE FROM workhorse.enqueue_idempotency',
+      'SELECT payload FROM workhorse.job',
+      'SELECT * FROM workhorse.job_snapshot',
+      "SELECT nextval('workhorse.fence_seq')",
+      // Internal helpers that skip the fence, and the partition helper.
+      `SELECT workhorse.finish_job(r, 'succeeded', '1', NULL, 'succeeded', now()) FROM (SELECT NULL::workhorse.job_runtime AS r) x`,
+      `SELECT workhorse.requeue_job('${owner.jobId}', now(), now(), NULL, 0)`,
+      `SELECT workhorse.lock_owned('${owner.jobId}', 'x', 1)`,
       "SELECT workhorse.ensure_history_partition('job_event', 'at', current_date + 40)",
-      // Retention drops partitions: the schema owner's job.
-      'SELECT workhorse.drop_history_before_v1(clock_timestamp())',
     ];
     const codes: Record<string, string> = {};
     for (const text of refused) codes[text] = await sqlstateOf(appClient, text);
     expect(codes).toEqual(Object.fromEntries(refused.map((text) => [text, '42501'])));
-    // And nothing changed.
+    // And nothing changed: the live job is still its owner's, and its key still answers.
     expect(await admin.getJob(id)).toMatchObject({ state: 'canceled', payload: {} });
+    expect(await admin.getJob(live)).toMatchObject({ state: 'active', workerId: 'app-guarded-worker' });
+    expect(await queue.enqueue('app.guarded', { live: true }, { queue: 'app-guarded-live', idempotencyKey: 'guarded' })).toBe(live);
+    const { rows } = await appPool.query<{ status: string }>('SELECT workhorse.complete_v1($1, $2, $3, $4) AS status', [
+      owner.jobId,
+      owner.workerId,
+      owner.fence,
+      '"done"',
+    ]);
+    expect(rows[0].status).toBe('succeeded');
   });
 
-  it('grants something on every relation of the schema, and only what the protocol needs', async () => {
+  it('holds no privilege on any relation of the schema but reading schema_version, and may execute every protocol function and nothing else', async () => {
     const { rows } = await db.pool.query<{ name: string; privileges: string }>(
       `SELECT c.relname AS name,
               concat_ws(',',
@@ -372,66 +370,76 @@ describe('an application role with the least-privilege grants', () => {
                                  CASE WHEN has_table_privilege($1, c.oid, 'TRIGGER') THEN 'TRIGGER' END)
                 END) AS privileges
        FROM pg_class c
-       WHERE c.relnamespace = 'workhorse'::regnamespace AND c.relkind IN ('r', 'p', 'v', 'S') AND NOT c.relispartition
+       WHERE c.relnamespace = 'workhorse'::regnamespace AND c.relkind IN ('r', 'p', 'v', 'S')
        ORDER BY c.relname`,
       [appRole],
     );
-    // A table added to the schema without a grant shows up here as an empty string.
-    expect(Object.fromEntries(rows.map((r) => [r.name, r.privileges]))).toEqual({
-      attempt_history: 'SELECT,INSERT',
-      enqueue_idempotency: 'SELECT,INSERT,UPDATE,DELETE',
-      fence_seq: 'USAGE,SELECT',
-      handler_policy: 'SELECT,INSERT,UPDATE',
-      history_seq: 'USAGE,SELECT',
-      job: 'SELECT,INSERT',
-      job_checkpoint: 'SELECT,INSERT',
-      job_event: 'SELECT,INSERT',
-      job_outcome: 'SELECT,INSERT',
-      job_query: 'SELECT,INSERT',
-      job_redrive: 'SELECT,INSERT',
-      job_runtime: 'SELECT,INSERT,UPDATE,DELETE',
-      job_seq: 'USAGE,SELECT',
-      job_snapshot: 'SELECT',
-      job_wait: 'SELECT,INSERT',
-      queue_control: 'SELECT,INSERT,UPDATE',
-      schema_version: 'SELECT',
-    });
-    const { rows: functions } = await db.pool.query<{ name: string }>(
-      `SELECT p.proname AS name FROM pg_proc p
-       WHERE p.pronamespace = 'workhorse'::regnamespace AND NOT has_function_privilege($1, p.oid, 'EXECUTE')
-       ORDER BY 1`,
+    const granted = Object.fromEntries(rows.filter((r) => r.privileges !== '').map((r) => [r.name, r.privileges]));
+    expect(granted).toEqual({ schema_version: 'SELECT' });
+    const { rows: functions } = await db.pool.query<{ name: string; executable: boolean }>(
+      `SELECT p.proname AS name, has_function_privilege($1, p.oid, 'EXECUTE') AS executable
+       FROM pg_proc p WHERE p.pronamespace = 'workhorse'::regnamespace ORDER BY 1`,
       [appRole],
     );
-    expect(functions.map((f) => f.name)).toEqual(['ensure_history_partition']);
+    expect(functions.filter((f) => f.executable).map((f) => f.name)).toEqual(functions.map((f) => f.name).filter((n) => /_v\d+$/.test(n)));
   });
 
-  it('refuses a role that does not exist, or no role name at all, and is idempotent', async () => {
+  it('takes back table privileges a role held before (an earlier release granted them)', async () => {
+    const role = await roles.create(db.url);
+    await db.pool.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON workhorse.job_runtime, workhorse.job_outcome TO ${role.name}`);
+    await db.pool.query(`GRANT USAGE, SELECT ON SEQUENCE workhorse.fence_seq TO ${role.name}`);
+    await grantRole(db.pool, role.name, 'worker');
+    const { rows } = await db.pool.query<{ runtime: boolean; outcome: boolean; fence: boolean }>(
+      `SELECT has_table_privilege($1, 'workhorse.job_runtime', 'SELECT, INSERT, UPDATE, DELETE') AS runtime,
+              has_table_privilege($1, 'workhorse.job_outcome', 'SELECT, INSERT, UPDATE, DELETE') AS outcome,
+              has_sequence_privilege($1, 'workhorse.fence_seq', 'USAGE, SELECT') AS fence`,
+      [role.name],
+    );
+    expect(rows[0]).toEqual({ runtime: false, outcome: false, fence: false });
+  });
+
+  it('refuses a role that does not exist, no role name, or capabilities it does not know, and is idempotent', async () => {
     await expect(grantAppRole(db.pool, `wh_missing_${randomBytes(4).toString('hex')}`)).rejects.toMatchObject({ code: '42704' });
     await expect(grantAppRole(db.pool, '')).rejects.toBeInstanceOf(WorkhorseValidationError);
+    for (const capabilities of [[], ['admin'], ['worker', 'worker'], 'producer,worker', null]) {
+      await expect(grantRole(db.pool, appRole, capabilities as never)).rejects.toMatchObject({ field: 'capabilities' });
+    }
     await expect(grantAppRole(db.pool, appRole)).resolves.toBeUndefined();
   });
 });
 
 describe('docs/least-privilege.sql', () => {
-  it('holds exactly the grants that grantAppRole runs', () => {
+  it('holds exactly the grants that grantRole runs', () => {
     const script = readFileSync(DOCS_SCRIPT, 'utf8').replace(/\r\n/g, '\n');
-    expect(script).toContain(GRANT_APP_ROLE_SQL);
-    expect(script).toContain("SELECT set_config('workhorse.grant_role', :'role', false);");
+    expect(script).toContain(GRANT_ROLE_SQL);
+    expect(script).toContain(
+      "SELECT set_config('workhorse.grant_role', :'role', false), set_config('workhorse.grant_capabilities', :'capabilities', false);",
+    );
   });
 
   const psql = findPsql();
-  (psql ? it : it.skip)(`runs under psql -v role=... ${psql ? '' : '(SKIPPED: psql is not installed)'}`, async () => {
-    const { role } = await createLoginRole();
-    const result = spawnSync(psql as string, [db.url, '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-v', `role=${role}`, '-f', DOCS_SCRIPT], {
-      encoding: 'utf8',
-    });
-    expect({ status: result.status, stderr: result.stderr }).toEqual({ status: 0, stderr: '' });
-    const { rows } = await db.pool.query<{ runtime: boolean; job: boolean; create: boolean }>(
-      `SELECT has_table_privilege($1, 'workhorse.job_runtime', 'UPDATE') AS runtime,
-              has_table_privilege($1, 'workhorse.job', 'UPDATE') AS job,
-              has_schema_privilege($1, 'workhorse', 'CREATE') AS create`,
-      [role],
+  (psql ? it : it.skip)(`runs under psql -v role=... [-v capabilities=...] ${psql ? '' : '(SKIPPED: psql is not installed)'}`, async () => {
+    const all = await roles.create(db.url);
+    const producer = await roles.create(db.url);
+    for (const args of [['-v', `role=${all.name}`], ['-v', `role=${producer.name}`, '-v', 'capabilities=producer']]) {
+      const result = spawnSync(psql as string, [db.url, '-X', '-q', '-v', 'ON_ERROR_STOP=1', ...args, '-f', DOCS_SCRIPT], {
+        encoding: 'utf8',
+      });
+      expect({ status: result.status, stderr: result.stderr }).toEqual({ status: 0, stderr: '' });
+    }
+    const { rows } = await db.pool.query<{ role: string; enqueue: boolean; claim: boolean; admin: boolean; runtime: boolean; create: boolean }>(
+      `SELECT r AS role,
+              has_function_privilege(r, 'workhorse.enqueue_many_v1(jsonb)', 'EXECUTE') AS enqueue,
+              has_function_privilege(r, 'workhorse.claim_many_v1(text[], text, integer, integer)', 'EXECUTE') AS claim,
+              has_function_privilege(r, 'workhorse.get_job_v1(uuid)', 'EXECUTE') AS admin,
+              has_table_privilege(r, 'workhorse.job_runtime', 'SELECT, UPDATE') AS runtime,
+              has_schema_privilege(r, 'workhorse', 'CREATE') AS create
+       FROM unnest($1::text[]) AS r`,
+      [[all.name, producer.name]],
     );
-    expect(rows[0]).toEqual({ runtime: true, job: false, create: false });
+    expect(rows).toEqual([
+      { role: all.name, enqueue: true, claim: true, admin: true, runtime: false, create: false },
+      { role: producer.name, enqueue: true, claim: false, admin: false, runtime: false, create: false },
+    ]);
   });
 });

@@ -112,8 +112,12 @@ export class Heartbeater {
       return;
     }
     this.onRenewed();
+    // Answers go to the leases that were sent: by the time one arrives, the job's attempt may have
+    // ended and the same job been claimed again under a new fence, and a `stale` for the old lease
+    // must not cost the new one.
+    const sent = new Map(batch.map((lease) => [lease.job.jobId, lease]));
     for (const row of rows) {
-      const lease = this.leases.get(row.job_id);
+      const lease = sent.get(row.job_id);
       if (!lease?.renewing) continue;
       if (row.status === 'stale') {
         lease.renewing = false;

@@ -1,3 +1,4 @@
+import { ClaimBudget } from './claim-budget';
 import type { Execution } from './execution';
 import { leaseFields } from './heartbeater';
 
@@ -31,6 +32,12 @@ export class Lane {
   private scheduled = false;
   /** Something happened while the pump ran: it must look again before it stops. */
   again = false;
+  /** The lane's last claim found fewer jobs than it asked for: its queues ran dry. */
+  dry = false;
+  /** A notification arrived while the lane was dry and a round trip was in flight. */
+  private hinted = false;
+  /** How often notifications may make the lane claim while it is dry. */
+  readonly budget = new ClaimBudget();
 
   constructor(
     /** How many handlers it may run at once. */
@@ -57,12 +64,28 @@ export class Lane {
       this.scheduled = false;
       this.pumping ??= this.pump.pump(this).finally(() => {
         this.pumping = null;
+        const hinted = this.hinted;
+        this.hinted = false;
         if (this.again) {
           this.again = false;
           this.wake();
+        } else if (hinted) {
+          this.hint();
         }
       });
     });
+  }
+
+  /**
+   * A notification: a queue may have gained work. A lane whose last claim found jobs claims at
+   * once; a dry lane claims within its ClaimBudget (anyone who can connect can send
+   * notifications, so a flood of them must not turn into a flood of empty claims).
+   */
+  hint(): void {
+    // A round trip about to start claims anyway; one in flight may have claimed before the news.
+    if (!this.dry) this.wake();
+    else if (this.pumping) this.hinted = true;
+    else if (!this.scheduled) this.budget.request(() => this.wake());
   }
 
   /** True while completions wait or a round trip is under way. */

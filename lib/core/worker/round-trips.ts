@@ -48,10 +48,16 @@ export class RoundTrips {
     for (const lane of this.lanes) lane.wake();
   }
 
-  /** Stops polling (the worker stops claiming). */
+  /** A notification (a hint that work may have arrived): see Lane.hint. */
+  hint(): void {
+    for (const lane of this.lanes) lane.hint();
+  }
+
+  /** Stops polling and drops claims waiting for a notification's budget (the worker stops claiming). */
   stopPolling(): void {
     if (this.pollTimer) clearTimeout(this.pollTimer);
     this.pollTimer = null;
+    for (const lane of this.lanes) lane.budget.cancel();
   }
 
   /** Waits until every queued completion is recorded (or given up). */
@@ -129,10 +135,14 @@ export class RoundTrips {
       for (const c of batch) this.recorder.completed(c.execution, unsucceeded?.get(c.execution.job.jobId) ?? 'succeeded');
       const claimed = first === 0 ? rows : rows.slice(first);
       const claimedAt = Date.now();
-      if (claimed.length > 0) failpoint('after-claim');
+      if (claimed.length > 0) {
+        failpoint('after-claim');
+        lane.budget.refund();
+      }
       for (const row of claimed) this.executor.start(row, lane, sentAt, claimedAt);
       if (want > 0) {
-        if (claimed.length < want) {
+        lane.dry = claimed.length < want;
+        if (lane.dry) {
           // The queues ran dry: wait for a notification or the next poll.
           this.idleRounds++;
           this.schedulePoll();

@@ -152,7 +152,7 @@ export function checkWorkerOptions(options: unknown = {}): WorkerSettings {
   }
   const listen = checkListen(o.listen ?? true);
   // Every statement of the worker carries its id: one the database cannot store fails them all.
-  const workerId = checkText(o.workerId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, 'workerId', 200);
+  const workerId = checkText(o.workerId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, 'workerId', 1, 200);
   return {
     queues: [...new Set(queues.map((q: unknown, i) => checkName(q, `queues[${i}]`)))],
     concurrency,

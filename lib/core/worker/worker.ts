@@ -178,7 +178,7 @@ export class Worker {
       this.notifier = new Notifier(
         config,
         new Set(this.queues),
-        () => this.roundTrips.wake(),
+        () => this.roundTrips.hint(),
         (e) => this.hub.reportError('listen', e),
         () => this.hub.reportSuccess('listen'),
       );
