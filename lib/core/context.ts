@@ -1,22 +1,9 @@
 import type { PoolClient } from 'pg';
-import {
-  fromPgError,
-  HumanWaitTimeoutError,
-  JobCanceledError,
-  LeaseLostError,
-  SignalTimeoutError,
-  WorkhorseValidationError,
-} from './errors';
-import { failpoint } from './failpoints';
+import { fromPgError, LeaseLostError, WorkhorseValidationError } from './errors';
+import { HandlerWaits } from './handler-waits';
 import type { JsonValue, Queryable } from './types';
 import { checkDate, checkText, toJsonText } from './validation';
-import {
-  checkHumanWaitOptions,
-  checkWaitTimeout,
-  type HumanDecision,
-  type WaitForHumanOptions,
-  type WaitForSignalOptions,
-} from './waits';
+import type { HumanDecision, WaitForHumanOptions, WaitForSignalOptions } from './waits';
 
 /** What the worker tells a context about the job it runs. */
 export interface ClaimedJob {
@@ -64,25 +51,6 @@ export interface ExecutionOwner {
   parked(execution: object, reason: Error): void;
 }
 
-/**
- * Thrown out of `ctx.waitForSignal` and `ctx.waitForHuman` when the job parked to wait: the
- * worker has let go of the job and the handler must unwind (do not catch it). The handler runs
- * again from the top when the wait is answered or times out.
- */
-export class JobWaiting extends Error {
-  constructor(
-    readonly jobId: string,
-    /** What the job waits for. */
-    readonly waitFor: 'signal' | 'human',
-    /** The wait's name. */
-    readonly waitName: string,
-    /** When the wait times out, or null. */
-    readonly timeoutAt: Date | null,
-  ) {
-    super(`Job ${jobId} waits for ${waitFor === 'signal' ? 'signal' : 'a human decision'} "${waitName}"; the handler runs again then.`);
-    this.name = 'JobWaiting';
-  }
-}
 
 /**
  * Thrown out of `ctx.sleep` when the job went to sleep: the worker has let go of the job and the
@@ -126,8 +94,8 @@ export class HandlerContext {
   readonly client: PoolClient | undefined;
   /** Checkpoints being saved now, by name (made on first use). */
   private pendingCheckpoints: Map<string, Promise<unknown>> | null = null;
-  /** How many waits for each signal name this run reached (the n-th is wait n on every replay). */
-  private signalWaits: Map<string, number> | null = null;
+  /** Signal and human waits (made on first use). */
+  private handlerWaits: HandlerWaits | null = null;
 
   constructor(
     private readonly job: ClaimedJob,
@@ -315,29 +283,17 @@ export class HandlerContext {
    * Waits for the signal `name` that `queue.sendSignal(jobId, name, payload)` sends, and returns
    * its payload. A signal sent before the wait was reached is kept and returned at once. While
    * none has arrived the job parks (`blocked`, or `scheduled` until the timeout) without holding
-   * a worker slot or consuming an attempt, and this call throws {@link JobWaiting}, which the
+   * a worker slot or consuming an attempt, and this call throws `JobWaiting`, which the
    * handler must let through; the handler runs again from the top when the signal arrives, and
    * this call then returns it. The n-th wait for a name in a run takes the n-th signal of that
    * name the job consumes. After `timeoutMs` (counted from the first time the wait is reached)
-   * it throws {@link SignalTimeoutError}, which the handler may catch.
+   * it throws `SignalTimeoutError`, which the handler may catch.
    *
    * @example
    * const shipment = await ctx.waitForSignal<{ trackingId: string }>('shipped', { timeoutMs: 7 * 24 * 3600_000 });
    */
   async waitForSignal<T = JsonValue>(name: string, options?: WaitForSignalOptions): Promise<T> {
-    checkText(name, 'name', 1, 200);
-    if (options !== undefined && (typeof options !== 'object' || options === null)) throw new WorkhorseValidationError('options', 'must be an object');
-    const timeoutMs = checkWaitTimeout(options?.timeoutMs);
-    const seq = ((this.signalWaits ??= new Map()).get(name) ?? 0) + 1;
-    this.signalWaits.set(name, seq);
-    this.signal.throwIfAborted();
-    const row = await this.waitCall<{ status: string; payload: JsonValue; timeout_at: Date | null }>(
-      'SELECT status, payload, timeout_at FROM workhorse.wait_signal_v1($1, $2, $3, $4, $5, $6)',
-      [name, seq, timeoutMs],
-    );
-    if (row.status === 'delivered') return row.payload as T;
-    if (row.status === 'timed_out') throw new SignalTimeoutError(this.jobId, name, row.timeout_at as Date);
-    throw this.parkedOn(row.status, 'signal', name, row.timeout_at);
+    return (await this.waits().forSignal(name, options)) as T;
   }
 
   /**
@@ -345,8 +301,8 @@ export class HandlerContext {
    * The first time the wait is reached it opens with `context` (listed by
    * `admin.listHumanWaits`) and `choices`; `queue.completeHumanWait` records the decision
    * (one of `choices` when given) and wakes the job. Meanwhile the job parks, as for
-   * {@link waitForSignal} (this call throws {@link JobWaiting}, which the handler must let
-   * through). After `timeoutMs` it throws {@link HumanWaitTimeoutError}, which the handler may catch.
+   * {@link waitForSignal} (this call throws `JobWaiting`, which the handler must let
+   * through). After `timeoutMs` it throws `HumanWaitTimeoutError`, which the handler may catch.
    *
    * @example
    * const { decision, actor } = await ctx.waitForHuman('approve-refund', {
@@ -355,44 +311,20 @@ export class HandlerContext {
    * });
    */
   async waitForHuman<D = JsonValue>(name: string, options?: WaitForHumanOptions): Promise<HumanDecision<D>> {
-    checkText(name, 'name', 1, 200);
-    const { context, choices, timeoutMs } = checkHumanWaitOptions(options);
-    this.signal.throwIfAborted();
-    const row = await this.waitCall<{
-      status: string;
-      decision: D;
-      actor: string;
-      reason: string | null;
-      decided_at: Date;
-      timeout_at: Date | null;
-    }>('SELECT * FROM workhorse.wait_human_v1($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7)', [name, context, choices, timeoutMs]);
-    if (row.status === 'decided') return { decision: row.decision, actor: row.actor, reason: row.reason, decidedAt: row.decided_at };
-    if (row.status === 'timed_out') throw new HumanWaitTimeoutError(this.jobId, name, row.timeout_at as Date);
-    throw this.parkedOn(row.status, 'human', name, row.timeout_at);
+    return (await this.waits().forHuman(name, options)) as HumanDecision<D>;
   }
 
-  /** Runs a wait function as this job's owner (job id, worker id and fence first). */
-  private async waitCall<R extends { status: string }>(text: string, values: unknown[]): Promise<R> {
-    let row: R;
-    failpoint('before-wait');
-    try {
-      const result = await this.pool.query(text, [this.job.jobId, this.job.workerId, this.job.fenceToken, ...values]);
-      row = result.rows[0] as R;
-    } catch (error) {
-      throw fromPgError(error);
+  /** The job's waits, made on first use with what they need of this context. */
+  private waits(): HandlerWaits {
+    if (this.handlerWaits === null) {
+      this.handlerWaits = new HandlerWaits({
+        job: this.job,
+        pool: this.pool,
+        signal: () => this.signal,
+        leaseLost: () => this.owner.leaseLost(this.execution),
+        parked: (reason) => this.owner.parked(this.execution, reason),
+      });
     }
-    failpoint('after-wait');
-    if (row.status === 'stale') {
-      this.owner.leaseLost(this.execution);
-      throw new LeaseLostError(this.job.jobId);
-    }
-    return row;
-  }
-
-  /** The job parked (`waiting`) or ended by a pending cancel (`canceled`): the worker lets go of it. */
-  private parkedOn(status: string, waitFor: 'signal' | 'human', name: string, timeoutAt: Date | null): Error {
-    const reason = status === 'canceled' ? new JobCanceledError(this.jobId) : new JobWaiting(this.jobId, waitFor, name, timeoutAt);
-    this.owner.parked(this.execution, reason);
-    return reason;
+    return this.handlerWaits;
   }
 }

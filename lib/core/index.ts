@@ -10,7 +10,8 @@
  */
 export { Pool, type PoolClient, type PoolConfig } from 'pg';
 export { Admin } from './admin';
-export { HandlerContext, JobSleeping, JobWaiting } from './context';
+export { HandlerContext, JobSleeping } from './context';
+export { JobWaiting } from './handler-waits';
 export {
   DecisionNotAllowedError,
   ExecutionTimeoutError,
