@@ -21,10 +21,11 @@ import json
 import logging
 import random
 import traceback
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from time import monotonic
 from typing import Any, Literal
 
@@ -263,7 +264,7 @@ class Engine:
                     # The database refused a result itself: alone, that fails the attempt; in a
                     # batch, each completion is sent on its own so only the culprit is refused.
                     if len(batch) == 1:
-                        self._settle_later(batch[0].run, self._settle_failure(batch[0].run, error))
+                        self._settle_later(batch[0].run, partial(self._settle_failure, batch[0].run, error))
                     else:
                         for c in batch:
                             c.alone = True
@@ -335,7 +336,7 @@ class Engine:
         handler = self._handlers.get(type)
         if handler is None:
             reason = f'no handler for job type "{type}" on worker {self.options.worker_id}'
-            self._settle_later(run, self._release(run, reason))
+            self._settle_later(run, partial(self._release, run, reason))
             return
         loop = asyncio.get_running_loop()
         assert self._statements is not None
@@ -362,12 +363,14 @@ class Engine:
                 return
             except WorkhorseError as error:
                 thrown = error
-        self._settle_later(run, self._settle_failure(run, thrown))
+        self._settle_later(run, partial(self._settle_failure, run, thrown))
 
-    def _settle_later(self, run: _Run, work: Any) -> None:
+    def _settle_later(self, run: _Run, work: Callable[[], Awaitable[None]]) -> None:
+        # The work's coroutine is made inside the task: a task canceled before its first step
+        # (the loop closing) leaves no coroutine that was never awaited.
         async def settle() -> None:
             try:
-                await work
+                await work()
             except Exception as error:
                 # Not recorded: the lease expires and the job runs again.
                 self._report("complete", error)
