@@ -14,6 +14,8 @@ module.exports = {
   },
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
+  // The default output, then the skipped tests by name (a skipped test's name says why it skipped).
+  reporters: ['default', '<rootDir>/test/support/skipped-tests-reporter.js'],
   testTimeout: 60000,
   maxWorkers: 2,
   // How long a test worker may take to exit after its last file. Jest's default is 500 ms, and

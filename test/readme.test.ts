@@ -14,8 +14,10 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import * as ts from 'typescript';
+import { fencedBlocks as blocksOf, namedFile, type Block } from './support/markdown';
 
 const ROOT = resolve(__dirname, '..');
+const fencedBlocks = (document: string): Block[] => blocksOf(ROOT, document);
 const CHECKED_DOCUMENTS = ['README.md', 'docs/workers.md', 'docs/testing.md', 'docs/integrations.md', 'docs/dashboard.md', 'docs/security.md', 'docs/orchestration.md'];
 const LINKED_DOCUMENTS = ['README.md', 'docs/README.md', 'docs/workers.md', 'docs/integrations.md', 'docs/dashboard.md', 'docs/security.md', 'docs/orchestration.md'];
 /** Where the blocks live, virtually: inside the repository, so node_modules and paths resolve. */
@@ -51,33 +53,6 @@ const STAND_IN_MODULES: Record<string, string> = {
   'src/generated/prisma/client.ts': `export * from '${join(ROOT, 'test/integrations/prisma/generated/client')}';`,
 };
 
-interface Block {
-  document: string;
-  /** 1-based line of the block's first code line in the document. */
-  line: number;
-  language: string;
-  code: string;
-}
-
-function fencedBlocks(document: string): Block[] {
-  const lines = readFileSync(join(ROOT, document), 'utf8').split('\n');
-  const blocks: Block[] = [];
-  let open: { language: string; line: number; code: string[] } | null = null;
-  lines.forEach((text, index) => {
-    const fence = /^```(\S*)\s*$/.exec(text);
-    if (open === null) {
-      if (fence) open = { language: fence[1], line: index + 2, code: [] };
-    } else if (text === '```') {
-      blocks.push({ document, line: open.line, language: open.language, code: open.code.join('\n') });
-      open = null;
-    } else {
-      open.code.push(text);
-    }
-  });
-  if (open !== null) throw new Error(`${document}: a code block is never closed`);
-  return blocks;
-}
-
 /** Where the blocks of one document live. */
 function documentRoot(document: string): string {
   return join(VIRTUAL_ROOT, document.replace(/[^\w]+/g, '-'));
@@ -85,9 +60,9 @@ function documentRoot(document: string): string {
 
 /** The block's file: the one its first-line comment names, or one named after its place. */
 function virtualPath(block: Block): string {
-  const named = /^\/\/ (\S+\.ts)$/.exec(block.code.split('\n')[0]);
+  const named = namedFile(block);
   const base = documentRoot(block.document);
-  return named ? join(base, named[1]) : join(base, `line-${block.line}.ts`);
+  return named ? join(base, named) : join(base, `line-${block.line}.ts`);
 }
 
 function compilerOptions(): ts.CompilerOptions {

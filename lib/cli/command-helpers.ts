@@ -4,6 +4,7 @@
  */
 import { userInfo } from 'node:os';
 import type { Pool } from 'pg';
+import { SchemaNotInstalledError } from '../core/errors';
 import { getSchemaStatus } from '../core/schema';
 import type { OptionSpec } from './command';
 import type { ParsedArguments } from './command-line';
@@ -39,7 +40,8 @@ export async function explainingSchema<T>(pool: Pool, work: () => Promise<T>): P
     return await work();
   } catch (error) {
     const state = sqlState(error);
-    if (state === undefined || !MISSING_OBJECT.has(state)) throw error;
+    const missing = error instanceof SchemaNotInstalledError || (state !== undefined && MISSING_OBJECT.has(state));
+    if (!missing) throw error;
     const status = await getSchemaStatus(pool).catch(() => null);
     if (status?.installed === null) throw new CliError(messages.schemaMissingForJobs(), EXIT.failure);
     if (status && !status.upToDate && status.installed !== null) {

@@ -3,11 +3,13 @@
  * connecting can fail. The URL itself is never printed, because it usually holds a password.
  */
 import { Client, Pool } from 'pg';
+import { DEFAULT_CONNECT_TIMEOUT_MS } from '../core/connect-timeout';
+import { ConnectTimeoutError } from '../core/errors';
 import { CliUsageError } from './cli.errors';
 import { messages } from './cli.messages';
 
 /** A person at a terminal would rather read an error than wait on an unreachable host. */
-export const CONNECT_TIMEOUT_MS = 10_000;
+export const CONNECT_TIMEOUT_MS = DEFAULT_CONNECT_TIMEOUT_MS;
 
 /**
  * A pool for one command: two connections are plenty for a CLI that runs one query at a time.
@@ -103,6 +105,7 @@ export function sqlState(error: unknown): string | undefined {
  * (a bug, or one of our own errors).
  */
 export function describeDatabaseError(error: unknown, target: string): string | null {
+  if (error instanceof ConnectTimeoutError) return messages.connectionTimeout(target, error.timeoutMs / 1000);
   const e = asError(error);
   if (e === null) return null;
   const code = errorCode(e);

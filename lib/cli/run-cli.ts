@@ -2,7 +2,7 @@
  * The whole of `workhorse` as one function: find the command, parse its arguments, open a
  * pool, run, report, and always end the pool, so the process can exit as soon as it is done.
  */
-import { WorkhorseError, WorkhorseValidationError } from '../core/errors';
+import { ConnectTimeoutError, WorkhorseError, WorkhorseValidationError } from '../core/errors';
 import { CliError, CliUsageError, EXIT, type ExitCode } from './cli.errors';
 import { messages } from './cli.messages';
 import { isGroup, type CommandSpec } from './command';
@@ -37,7 +37,8 @@ function report(error: unknown, output: Output, path: readonly CommandSpec[], ta
     output.error(error.message);
     return EXIT.usage;
   }
-  if (error instanceof WorkhorseError) {
+  // A connect timeout is said the CLI's way, below, like every other failure to connect.
+  if (error instanceof WorkhorseError && !(error instanceof ConnectTimeoutError)) {
     output.error(error.message);
     return EXIT.failure;
   }

@@ -1,7 +1,10 @@
 import type { Pool } from 'pg';
+import { applyConnectTimeout } from './connect-timeout';
 import { decodeCursor, encodeCursor } from './cursor';
-import { fromPgError, WorkhorseValidationError } from './errors';
+import { fromDatabaseError } from './database-errors';
+import { WorkhorseValidationError } from './errors';
 import { toSnapshot, type JobRow } from './job-snapshot';
+import { readPage } from './paging';
 import {
   JOB_STATES,
   type ActorOptions,
@@ -84,7 +87,9 @@ const toQueueInfo = (row: QueueRow): QueueInfo => ({
  * console.log(job?.state, job?.currentAttempt, job?.result);
  */
 export class Admin {
-  constructor(readonly pool: Pool) {}
+  constructor(readonly pool: Pool) {
+    applyConnectTimeout(pool);
+  }
 
   /**
    * The job's snapshot, whichever state it is in, or null if no such job exists. Given a
@@ -117,23 +122,22 @@ export class Admin {
     options = checkOptions(options, 'options', ['limit', 'cursor'], 'a timeline option');
     const limit = options.limit === undefined ? 100 : checkInteger(options.limit, 'limit', 1, 1000);
     const after = decodeCursor('timeline', options.cursor) ?? '0';
-    const rows = await this.run<TimelineRow>(client, 'SELECT * FROM workhorse.get_timeline_v1($1, $2, $3)', [
-      jobId,
-      after,
+    return readPage(
       limit,
-    ]);
-    const items = rows.map((row) => ({
-      id: row.id,
-      at: row.at,
-      source: row.source,
-      kind: row.kind,
-      attempt: row.attempt,
-      workerId: row.worker_id,
-      fenceToken: row.fence_token,
-      data: row.data,
-    }));
-    const last = rows[rows.length - 1];
-    return { items, nextCursor: rows.length === limit ? encodeCursor('timeline', last.id) : null };
+      (count, last: TimelineRow | null) =>
+        this.run<TimelineRow>(client, 'SELECT * FROM workhorse.get_timeline_v1($1, $2, $3)', [jobId, last?.id ?? after, count]),
+      (row) => ({
+        id: row.id,
+        at: row.at,
+        source: row.source,
+        kind: row.kind,
+        attempt: row.attempt,
+        workerId: row.worker_id,
+        fenceToken: row.fence_token,
+        data: row.data,
+      }),
+      (last) => encodeCursor('timeline', last.id),
+    );
   }
 
   /**
@@ -241,19 +245,21 @@ export class Admin {
     const limit = options.limit === undefined ? 50 : checkInteger(options.limit, 'limit', 1, 1000);
     const position = decodeCursor('dead', options.cursor);
     const [finishedAt, jobId] = position === null ? [null, null] : position.split('/');
-    const rows = await this.run<JobRow & { cursor_at: string }>(
-      client,
-      `SELECT *, to_char(finished_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_at
-       FROM workhorse.list_dead_letters_v1($1, $2, $3, $4, $5, $6, $7::timestamptz, $8)`,
-      [filter.queue ?? null, filter.type ?? null, filter.errorName ?? null, filter.finishedAfter ?? null,
-        filter.finishedBefore ?? null, limit, finishedAt, jobId],
-    );
-    const last = rows[rows.length - 1];
-    return {
-      items: rows.map(toSnapshot),
+    type DeadLetterRow = JobRow & { cursor_at: string };
+    return readPage(
+      limit,
+      (count, last: DeadLetterRow | null) =>
+        this.run<DeadLetterRow>(
+          client,
+          `SELECT *, to_char(finished_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_at
+           FROM workhorse.list_dead_letters_v1($1, $2, $3, $4, $5, $6, $7::timestamptz, $8)`,
+          [filter.queue ?? null, filter.type ?? null, filter.errorName ?? null, filter.finishedAfter ?? null,
+            filter.finishedBefore ?? null, count, last?.cursor_at ?? finishedAt, last?.id ?? jobId],
+        ),
+      toSnapshot,
       // The position keeps microseconds (a JavaScript Date would cut them to milliseconds).
-      nextCursor: rows.length === limit ? encodeCursor('dead', `${last.cursor_at}/${last.id}`) : null,
-    };
+      (last) => encodeCursor('dead', `${last.cursor_at}/${last.id}`),
+    );
   }
 
   /**
@@ -358,7 +364,7 @@ export class Admin {
       const result = await this.runner(client).query(text, values);
       return result.rows as R[];
     } catch (error) {
-      throw fromPgError(error);
+      throw fromDatabaseError(error, this.pool);
     }
   }
 }

@@ -5,8 +5,8 @@ import type { StandardSchemaIssue } from './standard-schema';
  * tell our refusals apart from driver or network failures with one `instanceof`.
  */
 export class WorkhorseError extends Error {
-  constructor(message: string) {
-    super(message);
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
     this.name = new.target.name;
   }
 }
@@ -30,7 +30,16 @@ export class WorkhorseValidationError extends WorkhorseError {
   }
 }
 
-/** The database holds no `workhorse` schema and this process was told not to install it. */
+/**
+ * The database holds no `workhorse` schema: raised by `verifySchema` (and the Nest module's
+ * `schema: 'verify'`), and by `Queue`, `Admin` and the worker when they call the protocol's
+ * functions in a database where nobody installed it. The message says how to install it.
+ *
+ * @example
+ * try { await queue.enqueue('email.send', { to }); } catch (e) {
+ *   if (e instanceof SchemaNotInstalledError) console.error(e.message); // "... Run `npx workhorse schema install` ..."
+ * }
+ */
 export class SchemaNotInstalledError extends WorkhorseError {
   constructor(readonly expected: number) {
     super(
@@ -50,6 +59,42 @@ export class SchemaVersionMismatchError extends WorkhorseError {
       `The workhorse schema in this database is version ${installed}, but this package needs version ${expected}. ` +
         'During 0.x there is no upgrade path: either install the package release that matches the database, ' +
         'or (losing every queued job and its history) run `DROP SCHEMA workhorse CASCADE` and install again.',
+    );
+  }
+}
+
+/**
+ * No database connection within the pool's connect timeout (`connectionTimeoutMillis`, 10 s
+ * unless the pool sets it). `waited` says which part ran out of time: `'connect'`, opening a new
+ * connection (the server accepted none, or accepted one and never answered); `'pool'`, waiting
+ * for a connection of the pool to become free (all `max` of them were in use). Raised instead of
+ * waiting forever, by start-up (the Nest module, `installSchema`) and by `Queue` and `Admin`.
+ *
+ * @example
+ * try { await installSchema(pool); } catch (e) {
+ *   if (e instanceof ConnectTimeoutError) console.error(`${e.target}: no connection within ${e.timeoutMs} ms`);
+ * }
+ */
+export class ConnectTimeoutError extends WorkhorseError {
+  constructor(
+    /** `host:port/database` (never the user or password). */
+    readonly target: string,
+    /** The timeout that ran out, in milliseconds. */
+    readonly timeoutMs: number,
+    /** Opening a new connection (`'connect'`) or waiting for a free one of the pool (`'pool'`). */
+    readonly waited: 'connect' | 'pool',
+    options?: { cause?: unknown },
+  ) {
+    super(
+      waited === 'connect'
+        ? `Could not connect to PostgreSQL at ${target} within ${timeoutMs} ms: the server did not complete the ` +
+            'connection. Check the host and port (a port of another service, or a firewall that drops packets, ' +
+            'looks like this) and that the server is up and not overloaded. To wait longer, set ' +
+            "connectionTimeoutMillis in the pool's settings (poolConfig of WorkhorseModule)."
+        : `No connection to PostgreSQL at ${target} became free within ${timeoutMs} ms: every connection of the ` +
+            'pool was in use. Give the pool more connections (max), hold them for less time (long transactions), ' +
+            "or wait longer with connectionTimeoutMillis in the pool's settings (poolConfig of WorkhorseModule).",
+      options,
     );
   }
 }

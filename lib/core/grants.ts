@@ -1,4 +1,6 @@
 import type { Pool } from 'pg';
+import { applyConnectTimeout } from './connect-timeout';
+import { fromDatabaseError } from './database-errors';
 import { WorkhorseValidationError } from './errors';
 
 /** Every capability, in the order a deployment usually introduces them. */
@@ -102,7 +104,8 @@ export async function grantRole(pool: Pool, role: string, capabilities: Capabili
     throw new WorkhorseValidationError('role', 'must be the name of an existing role (1 to 63 characters)');
   }
   const granted = checkCapabilities(capabilities);
-  const client = await pool.connect();
+  applyConnectTimeout(pool);
+  const client = await pool.connect().catch((error: unknown) => Promise.reject(fromDatabaseError(error, pool)));
   try {
     await client.query('BEGIN');
     await client.query(
@@ -113,7 +116,7 @@ export async function grantRole(pool: Pool, role: string, capabilities: Capabili
     await client.query('COMMIT');
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
+    throw fromDatabaseError(error, pool);
   } finally {
     client.release();
   }

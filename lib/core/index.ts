@@ -13,6 +13,7 @@ export { Admin } from './admin';
 export { HandlerContext, JobSleeping } from './context';
 export { JobWaiting } from './handler-waits';
 export {
+  ConnectTimeoutError,
   DecisionNotAllowedError,
   ExecutionTimeoutError,
   HumanWaitTimeoutError,
@@ -55,7 +56,8 @@ export type {
   StandardSchemaResult,
   StandardSchemaV1,
 } from './standard-schema';
-export { getSchemaStatus, installSchema, SCHEMA_VERSION, verifySchema, type SchemaStatus } from './schema';
+export { getSchemaStatus, installSchema, SCHEMA_VERSION, verifySchema, type InstallSchemaResult, type SchemaStatus } from './schema';
+export { DEFAULT_CONNECT_TIMEOUT_MS } from './connect-timeout';
 export { TransactionScope, type TransactionSource } from './transaction-scope';
 export * from './types';
 export { LIMITS } from './validation';

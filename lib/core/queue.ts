@@ -1,5 +1,7 @@
 import type { Pool } from 'pg';
-import { fromPgError, WorkhorseValidationError } from './errors';
+import { applyConnectTimeout } from './connect-timeout';
+import { fromDatabaseError } from './database-errors';
+import { WorkhorseValidationError } from './errors';
 import { definedRequest, isJobDefinition, type JobDefinition } from './job-definition';
 import { toSnapshot, type JobRow } from './job-snapshot';
 import type { EnqueueOptions, EnqueueRequest, JobSnapshot, Queryable } from './types';
@@ -26,7 +28,9 @@ import {
  * await client.query('COMMIT');
  */
 export class Queue {
-  constructor(readonly pool: Pool) {}
+  constructor(readonly pool: Pool) {
+    applyConnectTimeout(pool);
+  }
 
   /**
    * Enqueues one job and returns its id. Input is validated before anything is sent: a bad
@@ -148,7 +152,7 @@ export class Queue {
     try {
       return (await this.runner(client).query(text, values)).rows as R[];
     } catch (error) {
-      throw fromPgError(error);
+      throw fromDatabaseError(error, this.pool);
     }
   }
 }

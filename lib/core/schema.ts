@@ -1,11 +1,13 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Pool, PoolClient } from 'pg';
+import { applyConnectTimeout, fromConnectTimeout } from './connect-timeout';
 import { SchemaNotInstalledError, SchemaVersionMismatchError } from './errors';
 
 /**
  * The schema version this package ships. It changes whenever `sql/` changes in a way an
- * installed database must see; during 0.x there is no migration between versions.
+ * installed database must see; during 0.x there is no migration between versions. (The Go SDK's
+ * tests read it from this line.)
  */
 export const SCHEMA_VERSION = 3;
 
@@ -37,18 +39,29 @@ export async function getSchemaStatus(pool: Pool | PoolClient): Promise<SchemaSt
   return { installed, expected: SCHEMA_VERSION, upToDate: installed === SCHEMA_VERSION };
 }
 
+/** What {@link installSchema} did. */
+export interface InstallSchemaResult {
+  /** True when this call created the schema; false when the right version was already there. */
+  created: boolean;
+  /** The schema version now installed (the one this package ships). */
+  version: number;
+}
+
 /**
  * Installs the `workhorse` schema (tables, indexes and the versioned SQL functions) if it is
- * absent. Calling it again for the same version does nothing, and concurrent callers are
- * serialised by an advisory lock. A database that holds another version is refused with a
- * {@link SchemaVersionMismatchError} that says what to do; nothing is changed.
+ * absent, and says whether it did. Calling it again for the same version does nothing, and
+ * concurrent callers are serialised by an advisory lock. A database that holds another version
+ * is refused with a {@link SchemaVersionMismatchError} that says what to do; nothing is changed.
+ * A database that does not answer fails with a `ConnectTimeoutError` after the pool's connect
+ * timeout (10 s unless the pool sets `connectionTimeoutMillis`).
  *
  * @example
  * const pool = new Pool({ connectionString: process.env.DATABASE_URL });
- * await installSchema(pool);
+ * const { created } = await installSchema(pool);
  */
-export async function installSchema(pool: Pool): Promise<void> {
-  const client = await pool.connect();
+export async function installSchema(pool: Pool): Promise<InstallSchemaResult> {
+  applyConnectTimeout(pool);
+  const client = await pool.connect().catch((error: unknown) => Promise.reject(fromConnectTimeout(error, pool)));
   try {
     await client.query('BEGIN');
     await client.query('SELECT pg_advisory_xact_lock($1)', [INSTALL_LOCK_KEY]);
@@ -62,9 +75,10 @@ export async function installSchema(pool: Pool): Promise<void> {
       throw new SchemaVersionMismatchError(status.installed, SCHEMA_VERSION);
     }
     await client.query('COMMIT');
+    return { created: status.installed === null, version: SCHEMA_VERSION };
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
+    throw fromConnectTimeout(error, pool);
   } finally {
     client.release();
   }
@@ -75,7 +89,8 @@ export async function installSchema(pool: Pool): Promise<void> {
  * processes that must not change the database (`schema: 'verify'`).
  */
 export async function verifySchema(pool: Pool): Promise<void> {
-  const status = await getSchemaStatus(pool);
+  applyConnectTimeout(pool);
+  const status = await getSchemaStatus(pool).catch((error: unknown) => Promise.reject(fromConnectTimeout(error, pool)));
   if (status.installed === null) throw new SchemaNotInstalledError(SCHEMA_VERSION);
   if (!status.upToDate) throw new SchemaVersionMismatchError(status.installed, SCHEMA_VERSION);
 }

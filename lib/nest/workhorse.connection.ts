@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { Pool } from 'pg';
-import { SchemaNotInstalledError, SchemaVersionMismatchError } from '../core/errors';
+import { applyConnectTimeout, DEFAULT_CONNECT_TIMEOUT_MS } from '../core/connect-timeout';
+import { ConnectTimeoutError, SchemaNotInstalledError, SchemaVersionMismatchError } from '../core/errors';
 import { installSchema, verifySchema } from '../core/schema';
 import { WorkhorseConfigurationError } from './workhorse-configuration.error';
 import type { WorkhorseModuleOptions } from './workhorse-module-options.interface';
@@ -30,14 +31,19 @@ export class WorkhorseConnection {
   static async open(rawOptions: unknown): Promise<WorkhorseConnection> {
     const options = validateModuleOptions(rawOptions);
     const owned = options.pool === undefined;
-    const pool = options.pool ?? new Pool({ ...options.poolConfig, connectionString: options.connectionString });
+    // A database that accepts connections and never answers must not hang start-up: the pool gets
+    // a connect timeout unless its settings name one.
+    const pool = applyConnectTimeout(
+      options.pool ??
+        new Pool({ connectionTimeoutMillis: DEFAULT_CONNECT_TIMEOUT_MS, ...options.poolConfig, connectionString: options.connectionString }),
+    );
     if (owned) {
       // An idle client whose connection breaks makes the pool emit `error`; unheard, it kills the process.
       pool.on('error', (error: Error) => WorkhorseConnection.logger.warn(`Idle database connection failed: ${error.message}`));
     }
     const connection = new WorkhorseConnection(pool, owned);
     try {
-      await prepareSchema(pool, options.schema ?? 'install');
+      await prepareSchema(pool, options.schema ?? 'install', WorkhorseConnection.logger);
     } catch (error) {
       await connection.close();
       throw error;
@@ -53,11 +59,17 @@ export class WorkhorseConnection {
   }
 }
 
-async function prepareSchema(pool: Pool, mode: 'install' | 'verify'): Promise<void> {
+async function prepareSchema(pool: Pool, mode: 'install' | 'verify', logger: Logger): Promise<void> {
   try {
-    if (mode === 'install') await installSchema(pool);
-    else await verifySchema(pool);
+    if (mode === 'install') {
+      const { created, version } = await installSchema(pool);
+      if (created) logger.log(messages.schemaInstalled(version));
+    } else {
+      await verifySchema(pool);
+    }
   } catch (error) {
+    // Typed and self-explanatory already (which host, how long, what to check).
+    if (error instanceof ConnectTimeoutError) throw error;
     if (error instanceof SchemaNotInstalledError) throw new WorkhorseConfigurationError(messages.schemaNotInstalled(error.message));
     if (error instanceof SchemaVersionMismatchError) {
       throw new WorkhorseConfigurationError(messages.schemaMismatch(mode, error.message));

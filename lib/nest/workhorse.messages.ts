@@ -63,6 +63,8 @@ export const messages = {
     `${MODULE} (schema: 'verify') refuses to start: ${detail} ` +
     "Or let this process install the schema with schema: 'install'.",
   schemaMismatch: (mode: string, detail: string) => `${MODULE} (schema: '${mode}') refuses to start: ${detail}`,
+  schemaInstalled: (version: number) =>
+    `Installed the workhorse schema (version ${version}) in this database: its tables and SQL functions live in the "workhorse" schema.`,
   schemaUnreachable: (mode: string, detail: string) =>
     `${MODULE} could not ${mode} the workhorse schema: ${detail}. Check connectionString / pool and that the database is up.`,
 

@@ -380,6 +380,11 @@ describe('jobs', () => {
       expect(second.stdout.split('\n')[1].slice(0, 36)).toBe(expected[1]);
 
       expect(await cli(['jobs', 'list', '--queue', 'no-such-queue'], env)).toEqual({ code: 0, stdout: 'No jobs match.\n', stderr: '' });
+
+      // Five jobs and --limit 5: one page, and it says it is the last (no cursor to an empty page).
+      const exact = await cli(['jobs', 'list', '--queue', q, '--limit', '5'], env);
+      expect(exact.stdout.trimEnd().split('\n').slice(-2)).toEqual(['', '5 jobs.']);
+      expect(documentOf(await cli(['jobs', 'list', '--queue', q, '--limit', '5', '--json'], env))).toMatchObject({ nextCursor: null });
     });
 
     it('refuses bad filters with exit 2 and one line', async () => {
@@ -442,6 +447,9 @@ describe('jobs', () => {
 
       const paged = await cli(['jobs', 'timeline', id, '--limit', '3'], env);
       expect(paged.stdout).toMatch(new RegExp(`^3 entries shown; more remain\\. Next page: workhorse jobs timeline ${id} --limit 3 --cursor [A-Za-z0-9_-]+$`, 'm'));
+      // A limit the timeline exactly fills: one page, the last.
+      const exact = await cli(['jobs', 'timeline', id, '--limit', String(total)], env);
+      expect(exact.stdout.trimEnd().split('\n').slice(-2)).toEqual(['', `${total} entries.`]);
     });
 
     it('reports an unknown job (exit 1) and a malformed id (exit 2)', async () => {

@@ -144,6 +144,10 @@ describe('operations against a database', () => {
       expect(second.stdout.split('\n')[1].slice(0, 36)).toBe(declined[0]);
 
       expect(await cli(['jobs', 'dead-letters', '--queue', 'no-such-queue'], env)).toEqual({ code: 0, stdout: 'No dead letters match.\n', stderr: '' });
+
+      // Three dead letters and --limit 3: one page, and it says it is the last.
+      const exact = await cli(['jobs', 'dead-letters', '--queue', q, '--limit', '3'], env);
+      expect(exact.stdout.trimEnd().split('\n').slice(-2)).toEqual(['', '3 dead letters.']);
     });
 
     it('refuses bad filters with exit 2 and one line', async () => {

@@ -212,12 +212,42 @@ describe('getJobTimeline', () => {
       ['event', 'succeeded'],
     ]);
 
+    // Four entries: two full pages of 2, and the second says it is the last.
     const { pages } = await allPages(id, 2);
-    expect(pages.flat()).toHaveLength(4);
-    expect(pages.at(-1)?.length).toBeLessThanOrEqual(2);
-    const { pages: single } = await allPages(id, 5);
-    expect(single).toHaveLength(1);
-    expect(single[0]).toHaveLength(4);
+    expect(pages.map((page) => page.length)).toEqual([2, 2]);
+    expect(pages.flat()).toEqual(whole);
+    for (const limit of [4, 5]) {
+      const { pages: single } = await allPages(id, limit);
+      expect(single.map((page) => page.length)).toEqual([4]);
+    }
+    const { pages: odd } = await allPages(id, 3);
+    expect(odd.map((page) => page.length)).toEqual([3, 1]);
+  });
+
+  it('a timeline that exactly fills a page of 1000 (the most one SQL call returns) ends there too', async () => {
+    const id = await queue.enqueue('timeline.job', null, { queue: 'timeline-thousand' });
+    const job = await claimOne(db.pool, 'timeline-thousand', { workerId: WORKER });
+    const saveCheckpoints = (from: number, to: number) =>
+      db.pool.query('SELECT workhorse.save_checkpoint_v1($1, $2, $3, $4 || g, \'1\'::jsonb) FROM generate_series($5::int, $6::int) g', [
+        id,
+        WORKER,
+        job.fence,
+        'step-',
+        from,
+        to,
+      ]);
+    // enqueued, claimed and 998 checkpoint_saved events: 1000 entries.
+    await saveCheckpoints(1, 998);
+    const full = await admin.getJobTimeline(id, { limit: 1000 });
+    expect(full.items).toHaveLength(1000);
+    expect(full.nextCursor).toBeNull();
+    // One more, and the same page says another follows, which holds exactly that one.
+    await saveCheckpoints(999, 999);
+    const first = await admin.getJobTimeline(id, { limit: 1000 });
+    expect(first.items.map((e) => e.id)).toEqual(full.items.map((e) => e.id));
+    const rest = await admin.getJobTimeline(id, { limit: 1000, cursor: first.nextCursor as string });
+    expect(rest.items.map((e) => [e.kind, e.data])).toEqual([['checkpoint_saved', { name: 'step-999' }]]);
+    expect(rest.nextCursor).toBeNull();
   });
 
   it('the enqueued entry says whether the job was ready or scheduled, and from when', async () => {
@@ -400,6 +430,34 @@ describe('listJobs', () => {
     // A fresh read from the top sees the newcomers first.
     const top = await admin.listJobs({ queue: q, limit: 2 });
     expect(top.items.map((j) => j.id)).toEqual([added[added.length - 1], added[added.length - 2]]);
+  });
+
+  it('a listing that exactly fills its last page ends there: no cursor to an empty page (limits 1, 3 and 1000)', async () => {
+    const exact = async (q: string, jobs: number, limit: number) => {
+      const ids: string[] = [];
+      for (let from = 0; from < jobs; from += 1000) {
+        const batch = Array.from({ length: Math.min(1000, jobs - from) }, (_, i) => ({ type: 'page.job', payload: { i: from + i }, queue: q }));
+        ids.push(...(await queue.enqueueMany(batch)));
+      }
+      const pages: string[][] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await admin.listJobs({ queue: q, limit, cursor });
+        // Every page handed out holds jobs: a cursor never leads to an empty page.
+        expect(page.items.length).toBeGreaterThan(0);
+        pages.push(page.items.map((j) => j.id));
+        cursor = page.nextCursor ?? undefined;
+      } while (cursor !== undefined && pages.length < 10);
+      expect(pages.flat()).toEqual([...ids].reverse());
+      return pages.map((p) => p.length);
+    };
+    expect(await exact('list-exact-1', 1, 1)).toEqual([1]);
+    expect(await exact('list-exact-6', 6, 3)).toEqual([3, 3]);
+    expect(await exact('list-exact-7', 7, 3)).toEqual([3, 3, 1]);
+    expect(await exact('list-exact-1000', 1000, 1000)).toEqual([1000]);
+    expect(await exact('list-exact-1001', 1001, 1000)).toEqual([1000, 1]);
+    // The page size stays 1 to 1000 for callers (the SQL is asked for one row more).
+    await expect(admin.listJobs({ limit: 1001 })).rejects.toMatchObject({ field: 'limit' });
   });
 
   it('pages stably under a states filter too', async () => {

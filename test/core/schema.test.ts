@@ -1,5 +1,6 @@
 import type { Pool } from 'pg';
 import {
+  Admin,
   getSchemaStatus,
   installSchema,
   Queue,
@@ -114,7 +115,8 @@ describe('schema', () => {
       expect(await schemaExists(fresh.pool)).toBe(false);
       expect(await getSchemaStatus(fresh.pool)).toEqual({ installed: null, expected: SCHEMA_VERSION, upToDate: false });
 
-      await installSchema(fresh.pool);
+      // It says that it created the schema.
+      await expect(installSchema(fresh.pool)).resolves.toEqual({ created: true, version: SCHEMA_VERSION });
 
       expect(await getSchemaStatus(fresh.pool)).toEqual({ installed: SCHEMA_VERSION, expected: SCHEMA_VERSION, upToDate: true });
       await expect(verifySchema(fresh.pool)).resolves.toBeUndefined();
@@ -137,8 +139,8 @@ describe('schema', () => {
     it('does nothing when called again for the same version', async () => {
       const id = await new Queue(db.pool).enqueue('schema.again', { keep: true });
       const before = await catalog(db.pool);
-      await installSchema(db.pool);
-      await installSchema(db.pool);
+      await expect(installSchema(db.pool)).resolves.toEqual({ created: false, version: SCHEMA_VERSION });
+      await expect(installSchema(db.pool)).resolves.toEqual({ created: false, version: SCHEMA_VERSION });
       expect(await catalog(db.pool)).toEqual(before);
       const kept = await db.pool.query('SELECT payload FROM workhorse.job WHERE id = $1', [id]);
       expect(kept.rows).toEqual([{ payload: { keep: true } }]);
@@ -148,6 +150,9 @@ describe('schema', () => {
       const fresh = await freshDatabase(false);
       const results = await Promise.allSettled(Array.from({ length: 5 }, () => installSchema(fresh.pool)));
       expect(results.filter((r) => r.status === 'rejected')).toEqual([]);
+      // Exactly one of them created it.
+      const created = results.map((r) => r.status === 'fulfilled' && r.value.created);
+      expect(created.filter(Boolean)).toHaveLength(1);
       const versions = await fresh.pool.query('SELECT version FROM workhorse.schema_version');
       expect(versions.rows).toEqual([{ version: SCHEMA_VERSION }]);
       await expect(verifySchema(fresh.pool)).resolves.toBeUndefined();
@@ -196,6 +201,43 @@ describe('schema', () => {
       expect(error).toBeInstanceOf(SchemaNotInstalledError);
       expect(error).toMatchObject({ expected: SCHEMA_VERSION });
       expect((error as Error).message).toMatch(/installSchema|schema install/);
+      expect(await schemaExists(empty.pool)).toBe(false);
+    });
+
+    it('Queue and Admin on a database without the schema throw SchemaNotInstalledError, which says what to run', async () => {
+      const empty = await freshDatabase(false);
+      const queue = new Queue(empty.pool);
+      const admin = new Admin(empty.pool);
+      const jobId = '01a22858-3d78-7624-95c6-4dc3ae0605a2';
+      const calls: [string, () => Promise<unknown>][] = [
+        ['Queue.enqueue', () => queue.enqueue('email.send', { to: 'ada@example.com' })],
+        ['Queue.enqueueMany', () => queue.enqueueMany([{ type: 'email.send', payload: {} }])],
+        ['Queue.getJob', () => queue.getJob(jobId)],
+        ['Admin.getJob', () => admin.getJob(jobId)],
+        ['Admin.getJobTimeline', () => admin.getJobTimeline(jobId)],
+        ['Admin.listJobs', () => admin.listJobs()],
+        ['Admin.cancel', () => admin.cancel(jobId)],
+        ['Admin.listQueues', () => admin.listQueues()],
+        ['Admin.listDeadLetters', () => admin.listDeadLetters()],
+      ];
+      for (const [name, call] of calls) {
+        const error = await call().then(
+          () => new Error(`${name} succeeded`),
+          (e: unknown) => e,
+        );
+        expect([name, error]).toEqual([name, expect.any(SchemaNotInstalledError)]);
+        expect(error).toMatchObject({ expected: SCHEMA_VERSION });
+        expect((error as Error).message).toContain('Run `npx workhorse schema install` or call installSchema(pool) once');
+      }
+      // Inside the caller's own transaction too (which the failed statement has aborted).
+      const client = await empty.pool.connect();
+      try {
+        await client.query('BEGIN');
+        await expect(queue.enqueue('email.send', {}, {}, client)).rejects.toBeInstanceOf(SchemaNotInstalledError);
+        await client.query('ROLLBACK');
+      } finally {
+        client.release();
+      }
       expect(await schemaExists(empty.pool)).toBe(false);
     });
 

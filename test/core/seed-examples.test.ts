@@ -15,11 +15,16 @@ import { transactionalEnqueue } from '../fixtures/seed-examples/transactional-en
 import { runWorker } from '../fixtures/seed-examples/worker-run';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
+import { itIf, type Requirement } from '../support/requirements';
 import { waitFor } from '../support/wait';
 
 const FIXTURES = resolve(__dirname, '../fixtures/seed-examples');
 // The product documents the examples come from; present in the development workspace only.
 const SEEDS = resolve(__dirname, '../../../shared/seeds');
+const SEEDS_PRESENT: Requirement = {
+  met: existsSync(SEEDS),
+  missing: `the product documents are not beside the repository (${SEEDS}); they exist in the development workspace only`,
+};
 const LIB_IMPORT = '"../../../lib/core"';
 
 interface SeedBlock {
@@ -92,7 +97,7 @@ describe('seed document examples', () => {
       expect(verbatim?.[1]).toBe(body);
     });
 
-    (existsSync(SEEDS) ? it : it.skip)('match the seed documents', () => {
+    itIf(SEEDS_PRESENT, 'match the seed documents', () => {
       for (const block of blocks) {
         const seed = readFileSync(join(SEEDS, block.source), 'utf8');
         expect(seed).toContain('```ts\n' + block.code + '```');

@@ -17,14 +17,14 @@ import { NestFactory } from '@nestjs/core';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { Admin, NonRetryableError, Queue, Worker } from '../../lib/core';
 import { AppModule } from '../../sample-app/app.module';
-import { chromiumMissing, launchChromium } from '../support/chromium';
+import { CHROMIUM, launchChromium } from '../support/chromium';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
+import { describeIf } from '../support/requirements';
 import { waitFor } from '../support/wait';
 
 const TOKEN = 'browser-test-operator-token';
 const SCREENSHOTS = process.env.WORKHORSE_DASHBOARD_SCREENSHOTS ? join(__dirname, '../../docs/dashboard') : null;
-const missing = chromiumMissing();
 
 const HOSTILE_PAYLOAD = {
   html: '<script>window.__pwned = "payload"</script>',
@@ -36,7 +36,7 @@ const HOSTILE_PAYLOAD = {
 };
 const HOSTILE_ERROR = '</pre><script>window.__pwned="error"</script><b onmouseover="window.__pwned=1">bold</b>';
 
-(missing ? describe.skip : describe)(`the dashboard in Chromium${missing ? ` (skipped: ${missing})` : ''}`, () => {
+describeIf(CHROMIUM, 'the dashboard in Chromium', () => {
   let db: TestDatabase;
   let app: INestApplication;
   let browser: Browser;

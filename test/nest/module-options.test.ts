@@ -3,11 +3,12 @@
  * useClass, useExisting), who closes which pool, `isGlobal`, `schema: 'install' | 'verify'`,
  * and the start-up validation of the options.
  */
-import { Inject, Injectable, Module } from '@nestjs/common';
+import { Inject, Injectable, Logger, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import {
   Pool,
   Queue,
+  SCHEMA_VERSION,
   WorkhorseConfigurationError,
   WorkhorseModule,
   type WorkhorseModuleOptions,
@@ -160,17 +161,31 @@ describe("schema: 'install' | 'verify'", () => {
   });
 
   it("'verify' starts on an installed schema, and 'install' installs a missing one", async () => {
-    const verified = await startModule({ imports: [WorkhorseModule.forRoot({ connectionString: db.url, schema: 'verify' })] });
-    await verified.close();
-
-    const empty = await createTestDatabase({ installSchema: false });
+    const logs = jest.spyOn(Logger.prototype, 'log');
+    const installLines = () => logs.mock.calls.map(([message]) => String(message)).filter((line) => line.includes('workhorse schema'));
     try {
-      const installed = await startModule({ imports: [WorkhorseModule.forRoot({ connectionString: empty.url })] });
-      const jobId = await installed.get(Queue).enqueue('ping', {});
-      expect(await stateOf(empty.pool, jobId)).toBe('ready');
-      await installed.close();
+      const verified = await startModule({ imports: [WorkhorseModule.forRoot({ connectionString: db.url, schema: 'verify' })] });
+      await verified.close();
+      const present = await startModule({ imports: [WorkhorseModule.forRoot({ connectionString: db.url })] });
+      await present.close();
+      // Nothing was installed, so nothing says so.
+      expect(installLines()).toEqual([]);
+
+      const empty = await createTestDatabase({ installSchema: false });
+      try {
+        const installed = await startModule({ imports: [WorkhorseModule.forRoot({ connectionString: empty.url })] });
+        const jobId = await installed.get(Queue).enqueue('ping', {});
+        expect(await stateOf(empty.pool, jobId)).toBe('ready');
+        await installed.close();
+        // The one start that installed the schema says so, once.
+        expect(installLines()).toEqual([
+          `Installed the workhorse schema (version ${SCHEMA_VERSION}) in this database: its tables and SQL functions live in the "workhorse" schema.`,
+        ]);
+      } finally {
+        await empty.drop();
+      }
     } finally {
-      await empty.drop();
+      logs.mockRestore();
     }
   });
 });

@@ -9,7 +9,8 @@
  * caller's transaction), claim, heartbeat, complete, retry, checkpoints, cancel, maintenance
  * ticks, schema installation and admin reads; and a worker whose LISTEN bypasses the pooler.
  *
- * Skips (saying so) only when the `pgbouncer` executable is not installed; `.ci/run` installs it.
+ * Skips (saying so) only when the `pgbouncer` executable is not installed; `.ci/run` installs it,
+ * and under CI=true a missing one fails the suite instead.
  */
 import { Client, Pool } from 'pg';
 import {
@@ -27,20 +28,18 @@ import { adminUrl, createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
 import { findPgBouncer, startPgBouncer, type PgBouncer } from '../support/pgbouncer';
 import { claim, forceExpire } from '../support/protocol';
+import { describeIf, type Requirement } from '../support/requirements';
 import { waitFor } from '../support/wait';
 
 const POOL_SIZE = 3;
-const installed = findPgBouncer() !== null;
-if (!installed) {
-  console.warn(
-    'test/reliability/pgbouncer.test.ts: SKIPPED, the `pgbouncer` executable is not installed ' +
-      '(apt-get install pgbouncer; .ci/run does this).',
-  );
-}
-const describeWithPgBouncer = installed ? describe : describe.skip;
+const PGBOUNCER: Requirement = {
+  met: findPgBouncer() !== null,
+  missing: 'the `pgbouncer` executable is not installed (apt-get install pgbouncer; .ci/run does this)',
+  // CI must prove the PgBouncer path: there a missing pgbouncer fails the run instead of skipping.
+  requiredInCi: true,
+};
 
-
-describeWithPgBouncer('behind PgBouncer in transaction pooling mode', () => {
+describeIf(PGBOUNCER, 'behind PgBouncer in transaction pooling mode', () => {
   let db: TestDatabase;
   let bouncer: PgBouncer;
   /** Through PgBouncer: what the library under test uses. */
