@@ -462,6 +462,11 @@ DECLARE
   v_fence bigint;
   v_attempt_id bigint;
   v_event_id bigint;
+  -- Flow control (042_flow_control.sql): the served queues that have a policy, how many jobs this
+  -- claim may take from each, and how many it takes from the queue at hand.
+  v_limited text[];
+  v_allowed integer[];
+  v_take integer;
 BEGIN
   IF p_limit IS NULL OR p_limit < 0 OR p_limit > 1000 THEN
     PERFORM workhorse.raise_invalid('limit', 'must be an integer from 0 to 1000');
@@ -590,10 +595,26 @@ BEGIN
     END IF;
   END LOOP;
   v_queues := CASE WHEN cardinality(p_queues) = 1 THEN p_queues ELSE ARRAY(SELECT DISTINCT q FROM unnest(p_queues) AS q) END;
-  v_now := clock_timestamp();
+  -- A queue with a flow-control policy gives at most its allowance; a queue without one costs
+  -- this one probe. The claim's time is read after the policies are locked (see 042).
+  v_limited := ARRAY(SELECT p.queue FROM workhorse.queue_policy p WHERE p.queue = ANY (v_queues));
+  IF cardinality(v_limited) = 0 THEN
+    v_limited := NULL;
+    v_now := clock_timestamp();
+  ELSE
+    -- (No row comes back for a policy removed meanwhile: its queue is claimed as unlimited.)
+    SELECT array_agg(a.queue), array_agg(a.allowance), max(a.at) INTO v_limited, v_allowed, v_now
+    FROM workhorse.claim_allowances(v_limited, p_limit) AS a;
+    v_now := coalesce(v_now, clock_timestamp());
+  END IF;
   v_ids := '{}';
   v_before := '{}';
   FOREACH v_queue IN ARRAY v_queues LOOP
+    v_take := p_limit;
+    IF v_limited IS NOT NULL THEN
+      v_take := coalesce(v_allowed[array_position(v_limited, v_queue)], p_limit);
+      CONTINUE WHEN v_take = 0;
+    END IF;
     SELECT coalesce(array_agg(x.job_id), '{}'), coalesce(array_agg(x.job_id) FILTER (WHERE x.fence_token IS NOT NULL), '{}')
       INTO v_picked, v_picked_before
     FROM (
@@ -605,7 +626,7 @@ BEGIN
         -- A paused queue gives nothing (one primary-key probe, evaluated once).
         AND NOT EXISTS (SELECT 1 FROM workhorse.queue_control qc WHERE qc.queue = v_queue AND qc.paused)
       ORDER BY r.priority DESC, r.seq
-      LIMIT p_limit
+      LIMIT v_take
       FOR UPDATE SKIP LOCKED) AS x;
     v_ids := v_ids || v_picked;
     v_before := v_before || v_picked_before;
@@ -616,6 +637,9 @@ BEGIN
   END IF;
   IF cardinality(v_ids) = 0 THEN
     RETURN;
+  END IF;
+  IF v_limited IS NOT NULL THEN
+    PERFORM workhorse.record_rate_claims(v_limited, v_ids, v_now);
   END IF;
 
   v_fence := nextval('workhorse.fence_seq');

@@ -54,11 +54,13 @@ BEGIN
 END
 $$;
 
--- Every queue that has live jobs or a control row: pause state and live counts per state.
+-- Every queue that has live jobs, a control row or a flow-control policy: pause state, live counts
+-- per state and the policy's limits (null when not set).
 CREATE FUNCTION workhorse.list_queues_v1()
 RETURNS TABLE (
   queue text, paused boolean, changed_at timestamptz, changed_by text, reason text,
-  ready bigint, scheduled bigint, active bigint, blocked bigint)
+  ready bigint, scheduled bigint, active bigint, blocked bigint,
+  concurrency integer, rate_limit integer, rate_interval_ms integer)
 LANGUAGE plpgsql STABLE AS $$
 #variable_conflict use_column
 BEGIN
@@ -72,10 +74,12 @@ BEGIN
     FROM workhorse.job_runtime r
     GROUP BY r.queue
   )
-  SELECT coalesce(c.queue, k.queue), coalesce(c.paused, false), c.changed_at, c.changed_by, c.reason,
-         coalesce(k.ready, 0), coalesce(k.scheduled, 0), coalesce(k.active, 0), coalesce(k.blocked, 0)
+  SELECT coalesce(c.queue, k.queue, p.queue), coalesce(c.paused, false), c.changed_at, c.changed_by, c.reason,
+         coalesce(k.ready, 0), coalesce(k.scheduled, 0), coalesce(k.active, 0), coalesce(k.blocked, 0),
+         p.concurrency, p.rate_limit, p.rate_interval_ms
   FROM workhorse.queue_control c
   FULL JOIN counts k ON k.queue = c.queue
+  FULL JOIN workhorse.queue_policy p ON p.queue = coalesce(c.queue, k.queue)
   ORDER BY 1;
 END
 $$;

@@ -51,6 +51,7 @@ INSERT INTO workhorse.protocol_function (name, capabilities) VALUES
   ('list_queues_v1',          '{operator}'),
   ('pause_queue_v1',          '{operator}'),
   ('resume_queue_v1',         '{operator}'),
+  ('set_queue_policy_v1',     '{operator}'),
   ('list_dead_letters_v1',    '{operator}'),
   ('redrive_v1',              '{operator}'),
   ('redrive_many_v1',         '{operator}'),

@@ -104,7 +104,7 @@ export const messages = {
     `Dry run: would redrive ${count === 1 ? '1 dead letter' : `${count} dead letters`}; nothing was written.`,
 
   // ---- queues -----------------------------------------------------------------------------------
-  noQueues: () => 'No queues: no live jobs and no pause records.',
+  noQueues: () => 'No queues: no live jobs, no pause records and no limits.',
   queueCount: (count: number) => (count === 1 ? '1 queue.' : `${count} queues.`),
   queuePaused: (queue: string) =>
     `Paused queue ${queue}: workers stop claiming its jobs; running jobs finish and enqueue goes on.`,
@@ -112,6 +112,10 @@ export const messages = {
     `Queue ${queue} is already paused (since ${since}${by ? ` by ${by}` : ''}); nothing changed.`,
   queueResumed: (queue: string) => `Resumed queue ${queue}: workers claim its jobs again.`,
   queueNotPaused: (queue: string) => `Queue ${queue} was not paused; workers claim its jobs as before.`,
+  queueLimited: (queue: string, limits: string) => `Limited queue ${queue}: ${limits}, across all workers.`,
+  queueUnlimited: (queue: string) => `Queue ${queue} has no limits: workers claim its jobs as fast as they have free slots.`,
+  limitNeedsALimit: () => 'give --concurrency N, --rate N --per D, or both (`workhorse queues unlimit Q` removes the limits).',
+  rateNeedsPer: () => '--rate N and --per D go together.',
 
   // ---- human waits ------------------------------------------------------------------------------
   noWaits: () => 'No open human waits match.',

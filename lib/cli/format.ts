@@ -2,6 +2,7 @@
  * Text views for people: aligned tables and key-value blocks of jobs and timelines. Scripts
  * should use `--json` instead; these layouts may change between releases.
  */
+import { describeLimits } from '../core/queue-info';
 import type { ErrorEnvelope, JobSnapshot, QueueInfo, RedriveResult, TimelineEntry } from '../core/types';
 import type { HumanWait } from '../core/waits';
 import { oneLine, printable } from './output';
@@ -156,9 +157,14 @@ export function formatRedriveTable(results: readonly RedriveResult[]): string {
 }
 
 /** Queues with their pause state and live counts; the reason comes last, as free text. */
+/** A queue's limits in words (`at most 5 active, 50 per 1000 ms`), or `-` for none. */
+export function formatLimits(queue: Pick<QueueInfo, 'concurrency' | 'rateLimit'>): string {
+  return describeLimits(queue) ?? NONE;
+}
+
 export function formatQueueTable(queues: readonly QueueInfo[]): string {
   return formatTable(
-    ['QUEUE', 'PAUSED', 'READY', 'SCHEDULED', 'ACTIVE', 'BLOCKED', 'CHANGED AT', 'CHANGED BY', 'REASON'],
+    ['QUEUE', 'PAUSED', 'READY', 'SCHEDULED', 'ACTIVE', 'BLOCKED', 'LIMITS', 'CHANGED AT', 'CHANGED BY', 'REASON'],
     queues.map((queue) => [
       queue.queue,
       queue.paused ? 'yes' : 'no',
@@ -166,6 +172,7 @@ export function formatQueueTable(queues: readonly QueueInfo[]): string {
       String(queue.scheduled),
       String(queue.active),
       String(queue.blocked),
+      formatLimits(queue),
       formatDate(queue.changedAt),
       queue.changedBy ?? NONE,
       queue.reason === null ? NONE : oneLine(queue.reason),

@@ -1,6 +1,7 @@
 /**
- * `workhorse queues list|pause|resume`: which queues exist, whether workers claim from them, and
- * switching that, through `Admin.listQueues`, `pauseQueue` and `resumeQueue`.
+ * `workhorse queues list|pause|resume|limit|unlimit`: which queues exist, whether workers claim
+ * from them, and switching that, through `Admin.listQueues`, `pauseQueue` and `resumeQueue`; the
+ * limits are in queue-limits.commands.ts.
  */
 import { Admin } from '../core/admin';
 import type { QueueInfo } from '../core/types';
@@ -9,6 +10,7 @@ import { messages } from './cli.messages';
 import type { CommandContext, CommandGroup } from './command';
 import { ACTOR, actorOptions, explainingSchema, REASON } from './command-helpers';
 import { formatDate, formatQueueTable } from './format';
+import { limitCommand, unlimitCommand } from './queue-limits.commands';
 
 const QUEUE = { name: 'Q', description: 'The queue name.' };
 
@@ -59,14 +61,15 @@ async function resume({ args, pool, output }: CommandContext): Promise<ExitCode>
 
 export const queuesCommands: CommandGroup = {
   name: 'queues',
-  summary: 'List queues with their live jobs, and pause or resume claiming from them.',
+  summary: 'List queues with their live jobs, pause or resume claiming from them, and limit them.',
   subcommands: [
     {
       name: 'list',
-      summary: 'List queues: paused or not, by whom and why, and their live job counts.',
+      summary: 'List queues: paused or not, by whom and why, their live job counts and limits.',
       description:
-        'Lists every queue that has live jobs or was ever paused or resumed: whether it is paused, when,\n' +
-        'by whom and why that last changed, and how many of its jobs are ready, scheduled, active and blocked.',
+        'Lists every queue that has live jobs, a limit, or was ever paused or resumed: whether it is paused,\n' +
+        'when, by whom and why that last changed, how many of its jobs are ready, scheduled, active and\n' +
+        'blocked, and its concurrency and rate limits.',
       examples: ['workhorse queues list', 'workhorse queues list --json | jq -r ".[] | select(.paused) | .queue"'],
       run: list,
     },
@@ -91,5 +94,7 @@ export const queuesCommands: CommandGroup = {
       examples: ['workhorse queues resume billing --reason "provider recovered"'],
       run: resume,
     },
+    limitCommand,
+    unlimitCommand,
   ],
 };

@@ -15,6 +15,7 @@ import {
   type QueueActivity,
   type QueueActivityOptions,
   type QueueInfo,
+  type QueuePolicy,
   type RedriveManyOptions,
   type RedriveOptions,
   type RedriveResult,
@@ -28,6 +29,8 @@ import {
   type TimelineOptions,
 } from './types';
 import { isJobDefinition, type JobDefinition } from './job-definition';
+import { idleQueueInfo, toQueueInfo, type QueueRow } from './queue-info';
+import { checkQueuePolicy } from './queue-policy';
 import { checkDate, checkInteger, checkJobId, checkName, checkOptions, checkText } from './validation';
 import { listHumanWaits, type HumanWait, type ListHumanWaitsFilter } from './waits';
 
@@ -52,30 +55,6 @@ function actorOf(options: ActorOptions): [string | null, string | null] {
 
 const ACTOR_KEYS = ['actor', 'reason'] as const;
 const DEAD_LETTER_KEYS = ['queue', 'type', 'errorName', 'finishedAfter', 'finishedBefore'] as const;
-
-interface QueueRow {
-  queue: string;
-  paused: boolean;
-  changed_at: Date | null;
-  changed_by: string | null;
-  reason: string | null;
-  ready: string;
-  scheduled: string;
-  active: string;
-  blocked: string;
-}
-
-const toQueueInfo = (row: QueueRow): QueueInfo => ({
-  queue: row.queue,
-  paused: row.paused,
-  changedAt: row.changed_at,
-  changedBy: row.changed_by,
-  reason: row.reason,
-  ready: Number(row.ready),
-  scheduled: Number(row.scheduled),
-  active: Number(row.active),
-  blocked: Number(row.blocked),
-});
 
 /**
  * Operator reads and actions. Every method takes an optional client as its last argument, so
@@ -326,7 +305,21 @@ export class Admin {
     return this.setPaused('resume_queue_v1', queue, options, client);
   }
 
-  /** Every queue with live jobs or a pause record: whether it is paused, by whom, and its live counts. */
+  /**
+   * Sets a queue's flow control, replacing its previous policy: at most `concurrency` of its jobs
+   * active at once and at most `rateLimit.limit` claims in any window of `rateLimit.intervalMs`,
+   * across all workers. A limit left out or null is not applied; `null` (or `{}`) removes the
+   * policy. Takes effect at the next claim.
+   */
+  async setQueuePolicy(queue: string, policy: QueuePolicy | null, options?: ActorOptions, client?: Queryable): Promise<QueueInfo> {
+    checkName(queue, 'queue');
+    const wire = checkQueuePolicy(policy);
+    const [actor, reason] = actorOf(checkOptions(options, 'options', ACTOR_KEYS, 'an option of a queue action'));
+    await this.run(client, 'SELECT workhorse.set_queue_policy_v1($1, $2::jsonb, $3, $4)', [queue, JSON.stringify(wire), actor, reason]);
+    return this.queueInfo(queue, client);
+  }
+
+  /** Every queue with live jobs, a pause record or a policy: whether it is paused, by whom, its live counts and limits. */
   async listQueues(client?: Queryable): Promise<QueueInfo[]> {
     const rows = await this.run<QueueRow>(client, 'SELECT * FROM workhorse.list_queues_v1()', []);
     return rows.map(toQueueInfo);
@@ -336,8 +329,13 @@ export class Admin {
     checkName(queue, 'queue');
     const [actor, reason] = actorOf(checkOptions(options, 'options', ACTOR_KEYS, 'an option of a queue action'));
     await this.run(client, `SELECT workhorse.${fn}($1, $2, $3)`, [queue, actor, reason]);
+    return this.queueInfo(queue, client);
+  }
+
+  private async queueInfo(queue: string, client?: Queryable): Promise<QueueInfo> {
     const rows = await this.run<QueueRow>(client, 'SELECT * FROM workhorse.list_queues_v1() WHERE queue = $1', [queue]);
-    return toQueueInfo(rows[0]);
+    // (A queue with no jobs, no pause record and no policy left has no row.)
+    return rows[0] === undefined ? idleQueueInfo(queue) : toQueueInfo(rows[0]);
   }
 
   // The filter's keys were checked by the caller (checkOptions); these are its values.

@@ -236,6 +236,27 @@ export interface QueueInfo {
   scheduled: number;
   active: number;
   blocked: number;
+  /** The queue's flow-control limits ({@link QueuePolicy}); null where none is set. */
+  concurrency: number | null;
+  rateLimit: RateLimit | null;
+}
+
+/** At most `limit` claims of a queue's jobs in any window of `intervalMs` milliseconds. */
+export interface RateLimit {
+  /** 1 to 100000. */
+  limit: number;
+  /** 1 to 86400000 (one day). */
+  intervalMs: number;
+}
+
+/**
+ * A queue's flow control, enforced by the claim across all workers (`Admin.setQueuePolicy`,
+ * `WorkhorseModule.forRoot({ queues })`). A limit left out or null is not applied.
+ */
+export interface QueuePolicy {
+  /** At most this many of the queue's jobs active at once (1 to 100000). */
+  concurrency?: number | null;
+  rateLimit?: RateLimit | null;
 }
 
 /** A checkpoint a job saved: its name, stored value and who saved it when. */

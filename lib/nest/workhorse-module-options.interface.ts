@@ -1,5 +1,5 @@
 import type { TransactionSource } from '../core/transaction-scope';
-import type { RetryPolicy } from '../core/types';
+import type { QueuePolicy, RetryPolicy } from '../core/types';
 import type { Pool, PoolConfig } from 'pg';
 import type { WorkerOptions } from '../core/worker';
 
@@ -57,6 +57,14 @@ export interface WorkhorseModuleOptions {
    * be the module's. Default: none.
    */
   transaction?: TransactionSource;
+  /**
+   * Flow control per queue, by queue name: `{ billing: { concurrency: 5 }, emails: { rateLimit:
+   * { limit: 50, intervalMs: 1000 } } }`. Applied at start-up, before anything that injects the
+   * module runs, with `Admin.setQueuePolicy`: each named queue gets exactly this policy (a limit
+   * left out is removed); queues not named keep theirs. Needs the operator capability. See
+   * docs/workers.md, "Flow control".
+   */
+  queues?: Record<string, QueuePolicy>;
 }
 
 /**

@@ -1,10 +1,12 @@
 import { WorkhorseValidationError } from '../core/errors';
+import { checkQueuePolicy } from '../core/queue-policy';
+import { checkName } from '../core/validation';
 import { checkWorkerOptions } from '../core/worker';
 import { WorkhorseConfigurationError } from './workhorse-configuration.error';
 import type { WorkhorseModuleOptions } from './workhorse-module-options.interface';
 import { messages } from './workhorse.messages';
 
-const OPTION_KEYS = ['connectionString', 'pool', 'poolConfig', 'schema', 'worker', 'requestTransactions', 'transaction'] as const;
+const OPTION_KEYS = ['connectionString', 'pool', 'poolConfig', 'schema', 'worker', 'requestTransactions', 'transaction', 'queues'] as const;
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -54,7 +56,24 @@ export function validateModuleOptions(options: unknown): WorkhorseModuleOptions 
   if (transaction !== undefined && typeof (transaction as { current?: unknown } | null)?.current !== 'function') {
     fail(messages.badTransactionSource(transaction));
   }
+  checkQueues(options.queues);
   return options as WorkhorseModuleOptions;
+}
+
+// Each queue's policy is checked by the rules Admin.setQueuePolicy applies, named by its path.
+function checkQueues(queues: unknown): void {
+  if (queues === undefined) return;
+  if (!isPlainObject(queues)) throw new WorkhorseConfigurationError(messages.badQueues(queues));
+  for (const [name, policy] of Object.entries(queues)) {
+    try {
+      checkName(name, 'queue');
+      if (!isPlainObject(policy)) throw new WorkhorseValidationError('policy', 'must be an object { concurrency?, rateLimit? }');
+      checkQueuePolicy(policy);
+    } catch (error) {
+      if (error instanceof WorkhorseValidationError) throw new WorkhorseConfigurationError(messages.badQueuePolicy(name, error.field, error.message));
+      throw error;
+    }
+  }
 }
 
 function checkWorker(worker: unknown): void {

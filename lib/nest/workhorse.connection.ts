@@ -1,8 +1,10 @@
 import { Logger } from '@nestjs/common';
 import { Pool } from 'pg';
 import { applyConnectTimeout, DEFAULT_CONNECT_TIMEOUT_MS } from '../core/connect-timeout';
+import { Admin } from '../core/admin';
 import { ConnectTimeoutError, SchemaNotInstalledError, SchemaVersionMismatchError } from '../core/errors';
 import { installSchema, verifySchema } from '../core/schema';
+import type { QueuePolicy } from '../core/types';
 import { WorkhorseConfigurationError } from './workhorse-configuration.error';
 import type { WorkhorseModuleOptions } from './workhorse-module-options.interface';
 import { validateModuleOptions } from './workhorse-options.validator';
@@ -24,7 +26,8 @@ export class WorkhorseConnection {
   ) {}
 
   /**
-   * Validates the options, creates the pool if needed and installs or verifies the schema. On
+   * Validates the options, creates the pool if needed, installs or verifies the schema and sets
+   * the policies of the `queues` option. On
    * any failure a pool it created is closed again before the error is thrown, so a refused
    * start-up leaves nothing open.
    */
@@ -44,6 +47,7 @@ export class WorkhorseConnection {
     const connection = new WorkhorseConnection(pool, owned);
     try {
       await prepareSchema(pool, options.schema ?? 'install', WorkhorseConnection.logger);
+      await applyQueuePolicies(pool, options.queues ?? {});
     } catch (error) {
       await connection.close();
       throw error;
@@ -76,5 +80,23 @@ async function prepareSchema(pool: Pool, mode: 'install' | 'verify', logger: Log
     }
     const detail = error instanceof Error ? error.message : String(error);
     throw new WorkhorseConfigurationError(messages.schemaUnreachable(mode, detail));
+  }
+}
+
+/** The `queues` option, in one transaction: each named queue gets exactly its policy. */
+async function applyQueuePolicies(pool: Pool, queues: Record<string, QueuePolicy>): Promise<void> {
+  const entries = Object.entries(queues);
+  if (entries.length === 0) return;
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    const admin = new Admin(pool);
+    for (const [queue, policy] of entries) await admin.setQueuePolicy(queue, policy, { actor: 'WorkhorseModule.forRoot' }, client);
+    await client.query('COMMIT');
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw new WorkhorseConfigurationError(messages.queuePoliciesFailed(error instanceof Error ? error.message : String(error)));
+  } finally {
+    client.release();
   }
 }

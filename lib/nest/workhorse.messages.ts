@@ -53,6 +53,14 @@ export const messages = {
     `${MODULE}: worker must be an object of worker settings (even {}) to run a worker in this process, ` +
     `or false / absent for a process that only enqueues, got ${describe(value)}.`,
   badWorkerOption: (detail: string) => `${MODULE}: worker.${detail}`,
+  badQueues: (value: unknown) =>
+    `${MODULE}: queues must be an object of policies by queue name, such as { billing: { concurrency: 5 } }, got ${describe(value)}.`,
+  badQueuePolicy: (queue: string, field: string, message: string) => {
+    const detail = message.slice(field.length + 2);
+    if (field === 'queue') return `${MODULE}: queues: ${JSON.stringify(queue)} is not a queue name (${detail}).`;
+    return field === 'policy' ? `${MODULE}: queues.${queue}: ${detail}` : `${MODULE}: queues.${queue}.${field}: ${detail}`;
+  },
+  queuePoliciesFailed: (detail: string) => `${MODULE} could not set the queue policies of the queues option: ${detail}`,
   badRequestTransactions: (value: unknown) =>
     `${MODULE}: requestTransactions must be true or false, got ${describe(value)}.`,
   badTransactionSource: (value: unknown) =>

@@ -13,7 +13,8 @@
  * Options:
  *   --quick              small sizes, one concurrency, one repetition
  *   --reps N             repetitions of every case (default 3, quick 1)
- *   --only a,b           groups to run: pgbench, enqueue, latency, drain, history, rss, diagnose
+ *   --only a,b           groups to run: pgbench, enqueue, latency, drain, history, rss, diagnose,
+ *                        limited (our worker draining a queue with a flow-control policy)
  *   --out DIR            where to write the results (default docs/benchmarks)
  *   --drain-jobs N       jobs per drain at concurrency 10 and 50, and of the history drain
  *                        (default: sized by the calibration drain, at most 20000)
@@ -41,7 +42,7 @@ const { percentile, summary, rotate } = require('./lib/stats');
 const { diagnose, enableStatements, resetStatements, readStatements } = require('./lib/diagnose');
 const { writeReports } = require('./lib/report');
 
-const GROUPS = ['pgbench', 'enqueue', 'latency', 'drain', 'history', 'rss', 'diagnose'];
+const GROUPS = ['pgbench', 'enqueue', 'latency', 'drain', 'history', 'rss', 'diagnose', 'limited'];
 
 function parseArgs(argv) {
   const args = { quick: false, only: null, reps: null, out: null, overrides: {} };
@@ -387,7 +388,7 @@ async function groupLatency(cfg, results) {
  * One drain: preload `jobs` no-op jobs (into a fresh database unless `database` is given),
  * VACUUM ANALYZE and CHECKPOINT, then one worker child runs them all.
  */
-async function runDrain({ systemId, concurrency, jobs, rep, capMs, database, keepSamples, sampleMs, execArgv, traceQueries, captureNotices, beforeGo, onRunning }) {
+async function runDrain({ systemId, concurrency, jobs, rep, capMs, database, keepSamples, sampleMs, execArgv, traceQueries, captureNotices, beforeGo, onRunning, options }) {
   const sys = system(systemId);
   const db = database ?? (await freshDatabase(systemId, 'drain'));
   try {
@@ -404,7 +405,7 @@ async function runDrain({ systemId, concurrency, jobs, rep, capMs, database, kee
         url: db.url,
         concurrency,
         jobs,
-        options: SYSTEMS[systemId].options,
+        options: { ...SYSTEMS[systemId].options, ...options },
         capMs,
         keepSamples,
         sampleMs,
@@ -618,6 +619,49 @@ async function groupDiagnose(cfg, results) {
   });
 }
 
+/**
+ * Our worker draining one queue under each flow-control policy of the config (none, a policy
+ * that never binds, a binding concurrency, a binding rate), in rotated order: what the claim's
+ * policy path costs, and that a binding limit holds (the busiest window of the rate case, from
+ * the claim events).
+ */
+async function groupLimited(cfg, results) {
+  const l = cfg.limited;
+  const runs = [];
+  for (let rep = 0; rep < cfg.reps; rep++) {
+    for (const [order, policyCase] of rotate(l.cases, rep).entries()) {
+      const db = await freshDatabase('workhorse', 'limited');
+      try {
+        const setPolicy = () =>
+          policyCase.policy &&
+          server.withClient((c) => c.query("SELECT workhorse.set_queue_policy_v1('default', $1::jsonb)", [JSON.stringify(policyCase.policy)]), db.name);
+        const r = await runDrain({
+          systemId: 'workhorse', concurrency: l.concurrency, jobs: l.jobs, rep, capMs: l.capMs, database: db, beforeGo: setPolicy, options: l.options,
+        });
+        const windowMs = policyCase.policy?.rateLimit?.intervalMs ?? 1000;
+        r.busiestWindow = await server.withClient(async (c) => {
+          const { rows } = await c.query(
+            `SELECT coalesce(max(n), 0)::int AS n FROM (
+               SELECT count(*) OVER (ORDER BY at RANGE BETWEEN CURRENT ROW AND $1::interval FOLLOWING) AS n
+               FROM workhorse.job_event WHERE kind = 'claimed') AS w`,
+            [`${windowMs * 1000 - 1} microseconds`],
+          );
+          return { windowMs, claims: rows[0].n };
+        }, db.name);
+        Object.assign(r, { case: policyCase.name, policy: policyCase.policy ?? null, order });
+        runs.push(r);
+        log(`limited ${policyCase.name}: ${r.rate.toFixed(0)} jobs/s, server ${r.serverCpuMsPerJob?.toFixed(3)} ms/job, busiest ${windowMs} ms window ${r.busiestWindow.claims} claims`);
+      } catch (error) {
+        runs.push({ case: policyCase.name, rep, error: error.message });
+        log(`limited ${policyCase.name}: FAILED ${error.message.split('\n')[0]}`);
+      } finally {
+        await db.drop();
+      }
+    }
+  }
+  results.limited = { config: l, runs };
+}
+
 // ---- main --------------------------------------------------------------------------------------
 
 async function main() {
@@ -693,7 +737,9 @@ async function main() {
   }
   if (args.overrides.rssJobs && cfg.rss) cfg.rss.jobs = args.overrides.rssJobs;
 
-  const runners = { pgbench: groupPgbench, enqueue: groupEnqueue, latency: groupLatency, drain: groupDrain, history: groupHistory, rss: groupRss, diagnose: groupDiagnose };
+  const runners = {
+    pgbench: groupPgbench, enqueue: groupEnqueue, latency: groupLatency, drain: groupDrain, history: groupHistory, rss: groupRss, diagnose: groupDiagnose, limited: groupLimited,
+  };
   for (const group of groups) {
     if (interrupted) return;
     const g0 = performance.now();

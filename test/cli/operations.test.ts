@@ -1,5 +1,5 @@
 /**
- * `workhorse jobs dead-letters`, `jobs redrive` and `queues list|pause|resume` against a real
+ * `workhorse jobs dead-letters`, `jobs redrive` and `queues list|pause|resume|limit|unlimit` against a real
  * database: exit codes, `--json` documents checked against the Admin API, the key facts of the
  * text output, dry runs that write nothing, and one-line errors.
  */
@@ -21,6 +21,8 @@ describe('help and usage of the operations commands', () => {
     [['queues', 'list', '--help'], 'Usage: workhorse queues list [options]', [/paused/]],
     [['queues', 'pause', '--help'], 'Usage: workhorse queues pause Q [options]', [/--actor A/, /--reason TEXT/]],
     [['queues', 'resume', '--help'], 'Usage: workhorse queues resume Q [options]', [/--actor A/, /--reason TEXT/]],
+    [['queues', 'limit', '--help'], 'Usage: workhorse queues limit Q [options]', [/--concurrency N/, /--rate N/, /--per D/, /--actor A/, /--reason TEXT/]],
+    [['queues', 'unlimit', '--help'], 'Usage: workhorse queues unlimit Q [options]', [/--actor A/, /--reason TEXT/]],
   ];
 
   it.each(helps)('workhorse %j prints its help and exits 0, without a database', async (args, usage, facts) => {
@@ -46,7 +48,10 @@ describe('help and usage of the operations commands', () => {
     [['jobs', 'dead-letters', '--finished-after', 'yesterday'],
       '--finished-after: "yesterday" is not an ISO 8601 time such as 2026-11-29T09:00:00Z or 2026-11-29 (a time needs Z or an offset). Run `workhorse jobs dead-letters --help` for usage.'],
     [['jobs', 'dead-letters', '--dry-run'], 'unknown option --dry-run for `workhorse jobs dead-letters`. Run `workhorse jobs dead-letters --help` for usage.'],
-    [['queues'], '`workhorse queues` needs a command: list, pause, resume. Run `workhorse queues --help` for usage.'],
+    [['queues'], '`workhorse queues` needs a command: list, pause, resume, limit, unlimit. Run `workhorse queues --help` for usage.'],
+    [['queues', 'limit', 'q'], 'give --concurrency N, --rate N --per D, or both (`workhorse queues unlimit Q` removes the limits). Run `workhorse queues limit --help` for usage.'],
+    [['queues', 'limit', 'q', '--rate', '5'], '--rate N and --per D go together. Run `workhorse queues limit --help` for usage.'],
+    [['queues', 'limit', 'q', '--concurrency', '2', '--per', '1s'], '--rate N and --per D go together. Run `workhorse queues limit --help` for usage.'],
     [['queues', 'pause'], 'missing argument Q. Run `workhorse queues pause --help` for usage.'],
     [['queues', 'list', 'extra'], 'unexpected argument "extra". Run `workhorse queues list --help` for usage.'],
   ];
@@ -325,9 +330,9 @@ describe('operations against a database', () => {
       const run = await cli(['queues', 'list'], env);
       expect(run).toMatchObject({ code: 0, stderr: '' });
       const lines = run.stdout.trimEnd().split('\n');
-      expect(lines[0]).toMatch(/^QUEUE +PAUSED +READY +SCHEDULED +ACTIVE +BLOCKED +CHANGED AT +CHANGED BY +REASON$/);
+      expect(lines[0]).toMatch(/^QUEUE +PAUSED +READY +SCHEDULED +ACTIVE +BLOCKED +LIMITS +CHANGED AT +CHANGED BY +REASON$/);
       const row = lines.find((line) => line.startsWith(`${q} `));
-      expect(row?.split(/ {2,}/)).toEqual([q, 'no', '1', '1', '1', '0', '-', '-', '-']);
+      expect(row?.split(/ {2,}/)).toEqual([q, 'no', '1', '1', '1', '0', '-', '-', '-', '-']);
       expect(lines[lines.length - 1]).toBe(`${(await admin.listQueues()).length} queues.`);
     });
 
@@ -346,7 +351,7 @@ describe('operations against a database', () => {
 
       const list = await cli(['queues', 'list'], env);
       const row = list.stdout.split('\n').find((line) => line.startsWith(`${q} `));
-      expect(row?.split(/ {2,}/)).toEqual([q, 'yes', '1', '0', '0', '0', paused!.changedAt!.toISOString(), ME, 'provider outage']);
+      expect(row?.split(/ {2,}/)).toEqual([q, 'yes', '1', '0', '0', '0', '-', paused!.changedAt!.toISOString(), ME, 'provider outage']);
 
       // A second pause keeps the first one's actor and reason.
       const repeat = documentOf<QueueInfo & { changed: boolean }>(await cli(['queues', 'pause', q, '--actor', 'other', '--json'], env));
@@ -375,6 +380,51 @@ describe('operations against a database', () => {
         [['queues', 'resume', 'bad queue'], 'queue: must be 1 to 128 characters: a letter or digit, then letters, digits or . _ : / -'],
         [['queues', 'pause', q, '--reason', 'r'.repeat(1001)], 'reason: must be a string of at most 1000 characters'],
         [['queues', 'pause', q, '--actor', 'a'.repeat(201)], 'actor: must be a string of at most 200 characters'],
+      ];
+      for (const [args, message] of cases) {
+        expect(errorOf(await cli(args, env), 2)).toBe(`workhorse: ${message}`);
+      }
+      expect(await infoOf(q)).toBeUndefined();
+    });
+
+    it('limit sets a queue\'s concurrency and rate, shows them in queues list, and unlimit removes them', async () => {
+      const q = newQueue('qlimit');
+      for (let i = 0; i < 4; i++) await queue.enqueue('a', {}, { queue: q });
+
+      expect(await cli(['queues', 'limit', q, '--concurrency', '2', '--rate', '50', '--per', '1s'], env)).toEqual({
+        code: 0,
+        stdout: `Limited queue ${q}: at most 2 active, 50 per 1000 ms, across all workers.\n`,
+        stderr: '',
+      });
+      expect(await infoOf(q)).toMatchObject({ concurrency: 2, rateLimit: { limit: 50, intervalMs: 1000 } });
+      expect(await claim(db.pool, q, { limit: 10 })).toHaveLength(2);
+      const row = (await cli(['queues', 'list'], env)).stdout.split('\n').find((line) => line.startsWith(`${q} `));
+      expect(row?.split(/ {2,}/)).toEqual([q, 'no', '2', '0', '2', '0', 'at most 2 active, 50 per 1000 ms', '-', '-', '-']);
+
+      // Replaced as a whole: the rate alone now, in another unit.
+      const json = documentOf<QueueInfo>(await cli(['queues', 'limit', q, '--rate', '3', '--per', '2m', '--json'], env));
+      expect(json).toEqual(viaJson(await infoOf(q)));
+      expect(json).toMatchObject({ concurrency: null, rateLimit: { limit: 3, intervalMs: 120_000 } });
+      expect(await claim(db.pool, q, { limit: 10 })).toHaveLength(1);
+
+      expect(await cli(['queues', 'unlimit', q, '--reason', 'done'], env)).toEqual({
+        code: 0,
+        stdout: `Queue ${q} has no limits: workers claim its jobs as fast as they have free slots.\n`,
+        stderr: '',
+      });
+      expect(await infoOf(q)).toMatchObject({ concurrency: null, rateLimit: null });
+      expect(await claim(db.pool, q, { limit: 10 })).toHaveLength(1);
+    });
+
+    it('limit refuses a value out of range, a bad duration or a bad queue with exit 2, and changes nothing', async () => {
+      const q = newQueue('qlimitbad');
+      const cases: [string[], string][] = [
+        [['queues', 'limit', q, '--concurrency', '0'], 'concurrency: must be an integer from 1 to 100000'],
+        [['queues', 'limit', q, '--concurrency', 'many'], 'concurrency: must be an integer from 1 to 100000'],
+        [['queues', 'limit', q, '--rate', '0', '--per', '1s'], 'rateLimit.limit: must be an integer from 1 to 100000'],
+        [['queues', 'limit', q, '--rate', '5', '--per', '1 week'], 'rateLimit.intervalMs: must be an integer from 1 to 86400000'],
+        [['queues', 'limit', q, '--rate', '5', '--per', '25h'], 'rateLimit.intervalMs: must be an integer from 1 to 86400000'],
+        [['queues', 'limit', 'bad queue', '--concurrency', '1'], 'queue: must be 1 to 128 characters: a letter or digit, then letters, digits or . _ : / -'],
       ];
       for (const [args, message] of cases) {
         expect(errorOf(await cli(args, env), 2)).toBe(`workhorse: ${message}`);

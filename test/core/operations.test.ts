@@ -301,6 +301,8 @@ describe('queue pause', () => {
       scheduled: 0,
       active: 0,
       blocked: 0,
+      concurrency: null,
+      rateLimit: null,
     });
     // A queue that was never paused is listed for its live jobs, with no pause record.
     expect(list.find((x) => x.queue === plain)).toEqual({
@@ -313,6 +315,8 @@ describe('queue pause', () => {
       scheduled: 0,
       active: 0,
       blocked: 0,
+      concurrency: null,
+      rateLimit: null,
     });
 
     const resumed = await admin.resumeQueue(q, { actor: 'carol', reason: 'migration done' });

@@ -224,9 +224,12 @@ describeIf(CHROMIUM, 'the dashboard in Chromium', () => {
     await expect(page.locator('.state').first().textContent()).resolves.toBe('ready');
   });
 
-  it('pauses and resumes a queue', async () => {
+  it('pauses and resumes a queue, and shows its limits', async () => {
+    await admin.setQueuePolicy('orders', { concurrency: 3, rateLimit: { limit: 20, intervalMs: 1000 } });
     await page.goto(`${base}queues`);
     const row = page.locator('tr', { has: page.locator('a', { hasText: /^orders$/ }) });
+    await expect(row.textContent()).resolves.toContain('at most 3 active, 20 per 1000 ms');
+    await admin.setQueuePolicy('orders', null);
     await row.getByLabel('Reason').fill('payment provider outage');
     await row.getByRole('button', { name: 'Pause' }).click();
     await expect(page.locator('.notice').textContent()).resolves.toContain('The queue is paused');

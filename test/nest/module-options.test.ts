@@ -6,6 +6,7 @@
 import { Inject, Injectable, Logger, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import {
+  Admin,
   Pool,
   Queue,
   SCHEMA_VERSION,
@@ -190,6 +191,30 @@ describe("schema: 'install' | 'verify'", () => {
   });
 });
 
+describe('queues: flow control applied at start-up', () => {
+  it('gives each named queue exactly its policy, leaves other queues alone, and changes nothing when started again', async () => {
+    const admin = new Admin(db.pool);
+    await admin.setQueuePolicy('fr-other', { concurrency: 9 });
+    await admin.setQueuePolicy('fr-emails', { concurrency: 3 });
+    const queues = { 'fr-billing': { concurrency: 5 }, 'fr-emails': { rateLimit: { limit: 50, intervalMs: 1000 } } };
+    const first = await startModule({ imports: [WorkhorseModule.forRoot({ connectionString: db.url, queues })] });
+    await first.close();
+    const listed = async () => Object.fromEntries((await admin.listQueues()).map((q) => [q.queue, q]));
+    const after = await listed();
+    expect(after['fr-billing']).toMatchObject({ concurrency: 5, rateLimit: null });
+    // Replaced as a whole: the concurrency set before is gone.
+    expect(after['fr-emails']).toMatchObject({ concurrency: null, rateLimit: { limit: 50, intervalMs: 1000 } });
+    expect(after['fr-other']).toMatchObject({ concurrency: 9 });
+    const { rows: before } = await db.pool.query("SELECT queue, changed_at, changed_by FROM workhorse.queue_policy WHERE queue LIKE 'fr-%' ORDER BY queue");
+    expect(before.find((r) => r.queue === 'fr-billing')?.changed_by).toBe('WorkhorseModule.forRoot');
+
+    const second = await startModule({ imports: [WorkhorseModule.forRoot({ connectionString: db.url, queues })] });
+    await second.close();
+    const { rows: again } = await db.pool.query("SELECT queue, changed_at, changed_by FROM workhorse.queue_policy WHERE queue LIKE 'fr-%' ORDER BY queue");
+    expect(again).toEqual(before);
+  });
+});
+
 describe('option validation at start-up', () => {
   const cases: [string, unknown, string][] = [
     ['an unknown key', { connectionString: 'postgres://x/y', concurrency: 5 }, '"concurrency" is not an option'],
@@ -206,6 +231,11 @@ describe('option validation at start-up', () => {
     ['a heartbeat no shorter than the lease', { connectionString: 'postgres://x/y', worker: { leaseMs: 5000, heartbeatMs: 5000 } }, 'worker.heartbeatMs: must be below leaseMs (5000)'],
     ['a bad requestTransactions', { connectionString: 'postgres://x/y', requestTransactions: 'yes' }, 'requestTransactions must be true or false'],
     ['a transaction that is no TransactionSource', { connectionString: 'postgres://x/y', transaction: {} }, 'transaction must be an object with a current() method'],
+    ['queues that are a list', { connectionString: 'postgres://x/y', queues: [{ concurrency: 1 }] }, 'queues must be an object of policies by queue name'],
+    ['a bad queue name in queues', { connectionString: 'postgres://x/y', queues: { 'bad queue': { concurrency: 1 } } }, 'queues: "bad queue" is not a queue name'],
+    ['a queue policy that is a number', { connectionString: 'postgres://x/y', queues: { billing: 5 } }, 'queues.billing: must be an object'],
+    ['a bad concurrency in queues', { connectionString: 'postgres://x/y', queues: { billing: { concurrency: 0 } } }, 'queues.billing.concurrency: must be an integer from 1 to 100000'],
+    ['a rate limit without its interval in queues', { connectionString: 'postgres://x/y', queues: { emails: { rateLimit: { limit: 5 } } } }, 'queues.emails.rateLimit.intervalMs: must be an integer from 1 to 86400000'],
   ];
 
   it.each(cases)('refuses %s with a clear message, before connecting', async (_label, options, message) => {

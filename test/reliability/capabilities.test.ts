@@ -33,7 +33,7 @@ import { join } from 'node:path';
 import { SQL_DIR } from '../../lib/core/schema';
 import { createTestDatabase, withTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
-import { claimOne, fail } from '../support/protocol';
+import { claim, claimOne, fail } from '../support/protocol';
 import { clientFor, LoginRoles, poolFor, sqlstateOf, type LoginRole } from '../support/roles';
 import { waitFor } from '../support/wait';
 
@@ -315,6 +315,16 @@ describe('what each capability is for works as that role', () => {
     expect((await admin.pauseQueue(q, { actor: 'ops' })).paused).toBe(true);
     expect((await admin.resumeQueue(q)).paused).toBe(false);
     expect((await admin.listQueues()).map((i) => i.queue)).toContain(q);
+    // Flow control: an operator sets a queue's limits, and a worker role's claim applies them.
+    const limited = 'cap-limited';
+    await producer.enqueueMany([1, 2, 3].map((n) => ({ type: 'cap.op', payload: { n }, queue: limited })));
+    expect(await admin.setQueuePolicy(limited, { concurrency: 2, rateLimit: { limit: 10, intervalMs: 60_000 } }, { actor: 'ops' })).toMatchObject({
+      concurrency: 2,
+      rateLimit: { limit: 10, intervalMs: 60_000 },
+    });
+    const worker = await roleWith(['worker']);
+    expect(await claim(worker.pool, limited, { limit: 10 })).toHaveLength(2);
+    await expect(new Admin(worker.pool).setQueuePolicy(limited, null)).rejects.toMatchObject({ code: '42501' });
     expect(await admin.cancel(live)).toBe('canceled');
     expect(await admin.cancel(redriven)).toBe('canceled');
     const { rows } = await operator.pool.query<{ tick: { skipped: boolean }; prepared: number; dropped: number }>(

@@ -1,4 +1,5 @@
 import { WorkhorseValidationError } from '../../core/errors';
+import { describeLimits, idleQueueInfo } from '../../core/queue-info';
 import type { QueueInfo } from '../../core/types';
 import { checkName } from '../../core/validation';
 import { relative, time } from '../format';
@@ -38,6 +39,11 @@ function pauseState(context: PageContext, queue: QueueInfo): Html {
     ${queue.reason && html`<div class="muted">${queue.reason}</div>`}`;
 }
 
+function limits(queue: QueueInfo): Html {
+  const words = describeLimits(queue);
+  return words === null ? html`<span class="muted">none</span>` : html`${words}`;
+}
+
 function change(verb: 'pause' | 'resume'): (context: ActionContext) => Promise<ActionResult> {
   return async (context) => {
     const queue = queueOf(context.form);
@@ -49,7 +55,7 @@ function change(verb: 'pause' | 'resume'): (context: ActionContext) => Promise<A
 
 /**
  * Queues: paused or running (who changed it, when and why), live jobs, and pause or resume.
- * Concurrency and rate limits take a column here once queues have them.
+ * Flow-control limits (concurrency, rate) in a column of their own.
  */
 export const queuesPage: DashboardPage = {
   route: 'queues',
@@ -57,15 +63,14 @@ export const queuesPage: DashboardPage = {
   async render(context) {
     const [listed, active] = await Promise.all([context.admin.listQueues(), recentlyActiveQueues(context)]);
     const known = new Set(listed.map((queue) => queue.queue));
-    const idle = active.filter((name) => !known.has(name)).map((name): QueueInfo => ({
-      queue: name, paused: false, changedAt: null, changedBy: null, reason: null, ready: 0, scheduled: 0, active: 0, blocked: 0,
-    }));
+    const idle = active.filter((name) => !known.has(name)).map(idleQueueInfo);
     const queues = [...listed, ...idle].sort((a, b) => a.queue.localeCompare(b.queue));
     const rows = await Promise.all(
       queues.map(
         async (queue) => html`<tr>
           <td><a href="${context.href('jobs', { queue: queue.queue })}">${queue.queue}</a></td>
           <td>${pauseState(context, queue)}</td>
+          <td>${limits(queue)}</td>
           <td class="num">${queue.blocked}</td><td class="num">${queue.scheduled}</td><td class="num">${queue.ready}</td><td class="num">${queue.active}</td>
           <td>${await control(context, queue)}</td>
         </tr>`,
@@ -73,7 +78,7 @@ export const queuesPage: DashboardPage = {
     );
     return {
       title: 'Queues',
-      body: html`${table(['Queue', 'State', 'Blocked', 'Scheduled', 'Ready', 'Active', ''], rows, 'No queue has jobs yet.')}
+      body: html`${table(['Queue', 'State', 'Limits', 'Blocked', 'Scheduled', 'Ready', 'Active', ''], rows, 'No queue has jobs yet.')}
         <p class="muted">Pausing stops workers from claiming the queue's jobs; running jobs finish, and enqueueing goes on.
         Queues appear here while they have live jobs, finished jobs in the last 24 hours, or a pause record.</p>`,
     };

@@ -86,6 +86,22 @@ const SYSTEMS = {
   },
 };
 
+// A limited queue (see docs/workers.md, flow control): our worker at concurrency 50 draining
+// one queue with no policy, a policy that never binds (the policy path's cost), a concurrency
+// of 10 and a rate of 1000 a second; pollMs 20 so the worker comes back as the window moves.
+const LIMITED = {
+  concurrency: 50,
+  jobs: 5000,
+  capMs: 60_000,
+  options: { pollMs: 20 },
+  cases: [
+    { name: 'none' },
+    { name: 'never binding', policy: { concurrency: 100000, rateLimit: { limit: 100000, intervalMs: 1000 } } },
+    { name: 'concurrency 10', policy: { concurrency: 10 } },
+    { name: 'rate 1000/s', policy: { rateLimit: { limit: 1000, intervalMs: 1000 } } },
+  ],
+};
+
 /**
  * The full run. Drain sizes are not fixed: a short calibration drain of our worker at
  * concurrency 10 measures its rate R on this machine, and the sizes are chosen so that one of
@@ -148,6 +164,7 @@ const FULL = {
   history: { jobs: 1_000_000, drainJobs: 20000, concurrency: 10, reps: 5 },
   rss: { jobs: 200_000, concurrency: 50, sampleMs: 1000, capMs: 400_000 },
   diagnose: { jobs: 5000, concurrency: 10, systems: ['workhorse', 'graphile', 'graphile-batch'], planCacheRounds: 2, enqueueJobs: 5000 },
+  limited: LIMITED,
 };
 
 function roundDown(n, step) {
@@ -167,7 +184,7 @@ function sizesFromRate(cfg, rate) {
     drainJobs: { 1: clamp(roundDown(rate * b.ourSerialDrainSeconds, 500), 1000, cfg.drain.jobs[1]), 10: drain, 50: drain, 100: drain, 200: drain, 500: drain },
     historyDrainJobs: drain,
     rssJobs: clamp(roundDown(rate * b.rssSeconds, 10000), 20000, cfg.rss.jobs),
-  };
+};
 }
 
 const QUICK = {
@@ -187,6 +204,8 @@ const QUICK = {
   history: { jobs: 50_000, drainJobs: 3000, concurrency: 10 },
   rss: null,
   diagnose: { jobs: 2000, concurrency: 10, systems: ['workhorse'], planCacheRounds: 1, enqueueJobs: 2000 },
+  limited: { ...LIMITED, jobs: 2000 },
+
 };
 
 module.exports = { SYSTEMS, FULL, QUICK, sizesFromRate };

@@ -330,6 +330,32 @@ function backgroundLine(runs) {
   return `Other load on the machine during these runs (CPU used by processes other than the server and the measured one, median per repetition): ${per.map((x, i) => `repetition ${i + 1}: ${x.toFixed(2)}`).join(', ')} cores.`;
 }
 
+/** The limited group: our worker draining one queue under each flow-control policy. */
+function limitedMarkdown(limited) {
+  const c = limited.config;
+  const L = ['## Flow control: a limited queue', ''];
+  L.push(
+    `Our worker (concurrency ${c.concurrency}, ${JSON.stringify(c.options)}) drains ${fmtInt(c.jobs)} preloaded no-op jobs of one queue under each policy ` +
+      '(docs/workers.md, flow control). "never binding" takes the policy path of the claim (row lock, active count, rate window) without ever holding a job back: its cost against "none". ' +
+      'The busiest window counts the claims (job_event) in any window of the rate interval (1 s without a rate).',
+  );
+  L.push('');
+  const rows = c.cases.map((policyCase) => {
+    const runs = ok(limited.runs).filter((r) => r.case === policyCase.name);
+    return [
+      policyCase.name,
+      policyCase.policy ? `\`${JSON.stringify(policyCase.policy)}\`` : 'none',
+      fmtRange(summary(runs.map((r) => r.rate))),
+      fmtRange(summary(runs.map((r) => r.serverCpuMsPerJob)), fmtMs),
+      fmtRange(summary(runs.map((r) => r.workerCpuMsPerJob)), fmtMs),
+      fmtRange(summary(runs.map((r) => r.busiestWindow?.claims)), fmtInt),
+    ];
+  });
+  L.push(table(['case', 'policy', 'jobs/s', 'server CPU ms/job', 'worker CPU ms/job', 'busiest window (claims)'], rows));
+  L.push('');
+  return L;
+}
+
 function markdown(results, sums) {
   const m = results.meta;
   const S = m.systems;
@@ -558,6 +584,8 @@ function markdown(results, sums) {
     L.push(`![worker RSS over time](rss${m.mode === 'quick' ? '-quick' : ''}.svg)`);
     L.push('');
   }
+
+  if (results.limited?.runs?.length) L.push(...limitedMarkdown(results.limited));
 
   if (results.pgbench?.runs?.length) {
     L.push('## Physical reference: pgbench');
