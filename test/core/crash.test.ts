@@ -49,7 +49,7 @@ describe('a worker process killed with SIGKILL', () => {
     const first = startChild('crash-worker-1', 'hang');
     const firstPid = first.process.pid;
     expect(firstPid).toBeDefined();
-    expect(await waitForLine(first, 'CHECKPOINTED ', 20000)).toBe(`CHECKPOINTED ${jobId}`);
+    expect(await waitForLine(first, 'CHECKPOINTED ', 60000)).toBe(`CHECKPOINTED ${jobId}`);
     first.process.kill('SIGKILL');
     await first.exited;
     expect(first.process.signalCode).toBe('SIGKILL');
@@ -60,7 +60,7 @@ describe('a worker process killed with SIGKILL', () => {
     const second = startChild('crash-worker-2', 'finish');
     const secondPid = second.process.pid;
     // Nothing forces the expiry: the 2 s lease runs out and the second worker's tick recovers it.
-    expect(await waitForLine(second, 'SUCCEEDED ', 30000)).toBe(`SUCCEEDED ${jobId}`);
+    expect(await waitForLine(second, 'SUCCEEDED ', 60000)).toBe(`SUCCEEDED ${jobId}`);
     second.process.kill('SIGTERM');
     await second.exited;
     expect(second.process.exitCode).toBe(0);
@@ -105,5 +105,5 @@ describe('a worker process killed with SIGKILL', () => {
       { name: 'charge', worker_id: 'crash-worker-1', attempt: 1 },
       { name: 'ship', worker_id: 'crash-worker-2', attempt: 2 },
     ]);
-  });
+  }, 180_000);
 });

@@ -9,7 +9,7 @@
  * first time it passes that point and nowhere else. This process never sets the variable: its
  * recovering workers run the same handlers (soak/handler.ts) without failpoints.
  *
- * The doomed children of all cases start together in beforeAll, each on a queue of its own, so
+ * The doomed children of all cases start in beforeAll (three at a time), each on a queue of its own, so
  * the file pays their start-up (TypeScript compiled on the fly) and their leases once, not per
  * case; each test then recovers and checks its own case.
  */
@@ -93,16 +93,20 @@ beforeAll(async () => {
   pool = db.pool;
   queue = new Queue(pool);
   await pool.query(SOAK_TABLES_SQL);
-  await Promise.all(
-    CASES.map(async (c) => {
-      const queueName = `fp-${c.name}`;
-      const doomed = `doomed-${c.name}`;
-      const jobId = await queue.enqueue(c.type, { n: 1 }, { queue: queueName });
-      const { exit, stderr } = await runDoomedChild(c.point, doomed, queueName);
-      crashes.set(c.name, { jobId, queueName, doomed, exit, stderr, atDeath: await record(jobId) });
-    }),
-  );
-}, 120_000);
+  // Three children at a time: each compiles its TypeScript at start, and nine at once on a
+  // loaded 2-core machine took longer than a child is given to reach its failpoint.
+  for (let i = 0; i < CASES.length; i += 3) {
+    await Promise.all(
+      CASES.slice(i, i + 3).map(async (c) => {
+        const queueName = `fp-${c.name}`;
+        const doomed = `doomed-${c.name}`;
+        const jobId = await queue.enqueue(c.type, { n: 1 }, { queue: queueName });
+        const { exit, stderr } = await runDoomedChild(c.point, doomed, queueName);
+        crashes.set(c.name, { jobId, queueName, doomed, exit, stderr, atDeath: await record(jobId) });
+      }),
+    );
+  }
+}, 600_000);
 
 afterEach(async () => {
   await Promise.all(workers.splice(0).map((w) => w.stop()));
@@ -151,8 +155,8 @@ function runDoomedChild(
     // A child that never reaches its failpoint would hang here; fail with what it said instead.
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`the worker process did not die at ${point} within 60 s; stderr: ${stderr}`));
-    }, 60_000);
+      reject(new Error(`the worker process did not die at ${point} within 120 s; stderr: ${stderr}`));
+    }, 120_000);
     child.once('exit', (code, signal) => {
       clearTimeout(timer);
       resolve({ exit: { code, signal }, stderr });
