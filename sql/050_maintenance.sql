@@ -201,10 +201,13 @@ BEGIN
      OR to_regclass('workhorse.attempt_history_p' || to_char(v_horizon, 'YYYYMMDD')) IS NULL THEN
     BEGIN
       -- Creating a partition briefly locks the parent: give up rather than stall writers, and
-      -- try again on a later tick.
-      PERFORM set_config('lock_timeout', '2000', true);
+      -- try again on a later tick. The wait is shorter than deadlock_timeout (1 s by default):
+      -- this transaction already holds the rows it promoted or recovered, and a writer that
+      -- holds the parent and waits for one of those rows would otherwise be a deadlock, which
+      -- PostgreSQL could resolve by failing the writer.
+      PERFORM set_config('lock_timeout', '200', true);
       v_created := workhorse.prepare_partitions_v1(7);
-    EXCEPTION WHEN lock_not_available THEN
+    EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
       v_created := 0;
     END;
   END IF;
