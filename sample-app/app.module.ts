@@ -1,6 +1,7 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { WorkhorseModule, type WorkhorseWorkerOptions } from 'nestjs-workhorse';
 import { SampleDashboardModule } from './dashboard/sample-dashboard.module';
+import { OperationsModule } from './operations/operations.module';
 import { OrdersModule } from './orders/orders.module';
 
 export interface AppOptions {
@@ -43,6 +44,7 @@ export class AppModule {
           worker: options.worker,
         }),
         OrdersModule.register({ labelDelayMs: options.labelDelayMs ?? 0 }),
+        OperationsModule,
         ...(options.dashboard ? [SampleDashboardModule.register({ path: DASHBOARD_PATH, operatorToken: options.dashboard.operatorToken })] : []),
       ],
     };

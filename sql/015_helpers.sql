@@ -280,8 +280,12 @@ $$;
 -- transaction. An attempt is open while a worker runs it (`active`) and while the job sleeps
 -- (`resuming` outside `active`: the sleep columns say who ran it last and since when); every
 -- other live job has closed all the attempts it started.
+-- Then (unless p_follow is false: settle_blocked, which settles in a loop of its own) the jobs
+-- that wait on this one are counted down (settle_dependents) and its live children are
+-- canceled (cancel_children); each costs one index probe for a job that has none.
 CREATE FUNCTION workhorse.finish_job(
-  r workhorse.job_runtime, p_state text, p_result jsonb, p_error jsonb, p_attempt_outcome text, p_now timestamptz)
+  r workhorse.job_runtime, p_state text, p_result jsonb, p_error jsonb, p_attempt_outcome text, p_now timestamptz,
+  p_follow boolean DEFAULT true)
 RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
@@ -297,6 +301,14 @@ BEGIN
   INSERT INTO workhorse.job_event (job_id, at, kind, attempt, worker_id, fence_token, data)
   VALUES (r.job_id, p_now, p_state, r.current_attempt, r.worker_id, r.fence_token,
           CASE WHEN p_error IS NOT NULL THEN jsonb_build_object('error', p_error) END);
+  IF p_follow THEN
+    IF EXISTS (SELECT 1 FROM workhorse.job_dependency e WHERE e.prerequisite_id = r.job_id) THEN
+      PERFORM workhorse.settle_dependents(ARRAY[r.job_id], p_now);
+    END IF;
+    IF EXISTS (SELECT 1 FROM workhorse.job_dependency e WHERE e.dependent_id = r.job_id AND e.kind = 'child') THEN
+      PERFORM workhorse.cancel_children(r.job_id, p_now);
+    END IF;
+  END IF;
 END
 $$;
 

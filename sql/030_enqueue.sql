@@ -15,10 +15,12 @@ BEGIN
   END IF;
   FOR v_key IN SELECT jsonb_object_keys(p_req) LOOP
     IF v_key NOT IN ('type', 'payload', 'queue', 'priority', 'runAt', 'maxAttempts', 'retryPolicy', 'tags',
-                     'deadline', 'executionTimeoutMs', 'idempotencyKey', 'idempotencyScope', 'idempotencyTtlMs') THEN
+                     'deadline', 'executionTimeoutMs', 'idempotencyKey', 'idempotencyScope', 'idempotencyTtlMs',
+                     'dependsOn', 'onDependencyFailed', 'onDependencyCanceled') THEN
       PERFORM workhorse.raise_invalid(p_path || '.' || v_key,
         'is not an enqueue option (type, payload, queue, priority, runAt, maxAttempts, retryPolicy, tags, deadline, '
-        || 'executionTimeoutMs, idempotencyKey, idempotencyScope, idempotencyTtlMs)');
+        || 'executionTimeoutMs, idempotencyKey, idempotencyScope, idempotencyTtlMs, dependsOn, onDependencyFailed, '
+        || 'onDependencyCanceled)');
     END IF;
   END LOOP;
   PERFORM workhorse.check_name(p_req -> 'type', p_path || '.type');
@@ -63,6 +65,9 @@ BEGIN
   IF p_req ? 'retryPolicy' AND p_req -> 'retryPolicy' <> 'null'::jsonb THEN
     PERFORM workhorse.normalize_retry_policy(p_req -> 'retryPolicy', p_path || '.retryPolicy');
   END IF;
+  -- (046_orchestration.sql; the index of this request in its batch bounds references to earlier ones.)
+  PERFORM workhorse.validate_dependency_options(p_req, p_path,
+    coalesce(substring(p_path FROM '^requests\[(\d+)\]$')::integer, 0));
   IF p_req ? 'tags' THEN
     IF jsonb_typeof(p_req -> 'tags') <> 'array' OR jsonb_array_length(p_req -> 'tags') > 20 THEN
       PERFORM workhorse.raise_invalid(p_path || '.tags', 'must be an array of at most 20 strings');
@@ -206,6 +211,7 @@ DECLARE
   v_queue text;
   v_ids uuid[];
   v_replay boolean[];
+  v_edges jsonb;
 BEGIN
   IF jsonb_typeof(p_requests) IS DISTINCT FROM 'array' THEN
     PERFORM workhorse.raise_invalid('requests', 'must be a JSON array of enqueue requests');
@@ -231,6 +237,14 @@ BEGIN
   IF jsonb_path_exists(p_requests, '$[*].idempotencyKey') THEN
     SELECT k.ids, k.replay INTO v_ids, v_replay FROM workhorse.claim_idempotency_keys(p_requests, v_now) AS k;
   END IF;
+  -- Jobs that wait on others start `blocked`; their edges are checked now and written after the
+  -- jobs (046_orchestration.sql).
+  IF jsonb_path_exists(p_requests, '$[*].dependsOn') THEN
+    v_edges := workhorse.batch_dependencies(p_requests,
+      ARRAY(SELECT coalesce(v_ids[o], (v_id_prefix || lpad(to_hex((v_id_low + o) & 281474976710655), 12, '0'))::uuid)
+            FROM generate_series(1, jsonb_array_length(p_requests)) AS o),
+      v_replay);
+  END IF;
 
   -- Blocks of 1000 values (see the sequences in 010_tables.sql): request k gets base + k - 1.
   v_seq := nextval('workhorse.job_seq');
@@ -252,7 +266,8 @@ BEGIN
            (x.e ->> 'deadline')::timestamptz AS deadline,
            (x.e ->> 'executionTimeoutMs')::numeric::integer AS execution_timeout_ms,
            CASE WHEN x.e ? 'tags' THEN ARRAY(SELECT jsonb_array_elements_text(x.e -> 'tags')) ELSE '{}' END AS tags,
-           greatest(coalesce((x.e ->> 'runAt')::timestamptz, v_now), v_now) AS run_at
+           greatest(coalesce((x.e ->> 'runAt')::timestamptz, v_now), v_now) AS run_at,
+           x.e ? 'dependsOn' AS blocked
     FROM jsonb_array_elements(p_requests) WITH ORDINALITY AS x (e, ord)
     -- Exact repeats of an idempotent enqueue write nothing; they return the existing job's id.
     WHERE NOT coalesce(v_replay[x.ord::integer], false)
@@ -266,7 +281,8 @@ BEGIN
   ),
   ins_runtime AS (
     INSERT INTO workhorse.job_runtime (job_id, queue, priority, state, seq, run_at, max_attempts, deadline, execution_timeout_ms)
-    SELECT id, queue, priority, CASE WHEN run_at <= v_now THEN 'ready' ELSE 'scheduled' END, seq, run_at, max_attempts,
+    SELECT id, queue, priority, CASE WHEN blocked THEN 'blocked' WHEN run_at <= v_now THEN 'ready' ELSE 'scheduled' END,
+           seq, run_at, max_attempts,
            deadline, execution_timeout_ms
     FROM input
   ),
@@ -280,18 +296,23 @@ BEGIN
     -- {"state": "ready", "runAt": at} by get_timeline_v1 (formatting the timestamp per row costs
     -- about 6% of a batch enqueue).
     SELECT v_event_id + ord - 1, id, v_now, 'enqueued', 0,
-           CASE WHEN run_at > v_now THEN jsonb_build_object('state', 'scheduled', 'runAt', run_at) END
+           CASE WHEN blocked THEN jsonb_build_object('state', 'blocked', 'runAt', run_at)
+                WHEN run_at > v_now THEN jsonb_build_object('state', 'scheduled', 'runAt', run_at) END
     FROM input
   )
   SELECT coalesce(input.id, v_ids[x.ord])
   FROM generate_series(1, jsonb_array_length(p_requests)) AS x (ord)
   LEFT JOIN input ON input.ord = x.ord
   ORDER BY x.ord;
+  IF v_edges IS NOT NULL THEN
+    PERFORM workhorse.link_dependencies(v_edges, v_now);
+  END IF;
 
   FOR v_queue IN
     SELECT DISTINCT coalesce(x.e ->> 'queue', 'default')
     FROM jsonb_array_elements(p_requests) WITH ORDINALITY AS x (e, ord)
     WHERE coalesce((x.e ->> 'runAt')::timestamptz, v_now) <= v_now AND NOT coalesce(v_replay[x.ord::integer], false)
+      AND NOT x.e ? 'dependsOn'
   LOOP
     PERFORM pg_notify('workhorse_jobs', v_queue);
   END LOOP;

@@ -570,6 +570,14 @@ BEGIN
            NULL::bigint, NULL::timestamptz, NULL::integer, NULL::jsonb, NULL::jsonb
     FROM input i LEFT JOIN done d ON d.job_id = i.job_id
     ORDER BY i.ord;
+    -- Jobs that wait on the ones that just ended are counted down (046_orchestration.sql). One
+    -- probe of job_dependency's primary key per batch when none does.
+    IF EXISTS (SELECT 1 FROM workhorse.job_dependency e WHERE e.prerequisite_id = ANY (v_ids)) THEN
+      PERFORM workhorse.settle_dependents(
+        ARRAY(SELECT o.job_id FROM workhorse.job_outcome o WHERE o.job_id = ANY (v_ids) AND o.finished_at = v_now
+              ORDER BY o.job_id),
+        v_now);
+    END IF;
   END IF;
 
   IF p_limit = 0 THEN

@@ -345,7 +345,7 @@ $$;
 -- Records the decision for the open human wait p_name of a job, in the caller's transaction, and
 -- wakes the job. p_actor (who decided, 1 to 200 characters) and p_reason (at most 1000) are kept
 -- with the decision and in the timeline. A decision outside the wait's choices is refused
--- (SQLSTATE P1021, nothing written). Returns `completed`, `duplicate` (the wait was decided
+-- (SQLSTATE P1030, nothing written). Returns `completed`, `duplicate` (the wait was decided
 -- with this idempotency key before: nothing written), `already_decided` (decided otherwise, or
 -- timed out: nothing written), `not_waiting` (the job is live but has no wait of that name yet),
 -- `not_found` or `finished`.
@@ -373,7 +373,7 @@ BEGIN
   SELECT * INTO w FROM workhorse.job_human_wait x WHERE x.job_id = p_job_id AND x.name = p_name FOR UPDATE;
   IF w.id IS NOT NULL AND w.choices IS NOT NULL AND NOT (w.choices @> jsonb_build_array(p_decision)
                                                          AND jsonb_typeof(p_decision) = 'string') THEN
-    RAISE EXCEPTION USING ERRCODE = 'P1021', COLUMN = 'decision',
+    RAISE EXCEPTION USING ERRCODE = 'P1030', COLUMN = 'decision',
       MESSAGE = format('decision: must be one of the wait''s choices (%s)', w.choices::text),
       DETAIL = jsonb_build_object('choices', w.choices)::text;
   END IF;

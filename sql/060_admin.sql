@@ -21,6 +21,8 @@ BEGIN
   IF p_actor IS NOT NULL AND length(p_actor) > 200 THEN
     PERFORM workhorse.raise_invalid('actor', 'must be at most 200 characters');
   END IF;
+  -- A parent's live descendants first, in the order their own ends lock them (046_orchestration.sql).
+  PERFORM workhorse.lock_descendants(p_job_id);
   SELECT * INTO r FROM workhorse.job_runtime WHERE job_id = p_job_id FOR UPDATE;
   IF NOT FOUND THEN
     IF EXISTS (SELECT 1 FROM workhorse.job_outcome WHERE job_id = p_job_id) THEN

@@ -9,14 +9,19 @@
 -- but the owner.
 --
 -- Roles get EXECUTE by capability (grantRole in lib/core/grants.ts, docs/least-privilege.sql):
---   producer  enqueues, reads the jobs its login role enqueued, sends signals and records human
---             decisions;
+--   producer  enqueues, and reads the jobs its login role enqueued; sends signals and records
+--             human decisions; syncs schedules (a schedule enqueues the jobs it defines, so
+--             defining one is a producer's right alone);
 --   worker    claims, renews leases, completes, fails, releases, checkpoints, sleeps, waits for
 --             signals and decisions, reports progress, acknowledges cancels, and offers
---             maintenance ticks;
+--             maintenance ticks (which fire due schedule occurrences);
 --   operator  reads every job and history, cancels, pauses and resumes queues, lists and
 --             redrives dead letters, lists human waits, sends signals and records decisions,
---             runs maintenance and retention.
+--             runs maintenance and retention; lists, pauses, resumes and triggers schedules (a
+--             trigger enqueues the job a producer defined, as a redrive enqueues a copy of an
+--             existing one).
+-- Planning a schedule's occurrences (computed by the TypeScript cron library) belongs to all
+-- three: workers top plans up on their ticks, and whoever syncs plans at once.
 -- A new protocol function joins with one line below; installation fails while a workhorse.*_vN
 -- function is missing from the list (and test/reliability/privileges.test.ts checks it too).
 CREATE TABLE workhorse.protocol_function (
@@ -40,11 +45,15 @@ INSERT INTO workhorse.protocol_function (name, capabilities) VALUES
   ('set_progress_v1',         '{worker}'),
   ('sleep_v1',                '{worker}'),
   ('register_handlers_v1',    '{worker}'),
+  ('run_children_v1',         '{worker}'),
+  ('dependencies_v1',         '{worker,operator}'),
   ('tick_v1',                 '{worker,operator}'),
   ('get_job_v1',              '{operator}'),
   ('list_jobs_v1',            '{operator}'),
   ('list_jobs_v2',            '{operator}'),
   ('queue_activity_v1',       '{operator}'),
+  ('job_links_v1',            '{operator}'),
+  ('list_children_v1',        '{operator}'),
   ('get_timeline_v1',         '{operator}'),
   ('read_checkpoints_v1',     '{operator}'),
   ('cancel_v1',               '{operator}'),
@@ -64,7 +73,23 @@ INSERT INTO workhorse.protocol_function (name, capabilities) VALUES
   ('wait_human_v1',           '{worker}'),
   ('send_signal_v1',          '{producer,operator}'),
   ('complete_human_wait_v1',  '{producer,operator}'),
-  ('list_human_waits_v1',     '{operator}');
+  ('list_human_waits_v1',     '{operator}'),
+  ('report_worker_v1',        '{worker}'),
+  ('unregister_worker_v1',    '{worker}'),
+  ('list_workers_v1',         '{operator}'),
+  ('drain_worker_v1',         '{operator}'),
+  ('health_v1',               '{operator}'),
+  ('retention_run_v1',        '{operator}'),
+  ('retention_status_v1',     '{operator}'),
+  ('set_retention_v1',        '{operator}'),
+  ('sync_schedules_v1',       '{producer}'),
+  ('schedules_to_plan_v1',    '{producer,worker,operator}'),
+  ('plan_schedule_v1',        '{producer,worker,operator}'),
+  ('list_schedules_v1',       '{operator}'),
+  ('get_schedule_history_v1', '{operator}'),
+  ('pause_schedule_v1',       '{operator}'),
+  ('resume_schedule_v1',      '{operator}'),
+  ('trigger_schedule_v1',     '{operator}');
 
 DO $privileges$
 DECLARE

@@ -12,6 +12,10 @@ export const EXIT = {
   usage: 2,
   /** `schema status` only: the check worked, and the schema is absent or another version. */
   schemaNotReady: 3,
+  /** `health` only: the check worked, and the status is `warn`. */
+  healthWarn: 4,
+  /** `health` only: the check worked, and the status is `critical`. */
+  healthCritical: 5,
 } as const;
 
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];

@@ -117,6 +117,29 @@ export const messages = {
   limitNeedsALimit: () => 'give --concurrency N, --rate N --per D, or both (`workhorse queues unlimit Q` removes the limits).',
   rateNeedsPer: () => '--rate N and --per D go together.',
 
+  // ---- health and retention --------------------------------------------------------------------
+  badThreshold: (value: string) =>
+    `--threshold: "${value}" is not NAME.LEVEL=N, such as oldestReadyMs.warn=5000 or readyWithoutWorkers.warn=null.`,
+
+  // ---- workers ----------------------------------------------------------------------------------
+  noWorkers: () => 'No workers registered: none runs, or none reported since it started.',
+  workerCount: (count: number) => (count === 1 ? '1 worker.' : `${count} workers.`),
+  workerNotFound: (workerId: string) =>
+    `no worker ${workerId} in the registry (it stopped, or was gone for over a day). Run \`workhorse workers list\` for the ids.`,
+  drainRequested: (workerId: string) =>
+    `Asked worker ${workerId} to drain: within its heartbeat interval it stops claiming and finishes its jobs. Stop its process once \`workhorse workers list\` shows it drained.`,
+  drainAlreadyRequested: (workerId: string) => `Worker ${workerId} was already asked to drain; nothing changed.`,
+
+  // ---- schedules --------------------------------------------------------------------------------
+  noSchedules: (namespace: string | undefined) =>
+    namespace === undefined ? 'No schedules.' : `No schedules in namespace ${namespace}.`,
+  scheduleCount: (count: number) => (count === 1 ? '1 schedule.' : `${count} schedules.`),
+  schedulePaused: (key: string) => `Paused schedule ${key}: its occurrences are skipped until it is resumed.`,
+  scheduleAlreadyPaused: (key: string) => `Schedule ${key} is already paused; nothing changed.`,
+  scheduleResumed: (key: string) => `Resumed schedule ${key}: it fires again from its next occurrence.`,
+  scheduleNotPaused: (key: string) => `Schedule ${key} was not paused; nothing changed.`,
+  scheduleTriggered: (key: string, jobId: string) => `Triggered schedule ${key}: enqueued job ${jobId}.`,
+
   // ---- human waits ------------------------------------------------------------------------------
   noWaits: () => 'No open human waits match.',
   noMoreWaits: () => 'No more open human waits match.',

@@ -6,9 +6,13 @@
  * then asks for its section in docs/cli.md) all read this table.
  */
 import type { CommandGroup, OptionSpec } from './command';
+import { healthCommand } from './health.commands';
 import { jobsCommands } from './jobs.commands';
 import { queuesCommands } from './queues.commands';
+import { retentionCommands } from './retention.commands';
+import { schedulesCommands } from './schedules.commands';
 import { schemaCommands } from './schema.commands';
+import { workersCommands } from './workers.commands';
 import { waitsCommands } from './waits.commands';
 
 /** Accepted by every command, also before the command's name (`workhorse --json jobs list`). */
@@ -27,5 +31,5 @@ export const COMMON_OPTIONS: readonly OptionSpec[] = [
 export const rootCommand: CommandGroup = {
   name: 'workhorse',
   summary: 'Operate a nestjs-workhorse job queue inside PostgreSQL.',
-  subcommands: [schemaCommands, jobsCommands, queuesCommands, waitsCommands],
+  subcommands: [schemaCommands, jobsCommands, queuesCommands, schedulesCommands, workersCommands, healthCommand, retentionCommands, waitsCommands],
 };

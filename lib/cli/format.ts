@@ -5,6 +5,8 @@
 import { describeLimits } from '../core/queue-info';
 import type { ErrorEnvelope, JobSnapshot, QueueInfo, RedriveResult, TimelineEntry } from '../core/types';
 import type { HumanWait } from '../core/waits';
+import type { HealthReport } from '../core/operations/health';
+import type { WorkerInfo } from '../core/operations/live-workers';
 import { oneLine, printable } from './output';
 
 const GAP = '  ';
@@ -178,6 +180,43 @@ export function formatQueueTable(queues: readonly QueueInfo[]): string {
       queue.reason === null ? NONE : oneLine(queue.reason),
     ]),
   );
+}
+
+export function formatWorkerTable(workers: readonly WorkerInfo[]): string {
+  return formatTable(
+    ['WORKER', 'STATUS', 'HOST', 'PID', 'QUEUES', 'CONCURRENCY', 'IN FLIGHT', 'VERSION', 'STARTED', 'LAST SEEN'],
+    workers.map((w) => [
+      w.workerId,
+      w.status,
+      w.host,
+      String(w.pid),
+      w.queues.join(','),
+      String(w.concurrency),
+      String(w.inFlight),
+      w.version,
+      formatDate(w.startedAt),
+      formatDate(w.lastSeenAt),
+    ]),
+  );
+}
+
+/** The status, its reasons (critical first) and the queues' numbers. */
+export function formatHealth(report: HealthReport): string {
+  const lines = [`Status: ${report.status}`];
+  if (report.reasons.length > 0) {
+    lines.push('', formatTable(['LEVEL', 'REASON', 'QUEUE', 'VALUE', 'THRESHOLD'],
+      report.reasons.map((r) => [r.level, r.code, r.queue ?? NONE, String(r.value), String(r.threshold)])));
+  }
+  if (report.queues.length > 0) {
+    lines.push('', formatTable(['QUEUE', 'READY', 'SCHEDULED', 'ACTIVE', 'BLOCKED', 'OLDEST READY MS', 'EXPIRED LEASES', 'FAILED 1H'],
+      report.queues.map((q) => [q.queue, String(q.ready), String(q.scheduled), String(q.active), String(q.blocked),
+        String(q.oldestReadyMs), String(q.expiredLeases), String(q.failedLastHour)])));
+  }
+  const { workers, retention } = report;
+  lines.push('', `Workers: ${workers.running} running, ${workers.draining} draining, ${workers.gone} gone.`);
+  lines.push(`Retention: ${retention.enabled ? `enabled, ${retention.lagMs === null ? 'not run yet' : `${retention.lagMs} ms behind`}` : 'disabled'}.`);
+  if (report.missingPartitions.length > 0) lines.push(`Missing partitions: ${report.missingPartitions.join(', ')}.`);
+  return lines.join('\n');
 }
 
 function isErrorEnvelope(value: unknown): value is ErrorEnvelope {

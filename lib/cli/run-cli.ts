@@ -11,7 +11,7 @@ import { COMMON_OPTIONS, rootCommand } from './commands';
 import { checkDatabaseUrl, describeDatabaseError, describeTarget, messageOf, openPool } from './database-connection';
 import { formatHelp } from './help';
 import { Output, type CliIo } from './output';
-import { packageVersion } from './package-version';
+import { packageVersion } from '../core/package-version';
 
 function commandName(path: readonly CommandSpec[]): string {
   return path.map((command) => command.name).join(' ');

@@ -19,6 +19,7 @@ import {
   type RedriveManyOptions,
   type RedriveOptions,
   type RedriveResult,
+  type JobLineage,
   type JobSnapshot,
   type JobState,
   type JsonValue,
@@ -31,8 +32,14 @@ import {
 import { isJobDefinition, type JobDefinition } from './job-definition';
 import { idleQueueInfo, toQueueInfo, type QueueRow } from './queue-info';
 import { checkQueuePolicy } from './queue-policy';
+import { CHILDREN_SQL, JOB_LINKS_SQL, toLineage, type LinkRow } from './lineage';
+import { getScheduleHistory, listSchedules, setSchedulePaused, triggerSchedule } from './schedules/admin-operations';
+import type { ScheduleActionOptions, ScheduleHistoryEntry, ScheduleInfo } from './schedules/types';
 import { checkDate, checkInteger, checkJobId, checkName, checkOptions, checkText } from './validation';
 import { listHumanWaits, type HumanWait, type ListHumanWaitsFilter } from './waits';
+import { drainWorker, listWorkers, type DrainResult, type WorkerInfo } from './operations/live-workers';
+import { checkHealthThresholds, health, type HealthReport, type HealthThresholds } from './operations/health';
+import { retentionStatus, runRetention, setRetention, type RetentionPolicy, type RetentionRun, type RetentionStatus } from './operations/retention';
 
 interface TimelineRow {
   id: string;
@@ -75,12 +82,12 @@ export class Admin {
    * definition first (`defineJob`), the payload and result are typed by it, and a job of
    * another type is refused (`WorkhorseValidationError` on `jobId`).
    */
-  getJob(jobId: string, client?: Queryable): Promise<JobSnapshot | null>;
-  getJob<P, R, I>(definition: JobDefinition<P, R, I>, jobId: string, client?: Queryable): Promise<JobSnapshot<P, R> | null>;
+  getJob(jobId: string, client?: Queryable): Promise<(JobSnapshot & JobLineage) | null>;
+  getJob<P, R, I>(definition: JobDefinition<P, R, I>, jobId: string, client?: Queryable): Promise<(JobSnapshot<P, R> & JobLineage) | null>;
   async getJob(
     job: string | JobDefinition<unknown, unknown, unknown>,
     ...rest: [Queryable?] | [string, Queryable?]
-  ): Promise<JobSnapshot<unknown, unknown> | null> {
+  ): Promise<(JobSnapshot<unknown, unknown> & JobLineage) | null> {
     const definition = isJobDefinition(job) ? job : undefined;
     const [jobId, client] = definition ? (rest as [string, Queryable?]) : [job as string, rest[0] as Queryable | undefined];
     checkJobId(jobId);
@@ -89,7 +96,8 @@ export class Admin {
     if (definition !== undefined && rows[0].type !== definition.type) {
       throw new WorkhorseValidationError('jobId', `is a job of type "${rows[0].type}", not "${definition.type}"`);
     }
-    return toSnapshot(rows[0]);
+    const links = await this.run<LinkRow>(client, JOB_LINKS_SQL, [jobId]);
+    return { ...toSnapshot(rows[0]), ...toLineage(links, rows[0].state) };
   }
 
   /**
@@ -124,7 +132,7 @@ export class Admin {
    * stable: jobs enqueued meanwhile do not shift later pages.
    */
   async listJobs(filter?: ListJobsFilter, client?: Queryable): Promise<Page<JobSnapshot>> {
-    const keys = ['queue', 'type', 'states', 'createdAfter', 'createdBefore', 'scanLimit', 'limit', 'cursor'];
+    const keys = ['queue', 'type', 'states', 'createdAfter', 'createdBefore', 'scanLimit', 'limit', 'cursor', 'parentId'];
     filter = checkOptions(filter, 'filter', keys, 'a listJobs filter');
     const queue = filter.queue === undefined ? null : checkName(filter.queue, 'queue');
     const type = filter.type === undefined ? null : checkName(filter.type, 'type');
@@ -137,6 +145,16 @@ export class Admin {
     }
     const limit = filter.limit === undefined ? 50 : checkInteger(filter.limit, 'limit', 1, 1000);
     const scanLimit = filter.scanLimit === undefined ? null : checkInteger(filter.scanLimit, 'scanLimit', 1, 1_000_000);
+    const createdAfter = filter.createdAfter === undefined ? null : checkDate(filter.createdAfter, 'createdAfter');
+    const createdBefore = filter.createdBefore === undefined ? null : checkDate(filter.createdBefore, 'createdBefore');
+    if (filter.parentId !== undefined) {
+      // A parent's children in the order they were started; the cursor is a position among them.
+      const parentId = checkJobId(filter.parentId, 'parentId');
+      const after = decodeCursor('children', filter.cursor) ?? '0';
+      const children = await this.run<JobRow & { ordinal: string }>(client, CHILDREN_SQL, [parentId, after, queue, type, states, createdAfter, createdBefore, limit]);
+      const last = children[children.length - 1];
+      return { items: children.map(toSnapshot), nextCursor: children.length === limit ? encodeCursor('children', last.ordinal) : null };
+    }
     const before = decodeCursor('jobs', filter.cursor);
     const rows = await this.run<JobRow>(client, 'SELECT * FROM workhorse.list_jobs_v2($1, $2, $3, $4, $5, $6, $7, $8)', [
       queue,
@@ -144,8 +162,8 @@ export class Admin {
       states,
       limit,
       before,
-      filter.createdAfter === undefined ? null : checkDate(filter.createdAfter, 'createdAfter'),
-      filter.createdBefore === undefined ? null : checkDate(filter.createdBefore, 'createdBefore'),
+      createdAfter,
+      createdBefore,
       scanLimit,
     ]);
     // A last row without an id says where the listing goes on (see list_jobs_v2).
@@ -323,6 +341,103 @@ export class Admin {
   async listQueues(client?: Queryable): Promise<QueueInfo[]> {
     const rows = await this.run<QueueRow>(client, 'SELECT * FROM workhorse.list_queues_v1()', []);
     return rows.map(toQueueInfo);
+  }
+
+  /**
+   * The workers in the registry of live workers, newest first: where each runs, what it claims
+   * from, how many jobs it holds, and its status (`running`, `draining`, `drained`, `gone`).
+   *
+   * @example
+   * const stuck = (await admin.listWorkers()).filter((w) => w.status === 'gone');
+   */
+  async listWorkers(client?: Queryable): Promise<WorkerInfo[]> {
+    return listWorkers(this.runner(client));
+  }
+
+  /**
+   * Asks a worker to drain: at its next report (within its heartbeat interval) it stops
+   * claiming and finishes the jobs it holds; `listWorkers` then shows it `drained`, and its
+   * process can be stopped without abandoning work.
+   *
+   * @example
+   * await admin.drainWorker('web-1:4242:9f3a0c1e', { actor: 'alice', reason: 'host maintenance' });
+   */
+  async drainWorker(workerId: string, options: ActorOptions = {}, client?: Queryable): Promise<DrainResult> {
+    checkText(workerId, 'workerId', 1, 200);
+    const [actor, reason] = actorOf(checkOptions(options, 'options', ACTOR_KEYS, 'a drain option'));
+    return drainWorker(this.runner(client), workerId, actor, reason);
+  }
+
+  /**
+   * One consistent snapshot of the queue's health, read by one statement: per queue the live
+   * jobs by state, the oldest ready job's wait, expired leases not yet recovered and dead letters
+   * of the last hour; live workers; retention lag; missing history partitions; and a status
+   * (`ok`, `warn`, `critical`) with the reasons for it. Thresholds left out keep their defaults
+   * (docs/operations.md lists them, and what to do about each reason).
+   *
+   * @example
+   * const { status, reasons } = await admin.health({ oldestReadyMs: { warn: 5_000, critical: 60_000 } });
+   */
+  async health(thresholds: HealthThresholds = {}, client?: Queryable): Promise<HealthReport> {
+    return health(this.runner(client), checkHealthThresholds(thresholds));
+  }
+
+  /** The retention policy and how far retention got (see docs/operations.md#retention). */
+  async retentionStatus(client?: Queryable): Promise<RetentionStatus> {
+    return retentionStatus(this.runner(client));
+  }
+
+  /**
+   * Sets the retention policy; settings left out keep their values. The maintenance tick applies
+   * it from its next pass.
+   *
+   * @example
+   * await admin.setRetention({ finishedJobMs: 7 * 86_400_000, jobEventDays: 7 }, { actor: 'alice' });
+   */
+  async setRetention(policy: Partial<RetentionPolicy>, options: Pick<ActorOptions, 'actor'> = {}, client?: Queryable): Promise<void> {
+    const [actor] = actorOf(checkOptions(options, 'options', ['actor'], 'an option of setRetention'));
+    return setRetention(this.runner(client), policy, actor);
+  }
+
+  /**
+   * One retention pass now (the maintenance tick runs one per tick anyway): drops expired
+   * history partitions and looks at up to `budget` jobs (default 10 000, at most 1 000 000),
+   * removing those whose window has passed. Answers `skipped` when another pass runs.
+   */
+  async runRetention(options: { budget?: number } = {}, client?: Queryable): Promise<RetentionRun> {
+    const { budget } = checkOptions(options, 'options', ['budget'], 'an option of runRetention');
+    return runRetention(this.runner(client), checkInteger(budget ?? 10_000, 'budget', 1, 1_000_000));
+  }
+
+  /**
+   * Schedules (all namespaces, or `namespace`'s), by namespace and key: definition, state
+   * (`active`, `paused`, `disabled`), revision, next and last run, the last job and its state.
+   */
+  async listSchedules(options: { namespace?: string } = {}, client?: Queryable): Promise<ScheduleInfo[]> {
+    return listSchedules(this.runner(client), options.namespace);
+  }
+
+  /** A schedule's history, newest first: each revision's change and each trigger (default 100 entries). */
+  async getScheduleHistory(key: string, options: { namespace?: string; limit?: number } = {}, client?: Queryable): Promise<ScheduleHistoryEntry[]> {
+    return getScheduleHistory(this.runner(client), key, options);
+  }
+
+  /**
+   * Pauses a schedule (namespace `default` unless given): its occurrences are skipped until it
+   * is resumed. Returns false when it was paused already.
+   */
+  async pauseSchedule(key: string, options: ScheduleActionOptions = {}, client?: Queryable): Promise<boolean> {
+    return setSchedulePaused(this.runner(client), 'pause_schedule_v1', key, options);
+  }
+
+  /** Resumes a paused schedule from its next occurrence (nothing missed meanwhile is caught up). Returns false when it was not paused. */
+  async resumeSchedule(key: string, options: ScheduleActionOptions = {}, client?: Queryable): Promise<boolean> {
+    return setSchedulePaused(this.runner(client), 'resume_schedule_v1', key, options);
+  }
+
+  /** Enqueues a schedule's job now, besides its occurrences (also while paused), and returns the job's id. */
+  async triggerSchedule(key: string, options: ScheduleActionOptions = {}, client?: Queryable): Promise<string> {
+    return triggerSchedule(this.runner(client), key, options);
   }
 
   private async setPaused(fn: string, queue: string, options: ActorOptions | undefined, client?: Queryable): Promise<QueueInfo> {

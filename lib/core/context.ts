@@ -1,8 +1,9 @@
 import type { PoolClient } from 'pg';
-import { fromPgError, LeaseLostError, WorkhorseValidationError } from './errors';
+import { ChildJobFailedError, fromPgError, LeaseLostError, WorkhorseValidationError } from './errors';
 import { HandlerWaits } from './handler-waits';
-import type { JsonValue, Queryable } from './types';
-import { checkDate, checkText, toJsonText } from './validation';
+import { failpoint } from './failpoints';
+import type { ChildJobSpec, ChildOutcome, DependencyOutcome, JsonValue, Queryable } from './types';
+import { checkDate, checkText, toJsonText, toRequestJson } from './validation';
 import type { HumanDecision, WaitForHumanOptions, WaitForSignalOptions } from './waits';
 
 /** What the worker tells a context about the job it runs. */
@@ -47,8 +48,32 @@ export interface ExecutionOwner {
   leaseLost(execution: object): void;
   /** The job went to sleep until `wakeAt` (or was canceled meanwhile): the worker lets go of it. */
   slept(execution: object, wakeAt: Date): void;
-  /** The job parked on a wait (or was canceled meanwhile): the worker lets go of it; `reason` is what the handler is told. */
+  /** The job parked on children or a wait (or was canceled meanwhile): the worker lets go of it; `reason` is what the handler is told. */
   parked(execution: object, reason: Error): void;
+}
+
+/**
+ * Thrown out of `ctx.runChild` / `ctx.runChildren` when the job parked until its children end:
+ * the worker has let go of the job and the handler must unwind (do not catch it). The handler
+ * runs again from the top once every child has ended (completed checkpoints replay, and the
+ * call returns the children's outcomes). Its `signal` has aborted with this error too.
+ */
+export class JobBlocked extends Error {
+  constructor(
+    readonly jobId: string,
+    readonly waitingFor: 'children',
+  ) {
+    super(`Job ${jobId} is blocked until its ${waitingFor} end; the handler runs again then.`);
+    this.name = 'JobBlocked';
+  }
+}
+
+interface ChildRow {
+  status: 'parked' | 'settled' | 'canceled' | 'stale';
+  child_id: string | null;
+  state: 'succeeded' | 'failed' | 'canceled' | null;
+  result: JsonValue | null;
+  error: ChildOutcome['error'];
 }
 
 
@@ -277,6 +302,83 @@ export class HandlerContext {
     // `sleeping` or `canceled`: either way the job is no longer this worker's to execute.
     this.owner.slept(this.execution, wakeAt);
     throw new JobSleeping(this.job.jobId, wakeAt);
+  }
+
+  /**
+   * The prerequisites this job was enqueued with (`dependsOn`), in that order, each with its
+   * state and its result or error. Every one has ended by the time the handler runs (unless an
+   * operator forced the job on), so a job with policy `run` can see which of them failed.
+   */
+  async dependencies(): Promise<DependencyOutcome[]> {
+    try {
+      const result = await this.pool.query('SELECT job_id, state, result, error FROM workhorse.dependencies_v1($1)', [this.job.jobId]);
+      return (result.rows as { job_id: string; state: DependencyOutcome['state']; result: JsonValue | null; error: DependencyOutcome['error'] }[]).map(
+        (row) => ({ jobId: row.job_id, state: row.state, result: row.result, error: row.error }),
+      );
+    } catch (error) {
+      throw fromPgError(error);
+    }
+  }
+
+  /**
+   * Starts a child job and waits for it without holding a worker slot: the child is enqueued
+   * and this job parks in `blocked` in one transaction, and {@link JobBlocked} unwinds the
+   * handler (let it through). When the child ends, the handler runs again from the top and this
+   * call returns the child's result, or throws {@link ChildJobFailedError} (catchable) if it
+   * failed or was canceled. `key` names the call: a replay finds the child it started; asking
+   * for another type or payload under the same key is a `ChildJobConflictError`.
+   *
+   * @example
+   * const receipt = await ctx.runChild('charge', 'payment.charge', { orderId: payload.orderId });
+   */
+  async runChild<R = JsonValue>(key: string, type: string, payload: unknown, options?: ChildJobSpec['options']): Promise<R> {
+    const [outcome] = await this.runChildren<R>(key, [{ type, payload, options }]);
+    if (outcome.state !== 'succeeded') throw new ChildJobFailedError(outcome.jobId, outcome.state, outcome.error);
+    return outcome.result;
+  }
+
+  /**
+   * Starts 1 to 1000 child jobs at once and waits for all of them (as {@link runChild}); returns
+   * every child's outcome in the order given, whether it succeeded or not (like
+   * `Promise.allSettled`).
+   */
+  async runChildren<R = JsonValue>(key: string, children: readonly ChildJobSpec[]): Promise<ChildOutcome<R>[]> {
+    checkText(key, 'key', 1, 200);
+    if (!Array.isArray(children) || children.length < 1 || children.length > 1000) {
+      throw new WorkhorseValidationError('children', 'must be an array of 1 to 1000 child job specs');
+    }
+    const requests = children.map((spec: ChildJobSpec, i) => {
+      if (typeof spec !== 'object' || spec === null) throw new WorkhorseValidationError(`children[${i}]`, 'must be an object with type and payload');
+      return toRequestJson(spec.type, spec.payload, spec.options, `children[${i}].`);
+    });
+    this.signal.throwIfAborted();
+    failpoint('before-park');
+    let rows: ChildRow[];
+    try {
+      const result = await this.pool.query('SELECT status, child_id, state, result, error FROM workhorse.run_children_v1($1, $2, $3, $4, $5::jsonb)', [
+        this.job.jobId,
+        this.job.workerId,
+        this.job.fenceToken,
+        key,
+        `[${requests.join(',')}]`,
+      ]);
+      rows = result.rows as ChildRow[];
+    } catch (error) {
+      throw fromPgError(error);
+    }
+    const status = rows[0].status;
+    if (status === 'stale') {
+      this.owner.leaseLost(this.execution);
+      throw new LeaseLostError(this.job.jobId);
+    }
+    if (status !== 'settled') {
+      failpoint('after-park');
+      // `parked` or `canceled`: either way the job is no longer this worker's to execute.
+      const blocked = new JobBlocked(this.job.jobId, 'children');
+      this.owner.parked(this.execution, blocked);
+      throw blocked;
+    }
+    return rows.map((row) => ({ jobId: row.child_id, state: row.state, result: row.result, error: row.error }) as ChildOutcome<R>);
   }
 
   /**

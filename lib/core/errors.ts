@@ -119,7 +119,10 @@ export const SQLSTATE = {
   batchTooLarge: 'P1003',
   isolation: 'P1004',
   idempotencyConflict: 'P1005',
-  decisionNotAllowed: 'P1021',
+  scheduleNotFound: 'P1010',
+  unknownDependency: 'P1020',
+  childJobConflict: 'P1021',
+  decisionNotAllowed: 'P1030',
 } as const;
 
 /**
@@ -140,6 +143,53 @@ export class IdempotencyConflictError extends WorkhorseValidationError {
 }
 
 /**
+ * A `dependsOn` entry names no job the enqueueing transaction can see (SQLSTATE `P1020`).
+ * Nothing of the batch is written.
+ */
+export class UnknownDependencyError extends WorkhorseValidationError {
+  constructor(
+    field: string,
+    message: string,
+    /** The id that names no job. */
+    readonly jobId: string,
+  ) {
+    super(field, message);
+  }
+}
+
+/**
+ * `ctx.runChild` / `ctx.runChildren` was called under a key that an earlier run of the handler
+ * used for other child jobs (SQLSTATE `P1021`): a handler must ask for the same children under
+ * the same key on every run.
+ */
+export class ChildJobConflictError extends WorkhorseValidationError {
+  constructor(
+    field: string,
+    message: string,
+    /** The children the key already stands for. */
+    readonly childIds: string[],
+  ) {
+    super(field, message);
+  }
+}
+
+/**
+ * Thrown by `ctx.runChild` when the child job ended `failed` or `canceled`; carries the child's
+ * error envelope. A handler may catch it (and, say, compensate) or let it fail the attempt.
+ */
+export class ChildJobFailedError extends WorkhorseError {
+  constructor(
+    readonly childId: string,
+    readonly childState: 'failed' | 'canceled',
+    /** The child's terminal error envelope. */
+    readonly childError: { name: string; message: string; stack?: string },
+  ) {
+    super(`Child job ${childId} ended ${childState}: ${childError.name}: ${childError.message}`);
+    this.name = 'ChildJobFailedError';
+  }
+}
+
+/**
  * Turns an error raised by a `workhorse.*` SQL function into our typed error; anything else is
  * returned unchanged.
  */
@@ -152,6 +202,15 @@ export function fromPgError(error: unknown): unknown {
     if (e.code === SQLSTATE.validation || e.code === SQLSTATE.batchTooLarge) {
       return new WorkhorseValidationError(field, message);
     }
+    if (e.code === SQLSTATE.scheduleNotFound) return new ScheduleNotFoundError(message);
+    if (e.code === SQLSTATE.unknownDependency) {
+      const detail = JSON.parse(e.detail ?? '{}') as { jobId?: string };
+      return new UnknownDependencyError(field, message, detail.jobId ?? '');
+    }
+    if (e.code === SQLSTATE.childJobConflict) {
+      const detail = JSON.parse(e.detail ?? '{}') as { childIds?: string[] };
+      return new ChildJobConflictError(field, message, detail.childIds ?? []);
+    }
     if (e.code === SQLSTATE.decisionNotAllowed) {
       const detail = JSON.parse(e.detail ?? '{}') as { choices?: string[] };
       return new DecisionNotAllowedError(message, detail.choices ?? []);
@@ -162,6 +221,46 @@ export function fromPgError(error: unknown): unknown {
     }
   }
   return error;
+}
+
+/**
+ * A schedule's cron expression that the cron library refuses, or that never occurs (such as
+ * `0 0 31 2 *`). Raised before anything is written; the message names the schedule.
+ *
+ * @example
+ * try { await queue.syncSchedules('default', [{ key: 'nightly', type: 'report', cron: '0 25 * * *' }]); } catch (e) {
+ *   if (e instanceof InvalidCronError) console.log(e.scheduleKey, e.expression); // "nightly", "0 25 * * *"
+ * }
+ */
+export class InvalidCronError extends WorkhorseValidationError {
+  constructor(
+    /** The key of the schedule it belongs to. */
+    readonly scheduleKey: string,
+    /** The expression as given. */
+    readonly expression: string,
+    detail: string,
+  ) {
+    super('cron', `schedule "${scheduleKey}" has an invalid cron expression "${expression}": ${detail}`);
+  }
+}
+
+/** A schedule's time zone that is not an IANA time zone name this runtime knows. Raised before anything is written. */
+export class UnknownTimeZoneError extends WorkhorseValidationError {
+  constructor(
+    /** The key of the schedule it belongs to. */
+    readonly scheduleKey: string,
+    /** The zone as given. */
+    readonly timezone: string,
+  ) {
+    super('timezone', `schedule "${scheduleKey}" names an unknown time zone "${timezone}" (give an IANA name such as Europe/Berlin)`);
+  }
+}
+
+/** No schedule has that key in that namespace (SQLSTATE `P1010`). */
+export class ScheduleNotFoundError extends WorkhorseValidationError {
+  constructor(message: string) {
+    super('key', message);
+  }
 }
 
 /** The reason `ctx.signal` aborts when an operator canceled the running job. */
@@ -268,7 +367,7 @@ function describeIssue(issue: StandardSchemaIssue): string {
 }
 
 /**
- * A human decision that is not one of its wait's `choices` (SQLSTATE `P1021`). Nothing was
+ * A human decision that is not one of its wait's `choices` (SQLSTATE `P1030`). Nothing was
  * written; the caller's transaction is rolled back.
  */
 export class DecisionNotAllowedError extends WorkhorseValidationError {

@@ -6,7 +6,8 @@ import type { ErrorEnvelope } from './types';
  * `complete`); recording a failed attempt or
  * an acknowledged cancellation (`fail`); handing back a job it has no handler for (`release`);
  * running a transactional handler's transaction (`transaction`); renewing leases
- * (`heartbeat`); offering maintenance (`tick`); listening for notifications (`listen`); calling
+ * (`heartbeat`); offering maintenance (`tick`); reporting itself to the registry of live
+ * workers (`report`); listening for notifications (`listen`); calling
  * a listener (`listener`); or an idle connection of the pool broke (`pool`).
  */
 export type WorkerErrorDuring =
@@ -18,6 +19,7 @@ export type WorkerErrorDuring =
   | 'transaction'
   | 'heartbeat'
   | 'tick'
+  | 'report'
   | 'listen'
   | 'pool'
   | 'listener';
@@ -27,7 +29,7 @@ export type WorkerErrorDuring =
  * database answers, its round trips, heartbeats, ticks and LISTEN connection): when one of them
  * works again after failing, the database is reachable again (`worker.reconnected`).
  */
-export const RECURRING_OPERATIONS = ['start', 'claim', 'complete', 'heartbeat', 'tick', 'listen'] as const satisfies readonly WorkerErrorDuring[];
+export const RECURRING_OPERATIONS = ['start', 'claim', 'complete', 'heartbeat', 'tick', 'report', 'listen'] as const satisfies readonly WorkerErrorDuring[];
 export type RecurringOperation = (typeof RECURRING_OPERATIONS)[number];
 
 /**
@@ -60,6 +62,7 @@ export type WorkerEvent =
   | ({ name: 'job.lease_lost'; durationMs: number } & JobEventBase)
   | ({ name: 'job.released'; reason: string } & JobEventBase)
   | ({ name: 'job.sleeping'; wakeAt: Date } & JobEventBase)
+  | ({ name: 'job.blocked'; waitingFor: 'children' | 'signal' | 'human' } & JobEventBase)
   | ({
       name: 'job.abandoned';
       durationMs: number;
@@ -84,7 +87,9 @@ export type WorkerEvent =
       /** How long it failed, from its first failure to now. */
       downMs: number;
     }
-  | { name: 'worker.stopped'; workerId: string };
+  | { name: 'worker.stopped'; workerId: string }
+  /** An operator asked the worker to drain: it claims no more and finishes the `activeCount` jobs it holds. */
+  | { name: 'worker.draining'; workerId: string; activeCount: number };
 
 export type WorkerEventName = WorkerEvent['name'];
 
@@ -102,10 +107,12 @@ export const WORKER_EVENT_NAMES = [
   'job.lease_lost',
   'job.released',
   'job.sleeping',
+  'job.blocked',
   'job.abandoned',
   'worker.error',
   'worker.reconnected',
   'worker.stopped',
+  'worker.draining',
 ] as const satisfies readonly WorkerEventName[];
 
 type Missing = Exclude<WorkerEventName, (typeof WORKER_EVENT_NAMES)[number]>;

@@ -10,7 +10,7 @@
  */
 export { Pool, type PoolClient, type PoolConfig } from 'pg';
 export { Admin } from './admin';
-export { HandlerContext, JobSleeping } from './context';
+export { HandlerContext, JobBlocked, JobSleeping } from './context';
 export { JobWaiting } from './handler-waits';
 export {
   ConnectTimeoutError,
@@ -18,17 +18,23 @@ export {
   ExecutionTimeoutError,
   HumanWaitTimeoutError,
   fromPgError,
+  ChildJobConflictError,
+  ChildJobFailedError,
   IdempotencyConflictError,
+  InvalidCronError,
   InvalidCursorError,
   JobDataRejectedError,
   JobCanceledError,
   LeaseLostError,
   NonRetryableError,
   RetryAfterError,
+  ScheduleNotFoundError,
   SchemaNotInstalledError,
   SchemaVersionMismatchError,
   SignalTimeoutError,
   SQLSTATE,
+  UnknownDependencyError,
+  UnknownTimeZoneError,
   WorkerShutdownError,
   WorkerStateError,
   WorkhorseError,
@@ -56,6 +62,9 @@ export type {
   StandardSchemaResult,
   StandardSchemaV1,
 } from './standard-schema';
+export { DEFAULT_SCHEDULE_NAMESPACE } from './schedules/admin-operations';
+export { planSchedules } from './schedules/planner';
+export type * from './schedules/types';
 export { getSchemaStatus, installSchema, SCHEMA_VERSION, verifySchema, type InstallSchemaResult, type SchemaStatus } from './schema';
 export { DEFAULT_CONNECT_TIMEOUT_MS } from './connect-timeout';
 export { TransactionScope, type TransactionSource } from './transaction-scope';
@@ -73,3 +82,7 @@ export type {
   WaitForHumanOptions,
   WaitForSignalOptions,
 } from './waits';
+export type { DrainResult, WorkerInfo, WorkerStatus } from './operations/live-workers';
+export type { HealthReason, HealthReasonCode, HealthReport, HealthStatus, HealthThresholds, QueueHealth, ThresholdPair } from './operations/health';
+export type { RetentionPolicy, RetentionRun, RetentionStatus } from './operations/retention';
+export { EventLog, type WorkhorseLogger } from './worker';

@@ -1,10 +1,13 @@
 import type { Pool } from 'pg';
 import { applyConnectTimeout } from './connect-timeout';
 import { fromDatabaseError } from './database-errors';
-import { WorkhorseValidationError } from './errors';
+import { UnknownDependencyError, WorkhorseValidationError } from './errors';
 import { definedRequest, isJobDefinition, type JobDefinition } from './job-definition';
+import { syncSchedules } from './schedules/sync';
+import type { ScheduleDefinition, SyncedSchedule } from './schedules/types';
 import { toSnapshot, type JobRow } from './job-snapshot';
 import type { EnqueueOptions, EnqueueRequest, JobSnapshot, Queryable } from './types';
+import { JobMetrics } from './telemetry/job-metrics';
 import { checkJobId, LIMITS, toRequestJson } from './validation';
 import {
   completeHumanWait,
@@ -28,6 +31,8 @@ import {
  * await client.query('COMMIT');
  */
 export class Queue {
+  private metrics: JobMetrics | null | undefined;
+
   constructor(readonly pool: Pool) {
     applyConnectTimeout(pool);
   }
@@ -42,14 +47,24 @@ export class Queue {
   enqueue<P, R, I>(definition: JobDefinition<P, R, I>, payload: NoInfer<I>, options?: EnqueueOptions, client?: Queryable): Promise<string>;
   async enqueue(job: string | JobDefinition<unknown, unknown, unknown>, payload: unknown, options?: EnqueueOptions, client?: Queryable): Promise<string> {
     let request: string;
+    let queue: string | undefined;
     if (isJobDefinition(job)) {
       const defined = await definedRequest(job, payload, options);
       request = toRequestJson(job.type, defined.payload, defined.options);
+      queue = defined.options?.queue;
     } else {
       request = toRequestJson(job, payload, options);
+      queue = options?.queue;
     }
-    const [id] = await this.send(`[${request}]`, client);
-    return id;
+    try {
+      const [id] = await this.send(`[${request}]`, client);
+      this.jobMetrics()?.enqueued(queue ?? 'default', isJobDefinition(job) ? job.type : job);
+      return id;
+    } catch (error) {
+      // Named as the caller gave it: `dependsOn[0]`, not the batch's `requests[0].dependsOn[0]`.
+      if (error instanceof UnknownDependencyError) throw new UnknownDependencyError(error.field.replace(/^requests\[0\]\./, ''), error.message, error.jobId);
+      throw error;
+    }
   }
 
   /**
@@ -72,7 +87,7 @@ export class Queue {
         throw new WorkhorseValidationError(`requests[${i}]`, 'must be an object with type and payload');
       }
       const { type, payload, ...options } = request;
-      const text = toRequestJson(type, payload, options, `requests[${i}].`);
+      const text = toRequestJson(type, payload, options, `requests[${i}].`, i);
       bytes += Buffer.byteLength(text, 'utf8');
       if (bytes > LIMITS.batchBytes) {
         throw new WorkhorseValidationError(
@@ -82,7 +97,10 @@ export class Queue {
       }
       texts.push(text);
     }
-    return this.send(`[${texts.join(',')}]`, client);
+    const ids = await this.send(`[${texts.join(',')}]`, client);
+    const metrics = this.jobMetrics();
+    if (metrics) for (const request of requests) metrics.enqueued(request.queue ?? 'default', request.type);
+    return ids;
   }
 
   /**
@@ -99,6 +117,24 @@ export class Queue {
     checkJobId(jobId);
     const rows = await this.call<JobRow>('SELECT * FROM workhorse.get_own_job_v1($1)', [jobId], client);
     return rows.length === 0 ? null : toSnapshot(rows[0]);
+  }
+
+  /**
+   * Makes `definitions` the desired state of the schedules of `namespace`, in one transaction
+   * under a lock per namespace: new keys are created, changed ones updated, keys no longer listed
+   * disabled (never deleted; listing them again enables them). Every change bumps the schedule's
+   * revision and is recorded in its history. Every definition is checked first (a bad cron
+   * expression is an `InvalidCronError`, an unknown zone an `UnknownTimeZoneError`, naming the
+   * schedule) and nothing is written unless all pass. Then the next occurrences are planned;
+   * workers' maintenance ticks fire them, each exactly once. See docs/schedules.md.
+   *
+   * @example
+   * await queue.syncSchedules('billing', [
+   *   { key: 'invoices.monthly', type: 'invoice.run', cron: '0 3 1 * *', timezone: 'Europe/Berlin' },
+   * ]);
+   */
+  async syncSchedules(namespace: string, definitions: readonly ScheduleDefinition[], client?: Queryable): Promise<SyncedSchedule[]> {
+    return syncSchedules(this.runner(client), namespace, definitions);
   }
 
   /**
@@ -141,6 +177,12 @@ export class Queue {
    */
   protected runner(client?: Queryable): Queryable {
     return client ?? this.pool;
+  }
+
+  /** The job metrics (null without an OpenTelemetry SDK), resolved at the first enqueue. */
+  private jobMetrics(): JobMetrics | null {
+    if (this.metrics === undefined) this.metrics = JobMetrics.active();
+    return this.metrics;
   }
 
   private async send(requests: string, client?: Queryable): Promise<string[]> {

@@ -76,12 +76,74 @@ export interface EnqueueOptions {
   idempotencyScope?: string;
   /** How long the key is remembered, 1 000 ms to 30 days. Default 24 h. */
   idempotencyTtlMs?: number;
+  /**
+   * Jobs this one waits for (1 to 1000 distinct ids of existing jobs, e.g. enqueued earlier in
+   * the same transaction): it stays `blocked` until every one of them has ended, then runs (at
+   * `runAt`) or ends by `onDependencyFailed` / `onDependencyCanceled`. See docs/orchestration.md.
+   */
+  dependsOn?: readonly string[];
+  /** What this job does when a prerequisite ends `failed`: `fail` (default), `cancel` or `run`. */
+  onDependencyFailed?: DependencyPolicy;
+  /** What this job does when a prerequisite ends `canceled`: `fail`, `cancel` (default) or `run`. */
+  onDependencyCanceled?: DependencyPolicy;
+}
+
+/**
+ * What a job enqueued with `dependsOn` does when a prerequisite did not succeed: end `failed`
+ * (error `DependencyFailed` / `DependencyCanceled`), end `canceled` (same error names), or run
+ * anyway (the handler reads every prerequisite's outcome with `ctx.dependencies()`).
+ */
+export type DependencyPolicy = 'fail' | 'cancel' | 'run';
+
+/** One prerequisite of a job as `ctx.dependencies()` gives it. */
+export interface DependencyOutcome {
+  jobId: string;
+  state: JobState;
+  /** The prerequisite's result once it `succeeded`, else null. */
+  result: JsonValue | null;
+  /** The prerequisite's error envelope once it `failed` or was `canceled`, else null. */
+  error: ErrorEnvelope | null;
+}
+
+/** One child job as `ctx.runChildren` gives it back once every child has ended. */
+export type ChildOutcome<R = JsonValue> =
+  | { jobId: string; state: 'succeeded'; result: R; error: null }
+  | { jobId: string; state: 'failed' | 'canceled'; result: null; error: ErrorEnvelope };
+
+/** One child job to start with `ctx.runChildren`. */
+export interface ChildJobSpec<P = unknown> {
+  type: string;
+  payload: P;
+  options?: Omit<EnqueueOptions, 'dependsOn' | 'onDependencyFailed' | 'onDependencyCanceled'>;
+}
+
+/** A job related to another one, with its state now. */
+export interface JobLink {
+  id: string;
+  state: JobState;
+}
+
+/** What `Admin.getJob` adds to a snapshot: the jobs it waits on and its family. */
+export interface JobLineage {
+  /** The prerequisites given in `dependsOn`, in that order. */
+  dependencies: JobLink[];
+  /** While `blocked`: the prerequisites or children that have not ended yet. */
+  waitingOn: JobLink[];
+  /** The job that started this one with `ctx.runChild(ren)`, if any. */
+  parentId: string | null;
+  /** The jobs this one started with `ctx.runChild(ren)`, with the key of each call. */
+  children: (JobLink & { key: string })[];
 }
 
 /** One job of a batch given to `enqueueMany`. */
-export interface EnqueueRequest<P = unknown> extends EnqueueOptions {
+export interface EnqueueRequest<P = unknown> extends Omit<EnqueueOptions, 'dependsOn'> {
   type: string;
   payload: P;
+  /**
+   * As {@link EnqueueOptions.dependsOn}; an entry may also be the index (a number) of an earlier
+   * request of the same batch, whose id is not known yet.
+   */
+  dependsOn?: readonly (string | number)[];
 }
 
 /** The error envelope stored for a failed attempt or job. */
@@ -168,6 +230,11 @@ export interface ListJobsFilter {
   /** 1 to 1000, default 50. */
   limit?: number;
   cursor?: string;
+  /**
+   * Only the children of this job (started with `ctx.runChild(ren)`), in the order they were
+   * started, on one page; the other filters apply to them.
+   */
+  parentId?: string;
 }
 
 export interface TimelineOptions {

@@ -1,5 +1,5 @@
 import { WorkhorseValidationError } from './errors';
-import type { EnqueueOptions, RetryPolicy } from './types';
+import type { DependencyPolicy, EnqueueOptions, RetryPolicy } from './types';
 
 /** Limits shared with the SQL functions (which check them again). */
 export const LIMITS = {
@@ -14,6 +14,8 @@ export const LIMITS = {
   tags: 20,
   tagLength: 64,
   delayMs: 604_800_000,
+  /** Prerequisites of one job (`dependsOn`). */
+  dependencies: 1000,
 } as const;
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._:/-]*$/;
@@ -29,6 +31,9 @@ const ENQUEUE_OPTION_KEYS = new Set([
   'idempotencyKey',
   'idempotencyScope',
   'idempotencyTtlMs',
+  'dependsOn',
+  'onDependencyFailed',
+  'onDependencyCanceled',
 ]);
 
 /** What `enqueue_many_v1` receives for one job (besides its payload, written as JSON text). */
@@ -45,6 +50,9 @@ interface WireEnqueueOptions {
   idempotencyKey?: string;
   idempotencyScope?: string;
   idempotencyTtlMs?: number;
+  dependsOn?: (string | number)[];
+  onDependencyFailed?: DependencyPolicy;
+  onDependencyCanceled?: DependencyPolicy;
 }
 
 function fail(field: string, message: string): never {
@@ -175,17 +183,52 @@ export function checkRetryPolicy(value: unknown, field: string): RetryPolicy {
 
 /**
  * Validates one enqueue call and returns the JSON text of the request `enqueue_many_v1` receives.
- * `path` prefixes field names for batch members (`requests[3].`). The payload is turned into JSON
- * once, here, and its text goes into the request as it is.
+ * `path` prefixes field names for batch members (`requests[3].`), `batchIndex` is a batch
+ * member's index (its `dependsOn` may name earlier members by index). The payload is turned into
+ * JSON once, here, and its text goes into the request as it is.
  */
-export function toRequestJson(type: unknown, payload: unknown, options: unknown, path = ''): string {
+export function toRequestJson(type: unknown, payload: unknown, options: unknown, path = '', batchIndex = 0): string {
   const wire: WireEnqueueOptions = { type: checkName(type, `${path}type`) };
   const payloadText = toJsonText(payload, `${path}payload`);
-  checkEnqueueOptions(wire, options, path);
+  checkEnqueueOptions(wire, options, path, batchIndex);
   return `{"payload":${payloadText},${JSON.stringify(wire).slice(1)}`;
 }
 
-function checkEnqueueOptions(wire: WireEnqueueOptions, options: unknown, path: string): void {
+/**
+ * `dependsOn` and its policies. `batchIndex`: the request's index in its batch (an entry may be
+ * the index of an earlier request); undefined for a single enqueue.
+ */
+function checkDependencies(opts: Record<string, unknown>, wire: WireEnqueueOptions, path: string, batchIndex: number): void {
+  for (const key of ['onDependencyFailed', 'onDependencyCanceled'] as const) {
+    const policy = opts[key];
+    if (policy === undefined) continue;
+    if (opts.dependsOn === undefined) fail(`${path}${key}`, 'needs dependsOn');
+    if (policy !== 'fail' && policy !== 'cancel' && policy !== 'run') fail(`${path}${key}`, 'must be "fail", "cancel" or "run"');
+    wire[key] = policy;
+  }
+  if (opts.dependsOn === undefined) return;
+  const list: unknown = opts.dependsOn;
+  if (!Array.isArray(list) || list.length < 1 || list.length > LIMITS.dependencies) {
+    fail(`${path}dependsOn`, `must be an array of 1 to ${LIMITS.dependencies} job ids`);
+  }
+  const seen = new Set<string>();
+  wire.dependsOn = list.map((entry: unknown, i) => {
+    const field = `${path}dependsOn[${i}]`;
+    if (typeof entry === 'number') {
+      if (!Number.isInteger(entry) || entry < 0 || entry >= batchIndex) {
+        fail(field, batchIndex > 0 ? `must name a job id, or the index of an earlier request of the batch (0 to ${batchIndex - 1})` : 'must be a job id (a UUID string)');
+      }
+    } else {
+      checkJobId(entry, field);
+    }
+    const key = String(entry).toLowerCase();
+    if (seen.has(key)) fail(field, 'names a job that dependsOn already names');
+    seen.add(key);
+    return entry as string | number;
+  });
+}
+
+function checkEnqueueOptions(wire: WireEnqueueOptions, options: unknown, path: string, batchIndex: number): void {
   if (options === undefined || options === null) return;
   if (typeof options !== 'object' || Array.isArray(options)) fail(`${path}options`, 'must be an object');
   const o = options as Record<string, unknown>;
@@ -235,6 +278,7 @@ function checkEnqueueOptions(wire: WireEnqueueOptions, options: unknown, path: s
     });
     wire.tags = [...(tags as string[])];
   }
+  checkDependencies(o, wire, path, batchIndex);
 }
 
 /**

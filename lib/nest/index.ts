@@ -9,7 +9,7 @@ export { OnWorkhorseEvent } from './on-workhorse-event.decorator';
 export { Transactional } from './transactional.decorator';
 export { WorkhorseConfigurationError } from './workhorse-configuration.error';
 export { WORKHORSE_EVENT_NAMES } from './workhorse.constants';
-export type { JobHandlerOptions, WorkhorseModuleOptions, WorkhorseWorkerOptions } from './workhorse-module-options.interface';
+export type { JobHandlerOptions, JobHandlerSchedule, WorkhorseModuleOptions, WorkhorseWorkerOptions } from './workhorse-module-options.interface';
 export { WorkhorseModule } from './workhorse.module';
 export {
   WORKHORSE_MODULE_OPTIONS,
@@ -19,4 +19,5 @@ export {
 export { WorkhorseTransactionError } from './workhorse-transaction.error';
 export { WorkhorseTransactionHost } from './workhorse-transaction.host';
 export { WorkhorseTransactionInterceptor } from './workhorse-transaction.interceptor';
+export { WorkhorseScheduler } from './workhorse.scheduler';
 export { WorkhorseWorker, type RunOnceOptions } from './workhorse.worker';

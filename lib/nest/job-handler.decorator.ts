@@ -1,4 +1,6 @@
-import { WorkhorseValidationError } from '../core/errors';
+import { InvalidCronError, UnknownTimeZoneError, WorkhorseValidationError } from '../core/errors';
+import { toWireSchedule } from '../core/schedules/definition';
+import type { ScheduleDefinition } from '../core/schedules/types';
 import type { HandlerContext } from '../core/context';
 import { isJobDefinition, type JobDefinition } from '../core/job-definition';
 import type { RetryPolicy } from '../core/types';
@@ -6,7 +8,7 @@ import { checkName } from '../core/validation';
 import { checkHandlerOptions, type HandlerSettings } from '../core/worker';
 import { JOB_HANDLER_METADATA } from './workhorse.constants';
 import { WorkhorseConfigurationError } from './workhorse-configuration.error';
-import type { JobHandlerOptions } from './workhorse-module-options.interface';
+import type { JobHandlerOptions, JobHandlerSchedule } from './workhorse-module-options.interface';
 import { messages } from './workhorse.messages';
 
 /** One `@JobHandler` registration, as stored on the method. */
@@ -17,6 +19,8 @@ export interface JobHandlerMetadata {
   retry: RetryPolicy | undefined;
   /** The definition it was declared with, if any (the worker then checks results with it). */
   definition: JobDefinition<unknown, unknown, unknown> | undefined;
+  /** Its schedules, complete (type, key, and the handler's queue unless the schedule names one). */
+  schedules: ScheduleDefinition[];
 }
 
 /** What `@JobHandler(definition)` decorates: a method that takes the definition's payload and returns its result. */
@@ -83,10 +87,10 @@ export function JobHandler(job: string | JobDefinition<unknown, unknown, unknown
     if (typeof options !== 'object' || options === null || Array.isArray(options)) {
       throw new WorkhorseConfigurationError(messages.badHandlerOptions(name, options));
     }
-    // The core's rules for handler options; `queue` is this decorator's own.
+    // The core's rules for handler options; `queue` and `schedule` are this decorator's own.
     let settings: HandlerSettings;
     try {
-      settings = checkHandlerOptions(options, ['queue']);
+      settings = checkHandlerOptions(options, ['queue', 'schedule']);
     } catch (error) {
       if (error instanceof WorkhorseValidationError) throw new WorkhorseConfigurationError(messages.badHandlerOption(name, error.message));
       throw error;
@@ -95,10 +99,58 @@ export function JobHandler(job: string | JobDefinition<unknown, unknown, unknown
       options.queue === undefined
         ? definition?.defaults.queue
         : checked(options.queue, 'queue', (detail) => messages.badHandlerQueue(name, options.queue, detail));
+    const schedules = handlerSchedules(name, checkedType, queue, options.schedule);
     const method = descriptor.value as object;
     const existing = (Reflect.getOwnMetadata(JOB_HANDLER_METADATA, method) as JobHandlerMetadata[] | undefined) ?? [];
-    const entry: JobHandlerMetadata = { type: checkedType, queue, transactional: settings.transactional, retry: settings.retry, definition };
+    const entry: JobHandlerMetadata = {
+      type: checkedType,
+      queue,
+      transactional: settings.transactional,
+      retry: settings.retry,
+      definition,
+      schedules,
+    };
     Reflect.defineMetadata(JOB_HANDLER_METADATA, [...existing, entry], method);
     return descriptor;
   };
+}
+
+/**
+ * The complete definitions of a handler's `schedule` option, checked now: an invalid cron
+ * expression or zone is the core's typed error (naming the schedule), anything else a
+ * configuration error naming the handler.
+ */
+function handlerSchedules(
+  target: string,
+  type: string,
+  queue: string | undefined,
+  schedule: JobHandlerSchedule | JobHandlerSchedule[] | undefined,
+): ScheduleDefinition[] {
+  if (schedule === undefined) return [];
+  const list = Array.isArray(schedule) ? schedule : [schedule];
+  const keys = new Set<string>();
+  return list.map((entry, i) => {
+    if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) {
+      throw new WorkhorseConfigurationError(messages.badHandlerSchedule(target, i, 'must be an object such as { cron: "0 6 * * *" }'));
+    }
+    if ((entry as { type?: unknown }).type !== undefined) {
+      throw new WorkhorseConfigurationError(messages.badHandlerSchedule(target, i, 'names no type: the job type is the handler\'s'));
+    }
+    const definition: ScheduleDefinition = {
+      ...entry,
+      key: entry.key ?? type,
+      type,
+      ...(queue !== undefined && entry.options?.queue === undefined && { options: { ...entry.options, queue } }),
+    };
+    try {
+      toWireSchedule(definition);
+    } catch (error) {
+      if (error instanceof InvalidCronError || error instanceof UnknownTimeZoneError) throw error;
+      if (error instanceof WorkhorseValidationError) throw new WorkhorseConfigurationError(messages.badHandlerSchedule(target, i, error.message));
+      throw error;
+    }
+    if (keys.has(definition.key)) throw new WorkhorseConfigurationError(messages.duplicateHandlerScheduleKey(target, definition.key));
+    keys.add(definition.key);
+    return definition;
+  });
 }

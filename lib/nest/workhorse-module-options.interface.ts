@@ -1,3 +1,4 @@
+import type { ScheduleDefinition } from '../core/schedules/types';
 import type { TransactionSource } from '../core/transaction-scope';
 import type { QueuePolicy, RetryPolicy } from '../core/types';
 import type { Pool, PoolConfig } from 'pg';
@@ -65,6 +66,21 @@ export interface WorkhorseModuleOptions {
    * docs/workers.md, "Flow control".
    */
   queues?: Record<string, QueuePolicy>;
+  /**
+   * Schedules besides those declared on `@JobHandler`s (`{ key, type, cron, ... }`, as
+   * `queue.syncSchedules` takes them). See `syncSchedules` for when they are synced.
+   */
+  schedules?: ScheduleDefinition[];
+  /** The namespace this application's schedules are synced into. Default `default`. */
+  scheduleNamespace?: string;
+  /**
+   * Whether this process makes its schedules (`schedules` and those of `@JobHandler`s) the
+   * desired state of `scheduleNamespace` on application bootstrap: keys it no longer declares
+   * are disabled. Default: when the process runs a worker and declares at least one schedule.
+   * `true` also syncs from a web-only process, and syncs an empty set (disabling every
+   * schedule of the namespace); `false` never syncs.
+   */
+  syncSchedules?: boolean;
 }
 
 /**
@@ -74,6 +90,18 @@ export interface WorkhorseModuleOptions {
  * @JobHandler('invoice.book', { queue: 'billing', transactional: true })
  * async book(payload: { invoiceId: string }): Promise<void> { ... }
  */
+/**
+ * A schedule of `@JobHandler(type, { schedule })`: the handler's type and queue are the job's.
+ *
+ * @example
+ * @JobHandler('report.daily', { schedule: { cron: '0 6 * * *', timezone: 'Europe/Berlin', payload: { format: 'pdf' } } })
+ * async report(payload: { format: string }): Promise<void> { ... }
+ */
+export interface JobHandlerSchedule extends Omit<ScheduleDefinition, 'key' | 'type'> {
+  /** The schedule's key in its namespace. Default: the job type (give one to each of several schedules). */
+  key?: string;
+}
+
 export interface JobHandlerOptions {
   /**
    * The queue this job type lives in. The worker claims from it, and the Nest `Queue` enqueues
@@ -91,4 +119,10 @@ export interface JobHandlerOptions {
    * policy wins; without either the default applies).
    */
   retry?: RetryPolicy;
+  /**
+   * Enqueue a job of this type on a cron schedule (or several): synced at bootstrap into the
+   * module's `scheduleNamespace` and fired by the workers' maintenance ticks, once per
+   * occurrence. See docs/schedules.md.
+   */
+  schedule?: JobHandlerSchedule | JobHandlerSchedule[];
 }

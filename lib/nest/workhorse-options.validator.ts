@@ -1,12 +1,25 @@
-import { WorkhorseValidationError } from '../core/errors';
+import { InvalidCronError, UnknownTimeZoneError, WorkhorseValidationError } from '../core/errors';
 import { checkQueuePolicy } from '../core/queue-policy';
+import { toWireSchedules } from '../core/schedules/definition';
 import { checkName } from '../core/validation';
 import { checkWorkerOptions } from '../core/worker';
 import { WorkhorseConfigurationError } from './workhorse-configuration.error';
 import type { WorkhorseModuleOptions } from './workhorse-module-options.interface';
 import { messages } from './workhorse.messages';
 
-const OPTION_KEYS = ['connectionString', 'pool', 'poolConfig', 'schema', 'worker', 'requestTransactions', 'transaction', 'queues'] as const;
+const OPTION_KEYS = [
+  'connectionString',
+  'pool',
+  'poolConfig',
+  'schema',
+  'worker',
+  'requestTransactions',
+  'transaction',
+  'schedules',
+  'scheduleNamespace',
+  'syncSchedules',
+  'queues',
+] as const;
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -57,7 +70,29 @@ export function validateModuleOptions(options: unknown): WorkhorseModuleOptions 
     fail(messages.badTransactionSource(transaction));
   }
   checkQueues(options.queues);
+  checkScheduleOptions(options, fail);
   return options as WorkhorseModuleOptions;
+}
+
+// Schedules are checked as queue.syncSchedules checks them; a bad cron expression or zone is the
+// core's typed error (naming the schedule), anything else a configuration error.
+function checkScheduleOptions(options: Record<string, unknown>, fail: (message: string) => never): void {
+  const { schedules, scheduleNamespace, syncSchedules } = options;
+  if (syncSchedules !== undefined && typeof syncSchedules !== 'boolean') fail(messages.badSyncSchedules(syncSchedules));
+  if (schedules !== undefined && !Array.isArray(schedules)) fail(messages.badSchedules(schedules));
+  try {
+    if (scheduleNamespace !== undefined) checkName(scheduleNamespace, 'scheduleNamespace');
+  } catch (error) {
+    if (error instanceof WorkhorseValidationError) fail(messages.badScheduleNamespace(error.message.slice('scheduleNamespace: '.length)));
+    throw error;
+  }
+  try {
+    toWireSchedules('default', schedules ?? []);
+  } catch (error) {
+    if (error instanceof InvalidCronError || error instanceof UnknownTimeZoneError) throw error;
+    if (error instanceof WorkhorseValidationError) fail(messages.badSchedule(error.message.replace(/^definitions/, 'schedules')));
+    throw error;
+  }
 }
 
 // Each queue's policy is checked by the rules Admin.setQueuePolicy applies, named by its path.

@@ -46,7 +46,7 @@ export class WorkhorseQueue extends Queue {
     return client ?? this.host.client ?? this.pool;
   }
 
-  private route<O extends EnqueueOptions>(type: unknown, options: O | undefined): O | undefined {
+  private route<O extends Pick<EnqueueOptions, 'queue'>>(type: unknown, options: O | undefined): O | undefined {
     if (options !== undefined && (!isPlainObject(options) || options.queue !== undefined)) return options;
     const queue = typeof type === 'string' ? this.registry.queueOf(type) : undefined;
     return queue === undefined ? options : ({ ...options, queue } as O);

@@ -7,6 +7,7 @@ import type { JobHandlerMetadata } from './job-handler.decorator';
 import { JOB_HANDLER_METADATA, ON_WORKHORSE_EVENT_METADATA, TRANSACTION_HOST, TRANSACTIONAL_METADATA } from './workhorse.constants';
 import { WorkhorseConfigurationError } from './workhorse-configuration.error';
 import { WorkhorseRegistry } from './workhorse.registry';
+import { WorkhorseScheduler } from './workhorse.scheduler';
 import { WorkhorseTransactionHost } from './workhorse-transaction.host';
 import { messages } from './workhorse.messages';
 
@@ -24,8 +25,8 @@ function callMethod(instance: object, name: string, ...args: unknown[]): unknown
 
 /**
  * Discovery, once every provider exists (`onModuleInit`): registers `@JobHandler` and
- * `@OnWorkhorseEvent` methods of singleton providers, refuses them on request-scoped or
- * transient ones, and gives every singleton provider and controller that has `@Transactional()`
+ * `@OnWorkhorseEvent` methods of singleton providers (and has the schedules they declare
+ * checked), refuses them on request-scoped or transient ones, and gives every singleton provider and controller that has `@Transactional()`
  * methods its transaction host.
  */
 @Injectable()
@@ -38,12 +39,14 @@ export class WorkhorseExplorer implements OnModuleInit {
     private readonly reflector: Reflector,
     private readonly registry: WorkhorseRegistry,
     private readonly host: WorkhorseTransactionHost,
+    private readonly scheduler: WorkhorseScheduler,
   ) {}
 
   onModuleInit(): void {
     const seen = new Set<object>();
     for (const wrapper of this.discovery.getProviders()) this.explore(wrapper, seen, true);
     for (const wrapper of this.discovery.getControllers()) this.explore(wrapper, seen, false);
+    this.scheduler.check();
     this.logger.debug(`Found ${this.registry.handlers.length} job handler(s).`);
   }
 

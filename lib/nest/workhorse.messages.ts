@@ -2,17 +2,9 @@
  * Every message the Nest integration and the testing helpers show to users: errors, warnings
  * and log lines. Each error says what is wrong and what to do about it.
  */
-import type { AbandonReason } from '../core/events';
 import type { ErrorEnvelope, JobSnapshot, JobState } from '../core/types';
 
 const MODULE = 'WorkhorseModule';
-
-const ABANDON_CAUSES: Record<Exclude<AbandonReason, 'shutdown'>, string> = {
-  timeout: 'its execution timeout passed',
-  canceled: 'the job was canceled',
-  lease_lost: 'the worker lost its lease',
-  sleeping: 'it started a durable sleep',
-};
 
 function describe(value: unknown): string {
   if (value === null) return 'null';
@@ -47,6 +39,18 @@ export const messages = {
     `${MODULE}: poolConfig must be an object of pg PoolConfig settings such as { max: 20 }, got ${describe(value)}.`,
   poolConfigConnectionString: () =>
     `${MODULE}: put the connection string in the connectionString option, not in poolConfig.`,
+  badScheduleNamespace: (detail: string) => `${MODULE}: scheduleNamespace ${detail}.`,
+  badSchedules: (value: unknown) =>
+    `${MODULE}: schedules must be an array of schedule definitions such as [{ key: 'nightly', type: 'report.daily', cron: '0 6 * * *' }], got ${describe(value)}.`,
+  badSchedule: (detail: string) => `${MODULE}: schedules: ${detail}`,
+  badSyncSchedules: (value: unknown) => `${MODULE}: syncSchedules must be true or false, got ${describe(value)}.`,
+  duplicateScheduleKey: (key: string, first: string, second: string) =>
+    `Two schedules have the key "${key}" (${first} and ${second}): keys name schedules within their namespace. ` +
+    'Give one of them another key.',
+  schedulesSynced: (namespace: string, changes: string) => `Synced the schedules of namespace "${namespace}": ${changes}.`,
+  undeclaredSchedules: (namespace: string, keys: string[]) =>
+    `Namespace "${namespace}" has ${keys.length} active schedule(s) this application does not declare (${keys.join(', ')}); ` +
+    'they go on firing. Set syncSchedules: true to disable them, or give this application its own scheduleNamespace.',
   badSchemaMode: (value: unknown) =>
     `${MODULE}: schema must be 'install' (create the schema if it is absent) or 'verify' (only check it), got ${describe(value)}.`,
   badWorker: (value: unknown) =>
@@ -84,6 +88,9 @@ export const messages = {
   badHandlerOptions: (target: string, value: unknown) =>
     `@JobHandler on ${target}: options must be an object such as { queue: 'emails', transactional: true }, got ${describe(value)}.`,
   badHandlerOption: (target: string, detail: string) => `@JobHandler on ${target}: ${detail}.`,
+  badHandlerSchedule: (target: string, index: number, detail: string) => `@JobHandler on ${target}: schedule[${index}] ${detail}.`,
+  duplicateHandlerScheduleKey: (target: string, key: string) =>
+    `@JobHandler on ${target}: two schedules have the key "${key}" (the job type, unless given): give each schedule its own key.`,
   queueWithDefinition: (target: string, type: string) =>
     `@JobHandler on ${target}: a handler of a job definition takes its queue from the definition; ` +
     `give queue in defineJob('${type}', { queue }) instead of the handler options.`,
@@ -119,27 +126,7 @@ export const messages = {
   workerWithoutHandlers: (queues: readonly string[]) =>
     `The worker found no @JobHandler methods; it will claim jobs from ${queues.join(', ')} only to release them. ` +
     'Add handlers, or set worker: false in a process that should only enqueue.',
-  workerStarted: (workerId: string, queues: readonly string[], concurrency: number) =>
-    `Worker ${workerId} started on queue(s) ${queues.join(', ')} with concurrency ${concurrency}.`,
-  workerStopped: (workerId: string) => `Worker ${workerId} stopped.`,
-  workerError: (during: string, error: Error) => `Worker error while doing "${during}": ${error.message}`,
-  workerReconnected: (workerId: string, during: string, failures: number, downMs: number) =>
-    `Worker ${workerId}: the database is reachable again ("${during}" works after ${failures} failure(s) over ${(downMs / 1000).toFixed(1)} s).`,
   workerCrashed: (error: unknown) => `The worker stopped unexpectedly: ${error instanceof Error ? error.message : String(error)}`,
-  jobRetry: (jobId: string, type: string, attempt: number, error: ErrorEnvelope, runAt: Date) =>
-    `Job ${jobId} (${type}) attempt ${attempt} failed with ${errorText(error)}; next attempt at ${runAt.toISOString()}.`,
-  jobFailed: (jobId: string, type: string, attempt: number, error: ErrorEnvelope) =>
-    `Job ${jobId} (${type}) failed for good on attempt ${attempt}: ${errorText(error)}.`,
-  jobCanceled: (jobId: string, type: string) => `Job ${jobId} (${type}) was canceled while running.`,
-  jobLeaseLost: (jobId: string, type: string) =>
-    `Job ${jobId} (${type}): this worker lost its lease; the job's outcome is left to whichever worker owns it now.`,
-  jobReleased: (jobId: string, type: string, reason: string) => `Job ${jobId} (${type}) released: ${reason}.`,
-  jobAbandoned: (jobId: string, type: string, reason: AbandonReason, abandonedCount: number) =>
-    (reason === 'shutdown'
-      ? `Job ${jobId} (${type}) did not finish within shutdownTimeoutMs; it was aborted and will run again after its lease expires.`
-      : `The handler of job ${jobId} (${type}) did not return within abandonAfterMs after its attempt ended (${ABANDON_CAUSES[reason]}); ` +
-        'the worker abandoned it and freed its slot. Handlers should stop when ctx.signal aborts.') +
-    ` Abandoned handlers still running: ${abandonedCount}.`,
   subscriberFailed: (target: string, event: string, error: unknown) =>
     `@OnWorkhorseEvent('${event}') ${target} threw: ${error instanceof Error ? error.message : String(error)}. ` +
     'The worker goes on; handle errors inside the subscriber.',

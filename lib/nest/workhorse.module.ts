@@ -9,6 +9,7 @@ import type { WorkhorseModuleOptions } from './workhorse-module-options.interfac
 import { ConfigurableWorkhorseModule, WORKHORSE_MODULE_OPTIONS } from './workhorse.module-definition';
 import { WorkhorseQueue } from './workhorse-queue.provider';
 import { WorkhorseRegistry } from './workhorse.registry';
+import { WorkhorseScheduler } from './workhorse.scheduler';
 import { WorkhorseTransactionHost } from './workhorse-transaction.host';
 import { WorkhorseTransactionInterceptor } from './workhorse-transaction.interceptor';
 import { WorkhorseWorker } from './workhorse.worker';
@@ -68,6 +69,7 @@ const passThrough: NestInterceptor = { intercept: (_context, next) => next.handl
       inject: [WorkhorseConnection, WorkhorseTransactionHost],
     },
     WorkhorseExplorer,
+    WorkhorseScheduler,
     WorkhorseWorker,
     {
       provide: APP_INTERCEPTOR,
@@ -76,7 +78,7 @@ const passThrough: NestInterceptor = { intercept: (_context, next) => next.handl
       inject: [WORKHORSE_MODULE_OPTIONS, WorkhorseTransactionHost],
     },
   ],
-  exports: [Queue, Admin, WorkhorseTransactionHost, WorkhorseWorker],
+  exports: [Queue, Admin, WorkhorseTransactionHost, WorkhorseWorker, WorkhorseScheduler],
 })
 export class WorkhorseModule extends ConfigurableWorkhorseModule implements OnApplicationShutdown {
   constructor(private readonly connection: WorkhorseConnection) {

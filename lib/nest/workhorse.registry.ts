@@ -1,3 +1,4 @@
+import type { ScheduleDefinition } from '../core/schedules/types';
 import type { RetryPolicy } from '../core/types';
 import type { WorkerEvent, WorkerEventName } from '../core/events';
 import type { JobDefinition } from '../core/job-definition';
@@ -17,6 +18,8 @@ export interface DiscoveredHandler {
   fn: JobHandlerFn;
   /** The definition the handler was declared with, if any. */
   definition: JobDefinition<unknown, unknown, unknown> | undefined;
+  /** The schedules declared on it (`@JobHandler(type, { schedule })`). */
+  schedules: ScheduleDefinition[];
 }
 
 /** A discovered `@OnWorkhorseEvent` method. */
@@ -48,6 +51,11 @@ export class WorkhorseRegistry {
 
   get handlers(): readonly DiscoveredHandler[] {
     return [...this.byType.values()];
+  }
+
+  /** Every schedule declared on a handler, with the handler that declared it. */
+  get schedules(): readonly { definition: ScheduleDefinition; target: string }[] {
+    return this.handlers.flatMap((handler) => handler.schedules.map((definition) => ({ definition, target: handler.target })));
   }
 
   /** The queue the handler of `type` declared, or undefined. */

@@ -6,12 +6,14 @@ import {
   type OnApplicationBootstrap,
 } from '@nestjs/common';
 import { Observable, Subject } from 'rxjs';
-import { WORKER_EVENT_NAMES, type WorkerEvent, type WorkerEventName, type WorkerEventOf } from '../core/events';
+import type { WorkerEvent, WorkerEventName } from '../core/events';
 import { Queue } from '../core/queue';
 import { Worker, type WorkerOptions } from '../core/worker';
+import { EventLog } from '../core/worker/event-log';
 import type { WorkhorseModuleOptions } from './workhorse-module-options.interface';
 import { WORKHORSE_MODULE_OPTIONS } from './workhorse.module-definition';
 import { WorkhorseRegistry } from './workhorse.registry';
+import { WorkhorseScheduler } from './workhorse.scheduler';
 import { messages } from './workhorse.messages';
 
 /**
@@ -86,6 +88,7 @@ export class WorkhorseWorker implements OnApplicationBootstrap, BeforeApplicatio
     @Inject(WORKHORSE_MODULE_OPTIONS) private readonly options: WorkhorseModuleOptions,
     private readonly queue: Queue,
     private readonly registry: WorkhorseRegistry,
+    private readonly scheduler: WorkhorseScheduler,
   ) {}
 
   /** True when the module options configure a worker for this process. */
@@ -123,7 +126,9 @@ export class WorkhorseWorker implements OnApplicationBootstrap, BeforeApplicatio
     this.worker?.resume();
   }
 
-  onApplicationBootstrap(): void {
+  /** Syncs the application's schedules (see `WorkhorseScheduler`), then starts the worker if configured. */
+  async onApplicationBootstrap(): Promise<void> {
+    await this.scheduler.syncOnBootstrap();
     if (!this.options.worker) return;
     const worker = this.createWorker(this.options.worker);
     if (this.registry.handlers.length === 0) this.logger.warn(messages.workerWithoutHandlers(worker.queues));
@@ -206,7 +211,7 @@ export class WorkhorseWorker implements OnApplicationBootstrap, BeforeApplicatio
   }
 
   private publish(event: WorkerEvent): void {
-    (this.logs[event.name] as ((e: WorkerEvent) => void) | null)?.(event);
+    this.eventLog.write(event);
     for (const subscriber of this.registry.subscribersOf(event.name)) {
       const report = (error: unknown) => this.logger.error(messages.subscriberFailed(subscriber.target, event.name, error));
       try {
@@ -219,46 +224,7 @@ export class WorkhorseWorker implements OnApplicationBootstrap, BeforeApplicatio
     if (this.streamed > 0) this.events.next(event);
   }
 
-  // Problems are logged; successes and claims are not (they would flood the log).
-  // While the database is down every tick, claim and reconnect fails: log the first failure of
-  // each kind with its stack, then at most one line per kind every 30 s with the count since.
-  private readonly errorLog = new Map<string, { lastAt: number; suppressed: number }>();
-
-  private logError(during: string, error: Error): void {
-    const now = Date.now();
-    const seen = this.errorLog.get(during);
-    if (seen && now - seen.lastAt < 30_000) {
-      seen.suppressed++;
-      return;
-    }
-    const suppressed = seen?.suppressed ?? 0;
-    this.errorLog.set(during, { lastAt: now, suppressed: 0 });
-    const message = messages.workerError(during, error);
-    this.logger.error(suppressed > 0 ? `${message} (${suppressed} more since the last report)` : message, seen ? undefined : error.stack);
-  }
-
-  // How each event is logged (null: not at all). A new event in the core union must get an
-  // entry here, or this does not compile.
-  private readonly logs: { [N in WorkerEventName]: ((event: WorkerEventOf<N>) => void) | null } = {
-    'worker.started': (e) => this.logger.log(messages.workerStarted(e.workerId, e.queues, e.concurrency)),
-    'worker.stopped': (e) => this.logger.log(messages.workerStopped(e.workerId)),
-    'worker.error': (e) => this.logError(e.during, e.error),
-    'worker.reconnected': (e) => {
-      // The next outage's first failure is logged in full again.
-      this.errorLog.delete(e.during);
-      this.logger.log(messages.workerReconnected(e.workerId, e.during, e.failures, e.downMs));
-    },
-    'job.retry_scheduled': (e) => this.logger.warn(messages.jobRetry(e.jobId, e.type, e.attempt, e.error, e.runAt)),
-    'job.failed': (e) => this.logger.warn(messages.jobFailed(e.jobId, e.type, e.attempt, e.error)),
-    'job.canceled': (e) => this.logger.log(messages.jobCanceled(e.jobId, e.type)),
-    'job.lease_lost': (e) => this.logger.warn(messages.jobLeaseLost(e.jobId, e.type)),
-    'job.released': (e) => this.logger.warn(messages.jobReleased(e.jobId, e.type, e.reason)),
-    'job.abandoned': (e) => this.logger.warn(messages.jobAbandoned(e.jobId, e.type, e.reason, e.abandonedCount)),
-    'job.claimed': null,
-    'job.succeeded': null,
-    'job.sleeping': null,
-  };
-
-  /** The events this service logs: problems, start, stop and cancellations; never claims or successes. */
-  private readonly logged: WorkerEventName[] = WORKER_EVENT_NAMES.filter((name) => this.logs[name] !== null);
+  // Problems, start, stop, drains and cancellations are logged through Nest's Logger (the core's EventLog).
+  private readonly eventLog = new EventLog(this.logger);
+  private readonly logged: readonly WorkerEventName[] = this.eventLog.names;
 }

@@ -14,7 +14,8 @@
  *   --quick              small sizes, one concurrency, one repetition
  *   --reps N             repetitions of every case (default 3, quick 1)
  *   --only a,b           groups to run: pgbench, enqueue, latency, drain, history, rss, diagnose,
- *                        limited (our worker draining a queue with a flow-control policy)
+ *                        limited (our worker draining a queue with a flow-control policy),
+ *                        orchestration
  *   --out DIR            where to write the results (default docs/benchmarks)
  *   --drain-jobs N       jobs per drain at concurrency 10 and 50, and of the history drain
  *                        (default: sized by the calibration drain, at most 20000)
@@ -42,7 +43,7 @@ const { percentile, summary, rotate } = require('./lib/stats');
 const { diagnose, enableStatements, resetStatements, readStatements } = require('./lib/diagnose');
 const { writeReports } = require('./lib/report');
 
-const GROUPS = ['pgbench', 'enqueue', 'latency', 'drain', 'history', 'rss', 'diagnose', 'limited'];
+const GROUPS = ['pgbench', 'enqueue', 'latency', 'drain', 'history', 'rss', 'diagnose', 'limited', 'orchestration'];
 
 function parseArgs(argv) {
   const args = { quick: false, only: null, reps: null, out: null, overrides: {} };
@@ -388,12 +389,12 @@ async function groupLatency(cfg, results) {
  * One drain: preload `jobs` no-op jobs (into a fresh database unless `database` is given),
  * VACUUM ANALYZE and CHECKPOINT, then one worker child runs them all.
  */
-async function runDrain({ systemId, concurrency, jobs, rep, capMs, database, keepSamples, sampleMs, execArgv, traceQueries, captureNotices, beforeGo, onRunning, options }) {
+async function runDrain({ systemId, concurrency, jobs, rep, capMs, database, keepSamples, sampleMs, execArgv, traceQueries, captureNotices, beforeGo, onRunning, options, shape }) {
   const sys = system(systemId);
   const db = database ?? (await freshDatabase(systemId, 'drain'));
   try {
     const size0 = await schemaBytes(db.name, sys.schema);
-    await sys.preload({ libDir, url: db.url, count: jobs, parallel: 2 });
+    await sys.preload({ libDir, url: db.url, count: jobs, parallel: 2, shape });
     await server.withClient((c) => c.query('VACUUM ANALYZE'), db.name);
     await checkpoint(db.name);
     const size1 = await schemaBytes(db.name, sys.schema);
@@ -487,6 +488,28 @@ async function groupDrain(cfg, results) {
     }
   }
   results.drain = { config: d, runs };
+}
+
+// Orchestration: one parent with 1,000 children (ctx.runChildren) and 1,000 prerequisites with
+// one dependent (dependsOn), each against a plain drain of the same 1,001 jobs, in rotated
+// order. The rate counts every job from the go to the last one ending (the parent or the
+// dependent ends last).
+async function groupOrchestration(cfg, results) {
+  const runs = [];
+  const jobs = 1001;
+  for (let rep = 0; rep < cfg.reps; rep++) {
+    for (const [order, shape] of rotate(['plain', 'fanout', 'fanin'], rep).entries()) {
+      try {
+        const r = await runDrain({ systemId: 'workhorse', concurrency: 10, jobs, rep, capMs: 120_000, shape: shape === 'plain' ? undefined : shape });
+        runs.push({ shape, rep, order, rate: r.rate, elapsedMs: r.elapsedMs, completed: r.completed, capped: r.capped });
+        log(`orchestration ${shape}: ${r.rate.toFixed(0)} jobs/s (${r.completed} jobs in ${(r.elapsedMs / 1000).toFixed(2)} s)`);
+      } catch (error) {
+        runs.push({ shape, rep, error: error.message });
+        log(`orchestration ${shape}: FAILED ${error.message.split('\n')[0]}`);
+      }
+    }
+  }
+  results.orchestration = { jobs, concurrency: 10, runs };
 }
 
 async function groupHistory(cfg, results) {
@@ -738,7 +761,15 @@ async function main() {
   if (args.overrides.rssJobs && cfg.rss) cfg.rss.jobs = args.overrides.rssJobs;
 
   const runners = {
-    pgbench: groupPgbench, enqueue: groupEnqueue, latency: groupLatency, drain: groupDrain, history: groupHistory, rss: groupRss, diagnose: groupDiagnose, limited: groupLimited,
+    pgbench: groupPgbench,
+    enqueue: groupEnqueue,
+    latency: groupLatency,
+    drain: groupDrain,
+    history: groupHistory,
+    rss: groupRss,
+    diagnose: groupDiagnose,
+    limited: groupLimited,
+    orchestration: groupOrchestration,
   };
   for (const group of groups) {
     if (interrupted) return;

@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { packageVersion } from '../../lib/cli/package-version';
+import { packageVersion } from '../../lib/core/package-version';
 import { cli, errorOf } from './cli-harness';
 
 const ROOT = resolve(__dirname, '..', '..');

@@ -3,7 +3,7 @@
  * listJobs filters and keyset paging.
  */
 import { randomUUID } from 'node:crypto';
-import { Admin, InvalidCursorError, Queue, WorkhorseValidationError, type JobSnapshot, type JobState, type TimelineEntry } from '../../lib/core';
+import { Admin, InvalidCursorError, Queue, WorkhorseValidationError, type JobLineage, type JobSnapshot, type JobState, type TimelineEntry } from '../../lib/core';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
 import { claim, claimOne, complete, fail, type ClaimedJob } from '../support/protocol';
@@ -36,8 +36,12 @@ describe('getJob', () => {
 
     const readyId = await queue.enqueue('report.build', { month: '2024-05' }, { queue: q, priority: 7, maxAttempts: 4, retryPolicy, tags: ['finance', 'monthly'] });
     const ready = await admin.getJob(readyId);
-    expect(ready).toEqual<JobSnapshot>({
+    expect(ready).toEqual<JobSnapshot & JobLineage>({
       id: readyId,
+      dependencies: [],
+      waitingOn: [],
+      parentId: null,
+      children: [],
       queue: q,
       type: 'report.build',
       payload: { month: '2024-05' },
@@ -398,8 +402,10 @@ describe('listJobs', () => {
     const ours = made.filter((j) => j.state === 'succeeded' || j.state === 'failed').map((j) => j.id);
     expect(terminalIds.filter((id) => ours.includes(id))).toEqual([...ours].reverse());
 
-    // Items carry the same snapshot getJob reports.
-    for (const item of await list({ queue: qb })) expect(item).toEqual(await admin.getJob(item.id));
+    // Items carry the same snapshot getJob reports (which adds the job's lineage).
+    for (const item of await list({ queue: qb })) {
+      expect({ ...item, dependencies: [], waitingOn: [], parentId: null, children: [] }).toEqual(await admin.getJob(item.id));
+    }
   });
 
   it('pages stably, newest first: jobs enqueued between reads neither shift nor join later pages', async () => {

@@ -23,6 +23,9 @@ const TABLES = [
   'attempt_history',
   'job_event_default',
   'attempt_history_default',
+  'schedule',
+  'schedule_occurrence',
+  'schedule_history',
   'handler_policy',
   'job_signal',
   'job_signal_wait',
@@ -55,6 +58,14 @@ const FUNCTIONS = [
   'wait_human_v1',
   'complete_human_wait_v1',
   'list_human_waits_v1',
+  'sync_schedules_v1',
+  'schedules_to_plan_v1',
+  'plan_schedule_v1',
+  'pause_schedule_v1',
+  'resume_schedule_v1',
+  'trigger_schedule_v1',
+  'list_schedules_v1',
+  'get_schedule_history_v1',
 ];
 
 /** Every object of the workhorse schema with its definition, to prove a call changed nothing. */
@@ -471,7 +482,7 @@ describe('schema', () => {
         expect(first.rows[0].tick).toMatchObject({ skipped: false, promoted: expect.any(Number), recovered: expect.any(Number) });
 
         const other = await db.pool.query<{ tick: { skipped: boolean } }>('SELECT workhorse.tick_v1() AS tick');
-        expect(other.rows[0].tick).toEqual({ skipped: true });
+        expect(other.rows[0].tick).toEqual({ skipped: true, schedulesToPlan: false });
 
         await holder.query('COMMIT');
       } finally {

@@ -379,6 +379,19 @@ describe('starting', () => {
     await own.end();
   });
 
+  it('stop() while the schema check is answering: run() settles and nothing starts (no claim, no tick)', async () => {
+    const worker = new Worker(new Queue(pool), { queues: [freshQueue()], pollMs: 20, tickMs: 20 });
+    const started: WorkerEvent[] = [];
+    worker.on(['worker.started'], (event) => started.push(event));
+    const run = worker.run();
+    // The check's query is on its way; its answer comes after the stop.
+    const stopping = worker.stop();
+    await stopping;
+    await expect(run).resolves.toBeUndefined();
+    expect(started).toEqual([]);
+    expect(worker.isRunning).toBe(false);
+  });
+
   it('run() waits for a database it cannot reach, reporting each try as worker.error during start, until stopped', async () => {
     const unreachable = new URL(db.url);
     unreachable.port = String(await freePort());

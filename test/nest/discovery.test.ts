@@ -175,7 +175,7 @@ describe('discovery', () => {
 describe('decorator validation, when the class is defined', () => {
   it.each([
     ['an empty type', () => JobHandler(''), '@JobHandler on Probe.run: the job type ("") must be 1 to 128 characters'],
-    ['an unknown option', () => JobHandler('x', { retries: 3 } as never), '@JobHandler on Probe.run: retries: is not a handler option (queue, transactional, retry)'],
+    ['an unknown option', () => JobHandler('x', { retries: 3 } as never), '@JobHandler on Probe.run: retries: is not a handler option (queue, schedule, transactional, retry)'],
     ['a bad queue', () => JobHandler('x', { queue: 'no spaces' }), 'the queue ("no spaces") must be 1 to 128 characters'],
     ['a bad transactional', () => JobHandler('x', { transactional: 'yes' } as never), '@JobHandler on Probe.run: transactional: must be true or false'],
     ['an unknown event', () => OnWorkhorseEvent('job.exploded' as WorkerEventName), '"job.exploded" is not a worker event'],

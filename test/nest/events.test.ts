@@ -129,7 +129,7 @@ it('emits claimed/succeeded, claimed/retry_scheduled/claimed/succeeded and claim
   expect(failed.workerId).toEqual(expect.any(String));
 
   // Failures are logged as warnings; successes are not logged.
-  expect(warnings.some((w) => w.includes(`Job ${failed.jobId} (broken) failed for good on attempt 1: TypeError: always broken`))).toBe(true);
+  expect(warnings.some((w) => w.includes(`Job ${failed.jobId} (broken) attempt 1 failed for good: TypeError: always broken`))).toBe(true);
   expect(warnings.some((w) => w.includes(`Job ${flaky} (flaky) attempt 1 failed`))).toBe(true);
   expect(warnings.some((w) => w.includes(ok))).toBe(false);
 });

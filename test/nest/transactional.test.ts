@@ -73,6 +73,17 @@ class AccountService {
     throw Object.assign(new Error('roll back the account, not the audit job'), { jobId });
   }
 
+  /** A job and one that depends on it, in the request's transaction; `fail` rolls both back. */
+  @Transactional()
+  async openWithFollowUp(id: string, fail: boolean): Promise<{ first: string; followUp: string; waitsOn: string[] | undefined }> {
+    await this.tx.query('INSERT INTO accounts (id) VALUES ($1)', [id]);
+    const first = await this.queue.enqueue('account.welcome', { id });
+    const followUp = await this.queue.enqueue('account.audit', { id }, { dependsOn: [first] });
+    const waitsOn = (await this.admin.getJob(followUp))?.waitingOn.map((link) => link.id);
+    if (fail) throw new Error('roll back the pair');
+    return { first, followUp, waitsOn };
+  }
+
   @Transactional()
   async seesOwnJob(id: string): Promise<{ inside: string | undefined; outside: string | null }> {
     const jobId = await this.queue.enqueue('account.welcome', { id });
@@ -154,6 +165,15 @@ describe('@Transactional() on a provider method', () => {
     expect(failure.message).toContain('roll back the account');
     expect(await accountExists('e-1')).toBe(false);
     expect(await stateOf(db.pool, failure.jobId)).toBe('ready');
+  });
+
+  it('enqueues a job that depends on one enqueued earlier in the same transaction (dependsOn), and rolls both back together', async () => {
+    const { first, followUp, waitsOn } = await service.openWithFollowUp('d-1', false);
+    expect(waitsOn).toEqual([first]);
+    expect(await stateOf(db.pool, followUp)).toBe('blocked');
+    const before = await countJobs(db.pool, 'account.audit');
+    await expect(service.openWithFollowUp('d-2', true)).rejects.toThrow('roll back the pair');
+    expect(await countJobs(db.pool, 'account.audit')).toBe(before);
   });
 
   it('makes Admin calls join the transaction, so they see its uncommitted job', async () => {

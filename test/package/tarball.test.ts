@@ -122,12 +122,17 @@ describe('the tarball (npm pack --dry-run --json, from a checkout without dist/)
     expect(all.has('pg')).toBe(true);
     expect(manifest.dependencies['@types/pg']).toBeDefined();
     expect(manifest.devDependencies['@types/pg']).toBeUndefined();
-    // Everything else they import is a peer dependency: the application brings it, with its types.
-    expect([...all].filter((name) => name !== 'pg' && manifest.peerDependencies[name] === undefined)).toEqual([]);
-    // The main entry points import only pg, Nest and RxJS: an application without an ORM or
-    // nestjs-cls installed gets no silent any from them (those live in their own entry points).
+    // Everything else they import is a dependency that ships its own types (@opentelemetry/api) or
+    // a peer dependency: the application brings it, with its types.
+    expect(manifest.dependencies['@opentelemetry/api']).toBeDefined();
+    expect(
+      [...all].filter((name) => name !== 'pg' && manifest.dependencies[name] === undefined && manifest.peerDependencies[name] === undefined),
+    ).toEqual([]);
+    // The main entry points import only pg, OpenTelemetry's API, Nest and RxJS: an application
+    // without an ORM or nestjs-cls installed gets no silent any from them (those live in their own
+    // entry points).
     const main = new Set([...importedBy('dist/lib/core/'), ...importedBy('dist/lib/nest/'), ...importedBy('dist/lib/testing/')]);
-    expect([...main].sort()).toEqual(['@nestjs/common', '@nestjs/core', 'pg', 'rxjs']);
+    expect([...main].sort()).toEqual(['@nestjs/common', '@nestjs/core', '@opentelemetry/api', 'pg', 'rxjs']);
   });
 
   it('gives every subpath entry point types under moduleResolution node10 too (typesVersions)', () => {

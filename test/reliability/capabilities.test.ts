@@ -338,6 +338,102 @@ describe('what each capability is for works as that role', () => {
   });
 });
 
+describe('orchestration as those roles', () => {
+  it('a producer enqueues with dependsOn, a worker runs children and reads dependencies, an operator reads the lineage', async () => {
+    const producer = new Queue((await roleWith(['producer'])).pool);
+    const workerRole = await roleWith(['worker']);
+    const admin = new Admin((await roleWith(['operator'])).pool);
+    const q = 'cap-orchestration';
+    const [first, second] = await producer.enqueueMany([
+      { type: 'cap.first', payload: 1, queue: q },
+      { type: 'cap.parent', payload: 2, queue: q, dependsOn: [0] },
+    ]);
+    expect((await producer.getJob(second))?.state).toBe('blocked');
+    const worker = new Worker(new Queue(workerRole.pool), { queues: [q], pollMs: 50, tickMs: 200 });
+    worker.handle('cap.first', (n: number) => n * 10);
+    worker.handle('cap.child', (n: number) => n + 1);
+    worker.handle('cap.parent', async (n: number, ctx) => {
+      const [dependency] = await ctx.dependencies();
+      const child = await ctx.runChild<number>('child', 'cap.child', dependency.result as number, { queue: q });
+      return child + n;
+    });
+    const done = worker.run();
+    try {
+      await waitFor(async () => (await admin.getJob(second))?.state === 'succeeded', 30_000, 'the parent to succeed');
+    } finally {
+      await worker.stop();
+      await done;
+    }
+    const parent = await admin.getJob(second);
+    expect(parent).toMatchObject({ result: 13, dependencies: [{ id: first, state: 'succeeded' }], children: [{ state: 'succeeded', key: 'child' }] });
+    expect((await admin.listJobs({ parentId: second })).items.map((j) => j.type)).toEqual(['cap.child']);
+  });
+});
+
+describe('schedules, capability by capability', () => {
+  it('a producer syncs (and plans), a worker fires the occurrences, an operator lists, pauses, resumes and triggers; nothing more', async () => {
+    const producer = await roleWith(['producer']);
+    const worker = await roleWith(['worker']);
+    const operator = await roleWith(['operator']);
+    const namespace = 'cap-schedules';
+    const q = 'cap-schedules';
+    const definition = { key: 'cap.tick', type: 'cap.scheduled', cron: '* * * * * *', options: { queue: q }, missedAfterMs: 5000 };
+    // A producer defines; the others may not (a definition enqueues jobs).
+    expect(await new Queue(producer.pool).syncSchedules(namespace, [definition])).toEqual([{ key: 'cap.tick', change: 'created', revision: 1 }]);
+    for (const other of [worker, operator]) {
+      await expect(new Queue(other.pool).syncSchedules(namespace, [])).rejects.toMatchObject({ code: '42501' });
+    }
+    // The producer planned at once.
+    const { rows: planned } = await db.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM workhorse.schedule_occurrence o JOIN workhorse.schedule s ON s.id = o.schedule_id
+       WHERE s.namespace = $1 AND o.state = 'planned'`,
+      [namespace],
+    );
+    expect(planned[0].n).toBeGreaterThan(0);
+
+    // A worker's ticks fire the occurrences; it runs their jobs.
+    const ran: string[] = [];
+    const runner = new Worker(new Queue(worker.pool), { queues: [q], pollMs: 50, tickMs: 100 }).handle('cap.scheduled', async (_p, ctx) => {
+      ran.push(ctx.jobId);
+      return null;
+    });
+    const errors: WorkerEvent[] = [];
+    runner.on(['worker.error'], (event) => errors.push(event));
+    const done = runner.run();
+    try {
+      await waitFor(() => ran.length >= 2, 20_000, 'two occurrences to fire and run');
+    } finally {
+      await runner.stop();
+      await done;
+    }
+    expect(errors).toEqual([]);
+    for (const other of [producer, worker]) {
+      const admin = new Admin(other.pool);
+      await expect(admin.listSchedules({ namespace })).rejects.toMatchObject({ code: '42501' });
+      await expect(admin.pauseSchedule('cap.tick', { namespace })).rejects.toMatchObject({ code: '42501' });
+      await expect(admin.triggerSchedule('cap.tick', { namespace })).rejects.toMatchObject({ code: '42501' });
+    }
+
+    // An operator operates them.
+    const admin = new Admin(operator.pool);
+    expect(await admin.pauseSchedule('cap.tick', { namespace, actor: 'ops' })).toBe(true);
+    const [listed] = await admin.listSchedules({ namespace });
+    expect(listed).toMatchObject({ key: 'cap.tick', state: 'paused', pausedBy: 'ops' });
+    expect(ran).toContain(listed.lastJobId);
+    const triggered = await admin.triggerSchedule('cap.tick', { namespace, actor: 'ops' });
+    expect(await admin.resumeSchedule('cap.tick', { namespace })).toBe(true);
+    expect((await admin.getScheduleHistory('cap.tick', { namespace })).map((h) => h.change)).toEqual(['resumed', 'triggered', 'paused', 'created']);
+    expect((await admin.getJob(triggered))?.type).toBe('cap.scheduled');
+
+    // Done: disabled by its producer, and the jobs left canceled.
+    await new Queue(producer.pool).syncSchedules(namespace, []);
+    const { rows } = await db.pool.query<{ id: string }>(
+      `SELECT r.job_id AS id FROM workhorse.job_runtime r JOIN workhorse.job j ON j.id = r.job_id WHERE j.type = 'cap.scheduled'`,
+    );
+    for (const { id } of rows) await new Admin(db.pool).cancel(id);
+  });
+});
+
 describe('the privilege model', () => {
   it('lists every protocol function, makes exactly those SECURITY DEFINER with a pinned search_path, and lets PUBLIC execute nothing', async () => {
     const { rows } = await db.pool.query<{ name: string; listed: boolean; definer: boolean; config: string[] | null; public: boolean }>(

@@ -162,6 +162,25 @@ describe('sample app over HTTP', () => {
     expect((await fetch(`${url}/orders/not-an-id`)).status).toBe(400);
   });
 
+  it('serves GET /health (Terminus over admin.health) and GET /metrics (OpenTelemetry, Prometheus text)', async () => {
+    const created = await post(ORDER);
+    const { jobId } = (await created.json()) as { jobId: string };
+    await waitFor(async () => (await db.pool.query("SELECT 1 FROM workhorse.job_outcome WHERE job_id = $1 AND state = 'succeeded'", [jobId])).rowCount === 1, 20_000, 'the order to be fulfilled');
+
+    const health = await fetch(`${url}/health`);
+    expect(health.status).toBe(200);
+    expect(await health.json()).toMatchObject({ status: 'ok', info: { queue: { status: 'up', level: 'ok' } } });
+
+    const scrape = await fetch(`${url}/metrics`);
+    expect(scrape.status).toBe(200);
+    const text = await scrape.text();
+    const value = (metric: string) => Number(new RegExp(`^${metric}\\{[^}]*queue="orders",type="order.fulfill"[^}]*\\} (\\d+)`, 'm').exec(text)?.[1]);
+    expect(value('workhorse_jobs_enqueued_total')).toBeGreaterThanOrEqual(1);
+    expect(value('workhorse_jobs_succeeded_total')).toBeGreaterThanOrEqual(1);
+    expect(text).toMatch(/^workhorse_job_run_time_count\{[^}]*queue="orders"/m);
+    expect(text).toMatch(/^workhorse_queue_depth\{[^}]*queue="orders",state="ready"[^}]*\} 0/m);
+  });
+
   it('closes everything: no HTTP server, no connection of the app left', async () => {
     const closing = app;
     app = undefined;

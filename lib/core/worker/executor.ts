@@ -9,6 +9,7 @@ import { isLetGo, jobFields, signalOf, type Execution } from './execution';
 import { Interrupter } from './interrupter';
 import type { Lane } from './lane';
 import { OutcomeRecorder } from './outcome-recorder';
+import type { JobMetrics } from '../telemetry/job-metrics';
 import type { OwnerStatements, RoundTripRow } from './owner-statements';
 import type { HandlerSettings, JobHandlerFn, WorkerSettings } from './worker-options';
 
@@ -37,6 +38,8 @@ export class Executor {
   readonly handlers = new Map<string, Handler>();
   readonly recorder: OutcomeRecorder;
   readonly interrupter: Interrupter;
+  /** The job metrics while the worker runs with an OpenTelemetry SDK; null without one. */
+  metrics: JobMetrics | null = null;
 
   constructor(
     private readonly pool: Pool,
@@ -67,6 +70,7 @@ export class Executor {
     this.executions.set(jobId, execution);
     lane.active++;
     if (this.hub.wants('job.claimed')) this.hub.emit({ name: 'job.claimed', ...jobFields(job) });
+    this.metrics?.claimed(queue, type, jobId, attempt, claimedAt);
     if (timeoutMs !== null) this.interrupter.startTimeout(execution, timeoutMs, sentAt);
     this.execute(execution, payload);
   }

@@ -6,6 +6,7 @@
  * (`error-envelope`).
  */
 export { toErrorEnvelope } from './error-envelope';
+export { EventLog, type WorkhorseLogger } from './event-log';
 export { Worker } from './worker';
 export {
   checkHandlerOptions,

@@ -1,5 +1,6 @@
 import type { PoolClient } from 'pg';
-import { JobSleeping, type ExecutionOwner } from '../context';
+import { JobBlocked, JobSleeping, type ExecutionOwner } from '../context';
+import { JobWaiting } from '../handler-waits';
 import { ExecutionTimeoutError, JobCanceledError, LeaseLostError, WorkerShutdownError } from '../errors';
 import type { AbandonReason } from '../events';
 import type { EventHub } from './event-hub';
@@ -92,8 +93,11 @@ export class Interrupter implements LeaseListener, ExecutionOwner {
     const e = execution as Execution;
     if (e.interruption !== null) return;
     e.renewing = false;
-    // (`sleeping`: the database holds the job's new state, the worker records nothing.)
+    // Let go of as a sleeping job is: the database holds its new state, nothing is left to record.
     this.interrupt(e, 'sleeping', reason);
+    // (A pending cancel ended the job instead: no `job.blocked` then.)
+    if (reason instanceof JobBlocked) this.hub.emit({ name: 'job.blocked', ...jobFields(e.job), waitingFor: reason.waitingFor });
+    else if (reason instanceof JobWaiting) this.hub.emit({ name: 'job.blocked', ...jobFields(e.job), waitingFor: reason.waitFor });
   }
 
   // ---- abandoning --------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ import type { EventHub } from './event-hub';
 import { endedFields, jobFields, type Execution, type Interruption } from './execution';
 import type { Handler } from './executor';
 import type { FailOptions, OwnerStatements } from './owner-statements';
+import type { JobMetrics } from '../telemetry/job-metrics';
 
 /**
  * Records how each job ended, reports it as an event and frees the job's slot: a success that
@@ -13,6 +14,9 @@ import type { FailOptions, OwnerStatements } from './owner-statements';
  * (River calls this part the completer).
  */
 export class OutcomeRecorder {
+  /** The job metrics while the worker runs with an OpenTelemetry SDK; null without one. */
+  metrics: JobMetrics | null = null;
+
   constructor(
     /** The jobs being executed, by job id (the executor's). */
     private readonly executions: Map<string, Execution>,
@@ -95,6 +99,7 @@ export class OutcomeRecorder {
     const error = toErrorEnvelope(thrown);
     const answer = await this.statements.fail(job, error, options);
     if (answer.status === 'retry_scheduled') {
+      this.metrics?.retried(job.queue, job.type, Date.now() - execution.startedAt);
       this.hub.emit({ name: 'job.retry_scheduled', ...endedFields(execution), error, runAt: answer.runAt as Date, delayMs: answer.delayMs });
     } else {
       this.reportOutcome(execution, answer.status, error);
@@ -110,7 +115,12 @@ export class OutcomeRecorder {
 
   /** Reports how a job ended, as an event (nothing to build when nobody listens: it runs for every job). */
   reportOutcome(execution: Execution, status: string, error: ErrorEnvelope | null): void {
-    const { hub } = this;
+    const { hub, metrics } = this;
+    if (metrics !== null && (status === 'succeeded' || status === 'failed')) {
+      const { queue, type } = execution.job;
+      if (status === 'succeeded') metrics.succeeded(queue, type, Date.now() - execution.startedAt);
+      else metrics.failed(queue, type, Date.now() - execution.startedAt);
+    }
     if (status === 'succeeded') {
       if (hub.wants('job.succeeded')) hub.emit({ name: 'job.succeeded', ...endedFields(execution) });
     } else if (status === 'canceled') {

@@ -1,11 +1,13 @@
 import type { Pool } from 'pg';
 import { registerHandlerPolicies, type HandlerPolicy } from '../handler-policies';
 import type { EventHub } from './event-hub';
+import { runTick } from './tick';
 
 /**
- * Offers maintenance (`tick_v1`: promotion of due jobs, recovery of expired leases, partition
- * preparation) about once per `tickMs`, jittered. The database runs one tick at a time under a
- * try-advisory lock, so a worker whose offer finds the lock taken is answered at once. When a
+ * Offers maintenance (`tick_v1`: promotion of due jobs, recovery of expired leases, due schedule
+ * occurrences, partition preparation; see {@link runTick}) about once per `tickMs`, jittered.
+ * The database runs one tick at a time under a try-advisory lock, so a worker whose offer finds
+ * the lock taken is answered at once. When a
  * tick leaves work (a backlog of due jobs), the next one follows at once. Before its first tick
  * the ticker registers the handlers' retry policies, until that succeeds.
  */
@@ -46,9 +48,9 @@ export class Ticker {
         await registerHandlerPolicies(this.pool, this.workerId, this.queues, this.policies());
         this.registered = true;
       }
-      const { rows } = await this.pool.query<{ tick: { more?: boolean } }>('SELECT workhorse.tick_v1() AS tick');
+      const result = await runTick(this.pool);
       this.hub.reportSuccess('tick');
-      return rows[0].tick.more === true;
+      return result.more === true;
     } catch (error) {
       this.hub.reportError('tick', error as Error);
       return false;

@@ -4,6 +4,7 @@ import type { HandlerContext } from '../context';
 import { WorkhorseValidationError } from '../errors';
 import type { RetryPolicy } from '../types';
 import { checkInteger, checkName, checkRetryPolicy, checkText } from '../validation';
+import type { WorkhorseLogger } from './event-log';
 
 /**
  * A job handler: receives the payload and a {@link HandlerContext}, returns the job's result
@@ -70,6 +71,12 @@ export interface WorkerOptions {
   workerId?: string;
   /** Delay before a job of a type this worker has no handler for may be claimed again, default 5000 ms. */
   unknownTypeDelayMs?: number;
+  /**
+   * Where the worker logs problems, start, stop, drains and cancellations (`console` will do);
+   * default none (events only). The Nest module logs through Nest's `Logger` without it. Every
+   * line about a job names its id, type and attempt; see docs/operations.md#logs for the levels.
+   */
+  logger?: WorkhorseLogger;
 }
 
 /** {@link WorkerOptions} once checked, with every default filled in. */
@@ -86,6 +93,7 @@ export interface WorkerSettings {
   readonly listen: boolean | { readonly connectionString: string };
   readonly workerId: string;
   readonly unknownTypeDelayMs: number;
+  readonly logger: WorkhorseLogger | null;
 }
 
 /** {@link HandlerOptions} once checked. */
@@ -107,6 +115,7 @@ const WORKER_OPTION_KEYS = [
   'listen',
   'workerId',
   'unknownTypeDelayMs',
+  'logger',
 ] as const satisfies readonly (keyof WorkerOptions)[];
 
 // Fails to compile (naming the missing option) when WorkerOptions gains an option the list misses.
@@ -166,7 +175,17 @@ export function checkWorkerOptions(options: unknown = {}): WorkerSettings {
     listen,
     workerId,
     unknownTypeDelayMs: checkInteger(o.unknownTypeDelayMs ?? 5000, 'unknownTypeDelayMs', 0, 604_800_000),
+    logger: checkLogger(o.logger),
   };
+}
+
+function checkLogger(logger: unknown): WorkhorseLogger | null {
+  if (logger === undefined) return null;
+  const methods = logger as Partial<Record<keyof WorkhorseLogger, unknown>> | null;
+  if (typeof methods !== 'object' || methods === null || (['log', 'warn', 'error'] as const).some((m) => typeof methods[m] !== 'function')) {
+    fail('logger', 'must have log, warn and error methods (console, or Nest\'s Logger, will do)');
+  }
+  return logger as WorkhorseLogger;
 }
 
 function checkListen(listen: unknown): WorkerSettings['listen'] {

@@ -7,10 +7,14 @@ import { verifySchema } from '../schema';
 import type { Queue } from '../queue';
 import { checkName } from '../validation';
 import { EventHub } from './event-hub';
+import { EventLog } from './event-log';
 import { whenFinished } from './execution';
 import { Executor } from './executor';
 import { Heartbeater } from './heartbeater';
 import { OwnerStatements } from './owner-statements';
+import { Registration } from './registration';
+import { activeMeter, JobMetrics } from '../telemetry/job-metrics';
+import { observeQueueDepth } from '../telemetry/queue-depth';
 import { RoundTrips } from './round-trips';
 import { waitForSchema } from './schema-wait';
 import { Ticker } from './ticker';
@@ -46,9 +50,14 @@ export class Worker {
   private readonly roundTrips: RoundTrips;
   private readonly ticker: Ticker;
   private heartbeater: Heartbeater | null = null;
+  private registration: Registration | null = null;
+  /** Stops the queue depth gauge (with an OpenTelemetry SDK). */
+  private stopObserving: (() => void) | null = null;
   private notifier: Notifier | null = null;
   private lifecycle: Lifecycle = 'idle';
   private paused = false;
+  /** An operator asked this worker to drain (`workhorse workers drain`): it claims no more. */
+  private drainRequested = false;
   private stopPromise: Promise<void> | null = null;
   /** While run() checks the schema: the check, and how to stop it. */
   private starting: { abort: AbortController; schema: Promise<boolean> } | null = null;
@@ -62,6 +71,10 @@ export class Worker {
     this.concurrency = this.settings.concurrency;
     this.pool = queue.pool;
     this.hub = new EventHub(this.workerId);
+    if (this.settings.logger) {
+      const log = new EventLog(this.settings.logger);
+      this.hub.on(log.names, (event) => log.write(event));
+    }
     const statements = new OwnerStatements(this.pool, this.settings);
     this.executor = new Executor(this.pool, this.settings, statements, this.hub);
     this.roundTrips = new RoundTrips(this.settings, statements, this.executor, this.hub, () => this.claiming);
@@ -129,6 +142,15 @@ export class Worker {
     return this.lifecycle === 'running';
   }
 
+  /**
+   * An operator asked this worker to drain (`admin.drainWorker`, `workhorse workers drain`): it
+   * claims no more jobs and finishes those it holds, then stays idle until it is stopped (a
+   * drain is for taking a worker out of service before stopping its process).
+   */
+  get isDraining(): boolean {
+    return this.drainRequested;
+  }
+
   /** Stops claiming new jobs; running handlers go on. */
   pause(): void {
     this.paused = true;
@@ -156,8 +178,9 @@ export class Worker {
     this.listenToPool();
     this.starting = { abort: starting, schema: waitForSchema(this.pool, this.hub, starting.signal) };
     try {
-      // False: stopped before the database answered.
-      if (!(await this.starting.schema)) {
+      // False: stopped before the database answered. Aborted: stop() came while the check was
+      // answering, and returned without draining, so nothing may start.
+      if (!(await this.starting.schema) || starting.signal.aborted) {
         this.pool.off('error', this.onPoolError);
         return;
       }
@@ -185,6 +208,10 @@ export class Worker {
       this.notifier.start();
     }
     this.ticker.start();
+    this.registration = new Registration(this.pool, this, this.settings.heartbeatMs, this.hub, () => this.onDrainRequested());
+    this.registration.start();
+    const meter = activeMeter();
+    if (meter) this.stopObserving = observeQueueDepth(meter, this.pool, this.queues);
     this.hub.emit({ name: 'worker.started', workerId: this.workerId, queues: [...this.queues], concurrency: this.concurrency });
     this.roundTrips.wake();
     await stopped;
@@ -236,11 +263,24 @@ export class Worker {
   }
 
   private get claiming(): boolean {
-    return this.lifecycle === 'running' && !this.paused && this.resolveRun !== null;
+    return this.lifecycle === 'running' && !this.paused && !this.drainRequested && this.resolveRun !== null;
+  }
+
+  private onDrainRequested(): void {
+    if (this.drainRequested) return;
+    this.drainRequested = true;
+    this.roundTrips.stopPolling();
+    this.hub.emit({ name: 'worker.draining', workerId: this.workerId, activeCount: this.activeCount });
+    // Report as soon as the last job is done, so the registry shows the worker as drained.
+    void Promise.all([...this.executor.executions.values()].map(whenFinished)).then(() => this.registration?.reportNow());
   }
 
   private startServices(): void {
     this.lifecycle = 'running';
+    // Resolved at each start: the application may register its SDK after building the worker.
+    const metrics = JobMetrics.active();
+    this.executor.metrics = metrics;
+    this.executor.recorder.metrics = metrics;
     this.listenToPool();
     const { workerId, leaseMs, heartbeatMs } = this.settings;
     const onError = (e: Error) => this.hub.reportError('heartbeat', e);
@@ -277,6 +317,10 @@ export class Worker {
     clearTimeout(timer);
     if (timedOut) await this.executor.interrupter.abandonAll();
     await this.roundTrips.flush();
+    await this.registration?.stop();
+    this.registration = null;
+    this.stopObserving?.();
+    this.stopObserving = null;
     await this.stopServices();
     this.lifecycle = 'idle';
     this.stopPromise = null;

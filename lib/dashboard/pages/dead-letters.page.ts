@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { WorkhorseValidationError } from '../../core/errors';
-import type { DeadLetterFilter, JobSnapshot } from '../../core/types';
+import type { DeadLetterFilter, JobLineage, JobSnapshot } from '../../core/types';
 import { time, truncate } from '../format';
 import { html, type Html } from '../html';
 import { DashboardHttpError } from '../http-request';
@@ -80,7 +80,7 @@ function confirmation(context: PageContext, jobs: readonly string[], listed: Htm
 
 async function previewSelected(context: ActionContext): Promise<{ view: PageView }> {
   const found = await Promise.all(ids(context.form, MAX_REDRIVE).map((id) => context.admin.getJob(id)));
-  const eligible = found.filter((job): job is JobSnapshot => job !== null && job.state === 'failed' && job.redrivenTo.length === 0);
+  const eligible = found.filter((job): job is JobSnapshot & JobLineage => job !== null && job.state === 'failed' && job.redrivenTo.length === 0);
   const rows = eligible.slice(0, PREVIEW_ROWS).map((job) => deadLetterRow(context, job, false));
   return { view: confirmation(context, eligible.map((job) => job.id), table(COLUMNS, rows, 'Nothing to redrive.'), found.length - eligible.length) };
 }

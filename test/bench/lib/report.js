@@ -157,6 +157,16 @@ function historySummary(results) {
   };
 }
 
+/** Orchestration: each shape's rate, and its ratio to the plain drain of the same repetition. */
+function orchestrationSummary(results) {
+  const runs = ok(results.orchestration?.runs);
+  if (!runs.length) return null;
+  const of = (shape) => runs.filter((r) => r.shape === shape);
+  const ratio = (shape) =>
+    summary(of(shape).map((r) => r.rate / (of('plain').find((p) => p.rep === r.rep)?.rate ?? NaN)).filter((x) => Number.isFinite(x)));
+  return ['plain', 'fanout', 'fanin'].map((shape) => ({ shape, rate: summary(of(shape).map((r) => r.rate)), ratio: ratio(shape) }));
+}
+
 /** RSS over the run: flat when the last quarter is at most 10% above the second quarter. */
 function rssSummary(results) {
   const run = results.rss?.run;
@@ -586,6 +596,17 @@ function markdown(results, sums) {
   }
 
   if (results.limited?.runs?.length) L.push(...limitedMarkdown(results.limited));
+  if (sums.orchestration) {
+    const names = { plain: 'plain drain', fanout: '1 parent, 1,000 children (ctx.runChildren)', fanin: '1,000 prerequisites, 1 dependent (dependsOn)' };
+    L.push('## Orchestration: fan-out and fan-in');
+    L.push('');
+    L.push(
+      `${fmtInt(results.orchestration.jobs)} jobs per run at concurrency ${results.orchestration.concurrency}, one worker process; rate = jobs / (go → the database holds no unfinished job: the parent or the dependent ends last). The ratio is to the plain drain of the same ${fmtInt(results.orchestration.jobs)} no-op jobs in the same repetition.`,
+    );
+    L.push('');
+    L.push(table(['shape', 'jobs/s', 'x plain'], sums.orchestration.map((o) => [names[o.shape], fmtRange(o.rate), o.shape === 'plain' ? '1' : fmtRatio(o.ratio)])));
+    L.push('');
+  }
 
   if (results.pgbench?.runs?.length) {
     L.push('## Physical reference: pgbench');
@@ -857,6 +878,7 @@ function summarize(results) {
     latency: latencySummary(results),
     history: historySummary(results),
     rss: rssSummary(results),
+    orchestration: orchestrationSummary(results),
   };
   sums.targets = targets(results, sums);
   return sums;

@@ -32,11 +32,29 @@ module.exports = {
     }
   },
 
-  /** Preloads `count` no-op jobs (payload {i}) with the batch API, `parallel` batches at a time. */
-  async preload({ libDir, url, count, parallel = 1 }) {
+  /**
+   * Preloads `count` no-op jobs (payload {i}) with the batch API, `parallel` batches at a time.
+   * `shape` (the orchestration group): `fanout` is one parent that starts `count - 1` no-op
+   * children with ctx.runChildren; `fanin` is `count - 1` no-op jobs and one that depends on all.
+   */
+  async preload({ libDir, url, count, parallel = 1, shape }) {
     const pool = makePool(libDir, url, parallel);
     const queue = new (core(libDir).Queue)(pool);
     try {
+      if (shape === 'fanout') {
+        await queue.enqueue('fanout.parent', { children: count - 1 });
+        return;
+      }
+      if (shape === 'fanin') {
+        const ids = [];
+        for (let from = 0; from < count - 1; from += 1000) {
+          const batch = [];
+          for (let i = from; i < Math.min(count - 1, from + 1000); i++) batch.push({ type: 'noop', payload: { i } });
+          ids.push(...(await queue.enqueueMany(batch)));
+        }
+        await queue.enqueue('fanin.sink', null, { dependsOn: ids });
+        return;
+      }
       let next = 0;
       const lane = async () => {
         while (next < count) {
@@ -60,6 +78,17 @@ module.exports = {
     const pool = makePool(libDir, url);
     const worker = new Worker(new Queue(pool), { concurrency, ...options });
     worker.handle('noop', async (payload) => {
+      onJob(payload);
+    });
+    // The orchestration group's shapes (see preload): each job counts once, a parent when it ends.
+    worker.handle('fanout.parent', async (payload, ctx) => {
+      const children = Array.from({ length: payload.children }, (_, i) => ({ type: 'noop', payload: { i } }));
+      for (let from = 0, call = 0; from < children.length; from += 1000, call++) {
+        await ctx.runChildren(`children-${call}`, children.slice(from, from + 1000));
+      }
+      onJob(payload);
+    });
+    worker.handle('fanin.sink', async (payload) => {
       onJob(payload);
     });
     // Errors only: the per-job events are not built when nobody listens to them.

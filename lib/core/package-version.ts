@@ -1,7 +1,7 @@
 /**
- * The version of the installed nestjs-workhorse, for `workhorse --version`: read from the
+ * The version of the installed nestjs-workhorse, for `workhorse --version` and the registry of live workers: read from the
  * package's own package.json, found by walking up from this file (it sits at a different depth
- * in the sources, `lib/cli/`, than in the build, `dist/lib/cli/`).
+ * in the sources, `lib/core/`, than in the build, `dist/lib/core/`).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -17,4 +17,21 @@ export function packageVersion(from: string = __dirname): string {
     }
     if (dirname(dir) === dir) throw new Error(`cannot find the package.json of ${PACKAGE_NAME} above ${from}`);
   }
+}
+
+let cached: string | undefined;
+
+/**
+ * {@link packageVersion} for what only reports it (the registry of live workers, the meter's
+ * version): `unknown` where no package.json is found (a bundled application), read once.
+ */
+export function reportedVersion(): string {
+  if (cached === undefined) {
+    try {
+      cached = packageVersion();
+    } catch {
+      cached = 'unknown';
+    }
+  }
+  return cached;
 }

@@ -1,0 +1,131 @@
+import { fromPgError, WorkhorseValidationError } from '../errors';
+import type { JobState, JsonValue, Queryable } from '../types';
+import { checkInteger, checkName } from '../validation';
+import type {
+  ScheduleActionOptions,
+  ScheduleHistoryChange,
+  ScheduleHistoryEntry,
+  ScheduleInfo,
+  ScheduleState,
+  StoredScheduleDefinition,
+} from './types';
+
+/**
+ * The operator side of schedules, as `Admin` offers it: each function checks its input, calls
+ * one `workhorse.*_v1` function on the given connection and maps the answer.
+ */
+
+/** The namespace of schedules that name none (and of the Nest module's, unless configured). */
+export const DEFAULT_SCHEDULE_NAMESPACE = 'default';
+
+interface ScheduleRow {
+  namespace: string;
+  key: string;
+  definition: StoredScheduleDefinition;
+  state: ScheduleState;
+  revision: number;
+  created_at: Date;
+  updated_at: Date;
+  paused_at: Date | null;
+  paused_by: string | null;
+  pause_reason: string | null;
+  next_run_at: Date | null;
+  last_run_at: Date | null;
+  last_job_id: string | null;
+  last_job_state: JobState | null;
+  planned_through: Date;
+  last_error: string | null;
+  last_error_at: Date | null;
+}
+
+interface HistoryRow {
+  revision: number;
+  at: Date;
+  change: ScheduleHistoryChange;
+  definition: StoredScheduleDefinition | null;
+  actor: string | null;
+  reason: string | null;
+  job_id: string | null;
+}
+
+const toInfo = (row: ScheduleRow): ScheduleInfo => ({
+  namespace: row.namespace,
+  key: row.key,
+  ...row.definition,
+  payload: row.definition.payload as JsonValue,
+  state: row.state,
+  revision: row.revision,
+  createdAt: row.created_at,
+  updatedAt: row.updated_at,
+  pausedAt: row.paused_at,
+  pausedBy: row.paused_by,
+  pauseReason: row.pause_reason,
+  nextRunAt: row.next_run_at,
+  lastRunAt: row.last_run_at,
+  lastJobId: row.last_job_id,
+  lastJobState: row.last_job_state,
+  plannedThrough: row.planned_through,
+  lastError: row.last_error,
+  lastErrorAt: row.last_error_at,
+});
+
+async function run<R>(db: Queryable, text: string, values: unknown[]): Promise<R[]> {
+  try {
+    return (await db.query(text, values)).rows as R[];
+  } catch (error) {
+    throw fromPgError(error);
+  }
+}
+
+function checkAction(key: string, options: ScheduleActionOptions): { namespace: string; actor: string | null; reason: string | null } {
+  if (typeof options !== 'object' || options === null) throw new WorkhorseValidationError('options', 'must be an object');
+  for (const name of Object.keys(options)) {
+    if (!['namespace', 'actor', 'reason'].includes(name)) {
+      throw new WorkhorseValidationError(name, 'is not an option of a schedule action (namespace, actor, reason)');
+    }
+  }
+  checkName(key, 'key');
+  const namespace = checkName(options.namespace ?? DEFAULT_SCHEDULE_NAMESPACE, 'namespace');
+  if (options.actor !== undefined && (typeof options.actor !== 'string' || options.actor.length > 200)) {
+    throw new WorkhorseValidationError('actor', 'must be a string of at most 200 characters');
+  }
+  if (options.reason !== undefined && (typeof options.reason !== 'string' || options.reason.length > 1000)) {
+    throw new WorkhorseValidationError('reason', 'must be a string of at most 1000 characters');
+  }
+  return { namespace, actor: options.actor ?? null, reason: options.reason ?? null };
+}
+
+export async function listSchedules(db: Queryable, namespace?: string): Promise<ScheduleInfo[]> {
+  const checked = namespace === undefined ? null : checkName(namespace, 'namespace');
+  const rows = await run<ScheduleRow>(db, 'SELECT * FROM workhorse.list_schedules_v1($1)', [checked]);
+  return rows.map(toInfo);
+}
+
+export async function getScheduleHistory(db: Queryable, key: string, options: { namespace?: string; limit?: number }): Promise<ScheduleHistoryEntry[]> {
+  const namespace = checkName(options.namespace ?? DEFAULT_SCHEDULE_NAMESPACE, 'namespace');
+  checkName(key, 'key');
+  const limit = options.limit === undefined ? 100 : checkInteger(options.limit, 'limit', 1, 1000);
+  const rows = await run<HistoryRow>(db, 'SELECT * FROM workhorse.get_schedule_history_v1($1, $2, $3)', [namespace, key, limit]);
+  return rows.map((row) => ({
+    revision: row.revision,
+    at: row.at,
+    change: row.change,
+    definition: row.definition,
+    actor: row.actor,
+    reason: row.reason,
+    jobId: row.job_id,
+  }));
+}
+
+/** Pauses or resumes (`fn`); returns whether the schedule changed. */
+export async function setSchedulePaused(db: Queryable, fn: 'pause_schedule_v1' | 'resume_schedule_v1', key: string, options: ScheduleActionOptions): Promise<boolean> {
+  const { namespace, actor, reason } = checkAction(key, options);
+  const rows = await run<{ changed: boolean }>(db, `SELECT workhorse.${fn}($1, $2, $3, $4) AS changed`, [namespace, key, actor, reason]);
+  return rows[0].changed;
+}
+
+export async function triggerSchedule(db: Queryable, key: string, options: ScheduleActionOptions): Promise<string> {
+  const { namespace, actor, reason } = checkAction(key, options);
+  const rows = await run<{ job_id: string }>(db, 'SELECT workhorse.trigger_schedule_v1($1, $2, $3, $4) AS job_id', [namespace, key, actor, reason]);
+  return rows[0].job_id;
+}

@@ -1,0 +1,87 @@
+import { hostname } from 'node:os';
+import type { Pool } from 'pg';
+import { reportedVersion } from '../package-version';
+import type { EventHub } from './event-hub';
+
+/** What the registration needs of its worker. */
+export interface RegisteredWorker {
+  readonly workerId: string;
+  readonly queues: readonly string[];
+  readonly concurrency: number;
+  /** Jobs it holds now. */
+  readonly activeCount: number;
+}
+
+/**
+ * Keeps the worker in the registry of live workers (`report_worker_v1`, see sql/095_workers.sql):
+ * a report every `periodMs` (the heartbeat interval) with the jobs it holds, whose answer says
+ * whether an operator asked it to drain; and it leaves the registry when the worker stops. The
+ * reports go through the pool, one small statement per period: nothing of it runs per job.
+ */
+export class Registration {
+  private timer: NodeJS.Timeout | null = null;
+  private inFlight: Promise<void> | null = null;
+  private readonly info: string;
+
+  constructor(
+    private readonly pool: Pool,
+    private readonly worker: RegisteredWorker,
+    private readonly periodMs: number,
+    private readonly hub: EventHub,
+    /** An operator asked the worker to drain (called once per report that says so). */
+    private readonly onDrainRequested: () => void,
+  ) {
+    this.info = JSON.stringify({
+      host: hostname(),
+      pid: process.pid,
+      queues: worker.queues,
+      concurrency: worker.concurrency,
+      version: reportedVersion(),
+      startedAt: new Date().toISOString(),
+      periodMs,
+    });
+  }
+
+  /** Reports now, then every period until {@link stop}. */
+  start(): void {
+    this.inFlight = this.report();
+    this.timer = setInterval(() => {
+      this.inFlight ??= this.report();
+    }, this.periodMs);
+    this.timer.unref();
+  }
+
+  /** Stops reporting and leaves the registry (a failure is reported; the row then turns `gone`). */
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.inFlight;
+    try {
+      await this.pool.query('SELECT workhorse.unregister_worker_v1($1)', [this.worker.workerId]);
+    } catch (error) {
+      this.hub.reportError('report', error as Error);
+    }
+  }
+
+  /** One report now (after the worker's state changed, so the registry shows it at once). */
+  reportNow(): Promise<void> {
+    this.inFlight ??= this.report();
+    return this.inFlight;
+  }
+
+  private async report(): Promise<void> {
+    try {
+      const { rows } = await this.pool.query<{ drain: boolean }>('SELECT workhorse.report_worker_v1($1, $2::jsonb, $3) AS drain', [
+        this.worker.workerId,
+        this.info,
+        this.worker.activeCount,
+      ]);
+      this.hub.reportSuccess('report');
+      if (rows[0].drain) this.onDrainRequested();
+    } catch (error) {
+      this.hub.reportError('report', error as Error);
+    } finally {
+      this.inFlight = null;
+    }
+  }
+}

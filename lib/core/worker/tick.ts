@@ -1,0 +1,54 @@
+import type { Pool, QueryResult } from 'pg';
+import { failpoint } from '../failpoints';
+import { planSchedules } from '../schedules/planner';
+
+/** What tick_v1 answers (sql/050_maintenance.sql); a skipped tick carries `skipped` and `schedulesToPlan` only. */
+export interface TickResult {
+  skipped: boolean;
+  promoted?: number;
+  recovered?: number;
+  deadlinesExpired?: number;
+  partitionsCreated?: number;
+  schedulesFired?: number;
+  /** Some schedule's plan of occurrences runs short: a TypeScript process should top it up. */
+  schedulesToPlan: boolean;
+  /** Some part of the tick stopped at its bound: tick again at once. */
+  more?: boolean;
+}
+
+/**
+ * One maintenance tick of a TypeScript worker: tick_v1 (promotion, recovery, deadlines, due
+ * schedule occurrences, partitions), then, when the tick says a schedule's plan runs short,
+ * {@link planSchedules} (the cron library lives here, so planning is the TypeScript side's part;
+ * Python and Go workers fire what is planned).
+ *
+ * The tick runs in an explicit transaction so that a process killed after its work and before
+ * its commit (failpoint `after-schedule-fire`, armed only when the tick fired an occurrence)
+ * leaves nothing behind: the database rolls the whole tick back, and another worker's tick fires
+ * the same occurrences. BEGIN and the tick travel in one round trip.
+ */
+export async function runTick(pool: Pool): Promise<TickResult> {
+  const client = await pool.connect();
+  // A checked-out client whose connection breaks emits `error`, which would crash the process
+  // without a listener; the failure reaches the caller through the query instead.
+  const ignore = (): void => undefined;
+  client.on('error', ignore);
+  let result: TickResult;
+  let failure: Error | undefined;
+  try {
+    const answers = (await client.query('BEGIN; SELECT workhorse.tick_v1() AS tick')) as unknown as QueryResult<{ tick: TickResult }>[];
+    result = answers[1].rows[0].tick;
+    if ((result.schedulesFired ?? 0) > 0) failpoint('after-schedule-fire');
+    await client.query('COMMIT');
+  } catch (error) {
+    failure = error as Error;
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.off('error', ignore);
+    // A connection that failed mid-tick is not given back to the pool.
+    client.release(failure);
+  }
+  if (result.schedulesToPlan) await planSchedules(pool);
+  return result;
+}

@@ -1,0 +1,73 @@
+/**
+ * nestjs-workhorse/terminus: a Terminus endpoint answers 200 with the queue's health while it is
+ * below the `downAt` level, and 503 with the reasons at it.
+ */
+import { Controller, Get, type INestApplication } from '@nestjs/common';
+import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminus';
+import { Test } from '@nestjs/testing';
+import { Queue } from '../../lib/core';
+import { WorkhorseModule } from '../../lib/nest';
+import { WorkhorseHealthIndicator } from '../../lib/terminus';
+import { createTestDatabase, type TestDatabase } from '../support/db';
+import { quietNestLogs } from './support';
+
+@Controller('health')
+class HealthController {
+  constructor(
+    private readonly health: HealthCheckService,
+    private readonly workhorse: WorkhorseHealthIndicator,
+  ) {}
+
+  @Get()
+  @HealthCheck()
+  check() {
+    return this.health.check([() => this.workhorse.isHealthy('queue')]);
+  }
+
+  @Get('strict')
+  @HealthCheck()
+  strict() {
+    return this.health.check([() => this.workhorse.isHealthy('queue', { downAt: 'warn' })]);
+  }
+}
+
+let db: TestDatabase;
+let app: INestApplication;
+let url: string;
+
+beforeAll(async () => {
+  quietNestLogs();
+  db = await createTestDatabase();
+  const moduleRef = await Test.createTestingModule({
+    imports: [TerminusModule.forRoot({ logger: false }), WorkhorseModule.forRoot({ connectionString: db.url, worker: false })],
+    controllers: [HealthController],
+    providers: [WorkhorseHealthIndicator],
+  }).compile();
+  app = moduleRef.createNestApplication({ logger: false });
+  await app.listen(0, '127.0.0.1');
+  url = await app.getUrl();
+});
+
+afterAll(async () => {
+  await app?.close();
+  await db?.drop();
+});
+
+it('is up (200) while the queue is ok or only warns, and down (503) with the reasons at the downAt level', async () => {
+  const ok = await fetch(`${url}/health`);
+  expect(ok.status).toBe(200);
+  expect(await ok.json()).toMatchObject({ status: 'ok', info: { queue: { status: 'up', level: 'ok', reasons: [] } } });
+
+  // A ready job and no worker registered: warn.
+  await new Queue(db.pool).enqueue('t', {}, { queue: 'terminus' });
+  const warn = await fetch(`${url}/health`);
+  expect(warn.status).toBe(200);
+  expect(await warn.json()).toMatchObject({ info: { queue: { status: 'up', level: 'warn' } } });
+
+  const strict = await fetch(`${url}/health/strict`);
+  expect(strict.status).toBe(503);
+  expect(await strict.json()).toMatchObject({
+    status: 'error',
+    error: { queue: { status: 'down', level: 'warn', reasons: [{ code: 'ready_without_workers', level: 'warn' }] } },
+  });
+});
