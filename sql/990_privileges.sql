@@ -9,15 +9,17 @@
 -- but the owner.
 --
 -- Roles get EXECUTE by capability (grantRole in lib/core/grants.ts, docs/least-privilege.sql):
---   producer  enqueues, and reads the jobs its login role enqueued; syncs schedules (a schedule
---             enqueues the jobs it defines, so defining one is a producer's right alone);
---   worker    claims, renews leases, completes, fails, releases, checkpoints, sleeps, reports
---             progress, acknowledges cancels, and offers maintenance ticks (which fire due
---             schedule occurrences);
+--   producer  enqueues, and reads the jobs its login role enqueued; sends signals and records
+--             human decisions; syncs schedules (a schedule enqueues the jobs it defines, so
+--             defining one is a producer's right alone);
+--   worker    claims, renews leases, completes, fails, releases, checkpoints, sleeps, waits for
+--             signals and decisions, reports progress, acknowledges cancels, and offers
+--             maintenance ticks (which fire due schedule occurrences);
 --   operator  reads every job and history, cancels, pauses and resumes queues, lists and
---             redrives dead letters, runs maintenance and retention; lists, pauses, resumes and
---             triggers schedules (a trigger enqueues the job a producer defined, as a redrive
---             enqueues a copy of an existing one).
+--             redrives dead letters, lists human waits, sends signals and records decisions,
+--             runs maintenance and retention; lists, pauses, resumes and triggers schedules (a
+--             trigger enqueues the job a producer defined, as a redrive enqueues a copy of an
+--             existing one).
 -- Planning a schedule's occurrences (computed by the TypeScript cron library) belongs to all
 -- three: workers top plans up on their ticks, and whoever syncs plans at once.
 -- A new protocol function joins with one line below; installation fails while a workhorse.*_vN
@@ -67,6 +69,11 @@ INSERT INTO workhorse.protocol_function (name, capabilities) VALUES
   ('expire_deadlines_v1',     '{operator}'),
   ('prepare_partitions_v1',   '{operator}'),
   ('drop_history_before_v1',  '{operator}'),
+  ('wait_signal_v1',          '{worker}'),
+  ('wait_human_v1',           '{worker}'),
+  ('send_signal_v1',          '{producer,operator}'),
+  ('complete_human_wait_v1',  '{producer,operator}'),
+  ('list_human_waits_v1',     '{operator}'),
   ('report_worker_v1',        '{worker}'),
   ('unregister_worker_v1',    '{worker}'),
   ('list_workers_v1',         '{operator}'),

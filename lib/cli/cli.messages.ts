@@ -3,6 +3,7 @@
  * commands they describe). Each error says what is wrong and what to do about it.
  */
 import type { CancelResult, JobState } from '../core/types';
+import type { CompleteHumanWaitStatus } from '../core/waits';
 
 export const messages = {
   // ---- the command line -------------------------------------------------------------------------
@@ -138,6 +139,30 @@ export const messages = {
   scheduleResumed: (key: string) => `Resumed schedule ${key}: it fires again from its next occurrence.`,
   scheduleNotPaused: (key: string) => `Schedule ${key} was not paused; nothing changed.`,
   scheduleTriggered: (key: string, jobId: string) => `Triggered schedule ${key}: enqueued job ${jobId}.`,
+
+  // ---- human waits ------------------------------------------------------------------------------
+  noWaits: () => 'No open human waits match.',
+  noMoreWaits: () => 'No more open human waits match.',
+  waitCount: (count: number) => (count === 1 ? '1 open wait.' : `${count} open waits.`),
+  badJsonDecision: (text: string) => `DECISION ${JSON.stringify(text)} is not JSON (leave out --json-decision to send it as a string).`,
+  actorRequired: () => 'option --actor A is required here: the system cannot say who is logged in.',
+  waitCompleted: (id: string, name: string, status: 'completed' | 'duplicate') =>
+    status === 'completed'
+      ? `Recorded the decision for wait ${JSON.stringify(name)} of job ${id}; the job resumes.`
+      : `The decision for wait ${JSON.stringify(name)} of job ${id} was recorded before with this idempotency key; nothing changed.`,
+  waitNotCompleted: (id: string, name: string, status: CompleteHumanWaitStatus) => {
+    const wait = `wait ${JSON.stringify(name)} of job ${id}`;
+    switch (status) {
+      case 'already_decided':
+        return `${wait} was already decided (or timed out); nothing recorded.`;
+      case 'not_waiting':
+        return `job ${id} has not reached a wait ${JSON.stringify(name)}; nothing recorded.`;
+      case 'finished':
+        return `job ${id} already ended; nothing recorded.`;
+      default:
+        return `job ${id} not found`;
+    }
+  },
 
   // ---- anything else ----------------------------------------------------------------------------
   unexpected: (reason: string) => `unexpected error: ${reason}`,

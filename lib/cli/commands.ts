@@ -13,6 +13,7 @@ import { retentionCommands } from './retention.commands';
 import { schedulesCommands } from './schedules.commands';
 import { schemaCommands } from './schema.commands';
 import { workersCommands } from './workers.commands';
+import { waitsCommands } from './waits.commands';
 
 /** Accepted by every command, also before the command's name (`workhorse --json jobs list`). */
 export const COMMON_OPTIONS: readonly OptionSpec[] = [
@@ -30,5 +31,5 @@ export const COMMON_OPTIONS: readonly OptionSpec[] = [
 export const rootCommand: CommandGroup = {
   name: 'workhorse',
   summary: 'Operate a nestjs-workhorse job queue inside PostgreSQL.',
-  subcommands: [schemaCommands, jobsCommands, queuesCommands, schedulesCommands, workersCommands, healthCommand, retentionCommands],
+  subcommands: [schemaCommands, jobsCommands, queuesCommands, schedulesCommands, workersCommands, healthCommand, retentionCommands, waitsCommands],
 };

@@ -4,6 +4,7 @@
  */
 import { describeLimits } from '../core/queue-info';
 import type { ErrorEnvelope, JobSnapshot, QueueInfo, RedriveResult, TimelineEntry } from '../core/types';
+import type { HumanWait } from '../core/waits';
 import type { HealthReport } from '../core/operations/health';
 import type { WorkerInfo } from '../core/operations/live-workers';
 import { oneLine, printable } from './output';
@@ -113,6 +114,23 @@ export function formatJobTable(jobs: readonly JobSnapshot[]): string {
       `${job.currentAttempt}/${job.maxAttempts}`,
       String(job.priority),
       formatDate(job.createdAt),
+    ]),
+  );
+}
+
+/** Open human waits as a table; choices and context as one-line JSON (control characters escaped). */
+export function formatHumanWaitTable(waits: readonly HumanWait[]): string {
+  return formatTable(
+    ['JOB', 'QUEUE', 'TYPE', 'NAME', 'SINCE', 'TIMEOUT', 'CHOICES', 'CONTEXT'],
+    waits.map((wait) => [
+      wait.jobId,
+      wait.queue,
+      wait.type,
+      formatJson(wait.name),
+      formatDate(wait.createdAt),
+      formatDate(wait.timeoutAt),
+      wait.choices === null ? NONE : formatJson(wait.choices),
+      formatJson(wait.context),
     ]),
   );
 }

@@ -34,6 +34,7 @@ import { idleQueueInfo, toQueueInfo, type QueueRow } from './queue-info';
 import { checkQueuePolicy } from './queue-policy';
 import { CHILDREN_SQL, JOB_LINKS_SQL, toLineage, type LinkRow } from './lineage';
 import { checkDate, checkInteger, checkJobId, checkName, checkOptions, checkText } from './validation';
+import { listHumanWaits, type HumanWait, type ListHumanWaitsFilter } from './waits';
 
 interface TimelineRow {
   id: string;
@@ -201,6 +202,17 @@ export class Admin extends AdminOperations {
       actor,
     ]);
     return rows[0].status;
+  }
+
+  /**
+   * The open human waits (see `ctx.waitForHuman`), oldest first, with their context and choices,
+   * filtered by queue, type, wait name and job id, a page at a time.
+   */
+  async listHumanWaits(filter: ListHumanWaitsFilter = {}, client?: Queryable): Promise<Page<HumanWait>> {
+    return listHumanWaits(this.runner(client), filter, {
+      decode: (cursor) => decodeCursor('waits', cursor),
+      encode: (position) => encodeCursor('waits', position),
+    });
   }
 
   /**

@@ -1,9 +1,11 @@
 import type { PoolClient } from 'pg';
 import { ChildJobFailedError, fromPgError, LeaseLostError, WorkhorseValidationError } from './errors';
+import { HandlerWaits } from './handler-waits';
 import { failpoint } from './failpoints';
 import { definedRequest, isJobDefinition, type JobDefinition } from './job-definition';
 import type { ChildJobSpec, ChildOutcome, DependencyOutcome, JsonValue, Queryable } from './types';
 import { checkDate, checkText, toJsonText, toRequestJson } from './validation';
+import type { HumanDecision, WaitForHumanOptions, WaitForSignalOptions } from './waits';
 
 /** What the worker tells a context about the job it runs. */
 export interface ClaimedJob {
@@ -47,8 +49,8 @@ export interface ExecutionOwner {
   leaseLost(execution: object): void;
   /** The job went to sleep until `wakeAt` (or was canceled meanwhile): the worker lets go of it. */
   slept(execution: object, wakeAt: Date): void;
-  /** The job parked in `blocked` (or was canceled meanwhile): the worker lets go of it. */
-  parked(execution: object, reason: JobBlocked): void;
+  /** The job parked on children or a wait (or was canceled meanwhile): the worker lets go of it; `reason` is what the handler is told. */
+  parked(execution: object, reason: Error): void;
 }
 
 /**
@@ -74,6 +76,7 @@ interface ChildRow {
   result: JsonValue | null;
   error: ChildOutcome['error'];
 }
+
 
 /**
  * Thrown out of `ctx.sleep` when the job went to sleep: the worker has let go of the job and the
@@ -117,6 +120,8 @@ export class HandlerContext {
   readonly client: PoolClient | undefined;
   /** Checkpoints being saved now, by name (made on first use). */
   private pendingCheckpoints: Map<string, Promise<unknown>> | null = null;
+  /** Signal and human waits (made on first use). */
+  private handlerWaits: HandlerWaits | null = null;
 
   constructor(
     private readonly job: ClaimedJob,
@@ -388,5 +393,54 @@ export class HandlerContext {
       throw blocked;
     }
     return rows.map((row) => ({ jobId: row.child_id, state: row.state, result: row.result, error: row.error }) as ChildOutcome<R>);
+  }
+
+  /**
+   * Waits for the signal `name` that `queue.sendSignal(jobId, name, payload)` sends, and returns
+   * its payload. A signal sent before the wait was reached is kept and returned at once. While
+   * none has arrived the job parks (`blocked`, or `scheduled` until the timeout) without holding
+   * a worker slot or consuming an attempt, and this call throws `JobWaiting`, which the
+   * handler must let through; the handler runs again from the top when the signal arrives, and
+   * this call then returns it. The n-th wait for a name in a run takes the n-th signal of that
+   * name the job consumes. After `timeoutMs` (counted from the first time the wait is reached)
+   * it throws `SignalTimeoutError`, which the handler may catch.
+   *
+   * @example
+   * const shipment = await ctx.waitForSignal<{ trackingId: string }>('shipped', { timeoutMs: 7 * 24 * 3600_000 });
+   */
+  async waitForSignal<T = JsonValue>(name: string, options?: WaitForSignalOptions): Promise<T> {
+    return (await this.waits().forSignal(name, options)) as T;
+  }
+
+  /**
+   * Waits for a person's decision on `name` and returns it (with who decided, why and when).
+   * The first time the wait is reached it opens with `context` (listed by
+   * `admin.listHumanWaits`) and `choices`; `queue.completeHumanWait` records the decision
+   * (one of `choices` when given) and wakes the job. Meanwhile the job parks, as for
+   * {@link waitForSignal} (this call throws `JobWaiting`, which the handler must let
+   * through). After `timeoutMs` it throws `HumanWaitTimeoutError`, which the handler may catch.
+   *
+   * @example
+   * const { decision, actor } = await ctx.waitForHuman('approve-refund', {
+   *   context: { orderId: 'o-1', amount: 1200 },
+   *   choices: ['approve', 'reject'],
+   * });
+   */
+  async waitForHuman<D = JsonValue>(name: string, options?: WaitForHumanOptions): Promise<HumanDecision<D>> {
+    return (await this.waits().forHuman(name, options)) as HumanDecision<D>;
+  }
+
+  /** The job's waits, made on first use with what they need of this context. */
+  private waits(): HandlerWaits {
+    if (this.handlerWaits === null) {
+      this.handlerWaits = new HandlerWaits({
+        job: this.job,
+        pool: this.pool,
+        signal: () => this.signal,
+        leaseLost: () => this.owner.leaseLost(this.execution),
+        parked: (reason) => this.owner.parked(this.execution, reason),
+      });
+    }
+    return this.handlerWaits;
   }
 }

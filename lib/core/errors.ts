@@ -122,6 +122,7 @@ export const SQLSTATE = {
   scheduleNotFound: 'P1010',
   unknownDependency: 'P1020',
   childJobConflict: 'P1021',
+  decisionNotAllowed: 'P1030',
 } as const;
 
 /**
@@ -209,6 +210,10 @@ export function fromPgError(error: unknown): unknown {
     if (e.code === SQLSTATE.childJobConflict) {
       const detail = JSON.parse(e.detail ?? '{}') as { childIds?: string[] };
       return new ChildJobConflictError(field, message, detail.childIds ?? []);
+    }
+    if (e.code === SQLSTATE.decisionNotAllowed) {
+      const detail = JSON.parse(e.detail ?? '{}') as { choices?: string[] };
+      return new DecisionNotAllowedError(message, detail.choices ?? []);
     }
     if (e.code === SQLSTATE.idempotencyConflict) {
       const detail = JSON.parse(e.detail ?? '{}') as { existingJobId?: string; fields?: string[] };
@@ -359,4 +364,48 @@ export class JobDataRejectedError extends WorkhorseValidationError {
 function describeIssue(issue: StandardSchemaIssue): string {
   const path = (issue.path ?? []).map((segment) => String(typeof segment === 'object' ? segment.key : segment));
   return path.length === 0 ? issue.message : `${path.join('.')}: ${issue.message}`;
+}
+
+/**
+ * A human decision that is not one of its wait's `choices` (SQLSTATE `P1030`). Nothing was
+ * written; the caller's transaction is rolled back.
+ */
+export class DecisionNotAllowedError extends WorkhorseValidationError {
+  constructor(
+    message: string,
+    /** The choices the wait offers. */
+    readonly choices: string[],
+  ) {
+    super('decision', message);
+  }
+}
+
+/**
+ * Thrown by `ctx.waitForSignal` when its timeout passed before a signal of that name arrived.
+ * The handler may catch it and go on (the wait stays timed out on every replay).
+ */
+export class SignalTimeoutError extends WorkhorseError {
+  constructor(
+    readonly jobId: string,
+    /** The signal's name. */
+    readonly signalName: string,
+    readonly timeoutAt: Date,
+  ) {
+    super(`Job ${jobId}: no signal "${signalName}" arrived by ${timeoutAt.toISOString()}.`);
+  }
+}
+
+/**
+ * Thrown by `ctx.waitForHuman` when its timeout passed before anyone decided. The handler may
+ * catch it and go on (the wait stays timed out on every replay).
+ */
+export class HumanWaitTimeoutError extends WorkhorseError {
+  constructor(
+    readonly jobId: string,
+    /** The wait's name. */
+    readonly waitName: string,
+    readonly timeoutAt: Date,
+  ) {
+    super(`Job ${jobId}: no decision on "${waitName}" by ${timeoutAt.toISOString()}.`);
+  }
 }

@@ -62,7 +62,7 @@ export type WorkerEvent =
   | ({ name: 'job.lease_lost'; durationMs: number } & JobEventBase)
   | ({ name: 'job.released'; reason: string } & JobEventBase)
   | ({ name: 'job.sleeping'; wakeAt: Date } & JobEventBase)
-  | ({ name: 'job.blocked'; waitingFor: 'children' } & JobEventBase)
+  | ({ name: 'job.blocked'; waitingFor: 'children' | 'signal' | 'human' } & JobEventBase)
   | ({
       name: 'job.abandoned';
       durationMs: number;

@@ -6,10 +6,11 @@
  *
  * Points: `after-claim` (rows claimed, no handler started), `before-handler`, `after-handler`
  * (handler returned, nothing recorded), `before-complete` (completion about to be sent),
- * `after-complete` (completion committed, answer not yet used), `before-park` (child jobs about
- * to be started and the job parked), `after-park` (parked, the worker not yet told),
- * `after-schedule-fire` (a maintenance tick enqueued the jobs of due schedule occurrences, not
- * yet committed).
+ * `after-complete` (completion committed, answer not yet used), `before-wait` (a signal or human
+ * wait about to be sent), `after-wait` (its answer committed, e.g. the job parked, not yet used),
+ * `before-park` (child jobs about to be started and the job parked), `after-park` (parked, the
+ * worker not yet told), `after-schedule-fire` (a maintenance tick enqueued the jobs of due
+ * schedule occurrences, not yet committed).
  */
 export type FailpointName =
   | 'after-claim'
@@ -17,6 +18,8 @@ export type FailpointName =
   | 'after-handler'
   | 'before-complete'
   | 'after-complete'
+  | 'before-wait'
+  | 'after-wait'
   | 'before-park'
   | 'after-park'
   | 'after-schedule-fire';

@@ -9,11 +9,13 @@ export const CAPABILITIES = ['producer', 'worker', 'operator'] as const;
 /**
  * What a role may do with the queue. Each is a set of protocol functions (listed in
  * `sql/990_privileges.sql`); a role may hold several.
- * - `producer`: enqueue, and read the jobs its login role enqueued (`Queue.getJob`);
- * - `worker`: claim, renew leases, complete, fail, release, checkpoint, sleep, report progress,
- *   acknowledge cancels, offer maintenance ticks (`Worker`);
+ * - `producer`: enqueue, and read the jobs its login role enqueued (`Queue.getJob`); send signals
+ *   and record human decisions (`Queue.sendSignal`, `Queue.completeHumanWait`);
+ * - `worker`: claim, renew leases, complete, fail, release, checkpoint, sleep, wait for signals
+ *   and decisions, report progress, acknowledge cancels, offer maintenance ticks (`Worker`);
  * - `operator`: read every job and its history, cancel, pause and resume queues, list and redrive
- *   dead letters, run maintenance and retention (`Admin`, the CLI).
+ *   dead letters, list human waits, send signals and record decisions, run maintenance and
+ *   retention (`Admin`, the CLI).
  */
 export type Capability = (typeof CAPABILITIES)[number];
 

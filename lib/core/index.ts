@@ -11,9 +11,12 @@
 export { Pool, type PoolClient, type PoolConfig } from 'pg';
 export { Admin } from './admin';
 export { HandlerContext, JobBlocked, JobSleeping } from './context';
+export { JobWaiting } from './handler-waits';
 export {
   ConnectTimeoutError,
+  DecisionNotAllowedError,
   ExecutionTimeoutError,
+  HumanWaitTimeoutError,
   fromPgError,
   ChildJobConflictError,
   ChildJobFailedError,
@@ -28,6 +31,7 @@ export {
   ScheduleNotFoundError,
   SchemaNotInstalledError,
   SchemaVersionMismatchError,
+  SignalTimeoutError,
   SQLSTATE,
   UnknownDependencyError,
   UnknownTimeZoneError,
@@ -67,6 +71,17 @@ export { TransactionScope, type TransactionSource } from './transaction-scope';
 export * from './types';
 export { LIMITS } from './validation';
 export { toErrorEnvelope, Worker, type HandlerOptions, type JobHandlerFn, type WorkerOptions } from './worker';
+export type {
+  CompleteHumanWaitOptions,
+  CompleteHumanWaitStatus,
+  HumanDecision,
+  HumanWait,
+  ListHumanWaitsFilter,
+  SendSignalOptions,
+  SendSignalStatus,
+  WaitForHumanOptions,
+  WaitForSignalOptions,
+} from './waits';
 export type { DrainResult, WorkerInfo, WorkerStatus } from './operations/live-workers';
 export type { HealthReason, HealthReasonCode, HealthReport, HealthStatus, HealthThresholds, QueueHealth, ThresholdPair } from './operations/health';
 export type { RetentionPolicy, RetentionRun, RetentionStatus } from './operations/retention';

@@ -9,6 +9,14 @@ import { toSnapshot, type JobRow } from './job-snapshot';
 import type { EnqueueOptions, EnqueueRequest, JobSnapshot, Queryable } from './types';
 import { JobMetrics } from './telemetry/job-metrics';
 import { checkJobId, LIMITS, toRequestJson } from './validation';
+import {
+  completeHumanWait,
+  sendSignal,
+  type CompleteHumanWaitOptions,
+  type CompleteHumanWaitStatus,
+  type SendSignalOptions,
+  type SendSignalStatus,
+} from './waits';
 
 /**
  * Puts jobs into PostgreSQL. Pass your open transaction's client as the last argument and the
@@ -127,6 +135,40 @@ export class Queue {
    */
   async syncSchedules(namespace: string, definitions: readonly ScheduleDefinition[], client?: Queryable): Promise<SyncedSchedule[]> {
     return syncSchedules(this.runner(client), namespace, definitions);
+  }
+
+  /**
+   * Sends the signal `name` (with an optional JSON `payload`, at most 1 MiB) to a job that waits
+   * for it with `ctx.waitForSignal`, in the caller's transaction like {@link enqueue}. Answers
+   * `delivered` (the job was waiting: it becomes ready), `buffered` (the job is live but not
+   * waiting yet: its next wait for `name` takes the signal), `duplicate` (sent before with the
+   * same `idempotencyKey`), `not_found` or `finished` (nothing written in the last three).
+   *
+   * @example
+   * await queue.sendSignal(jobId, 'shipped', { trackingId: 'T-1' }, { idempotencyKey: 'shipment-T-1' });
+   */
+  async sendSignal(jobId: string, name: string, payload?: unknown, options?: SendSignalOptions, client?: Queryable): Promise<SendSignalStatus> {
+    return sendSignal(this.runner(client), jobId, name, payload, options);
+  }
+
+  /**
+   * Records the decision for a job's open human wait `name` (see `ctx.waitForHuman`) and wakes
+   * the job, in the caller's transaction. A decision outside the wait's `choices` raises
+   * `DecisionNotAllowedError` and writes nothing. Answers `completed`, `duplicate` (decided
+   * before with the same `idempotencyKey`), `already_decided` (decided otherwise or timed out),
+   * `not_waiting` (the job is live but has not reached that wait), `not_found` or `finished`.
+   *
+   * @example
+   * await queue.completeHumanWait(jobId, 'approve-refund', 'approve', { actor: 'alice', reason: 'loyal customer' });
+   */
+  async completeHumanWait(
+    jobId: string,
+    name: string,
+    decision: unknown,
+    options: CompleteHumanWaitOptions,
+    client?: Queryable,
+  ): Promise<CompleteHumanWaitStatus> {
+    return completeHumanWait(this.runner(client), jobId, name, decision, options);
   }
 
   /**

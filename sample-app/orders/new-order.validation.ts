@@ -1,5 +1,5 @@
 import { BadRequestException } from '@nestjs/common';
-import type { NewOrder } from './order.types';
+import type { NewOrder, OrderLine } from './order.types';
 
 /** Limits of an order's fields. */
 export const ORDER_LIMITS = {
@@ -7,9 +7,12 @@ export const ORDER_LIMITS = {
   textMaxLength: 200,
   /** Largest amount: 1,000,000.00 in cents. */
   maxAmountCents: 100_000_000,
+  /** Most lines in an order placed with lines. */
+  maxLines: 20,
 } as const;
 
 const FIELDS = ['customer', 'item', 'amountCents'];
+const FIELDS_WITH_LINES = ['customer', 'lines'];
 const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/;
 
 function describe(value: unknown): string {
@@ -22,8 +25,8 @@ function describe(value: unknown): string {
   }
 }
 
-function text(body: Record<string, unknown>, field: string, problems: string[]): string {
-  const value = body[field];
+function text(body: Record<string, unknown>, key: string, problems: string[], field = key): string {
+  const value = body[key];
   const trimmed = typeof value === 'string' ? value.trim() : '';
   if (trimmed === '' || trimmed.length > ORDER_LIMITS.textMaxLength) {
     problems.push(`${field}: must be a non-empty string of at most ${ORDER_LIMITS.textMaxLength} characters, got ${describe(value)}`);
@@ -35,7 +38,9 @@ function text(body: Record<string, unknown>, field: string, problems: string[]):
 }
 
 /**
- * Checks the body of `POST /orders` by hand and returns the order it describes. Every problem
+ * Checks the body of `POST /orders` by hand and returns the order it describes: one item
+ * (`{ customer, item, amountCents }`), or lines (`{ customer, lines: [{ item, amountCents }] }`,
+ * whose order runs the saga). Every problem
  * is reported at once, each naming its field, as a 400 whose `message` lists them (the shape
  * Nest's own validation answers with). Nothing is written before this has passed.
  *
@@ -51,17 +56,50 @@ export function parseNewOrder(body: unknown): NewOrder {
   }
   const fields = body as Record<string, unknown>;
   const problems: string[] = [];
+  const allowed = 'lines' in fields ? FIELDS_WITH_LINES : FIELDS;
   for (const key of Object.keys(fields)) {
-    if (!FIELDS.includes(key)) problems.push(`${key}: unknown field; an order has ${FIELDS.join(', ')}`);
+    if (!allowed.includes(key)) problems.push(`${key}: unknown field; an order has ${FIELDS.join(', ')}, or ${FIELDS_WITH_LINES.join(' and ')}`);
   }
   const customer = text(fields, 'customer', problems);
-  const item = text(fields, 'item', problems);
-  const amountCents = fields.amountCents;
-  if (typeof amountCents !== 'number' || !Number.isInteger(amountCents) || amountCents < 1 || amountCents > ORDER_LIMITS.maxAmountCents) {
-    problems.push(
-      `amountCents: must be a positive integer number of cents, at most ${ORDER_LIMITS.maxAmountCents}, got ${describe(amountCents)}`,
-    );
+  if ('lines' in fields) {
+    const lines = parseLines(fields.lines, problems);
+    if (problems.length > 0) throw new BadRequestException(problems);
+    const summary = lines.map((line) => line.item).join(', ');
+    const item = summary.length > ORDER_LIMITS.textMaxLength ? `${summary.slice(0, ORDER_LIMITS.textMaxLength - 3)}...` : summary;
+    return { customer, item, amountCents: lines.reduce((total, line) => total + line.amountCents, 0), lines };
   }
+  const item = text(fields, 'item', problems);
+  const amountCents = amount(fields.amountCents, 'amountCents', problems);
   if (problems.length > 0) throw new BadRequestException(problems);
-  return { customer, item, amountCents: amountCents as number };
+  return { customer, item, amountCents };
+}
+
+function amount(value: unknown, field: string, problems: string[]): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > ORDER_LIMITS.maxAmountCents) {
+    problems.push(`${field}: must be a positive integer number of cents, at most ${ORDER_LIMITS.maxAmountCents}, got ${describe(value)}`);
+  }
+  return value as number;
+}
+
+/** `lines`: 1 to 20 `{ item, amountCents }`, whose total is at most the largest amount. */
+function parseLines(value: unknown, problems: string[]): OrderLine[] {
+  if (!Array.isArray(value) || value.length < 1 || value.length > ORDER_LIMITS.maxLines) {
+    problems.push(`lines: must be an array of 1 to ${ORDER_LIMITS.maxLines} {"item", "amountCents"} objects, got ${describe(value)}`);
+    return [];
+  }
+  const lines = value.map((line: unknown, i) => {
+    if (typeof line !== 'object' || line === null || Array.isArray(line)) {
+      problems.push(`lines[${i}]: must be an object like {"item": "Loom cards", "amountCents": 4200}, got ${describe(line)}`);
+      return { item: '', amountCents: 0 };
+    }
+    const fields = line as Record<string, unknown>;
+    for (const key of Object.keys(fields)) {
+      if (key !== 'item' && key !== 'amountCents') problems.push(`lines[${i}].${key}: unknown field; a line has item, amountCents`);
+    }
+    return { item: text(fields, 'item', problems, `lines[${i}].item`), amountCents: amount(fields.amountCents, `lines[${i}].amountCents`, problems) };
+  });
+  if (problems.length === 0 && lines.reduce((total, line) => total + line.amountCents, 0) > ORDER_LIMITS.maxAmountCents) {
+    problems.push(`lines: the total must be at most ${ORDER_LIMITS.maxAmountCents} cents`);
+  }
+  return lines;
 }

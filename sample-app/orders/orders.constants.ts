@@ -1,6 +1,14 @@
 /** The job type that fulfils an order, and the queue it lives in. */
 export const ORDER_FULFILL = 'order.fulfill';
 export const ORDERS_QUEUE = 'orders';
+/** The job type of an order placed with lines: charge, wait for shipment, refund what is missing. */
+export const ORDER_SAGA = 'order.saga';
+/** The signal the warehouse sends (`POST /orders/:id/shipped`) and the saga waits for. */
+export const SHIPPED_SIGNAL = 'shipped';
+/** The human wait of a large refund (`POST /orders/:id/refund-decision`, `workhorse waits complete`). */
+export const REFUND_APPROVAL = 'approve-refund';
+/** A refund of this much (100.00) or more needs a person's approval. */
+export const LARGE_REFUND_CENTS = 10_000;
 
 /** Injection token of {@link OrdersModuleOptions}. */
 export const ORDERS_MODULE_OPTIONS = Symbol('ORDERS_MODULE_OPTIONS');

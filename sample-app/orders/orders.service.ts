@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { Admin, Queue, Transactional, WorkhorseTransactionHost, type JobSnapshot, type TimelineEntry } from 'nestjs-workhorse';
-import { ORDER_FULFILL } from './orders.constants';
-import type { FulfillOrderPayload, NewOrder, Order } from './order.types';
+import { ORDER_FULFILL, ORDER_SAGA } from './orders.constants';
+import type { FulfillOrderPayload, NewOrder, Order, OrderLine } from './order.types';
 
 /** An order with its fulfilment job as the queue sees it: `GET /orders/:id`. */
 export interface OrderDetails {
@@ -18,6 +18,7 @@ interface OrderRow {
   customer: string;
   item: string;
   amount_cents: number;
+  lines: OrderLine[] | null;
   job_id: string;
   created_at: Date;
 }
@@ -38,22 +39,23 @@ export class OrdersService {
    * Stores the order and enqueues its fulfilment in one transaction: `@Transactional()` opens it,
    * and `queue.enqueue` and `tx.query` join it. Both commit, or neither does: no order without
    * its job, no job for an order that was rolled back. The job goes to the `orders` queue, which
-   * `OrdersJobs` declares for the type.
+   * `OrdersJobs` declares for the type. An order with lines gets the `order.saga` job instead
+   * (`OrderSagaJobs`).
    */
   @Transactional()
   async place(order: NewOrder): Promise<{ orderId: string; jobId: string }> {
     const orderId = randomUUID();
-    const jobId = await this.queue.enqueue<FulfillOrderPayload>(ORDER_FULFILL, { orderId });
+    const jobId = await this.queue.enqueue<FulfillOrderPayload>(order.lines ? ORDER_SAGA : ORDER_FULFILL, { orderId });
     await this.tx.query(
-      'INSERT INTO orders (id, customer, item, amount_cents, job_id) VALUES ($1, $2, $3, $4, $5)',
-      [orderId, order.customer, order.item, order.amountCents, jobId],
+      'INSERT INTO orders (id, customer, item, amount_cents, lines, job_id) VALUES ($1, $2, $3, $4, $5, $6)',
+      [orderId, order.customer, order.item, order.amountCents, order.lines ? JSON.stringify(order.lines) : null, jobId],
     );
     return { orderId, jobId };
   }
 
   async find(orderId: string): Promise<Order | null> {
     const { rows } = await this.tx.query<OrderRow>(
-      'SELECT id, customer, item, amount_cents, job_id, created_at FROM orders WHERE id = $1',
+      'SELECT id, customer, item, amount_cents, lines, job_id, created_at FROM orders WHERE id = $1',
       [orderId],
     );
     const row = rows[0];
@@ -63,6 +65,7 @@ export class OrdersService {
       customer: row.customer,
       item: row.item,
       amountCents: row.amount_cents,
+      lines: row.lines,
       jobId: row.job_id,
       createdAt: row.created_at,
     };

@@ -5,7 +5,8 @@ import { WorkhorseTransactionHost } from 'nestjs-workhorse';
  * The sample's own tables. A real application would create them with its migrations; the sample
  * creates them at start-up, if absent, so that it runs on an empty database.
  *
- * - `orders`: one row per order, with the `order.fulfill` job that was enqueued with it.
+ * - `orders`: one row per order, with the job that was enqueued with it (`order.fulfill`, or
+ *   `order.saga` for an order with `lines`) and, once the warehouse reported it, its tracking id.
  * - `provider_calls`: one row per call that really reached a (fake) provider, so tests and the
  *   demo can count the charges across processes, including one that was killed.
  */
@@ -29,6 +30,8 @@ const CREATE_TABLES = `
     called_at       timestamptz NOT NULL DEFAULT now()
   );
   CREATE INDEX IF NOT EXISTS provider_calls_order_id ON provider_calls (order_id);
+  ALTER TABLE orders ADD COLUMN IF NOT EXISTS lines jsonb;
+  ALTER TABLE orders ADD COLUMN IF NOT EXISTS tracking_id text;
 `;
 
 @Injectable()

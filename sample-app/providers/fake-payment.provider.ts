@@ -33,4 +33,18 @@ export class FakePaymentProvider {
     this.logger.log(`Charged ${amount} to ${request.customer} for order ${request.orderId}: ${chargeId}`);
     return { chargeId };
   }
+
+  /** "Refunds" part of a charge: recorded and logged like a charge. */
+  async refund(request: { orderId: string; chargeId: string; amountCents: number; idempotencyKey: string }): Promise<{ refundId: string }> {
+    const refundId = `re_${randomBytes(6).toString('hex')}`;
+    await this.calls.record({
+      provider: 'payments',
+      operation: 'refund',
+      orderId: request.orderId,
+      idempotencyKey: request.idempotencyKey,
+      reference: refundId,
+    });
+    this.logger.log(`Refunded ${(request.amountCents / 100).toFixed(2)} of ${request.chargeId} for order ${request.orderId}: ${refundId}`);
+    return { refundId };
+  }
 }

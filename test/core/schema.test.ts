@@ -27,6 +27,9 @@ const TABLES = [
   'schedule_occurrence',
   'schedule_history',
   'handler_policy',
+  'job_signal',
+  'job_signal_wait',
+  'job_human_wait',
 ];
 
 const FUNCTIONS = [
@@ -50,6 +53,11 @@ const FUNCTIONS = [
   'get_job_v1',
   'list_jobs_v1',
   'get_timeline_v1',
+  'wait_signal_v1',
+  'send_signal_v1',
+  'wait_human_v1',
+  'complete_human_wait_v1',
+  'list_human_waits_v1',
   'sync_schedules_v1',
   'schedules_to_plan_v1',
   'plan_schedule_v1',

@@ -80,7 +80,7 @@ describe('sample app over HTTP', () => {
       return body.job?.state === 'succeeded' ? body : null;
     }, 20_000, 'the order to be fulfilled');
 
-    expect(shown.order).toEqual({ id: orderId, ...ORDER, jobId, createdAt: expect.any(String) });
+    expect(shown.order).toEqual({ id: orderId, ...ORDER, lines: null, jobId, createdAt: expect.any(String) });
     expect(shown.job).toMatchObject({
       id: jobId,
       type: 'order.fulfill',

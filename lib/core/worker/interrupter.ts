@@ -1,5 +1,6 @@
 import type { PoolClient } from 'pg';
 import { JobBlocked, JobSleeping, type ExecutionOwner } from '../context';
+import { JobWaiting } from '../handler-waits';
 import { ExecutionTimeoutError, JobCanceledError, LeaseLostError, WorkerShutdownError } from '../errors';
 import type { AbandonReason } from '../events';
 import type { EventHub } from './event-hub';
@@ -88,13 +89,15 @@ export class Interrupter implements LeaseListener, ExecutionOwner {
     this.hub.emit({ name: 'job.sleeping', ...jobFields(e.job), wakeAt });
   }
 
-  parked(execution: object, reason: JobBlocked): void {
+  parked(execution: object, reason: Error): void {
     const e = execution as Execution;
     if (e.interruption !== null) return;
     e.renewing = false;
     // Let go of as a sleeping job is: the database holds its new state, nothing is left to record.
     this.interrupt(e, 'sleeping', reason);
-    this.hub.emit({ name: 'job.blocked', ...jobFields(e.job), waitingFor: reason.waitingFor });
+    // (A pending cancel ended the job instead: no `job.blocked` then.)
+    if (reason instanceof JobBlocked) this.hub.emit({ name: 'job.blocked', ...jobFields(e.job), waitingFor: reason.waitingFor });
+    else if (reason instanceof JobWaiting) this.hub.emit({ name: 'job.blocked', ...jobFields(e.job), waitingFor: reason.waitFor });
   }
 
   // ---- abandoning --------------------------------------------------------------------------------

@@ -1,0 +1,109 @@
+import type { ClaimedJob } from './context';
+import { fromPgError, HumanWaitTimeoutError, JobCanceledError, LeaseLostError, SignalTimeoutError, WorkhorseValidationError } from './errors';
+import { failpoint } from './failpoints';
+import type { JsonValue, Queryable } from './types';
+import { checkText } from './validation';
+import { checkHumanWaitOptions, checkWaitTimeout, type HumanDecision, type WaitForHumanOptions, type WaitForSignalOptions } from './waits';
+
+/**
+ * Thrown out of `ctx.waitForSignal` and `ctx.waitForHuman` when the job parked to wait: the
+ * worker has let go of the job and the handler must unwind (do not catch it). The handler runs
+ * again from the top when the wait is answered or times out.
+ */
+export class JobWaiting extends Error {
+  constructor(
+    readonly jobId: string,
+    /** What the job waits for. */
+    readonly waitFor: 'signal' | 'human',
+    /** The wait's name. */
+    readonly waitName: string,
+    /** When the wait times out, or null. */
+    readonly timeoutAt: Date | null,
+  ) {
+    super(`Job ${jobId} waits for ${waitFor === 'signal' ? 'signal' : 'a human decision'} "${waitName}"; the handler runs again then.`);
+    this.name = 'JobWaiting';
+  }
+}
+
+/** What a handler's context lends its waits. */
+export interface WaitOwner {
+  readonly job: ClaimedJob;
+  /** Waits always commit on their own (never in a transactional handler's transaction). */
+  readonly pool: Queryable;
+  /** The job's AbortSignal. */
+  signal(): AbortSignal;
+  /** The database said this worker no longer owns the job. */
+  leaseLost(): void;
+  /** The job parked (or ended by a pending cancel): the worker lets go of it; `reason` is what the handler is told. */
+  parked(reason: Error): void;
+}
+
+/**
+ * The signal and human waits of one run of a handler (`ctx.waitForSignal`, `ctx.waitForHuman`):
+ * each is one owner call (wait_signal_v1, wait_human_v1) that answers, times out or parks the job.
+ */
+export class HandlerWaits {
+  /** How many waits for each signal name this run reached (the n-th is wait n on every replay). */
+  private readonly signalWaits = new Map<string, number>();
+
+  constructor(private readonly owner: WaitOwner) {}
+
+  async forSignal(name: string, options: WaitForSignalOptions | undefined): Promise<JsonValue> {
+    checkText(name, 'name', 1, 200);
+    if (options !== undefined && (typeof options !== 'object' || options === null)) throw new WorkhorseValidationError('options', 'must be an object');
+    const timeoutMs = checkWaitTimeout(options?.timeoutMs);
+    const seq = (this.signalWaits.get(name) ?? 0) + 1;
+    this.signalWaits.set(name, seq);
+    const row = await this.call<{ status: string; payload: JsonValue; timeout_at: Date | null }>(
+      'SELECT status, payload, timeout_at FROM workhorse.wait_signal_v1($1, $2, $3, $4, $5, $6)',
+      [name, seq, timeoutMs],
+    );
+    if (row.status === 'delivered') return row.payload;
+    if (row.status === 'timed_out') throw new SignalTimeoutError(this.owner.job.jobId, name, row.timeout_at as Date);
+    throw this.parkedOn(row.status, 'signal', name, row.timeout_at);
+  }
+
+  async forHuman(name: string, options: WaitForHumanOptions | undefined): Promise<HumanDecision> {
+    checkText(name, 'name', 1, 200);
+    const { context, choices, timeoutMs } = checkHumanWaitOptions(options);
+    const row = await this.call<{
+      status: string;
+      decision: JsonValue;
+      actor: string;
+      reason: string | null;
+      decided_at: Date;
+      timeout_at: Date | null;
+    }>('SELECT * FROM workhorse.wait_human_v1($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7)', [name, context, choices, timeoutMs]);
+    if (row.status === 'decided') return { decision: row.decision, actor: row.actor, reason: row.reason, decidedAt: row.decided_at };
+    if (row.status === 'timed_out') throw new HumanWaitTimeoutError(this.owner.job.jobId, name, row.timeout_at as Date);
+    throw this.parkedOn(row.status, 'human', name, row.timeout_at);
+  }
+
+  /** Runs a wait function as the job's owner (job id, worker id and fence first). */
+  private async call<R extends { status: string }>(text: string, values: unknown[]): Promise<R> {
+    const { job, pool } = this.owner;
+    this.owner.signal().throwIfAborted();
+    let row: R;
+    failpoint('before-wait');
+    try {
+      const result = await pool.query(text, [job.jobId, job.workerId, job.fenceToken, ...values]);
+      row = result.rows[0] as R;
+    } catch (error) {
+      throw fromPgError(error);
+    }
+    failpoint('after-wait');
+    if (row.status === 'stale') {
+      this.owner.leaseLost();
+      throw new LeaseLostError(job.jobId);
+    }
+    return row;
+  }
+
+  /** The job parked (`waiting`) or ended by a pending cancel (`canceled`): the worker lets go of it. */
+  private parkedOn(status: string, waitFor: 'signal' | 'human', name: string, timeoutAt: Date | null): Error {
+    const jobId = this.owner.job.jobId;
+    const reason = status === 'canceled' ? new JobCanceledError(jobId) : new JobWaiting(jobId, waitFor, name, timeoutAt);
+    this.owner.parked(reason);
+    return reason;
+  }
+}

@@ -1,0 +1,203 @@
+import { fromPgError, WorkhorseValidationError } from './errors';
+import type { JsonValue, Page, Queryable } from './types';
+import { checkInteger, checkJobId, checkName, checkOptions, checkText, toJsonText } from './validation';
+
+/** What `queue.sendSignal` did. See {@link SendSignalOptions}. */
+export type SendSignalStatus = 'delivered' | 'buffered' | 'duplicate' | 'not_found' | 'finished';
+
+export interface SendSignalOptions {
+  /** A repeat of a send with the same key (per job and signal name) writes nothing and answers `duplicate`. */
+  idempotencyKey?: string;
+}
+
+export interface WaitForSignalOptions {
+  /** After this long (from the first time the wait is reached) the wait throws `SignalTimeoutError`. */
+  timeoutMs?: number;
+}
+
+export interface WaitForHumanOptions {
+  /** What the person deciding needs to see (JSON, at most 1 MiB); listed by `admin.listHumanWaits`. */
+  context?: JsonValue;
+  /** The decision must be one of these (1 to 50 distinct strings); any JSON value when absent. */
+  choices?: readonly string[];
+  /** After this long (from the first time the wait is reached) the wait throws `HumanWaitTimeoutError`. */
+  timeoutMs?: number;
+}
+
+/** A recorded human decision, as `ctx.waitForHuman` returns it. */
+export interface HumanDecision<D = JsonValue> {
+  decision: D;
+  actor: string;
+  reason: string | null;
+  decidedAt: Date;
+}
+
+export interface CompleteHumanWaitOptions {
+  /** Who decided (1 to 200 characters); recorded with the decision and in the timeline. */
+  actor: string;
+  /** Why (at most 1000 characters). */
+  reason?: string;
+  /** A repeat with the same key after the decision was recorded answers `duplicate`. */
+  idempotencyKey?: string;
+}
+
+/** What `queue.completeHumanWait` did. */
+export type CompleteHumanWaitStatus = 'completed' | 'duplicate' | 'already_decided' | 'not_waiting' | 'not_found' | 'finished';
+
+/** An open human wait, as `admin.listHumanWaits` lists it. */
+export interface HumanWait {
+  jobId: string;
+  queue: string;
+  type: string;
+  name: string;
+  context: JsonValue | null;
+  choices: string[] | null;
+  timeoutAt: Date | null;
+  attempt: number;
+  createdAt: Date;
+}
+
+export interface ListHumanWaitsFilter {
+  queue?: string;
+  type?: string;
+  /** The wait's name. */
+  name?: string;
+  jobId?: string;
+  /** Page size, 1 to 1000 (default 50). */
+  limit?: number;
+  cursor?: string;
+}
+
+const KEY_MAX = 200;
+
+function checkKey(value: unknown): string | null {
+  return value === undefined ? null : checkText(value, 'idempotencyKey', 1, KEY_MAX);
+}
+
+async function run<R>(db: Queryable, text: string, values: unknown[]): Promise<R[]> {
+  try {
+    return (await db.query(text, values)).rows as R[];
+  } catch (error) {
+    throw fromPgError(error);
+  }
+}
+
+/** See `Queue.sendSignal`. */
+export async function sendSignal(
+  db: Queryable,
+  jobId: string,
+  name: string,
+  payload: unknown,
+  options: SendSignalOptions | undefined,
+): Promise<SendSignalStatus> {
+  checkJobId(jobId);
+  checkText(name, 'name', 1, 200);
+  const text = payload === undefined ? null : toJsonText(payload, 'payload');
+  const key = checkKey(checkOptions(options, 'options', ['idempotencyKey'], 'a signal option').idempotencyKey);
+  const rows = await run<{ status: SendSignalStatus }>(db, 'SELECT workhorse.send_signal_v1($1, $2, $3::jsonb, $4) AS status', [
+    jobId,
+    name,
+    text,
+    key,
+  ]);
+  return rows[0].status;
+}
+
+/** See `Queue.completeHumanWait`. */
+export async function completeHumanWait(
+  db: Queryable,
+  jobId: string,
+  name: string,
+  decision: unknown,
+  options: CompleteHumanWaitOptions,
+): Promise<CompleteHumanWaitStatus> {
+  checkJobId(jobId);
+  checkText(name, 'name', 1, 200);
+  const text = toJsonText(decision, 'decision');
+  if (Buffer.byteLength(text, 'utf8') > 65536) throw new WorkhorseValidationError('decision', 'is larger than the 64 KiB limit (65536 bytes of JSON)');
+  if (options === undefined) throw new WorkhorseValidationError('options.actor', 'is required: who decided');
+  const given = checkOptions(options, 'options', ['actor', 'reason', 'idempotencyKey'], 'a decision option');
+  const actor = checkText(given.actor, 'actor', 1, 200);
+  const reason = given.reason === undefined ? null : checkText(given.reason, 'reason', 0, 1000);
+  const key = checkKey(given.idempotencyKey);
+  const rows = await run<{ status: CompleteHumanWaitStatus }>(
+    db,
+    'SELECT workhorse.complete_human_wait_v1($1, $2, $3::jsonb, $4, $5, $6) AS status',
+    [jobId, name, text, actor, reason, key],
+  );
+  return rows[0].status;
+}
+
+interface HumanWaitRow {
+  id: string;
+  job_id: string;
+  queue: string;
+  type: string;
+  name: string;
+  context: JsonValue | null;
+  choices: string[] | null;
+  timeout_at: Date | null;
+  attempt: number;
+  created_at: Date;
+}
+
+/** See `Admin.listHumanWaits`; `cursor` decodes and encodes the page position (a wait id). */
+export async function listHumanWaits(
+  db: Queryable,
+  filter: ListHumanWaitsFilter,
+  cursor: { decode(value: string | undefined): string | null; encode(position: string): string },
+): Promise<Page<HumanWait>> {
+  const given = checkOptions(filter, 'filter', ['queue', 'type', 'name', 'jobId', 'limit', 'cursor'], 'a human-wait filter');
+  const queue = given.queue === undefined ? null : checkName(given.queue, 'queue');
+  const type = given.type === undefined ? null : checkName(given.type, 'type');
+  const name = given.name === undefined ? null : checkText(given.name, 'name', 1, 200);
+  const jobId = given.jobId === undefined ? null : checkJobId(given.jobId);
+  const limit = given.limit === undefined ? 50 : checkInteger(given.limit, 'limit', 1, 1000);
+  const after = cursor.decode(given.cursor as string | undefined) ?? '0';
+  const rows = await run<HumanWaitRow>(db, 'SELECT * FROM workhorse.list_human_waits_v1($1, $2, $3, $4, $5, $6)', [
+    queue,
+    type,
+    name,
+    jobId,
+    limit,
+    after,
+  ]);
+  const items = rows.map((row) => ({
+    jobId: row.job_id,
+    queue: row.queue,
+    type: row.type,
+    name: row.name,
+    context: row.context,
+    choices: row.choices,
+    timeoutAt: row.timeout_at,
+    attempt: row.attempt,
+    createdAt: row.created_at,
+  }));
+  return { items, nextCursor: rows.length === limit ? cursor.encode(rows[rows.length - 1].id) : null };
+}
+
+/** Checks a wait's timeout (1 ms to one year) and returns it, or null when none was given. */
+export function checkWaitTimeout(value: unknown): number | null {
+  return value === undefined ? null : checkInteger(value, 'timeoutMs', 1, 31_536_000_000);
+}
+
+/** Checks a human wait's options; returns the context's JSON text and the choices' (or nulls). */
+export function checkHumanWaitOptions(options: WaitForHumanOptions | undefined): {
+  context: string | null;
+  choices: string | null;
+  timeoutMs: number | null;
+} {
+  const given = checkOptions(options, 'options', ['context', 'choices', 'timeoutMs'], 'a human-wait option');
+  const context = given.context === undefined ? null : toJsonText(given.context, 'context');
+  let choices: string | null = null;
+  if (given.choices !== undefined) {
+    const list = given.choices;
+    if (!Array.isArray(list) || list.length < 1 || list.length > 50) {
+      throw new WorkhorseValidationError('choices', 'must be an array of 1 to 50 distinct strings of 1 to 200 characters');
+    }
+    list.forEach((choice, i) => checkText(choice, `choices[${i}]`, 1, 200));
+    if (new Set(list).size !== list.length) throw new WorkhorseValidationError('choices', 'must not hold the same choice twice');
+    choices = JSON.stringify(list);
+  }
+  return { context, choices, timeoutMs: checkWaitTimeout(given.timeoutMs) };
+}
