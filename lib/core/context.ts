@@ -6,6 +6,9 @@ import { definedRequest, isJobDefinition, type JobDefinition } from './job-defin
 import type { ChildJobSpec, ChildOutcome, DependencyOutcome, JsonValue, Queryable } from './types';
 import { checkDate, checkText, toJsonText, toRequestJson } from './validation';
 import type { HumanDecision, WaitForHumanOptions, WaitForSignalOptions } from './waits';
+import { JobBlocked, JobSleeping } from './parked-errors';
+
+export { JobBlocked, JobSleeping };
 
 /** What the worker tells a context about the job it runs. */
 export interface ClaimedJob {
@@ -53,44 +56,12 @@ export interface ExecutionOwner {
   parked(execution: object, reason: Error): void;
 }
 
-/**
- * Thrown out of `ctx.runChild` / `ctx.runChildren` when the job parked until its children end:
- * the worker has let go of the job and the handler must unwind (do not catch it). The handler
- * runs again from the top once every child has ended (completed checkpoints replay, and the
- * call returns the children's outcomes). Its `signal` has aborted with this error too.
- */
-export class JobBlocked extends Error {
-  constructor(
-    readonly jobId: string,
-    readonly waitingFor: 'children',
-  ) {
-    super(`Job ${jobId} is blocked until its ${waitingFor} end; the handler runs again then.`);
-    this.name = 'JobBlocked';
-  }
-}
-
 interface ChildRow {
   status: 'parked' | 'settled' | 'canceled' | 'stale';
   child_id: string | null;
   state: 'succeeded' | 'failed' | 'canceled' | null;
   result: JsonValue | null;
   error: ChildOutcome['error'];
-}
-
-
-/**
- * Thrown out of `ctx.sleep` when the job went to sleep: the worker has let go of the job and the
- * handler must unwind (do not catch it). The job runs the handler again from the top when it
- * wakes. Its `signal` has aborted with this error too.
- */
-export class JobSleeping extends Error {
-  constructor(
-    readonly jobId: string,
-    readonly wakeAt: Date,
-  ) {
-    super(`Job ${jobId} sleeps until ${wakeAt.toISOString()}; the handler runs again then.`);
-    this.name = 'JobSleeping';
-  }
 }
 
 /**
