@@ -122,6 +122,9 @@ BEGIN
   DELETE FROM workhorse.job_redrive WHERE source_job_id = ANY (v_gone) OR new_job_id = ANY (v_gone);
   DELETE FROM workhorse.job_dependency WHERE dependent_id = ANY (v_gone) OR prerequisite_id = ANY (v_gone);
   DELETE FROM workhorse.job_child_call WHERE parent_id = ANY (v_gone);
+  DELETE FROM workhorse.job_signal WHERE job_id = ANY (v_gone);
+  DELETE FROM workhorse.job_signal_wait WHERE job_id = ANY (v_gone);
+  DELETE FROM workhorse.job_human_wait WHERE job_id = ANY (v_gone);
   DELETE FROM workhorse.job_checkpoint WHERE job_id = ANY (v_gone);
   DELETE FROM workhorse.job_wait WHERE job_id = ANY (v_gone);
   DELETE FROM workhorse.job_query WHERE seq = ANY (v_seqs);

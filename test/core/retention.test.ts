@@ -124,10 +124,21 @@ it('keeps a prerequisite while its dependent is live, then removes both with the
   // A parent that started a child: both finish, then both go, with the record of the call.
   const worker = new Worker(queue, { queues: ['r-family'], pollMs: 50 })
     .handle('family.parent', async (_payload, ctx) => ctx.runChild('only', 'family.child', {}, { queue: 'r-family' }))
-    .handle('family.child', async () => 5);
+    .handle('family.child', async (_payload, ctx) => {
+      // Signals and a human decision leave rows of their own, which go with the job too.
+      await ctx.waitForSignal('go', { timeoutMs: 60_000 });
+      await ctx.waitForHuman('approve', { context: {}, timeoutMs: 60_000 });
+      return 5;
+    });
   const parent = await queue.enqueue('family.parent', {}, { queue: 'r-family' });
   const running = worker.run();
   try {
+    const childOf = async () => (await admin.getJob(parent))?.children?.[0]?.id;
+    await waitFor(async () => (await childOf()) !== undefined, 20_000, 'the child to start');
+    const started = (await childOf()) as string;
+    await queue.sendSignal(started, 'go', { now: true });
+    await waitFor(async () => (await admin.listHumanWaits({})).items.some((w) => w.jobId === started), 20_000, 'the human wait');
+    await queue.completeHumanWait(started, 'approve', 'yes', { actor: 'alice' });
     await waitFor(async () => (await admin.getJob(parent))?.state === 'succeeded', 20_000, 'the parent to succeed');
   } finally {
     await worker.stop();
