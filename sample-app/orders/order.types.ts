@@ -17,6 +17,13 @@ export interface OrderLine {
   amountCents: number;
 }
 
+/** The payload of an order line's receipt, a child job of the order's saga. */
+export interface LineReceiptPayload {
+  orderId: string;
+  line: number;
+  item: string;
+}
+
 /** What a client sends to `POST /orders`, once validated. */
 export interface NewOrder {
   customer: string;
@@ -51,6 +58,8 @@ export interface ShipmentNotice {
 export interface SagaResult {
   chargeId: string;
   trackingId: string;
+  /** The lines whose receipt (a child job each) was issued. */
+  lineReceipts: number;
   /** Null when every line shipped. */
   refund: {
     cents: number;

@@ -3,6 +3,8 @@ export const ORDER_FULFILL = 'order.fulfill';
 export const ORDERS_QUEUE = 'orders';
 /** The job type of an order placed with lines: charge, wait for shipment, refund what is missing. */
 export const ORDER_SAGA = 'order.saga';
+/** A child job of the saga, one per order line: the line's receipt. */
+export const ORDER_LINE_RECEIPT = 'order.line-receipt';
 /** The signal the warehouse sends (`POST /orders/:id/shipped`) and the saga waits for. */
 export const SHIPPED_SIGNAL = 'shipped';
 /** The human wait of a large refund (`POST /orders/:id/refund-decision`, `workhorse waits complete`). */

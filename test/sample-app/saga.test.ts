@@ -108,13 +108,15 @@ describe('the order saga over HTTP', () => {
       result: {
         chargeId: expect.stringMatching(/^ch_/),
         trackingId: 'T-1',
+        lineReceipts: 2,
         refund: { cents: 150_000, decidedBy: 'alice', approved: true, refundId: expect.stringMatching(/^re_/) },
       },
     });
-    // Charged once, refunded once, though the handler ran three times.
+    // Charged once, refunded once, though the handler ran four times (after the signal, the
+    // decision and the line receipts, one child job per line).
     expect(await calls(orderId)).toEqual(['charge', 'refund']);
     const kinds = done.timeline.filter((e) => e.source === 'event').map((e) => e.kind);
-    expect(kinds.filter((k) => k === 'claimed')).toHaveLength(3);
+    expect(kinds.filter((k) => k === 'claimed')).toHaveLength(4);
     expect(kinds).toEqual(expect.arrayContaining(['waiting', 'signal_delivered', 'human_decided', 'succeeded']));
     const decision = done.timeline.find((e) => e.kind === 'human_decided');
     expect(decision?.data).toMatchObject({ decision: 'approve', actor: 'alice', reason: 'warehouse lost it' });
@@ -127,7 +129,7 @@ describe('the order saga over HTTP', () => {
     const shipped = (await (await post(`/orders/${orderId}/shipped`, { trackingId: 'T-3', missingLines: [0] })).json()) as { status: string };
     expect(['buffered', 'delivered']).toContain(shipped.status);
     const done = await orderWhen(orderId, 'succeeded', 'the saga to finish');
-    expect(done.job?.result).toMatchObject({ trackingId: 'T-3', refund: { cents: 4200, decidedBy: null, approved: true } });
+    expect(done.job?.result).toMatchObject({ trackingId: 'T-3', lineReceipts: 2, refund: { cents: 4200, decidedBy: null, approved: true } });
     expect(await calls(orderId)).toEqual(['charge', 'refund']);
   });
 
