@@ -6,7 +6,6 @@ import { ConnectTimeoutError, SchemaNotInstalledError, SchemaVersionMismatchErro
 import { installSchema, verifySchema } from '../core/schema';
 import type { QueuePolicy } from '../core/types';
 import { WorkhorseConfigurationError } from './workhorse-configuration.error';
-import type { WorkhorseModuleOptions } from './workhorse-module-options.interface';
 import { validateModuleOptions } from './workhorse-options.validator';
 import { messages } from './workhorse.messages';
 
