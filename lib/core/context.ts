@@ -1,10 +1,12 @@
 import type { PoolClient } from 'pg';
-import { ChildJobFailedError, fromPgError, LeaseLostError, WorkhorseValidationError } from './errors';
+import { ChildJobFailedError, LeaseLostError, WorkhorseValidationError } from './errors';
+import { fromPgError } from './protocol-errors';
 import { HandlerWaits } from './handler-waits';
+import { childRequestsJson, startChildren } from './child-jobs';
 import { failpoint } from './failpoints';
 import { definedRequest, isJobDefinition, type JobDefinition } from './job-definition';
 import type { ChildJobSpec, ChildOutcome, DependencyOutcome, JsonValue, Queryable } from './types';
-import { checkDate, checkText, toJsonText, toRequestJson } from './validation';
+import { checkDate, checkText, toJsonText } from './validation';
 import type { HumanDecision, WaitForHumanOptions, WaitForSignalOptions } from './waits';
 import { JobBlocked, JobSleeping } from './parked-errors';
 
@@ -54,14 +56,6 @@ export interface ExecutionOwner {
   slept(execution: object, wakeAt: Date): void;
   /** The job parked on children or a wait (or was canceled meanwhile): the worker lets go of it; `reason` is what the handler is told. */
   parked(execution: object, reason: Error): void;
-}
-
-interface ChildRow {
-  status: 'parked' | 'settled' | 'canceled' | 'stale';
-  child_id: string | null;
-  state: 'succeeded' | 'failed' | 'canceled' | null;
-  result: JsonValue | null;
-  error: ChildOutcome['error'];
 }
 
 /**
@@ -329,28 +323,10 @@ export class HandlerContext {
    */
   async runChildren<R = JsonValue>(key: string, children: readonly ChildJobSpec[]): Promise<ChildOutcome<R>[]> {
     checkText(key, 'key', 1, 200);
-    if (!Array.isArray(children) || children.length < 1 || children.length > 1000) {
-      throw new WorkhorseValidationError('children', 'must be an array of 1 to 1000 child job specs');
-    }
-    const requests = children.map((spec: ChildJobSpec, i) => {
-      if (typeof spec !== 'object' || spec === null) throw new WorkhorseValidationError(`children[${i}]`, 'must be an object with type and payload');
-      return toRequestJson(spec.type, spec.payload, spec.options, `children[${i}].`);
-    });
+    const requests = childRequestsJson(children);
     this.signal.throwIfAborted();
     failpoint('before-park');
-    let rows: ChildRow[];
-    try {
-      const result = await this.pool.query('SELECT status, child_id, state, result, error FROM workhorse.run_children_v1($1, $2, $3, $4, $5::jsonb)', [
-        this.job.jobId,
-        this.job.workerId,
-        this.job.fenceToken,
-        key,
-        `[${requests.join(',')}]`,
-      ]);
-      rows = result.rows as ChildRow[];
-    } catch (error) {
-      throw fromPgError(error);
-    }
+    const rows = await startChildren(this.pool, this.job, key, requests);
     const status = rows[0].status;
     if (status === 'stale') {
       this.owner.leaseLost(this.execution);

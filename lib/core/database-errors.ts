@@ -1,6 +1,7 @@
 import type { Pool } from 'pg';
 import { fromConnectTimeout } from './connect-timeout';
-import { fromPgError, SchemaNotInstalledError } from './errors';
+import { SchemaNotInstalledError } from './errors';
+import { fromPgError } from './protocol-errors';
 import { SCHEMA_VERSION } from './schema';
 
 // SQLSTATE 3F000 (invalid_schema_name): a `workhorse.*` function called where no such schema exists.

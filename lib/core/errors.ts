@@ -106,25 +106,6 @@ export class InvalidCursorError extends WorkhorseValidationError {
   }
 }
 
-interface PgErrorLike {
-  code?: string;
-  message: string;
-  column?: string;
-  detail?: string;
-}
-
-/** SQLSTATEs of the protocol's own refusals (the `P1xxx` range). */
-export const SQLSTATE = {
-  validation: 'P1001',
-  batchTooLarge: 'P1003',
-  isolation: 'P1004',
-  idempotencyConflict: 'P1005',
-  scheduleNotFound: 'P1010',
-  unknownDependency: 'P1020',
-  childJobConflict: 'P1021',
-  decisionNotAllowed: 'P1030',
-} as const;
-
 /**
  * An idempotency key was reused, while it lives, for a request that differs from the first one.
  * The whole batch (and the caller's transaction) is rolled back.
@@ -187,40 +168,6 @@ export class ChildJobFailedError extends WorkhorseError {
     super(`Child job ${childId} ended ${childState}: ${childError.name}: ${childError.message}`);
     this.name = 'ChildJobFailedError';
   }
-}
-
-/**
- * Turns an error raised by a `workhorse.*` SQL function into our typed error; anything else is
- * returned unchanged.
- */
-export function fromPgError(error: unknown): unknown {
-  const e = error as PgErrorLike;
-  if (e && typeof e === 'object' && typeof e.code === 'string') {
-    const field = e.column ?? 'request';
-    const prefix = `${field}: `;
-    const message = e.message.startsWith(prefix) ? e.message.slice(prefix.length) : e.message;
-    if (e.code === SQLSTATE.validation || e.code === SQLSTATE.batchTooLarge) {
-      return new WorkhorseValidationError(field, message);
-    }
-    if (e.code === SQLSTATE.scheduleNotFound) return new ScheduleNotFoundError(message);
-    if (e.code === SQLSTATE.unknownDependency) {
-      const detail = JSON.parse(e.detail ?? '{}') as { jobId?: string };
-      return new UnknownDependencyError(field, message, detail.jobId ?? '');
-    }
-    if (e.code === SQLSTATE.childJobConflict) {
-      const detail = JSON.parse(e.detail ?? '{}') as { childIds?: string[] };
-      return new ChildJobConflictError(field, message, detail.childIds ?? []);
-    }
-    if (e.code === SQLSTATE.decisionNotAllowed) {
-      const detail = JSON.parse(e.detail ?? '{}') as { choices?: string[] };
-      return new DecisionNotAllowedError(message, detail.choices ?? []);
-    }
-    if (e.code === SQLSTATE.idempotencyConflict) {
-      const detail = JSON.parse(e.detail ?? '{}') as { existingJobId?: string; fields?: string[] };
-      return new IdempotencyConflictError(field, message, detail.existingJobId ?? '', detail.fields ?? []);
-    }
-  }
-  return error;
 }
 
 /**

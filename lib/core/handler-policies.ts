@@ -1,4 +1,4 @@
-import { fromPgError } from './errors';
+import { fromPgError } from './protocol-errors';
 import type { Queryable, RetryPolicy } from './types';
 
 /** A handler as the server needs to know it: its job type and its own retry policy, if any. */

@@ -1,5 +1,6 @@
 import type { ClaimedJob } from './context';
-import { fromPgError, HumanWaitTimeoutError, JobCanceledError, LeaseLostError, SignalTimeoutError, WorkhorseValidationError } from './errors';
+import { HumanWaitTimeoutError, JobCanceledError, LeaseLostError, SignalTimeoutError, WorkhorseValidationError } from './errors';
+import { fromPgError } from './protocol-errors';
 import { failpoint } from './failpoints';
 import type { JsonValue, Queryable } from './types';
 import { checkText } from './validation';

@@ -17,7 +17,6 @@ export {
   DecisionNotAllowedError,
   ExecutionTimeoutError,
   HumanWaitTimeoutError,
-  fromPgError,
   ChildJobConflictError,
   ChildJobFailedError,
   IdempotencyConflictError,
@@ -32,7 +31,6 @@ export {
   SchemaNotInstalledError,
   SchemaVersionMismatchError,
   SignalTimeoutError,
-  SQLSTATE,
   UnknownDependencyError,
   UnknownTimeZoneError,
   WorkerShutdownError,
@@ -40,6 +38,7 @@ export {
   WorkhorseError,
   WorkhorseValidationError,
 } from './errors';
+export { fromPgError, SQLSTATE } from './protocol-errors';
 export {
   isWorkerEventName,
   WORKER_EVENT_NAMES,

@@ -1,4 +1,5 @@
-import { fromPgError, WorkhorseValidationError } from './errors';
+import { WorkhorseValidationError } from './errors';
+import { fromPgError } from './protocol-errors';
 import type { JsonValue, Page, Queryable } from './types';
 import { checkInteger, checkJobId, checkName, checkOptions, checkText, toJsonText } from './validation';
 

@@ -1,4 +1,4 @@
-import { fromPgError } from '../errors';
+import { fromPgError } from '../protocol-errors';
 import type { Queryable } from '../types';
 
 /**

@@ -1,4 +1,5 @@
-import { fromPgError, WorkhorseValidationError } from '../errors';
+import { WorkhorseValidationError } from '../errors';
+import { fromPgError } from '../protocol-errors';
 import type { JobState, JsonValue, Queryable } from '../types';
 import { checkInteger, checkName } from '../validation';
 import type {

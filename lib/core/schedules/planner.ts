@@ -1,4 +1,5 @@
-import { fromPgError, WorkhorseValidationError } from '../errors';
+import { WorkhorseValidationError } from '../errors';
+import { fromPgError } from '../protocol-errors';
 import type { Queryable } from '../types';
 import { compileCron } from './cron';
 

@@ -1,5 +1,5 @@
 import type { Pool, PoolClient } from 'pg';
-import { fromPgError } from '../errors';
+import { fromPgError } from '../protocol-errors';
 import type { ErrorEnvelope, JsonValue, RetryPolicy } from '../types';
 import type { LeaseOf } from './heartbeater';
 import type { WorkerSettings } from './worker-options';

@@ -1,4 +1,5 @@
-import { fromPgError, WorkhorseError } from '../errors';
+import { WorkhorseError } from '../errors';
+import { fromPgError } from '../protocol-errors';
 import { failpoint } from '../failpoints';
 import type { EventHub } from './event-hub';
 import type { Executor } from './executor';
