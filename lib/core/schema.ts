@@ -9,7 +9,7 @@ import { SchemaNotInstalledError, SchemaVersionMismatchError } from './errors';
  * installed database must see; during 0.x there is no migration between versions. (The Go SDK's
  * tests read it from this line.)
  */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 
 /** Where the protocol's `.sql` files live: `sql/` in the repository, `dist/sql/` when built. */
 export const SQL_DIR = join(__dirname, '..', '..', 'sql');

@@ -7,7 +7,7 @@ import (
 
 // SchemaVersion is the version of the workhorse schema this SDK speaks. It is the TypeScript
 // package's SCHEMA_VERSION (lib/core/schema.ts); a test keeps the two equal.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // SchemaStatus is what GetSchemaStatus reads.
 type SchemaStatus struct {

@@ -17,7 +17,7 @@ from .types import JOB_STATES, CancelResult, JobSnapshot, Page, QueueInfo, Redri
 from .validation import check_datetime, check_int, check_job_id, check_name, check_text, fail, to_wire_batch, to_wire_request
 
 #: The schema (and protocol) version this SDK speaks (``workhorse.schema_version``).
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 R = TypeVar("R")
 
