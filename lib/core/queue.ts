@@ -8,7 +8,7 @@ import type { ScheduleDefinition, SyncedSchedule } from './schedules/types';
 import { toSnapshot, type JobRow } from './job-snapshot';
 import type { EnqueueOptions, EnqueueRequest, JobSnapshot, Queryable } from './types';
 import { JobMetrics } from './telemetry/job-metrics';
-import { JobTracing, type EnqueueSpan } from './telemetry/job-tracing';
+import { JobTracing } from './telemetry/job-tracing';
 import { checkJobId, LIMITS, toRequestJson } from './validation';
 import {
   completeHumanWait,
@@ -59,7 +59,9 @@ export class Queue {
       request = toRequestJson(job, payload, options);
       queue = options?.queue;
     }
-    const span = this.startEnqueueSpan([{ type, queue }]);
+    const tracing = this.jobTracing();
+    // (Tested first, so without an SDK an enqueue builds nothing for tracing.)
+    const span = tracing === null ? null : tracing.startEnqueue([{ type, queue }]);
     try {
       const [id] = await this.send(`[${span ? span.carry(request) : request}]`, client);
       span?.sent([id]);
@@ -103,7 +105,7 @@ export class Queue {
       }
       texts.push(text);
     }
-    const span = this.startEnqueueSpan(requests);
+    const span = this.jobTracing()?.startEnqueue(requests) ?? null;
     let ids: string[];
     try {
       ids = await this.send(`[${(span ? texts.map((text) => span.carry(text)) : texts).join(',')}]`, client);
@@ -200,12 +202,12 @@ export class Queue {
   }
 
   /**
-   * The PRODUCER span of an enqueue, when the application has an OpenTelemetry SDK (resolved at
-   * the first enqueue) and the caller an active span; null otherwise.
+   * The job tracing (null without an OpenTelemetry SDK), resolved at the first enqueue; it
+   * records a PRODUCER span when the caller has an active span.
    */
-  private startEnqueueSpan(jobs: readonly { type: string; queue?: string }[]): EnqueueSpan | null {
+  private jobTracing(): JobTracing | null {
     if (this.tracing === undefined) this.tracing = JobTracing.active();
-    return this.tracing === null ? null : this.tracing.startEnqueue(jobs);
+    return this.tracing;
   }
 
   private async send(requests: string, client?: Queryable): Promise<string[]> {
