@@ -11,21 +11,10 @@ import { attemptHistoryViolations, expectSplitInvariant } from '../support/invar
 import { claim, type ClaimedJob } from '../support/protocol';
 
 let db: TestDatabase;
-let pool: Pool;
-let queue: Queue;
-let admin: Admin;
 
 beforeAll(async () => {
   // Connections for the completion lanes and the maintenance lane at once.
   db = await createTestDatabase({ pool: { max: 8 } });
-  pool = db.pool;
-  queue = new Queue(pool);
-  admin = new Admin(pool);
-});
-
-afterEach(async () => {
-  await expectSplitInvariant(pool);
-  expect(await attemptHistoryViolations(pool)).toEqual([]);
 });
 
 afterAll(async () => {
@@ -36,7 +25,7 @@ const PARENTS = 200;
 const LANES = 4;
 
 /** `count` parents of queue `q`, each blocked on one running child of queue `${q}-c`; the children claimed by `child-worker`. */
-async function blockedParents(q: string, count: number): Promise<{ parents: string[]; children: ClaimedJob[] }> {
+async function blockedParents(pool: Pool, queue: Queue, q: string, count: number): Promise<{ parents: string[]; children: ClaimedJob[] }> {
   const parents = await queue.enqueueMany(
     Array.from({ length: count }, (_, i) => ({ type: 'race.parent', payload: { i }, queue: q, deadline: new Date(Date.now() + 3_600_000) })),
   );
@@ -59,8 +48,9 @@ async function blockedParents(q: string, count: number): Promise<{ parents: stri
 
 describe('a blocked parent failed by its deadline while its children end', () => {
   test('maintenance and completions racing over 200 parents: no deadlock, every parent fails by its deadline, every child ends', async () => {
+    const { pool } = db;
     const q = 'deadline-race';
-    const { parents, children } = await blockedParents(q, PARENTS);
+    const { parents, children } = await blockedParents(pool, new Queue(pool), q, PARENTS);
     // Every parent's deadline passes now (moved by hand rather than waited for).
     await pool.query('UPDATE workhorse.job_runtime SET deadline = clock_timestamp() WHERE job_id = ANY ($1::uuid[])', [parents]);
 
@@ -107,7 +97,9 @@ describe('a blocked parent failed by its deadline while its children end', () =>
     // that asked it to stop (its completion is refused): never left live.
     const { rows: live } = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM workhorse.job_runtime WHERE queue = $1', [`${q}-c`]);
     expect(live[0].n).toBe(0);
-    const states = new Set((await admin.listJobs({ queue: `${q}-c`, limit: 500 })).items.map((j) => j.state));
+    const states = new Set((await new Admin(pool).listJobs({ queue: `${q}-c`, limit: 500 })).items.map((j) => j.state));
     expect([...states].every((s) => s === 'succeeded' || s === 'canceled')).toBe(true);
+    await expectSplitInvariant(pool);
+    expect(await attemptHistoryViolations(pool)).toEqual([]);
   });
 });
