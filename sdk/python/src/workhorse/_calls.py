@@ -27,6 +27,8 @@ class Call(Generic[R]):
     sql: str
     params: tuple[Any, ...]
     convert: Callable[[Sequence[p.Row]], R]
+    #: An unknown dependency the database names under this prefix is the caller's without it.
+    field_prefix: str = ""
 
 
 def check_schema_version(installed: int | None) -> None:
@@ -53,7 +55,8 @@ def _ids(rows: Sequence[p.Row]) -> list[str]:
 
 
 def enqueue(type: object, payload: object, options: Mapping[str, Any]) -> Call[list[str]]:
-    return Call(p.ENQUEUE_SQL, (json.dumps([to_wire_request(type, payload, options)]),), _ids)
+    # Named as the caller gave it: `dependsOn[0]`, not the batch's `requests[0].dependsOn[0]`.
+    return Call(p.ENQUEUE_SQL, (json.dumps([to_wire_request(type, payload, options)]),), _ids, "requests[0].")
 
 
 def enqueue_many(requests: object) -> Call[list[str]] | None:
@@ -62,10 +65,6 @@ def enqueue_many(requests: object) -> Call[list[str]] | None:
 
 
 # ---- Admin ------------------------------------------------------------------------------------
-
-
-def get_job(job_id: object) -> Call[JobSnapshot | None]:
-    return Call(p.GET_JOB_SQL, (check_job_id(job_id),), lambda rows: p.to_snapshot(rows[0]) if rows else None)
 
 
 def get_job_timeline(job_id: object, limit: object, cursor: object) -> Call[Page[TimelineEntry]]:

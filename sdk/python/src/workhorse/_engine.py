@@ -54,7 +54,9 @@ MAX_ROUND = 1000
 #: Error text is not under our control; a stored envelope is kept well inside the 1 MiB limit.
 MAX_ERROR_TEXT = 64 * 1024
 
-Outcome = Literal["lost", "canceled", "abandoned", "timeout", "sleeping"]
+#: Why a run ended other than by its handler's return or raise; `parked`: the job slept or parked
+#: (children, a signal, a human decision) and the worker let go of it.
+Outcome = Literal["lost", "canceled", "abandoned", "timeout", "parked"]
 ErrorListener = Callable[[str, BaseException], None]
 
 
@@ -354,7 +356,7 @@ class Engine:
             thrown = run.signal.reason or asyncio.CancelledError()
         else:
             thrown = task.exception()
-        if thrown is None and run.outcome in ("lost", "abandoned", "sleeping"):
+        if thrown is None and run.outcome in ("lost", "abandoned", "parked"):
             thrown = run.signal.reason
         if thrown is None:
             try:
@@ -425,17 +427,20 @@ class Engine:
             self._abort(run, JobCanceledError(job_id))
 
     def slept(self, job_id: str, wake_at: datetime) -> None:
+        self.parked(job_id, JobSleeping(job_id, wake_at))
+
+    def parked(self, job_id: str, reason: BaseException) -> None:
         run = self._running.get(job_id)
         if run is not None and run.outcome is None:
-            run.outcome = "sleeping"
+            run.outcome = "parked"
             run.renewing = False
-            # Not cancelled: the handler is inside ctx.sleep, which raises JobSleeping itself.
-            run.signal.abort(JobSleeping(job_id, wake_at))
+            # Not cancelled: the handler is inside the call that parked, which raises the reason itself.
+            run.signal.abort(reason)
 
     async def _settle_failure(self, run: _Run, thrown: BaseException) -> None:
         job = run.job
         assert self._statements is not None
-        if run.outcome == "sleeping":
+        if run.outcome == "parked":
             return
         if run.outcome in ("lost", "abandoned"):
             return
