@@ -100,3 +100,33 @@ def test_three_worker_processes_share_a_queue_and_every_job_ends_exactly_once(
     effects = Counter(e["jobId"] for w in workers for e in w.events if e["event"] == "effect")
     assert sorted(effects) == sorted(ids) and set(effects.values()) == {1}
     assert split_violations(db_url) == []
+
+
+def test_a_job_parked_on_a_signal_outlives_its_sigkilled_worker_and_another_process_finishes_it(
+    pool: ConnectionPool[Any], db_url: str, processes: list[WorkerProcess]
+) -> None:
+    scenario = SCENARIOS / "019-signal-after-crash.json"
+    queue, admin = Queue(pool), Admin(pool)
+    job_id = queue.enqueue("conformance.ship", {})
+    first = WorkerProcess(db_url, scenario, "py-parked")
+    processes.append(first)
+    first.wait_ready()
+    wait_for(lambda: _state(admin, job_id) == "blocked", 30, "the job to park on its signal")
+    first.kill()
+    job = admin.get_job(job_id)
+    assert job is not None and job.state == "blocked" and job.worker_id is None and job.current_attempt == 1
+
+    assert queue.send_signal(job_id, "shipped", {"trackingId": "T-9"}) == "delivered"
+    second = WorkerProcess(db_url, scenario, "py-resumer")
+    processes.append(second)
+    second.wait_ready()
+    wait_for(lambda: _state(admin, job_id) == "succeeded", 30, "the job to resume")
+    assert second.terminate() == 0
+    job = admin.get_job(job_id)
+    assert job is not None and job.current_attempt == 1
+    assert job.result == {"reserve": "r1", "shipment": {"trackingId": "T-9"}}
+    effects = Counter((p.worker_id, e["name"]) for p in (first, second) for e in p.events if e["event"] == "effect")
+    assert effects == {("py-parked", "reserve"): 1}
+    claims = [e.worker_id for e in admin.get_job_timeline(job_id).items if e.kind == "claimed"]
+    assert claims == ["py-parked", "py-resumer"]
+    assert split_violations(db_url) == []
