@@ -11,7 +11,10 @@
 * failures go through ``fail_v1`` (retry policy, non-retryable errors, explicit delays),
   cancellations through ``acknowledge_cancel_v1``, unknown types through ``release_v1``;
 * ``stop()`` stops claiming, lets running handlers finish for up to ``shutdown_timeout_ms``,
-  then aborts the rest without recording anything for them (their leases expire).
+  then aborts the rest without recording anything for them (their leases expire);
+* the worker reports itself in the registry of live workers every heartbeat interval and
+  leaves it on stop; when an operator asks it to drain it claims no more and finishes what it
+  holds (the process is stopped afterwards, as for the TypeScript worker).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from . import _protocol as p
 from ._drivers import AsyncDriver, Statements
 from ._heartbeater import Heartbeater
 from ._notifier import listen_for_work
+from ._registration import Registration
 from .context import AbortSignal, AsyncHandlerContext, ClaimedJob, HandlerContext, _Owner, wake_times
 from .errors import (
     ExecutionTimeoutError,
@@ -165,6 +169,9 @@ class Engine:
         self._all_done.set()
         self._stopped = asyncio.Event()
         self._stopping: asyncio.Task[None] | None = None
+        self._registration: Registration | None = None
+        #: An operator asked this worker to drain (``workhorse workers drain``): it claims no more.
+        self.drain_requested = False
         self.started = asyncio.Event()
 
     @property
@@ -192,7 +199,15 @@ class Engine:
         heartbeater = Heartbeater(
             self._driver, o.worker_id, o.lease_ms, o.heartbeat_ms, self._running, self, self._report
         )
-        self._tasks = [asyncio.create_task(heartbeater.run()), asyncio.create_task(self._ticks())]
+        self._registration = Registration(
+            self._statements, o.worker_id, o.queues, o.concurrency, o.heartbeat_ms,
+            lambda: len(self._running), self._drain_requested, self._report,
+        )  # fmt: skip
+        self._tasks = [
+            asyncio.create_task(heartbeater.run()),
+            asyncio.create_task(self._ticks()),
+            asyncio.create_task(self._registration.run()),
+        ]
         if self.options.listen:
             notifier = listen_for_work(self._driver, set(self.options.queues), self._wake.set, self._report)
             self._tasks.append(asyncio.create_task(notifier))
@@ -234,6 +249,8 @@ class Engine:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._registration is not None:
+            await self._registration.unregister()
         if self._statements is not None:
             await self._statements.close()
         log.info("Worker %s stopped", self.options.worker_id)
@@ -313,6 +330,20 @@ class Engine:
 
     def _wake_pump(self) -> None:
         self._wake.set()
+
+    def _drain_requested(self) -> None:
+        """An operator asked this worker to drain: it claims no more and finishes what it holds."""
+        if self.drain_requested:
+            return
+        self.drain_requested = True
+        self._claiming = False
+        log.warning(
+            "Worker %s drains (an operator asked): it claims no more jobs and finishes the %d it holds; "
+            "stop its process once `workhorse workers list` shows it drained.",
+            self.options.worker_id, len(self._running),
+        )  # fmt: skip
+        if not self._running and self._registration is not None:
+            self._registration.report_soon()
 
     # ---- executing ------------------------------------------------------------------------------
 
@@ -400,6 +431,9 @@ class Engine:
             del self._running[run.job.job_id]
         if not self._running:
             self._all_done.set()
+            if self.drain_requested and self._registration is not None:
+                # Reported at once, so the registry shows the worker drained.
+                self._registration.report_soon()
         self._wake.set()
 
     def _abort(self, run: _Run, reason: BaseException) -> None:

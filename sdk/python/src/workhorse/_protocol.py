@@ -73,6 +73,8 @@ SLEEP_SQL = (
     "SELECT status, wake_at FROM workhorse.sleep_v1($1::uuid, $2::text, $3::bigint, $4::text, $5::timestamptz, $6::bigint)"
 )
 TICK_SQL = "SELECT workhorse.tick_v1()::text"
+REPORT_WORKER_SQL = "SELECT workhorse.report_worker_v1($1::text, $2::jsonb, $3::integer)"
+UNREGISTER_WORKER_SQL = "SELECT workhorse.unregister_worker_v1($1::text)"
 RUN_CHILDREN_SQL = (
     "SELECT status, child_id::text, state, result::text, error::text "
     "FROM workhorse.run_children_v1($1::uuid, $2::text, $3::bigint, $4::text, $5::jsonb)"
