@@ -19,7 +19,6 @@ from workhorse import (
     DecisionNotAllowedError,
     IdempotencyConflictError,
     JobDetails,
-    JobSnapshot,
     Queue,
     TimelineEntry,
     UnknownDependencyError,

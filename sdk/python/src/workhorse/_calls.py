@@ -79,7 +79,8 @@ def get_job_timeline(job_id: object, limit: object, cursor: object) -> Call[Page
     return Call(p.TIMELINE_SQL, (job_id, after, n), convert)
 
 
-def list_jobs(queue: object, type: object, states: object, limit: object, cursor: object) -> Call[Page[JobSnapshot]]:
+def job_filter(queue: object, type: object, states: object) -> tuple[str | None, str | None, list[str] | None]:
+    """The queue, type and states of a job listing, checked."""
     q = None if queue is None else check_name(queue, "queue")
     t = None if type is None else check_name(type, "type")
     s = None
@@ -87,6 +88,11 @@ def list_jobs(queue: object, type: object, states: object, limit: object, cursor
         if not isinstance(states, (list, tuple)) or any(x not in JOB_STATES for x in states):
             fail("states", f"must be a list of {', '.join(JOB_STATES)}")
         s = list(states)
+    return q, t, s
+
+
+def list_jobs(queue: object, type: object, states: object, limit: object, cursor: object) -> Call[Page[JobSnapshot]]:
+    q, t, s = job_filter(queue, type, states)
     n = check_int(limit, "limit", 1, 1000)
     before = p.decode_position("jobs", cursor)
 

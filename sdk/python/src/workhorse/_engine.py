@@ -23,7 +23,6 @@ import asyncio
 import json
 import logging
 import random
-import traceback
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ from typing import Any, Literal
 from . import _calls
 from . import _protocol as p
 from ._drivers import AsyncDriver, Statements
+from ._failures import error_envelope, fail_options
 from ._heartbeater import Heartbeater
 from ._notifier import listen_for_work
 from ._registration import Registration
@@ -48,15 +48,13 @@ from .errors import (
     WorkhorseError,
     from_db_error,
 )
-from .types import ErrorEnvelope, RetryPolicy
-from .validation import DELAY_MS, to_json_text
+from .types import RetryPolicy
+from .validation import to_json_text
 
 log = logging.getLogger("workhorse")
 
 #: The most jobs one round trip claims or completes (the limits of complete_and_claim_v1).
 MAX_ROUND = 1000
-#: Error text is not under our control; a stored envelope is kept well inside the 1 MiB limit.
-MAX_ERROR_TEXT = 64 * 1024
 
 #: Why a run ended other than by its handler's return or raise; `parked`: the job slept or parked
 #: (children, a signal, a human decision) and the worker let go of it.
@@ -109,34 +107,6 @@ class _Completion:
     result: str
     #: Sent alone: a batch it was in was refused, and the culprit must be found.
     alone: bool = False
-
-
-def error_envelope(thrown: BaseException) -> ErrorEnvelope:
-    """What a handler raised, as the stored ``{name, message, stack}``."""
-    stack = "".join(traceback.format_exception(thrown))
-    return {"name": _storable(type(thrown).__name__), "message": _storable(str(thrown)), "stack": _storable(stack)}
-
-
-def _storable(text: str) -> str:
-    # PostgreSQL stores no NUL and no lone surrogate in jsonb; the text is not ours to refuse.
-    cleaned = text.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
-    return cleaned[:MAX_ERROR_TEXT]
-
-
-def fail_options(thrown: BaseException, outcome: Outcome | None, retry: RetryPolicy | None) -> dict[str, Any]:
-    """The ``fail_v1`` options a raised error asks for: ``retryable = False`` fails at once, an
-    integer ``retry_delay_ms`` chooses the next attempt's delay."""
-    options: dict[str, Any] = {}
-    if getattr(thrown, "retryable", None) is False:
-        options["nonRetryable"] = True
-    delay = getattr(thrown, "retry_delay_ms", None)
-    if isinstance(delay, int) and not isinstance(delay, bool) and 0 <= delay <= DELAY_MS:
-        options["retryDelayMs"] = delay
-    if outcome == "timeout":
-        options["attemptOutcome"] = "timeout"
-    if retry is not None:
-        options["retryPolicy"] = retry
-    return options
 
 
 class Engine:

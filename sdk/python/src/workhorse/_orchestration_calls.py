@@ -8,9 +8,8 @@ import json
 from collections.abc import Sequence
 
 from . import _protocol as p
-from ._calls import Call
+from ._calls import Call, job_filter
 from .types import (
-    JOB_STATES,
     ChildLink,
     CompleteHumanWaitStatus,
     HumanWait,
@@ -20,7 +19,7 @@ from .types import (
     Page,
     SendSignalStatus,
 )
-from .validation import check_int, check_job_id, check_name, check_text, fail, to_json_text
+from .validation import check_int, check_job_id, check_name, check_text, to_json_text
 
 _LIVE = ("blocked", "scheduled", "ready", "active")
 NAME_LENGTH = 200
@@ -64,13 +63,7 @@ def list_children(
 ) -> Call[Page[JobSnapshot]]:
     """A parent's children in the order they were started (``Admin.list_jobs(parent_id=...)``)."""
     parent = check_job_id(parent_id, "parentId")
-    q = None if queue is None else check_name(queue, "queue")
-    t = None if type is None else check_name(type, "type")
-    s = None
-    if states is not None:
-        if not isinstance(states, (list, tuple)) or any(x not in JOB_STATES for x in states):
-            fail("states", f"must be a list of {', '.join(JOB_STATES)}")
-        s = list(states)
+    q, t, s = job_filter(queue, type, states)
     n = check_int(limit, "limit", 1, 1000)
     after = p.decode_position("children", cursor) or 0
 

@@ -16,7 +16,7 @@ from . import _protocol as p
 from ._drivers import Statements
 from ._handler_orchestration import HandlerOrchestration, check_human_wait, check_key, check_timeout, child_request_text, children_text
 from .errors import JobSleeping, LeaseLostError
-from .types import ChildJobSpec, ChildOutcome, DependencyOutcome, EnqueueOptions, HumanDecision, JsonValue
+from .types import ChildJobSpec, ChildOutcome, DependencyOutcome, HumanDecision, JobOptions, JsonValue
 from .validation import check_datetime, check_int, check_text, to_json_text
 
 T = TypeVar("T")
@@ -221,7 +221,7 @@ class AsyncHandlerContext(_ContextBase):
         of them failed)."""
         return await self._orchestration.dependencies()
 
-    async def run_child(self, key: str, type: str, payload: Any, **options: Unpack[EnqueueOptions]) -> Any:
+    async def run_child(self, key: str, type: str, payload: Any, **options: Unpack[JobOptions]) -> Any:
         """Starts a child job and waits for it without holding a worker slot: the child is
         enqueued and this job parks ``blocked`` in one transaction, and ``JobBlocked`` unwinds
         the handler (let it through). When the child ends, the handler runs again from the top
@@ -312,7 +312,7 @@ class HandlerContext(_ContextBase):
         """The prerequisites' outcomes; see ``AsyncHandlerContext.dependencies``."""
         return self._call(self._orchestration.dependencies())
 
-    def run_child(self, key: str, type: str, payload: Any, **options: Unpack[EnqueueOptions]) -> Any:
+    def run_child(self, key: str, type: str, payload: Any, **options: Unpack[JobOptions]) -> Any:
         """Starts a child job and waits for it; see ``AsyncHandlerContext.run_child``."""
         checked = check_key(key)
         return self._call(self._orchestration.run_child(checked, child_request_text(type, payload, dict(options))))

@@ -45,10 +45,8 @@ class ErrorEnvelope(TypedDict, total=False):
 DependencyPolicy = Literal["fail", "cancel", "run"]
 
 
-class EnqueueOptions(TypedDict, total=False):
-    """The keyword options of ``enqueue`` (each optional; the protocol's defaults apply).
-    ``depends_on``, ``on_dependency_failed`` and ``on_dependency_canceled``: see
-    docs/orchestration.md."""
+class JobOptions(TypedDict, total=False):
+    """The keyword options every job takes (each optional; the protocol's defaults apply)."""
 
     queue: str
     priority: int
@@ -61,6 +59,13 @@ class EnqueueOptions(TypedDict, total=False):
     idempotency_key: str
     idempotency_scope: str
     idempotency_ttl_ms: int
+
+
+class EnqueueOptions(JobOptions, total=False):
+    """The keyword options of ``enqueue``: those of every job, and its prerequisites
+    (``depends_on``, ``on_dependency_failed``, ``on_dependency_canceled``: see
+    docs/orchestration.md)."""
+
     #: Prerequisites: job ids (in ``enqueue_many`` also indexes of earlier requests of the batch).
     depends_on: Sequence[str | int]
     on_dependency_failed: DependencyPolicy
@@ -196,23 +201,12 @@ SendSignalStatus = Literal["delivered", "buffered", "duplicate", "not_found", "f
 CompleteHumanWaitStatus = Literal["completed", "duplicate", "already_decided", "not_waiting", "not_found", "finished"]
 
 
-class ChildJobSpec(TypedDict, total=False):
+class ChildJobSpec(JobOptions, total=False):
     """One child job of ``ctx.run_children``: ``type`` and ``payload`` are required; the rest are
-    the keyword options of ``enqueue`` (not the dependency ones)."""
+    the keyword options of every job (a child has no prerequisites)."""
 
     type: str
     payload: JsonValue
-    queue: str
-    priority: int
-    run_at: datetime
-    max_attempts: int
-    retry_policy: RetryPolicy
-    tags: Sequence[str]
-    deadline: datetime
-    execution_timeout_ms: int
-    idempotency_key: str
-    idempotency_scope: str
-    idempotency_ttl_ms: int
 
 
 @dataclass(frozen=True)
