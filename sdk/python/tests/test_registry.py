@@ -1,7 +1,8 @@
 """A Python worker in the registry of live workers (sql/095_workers.sql), read through
-``list_workers_v1`` as ``admin.listWorkers()`` and ``workhorse workers list`` read it: it reports
-itself with its language, honours an operator's drain request (claims no more, finishes what it
-holds, then shows ``drained``), and leaves the registry when it stops."""
+``list_workers_v1`` as ``admin.listWorkers()`` and ``workhorse workers list`` read it (and this
+SDK's ``Admin.list_workers``): it reports itself with its language, honours an operator's drain
+request (claims no more, finishes what it holds, then shows ``drained``), and leaves the
+registry when it stops."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ import threading
 from typing import Any
 
 import psycopg
+import pytest
 from psycopg_pool import ConnectionPool
 
-from workhorse import Admin, HandlerContext, Queue, Worker
+from workhorse import Admin, HandlerContext, Queue, Worker, WorkhorseValidationError
+from workhorse.aio import AsyncAdmin
 
 from .support import wait_for
 
@@ -65,3 +68,25 @@ def test_a_python_worker_registers_drains_on_request_and_leaves_the_registry(poo
         release.set()
         worker.stop()
     assert "py-registered" not in _registry(db_url)
+
+
+async def test_admin_lists_workers_and_asks_one_to_drain(pool: ConnectionPool[Any], asyncpg_pool: Any) -> None:
+    admin, aadmin = Admin(pool), AsyncAdmin(asyncpg_pool)
+    worker = Worker(Queue(pool), worker_id="py-listed", heartbeat_ms=200, poll_ms=50)
+    worker.start()
+    try:
+        wait_for(lambda: [w for w in admin.list_workers() if w.worker_id == "py-listed"], 30, "the worker's report")
+        [info] = [w for w in await aadmin.list_workers() if w.worker_id == "py-listed"]
+        assert info.status == "running" and info.queues == ["default"] and info.version.startswith("python ")
+        assert info.drain_requested_at is None and info.last_seen_at >= info.started_at
+        assert admin.drain_worker("py-listed", actor="alice", reason="host maintenance") == "requested"
+        assert await aadmin.drain_worker("py-listed") == "already_requested"
+        wait_for(lambda: worker.drain_requested, 30, "the drain request")
+        [info] = [w for w in admin.list_workers() if w.worker_id == "py-listed"]
+        assert info.drain_requested_by == "alice" and info.drain_reason == "host maintenance"
+    finally:
+        worker.stop()
+    assert admin.drain_worker("py-listed") == "not_found"
+    with pytest.raises(WorkhorseValidationError) as refused:
+        admin.drain_worker("")
+    assert refused.value.field == "workerId"

@@ -43,6 +43,7 @@ from .types import (
     DeadLetterFilter,
     DependencyOutcome,
     DependencyPolicy,
+    DrainResult,
     EnqueueOptions,
     EnqueueRequest,
     ErrorEnvelope,
@@ -60,7 +61,9 @@ from .types import (
     RetryPolicy,
     SendSignalStatus,
     TimelineEntry,
+    WorkerInfo,
     WorkerOptions,
+    WorkerStatus,
 )
 from .worker import Worker
 
@@ -81,6 +84,7 @@ __all__ = [
     "DecisionNotAllowedError",
     "DependencyOutcome",
     "DependencyPolicy",
+    "DrainResult",
     "EnqueueOptions",
     "EnqueueRequest",
     "ErrorEnvelope",
@@ -116,9 +120,11 @@ __all__ = [
     "TimelineEntry",
     "UnknownDependencyError",
     "Worker",
+    "WorkerInfo",
     "WorkerOptions",
     "WorkerShutdownError",
     "WorkerStateError",
+    "WorkerStatus",
     "WorkhorseError",
     "WorkhorseValidationError",
     "install_schema",

@@ -13,7 +13,7 @@ from typing import Any, Generic, TypeVar
 
 from . import _protocol as p
 from .errors import SchemaNotInstalledError, SchemaVersionMismatchError
-from .types import JOB_STATES, CancelResult, JobSnapshot, Page, QueueInfo, RedriveResult, TimelineEntry
+from .types import JOB_STATES, CancelResult, DrainResult, JobSnapshot, Page, QueueInfo, RedriveResult, TimelineEntry, WorkerInfo
 from .validation import check_datetime, check_int, check_job_id, check_name, check_text, fail, to_wire_batch, to_wire_request
 
 #: The schema (and protocol) version this SDK speaks (``workhorse.schema_version``).
@@ -192,3 +192,13 @@ def set_paused(paused: bool, queue: object, actor: object, reason: object) -> Ca
 
 def list_queues() -> Call[list[QueueInfo]]:
     return Call(p.LIST_QUEUES_SQL, (), lambda rows: [p.to_queue_info(r) for r in rows])
+
+
+def list_workers() -> Call[list[WorkerInfo]]:
+    return Call(p.LIST_WORKERS_SQL, (), lambda rows: [p.to_worker_info(r) for r in rows])
+
+
+def drain_worker(worker_id: object, actor: object, reason: object) -> Call[DrainResult]:
+    check_text(worker_id, "workerId", 200, 1)
+    _check_actor(actor, reason)
+    return Call(p.DRAIN_WORKER_SQL, (worker_id, actor, reason), p.status_of)  # type: ignore[arg-type]

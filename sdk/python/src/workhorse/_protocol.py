@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any, cast
 
 from .errors import InvalidCursorError
-from .types import JobSnapshot, QueueInfo, TimelineEntry
+from .types import JobSnapshot, QueueInfo, TimelineEntry, WorkerInfo
 
 Row = Sequence[Any]
 
@@ -75,6 +75,11 @@ SLEEP_SQL = (
 TICK_SQL = "SELECT workhorse.tick_v1()::text"
 REPORT_WORKER_SQL = "SELECT workhorse.report_worker_v1($1::text, $2::jsonb, $3::integer)"
 UNREGISTER_WORKER_SQL = "SELECT workhorse.unregister_worker_v1($1::text)"
+LIST_WORKERS_SQL = (
+    "SELECT worker_id, status, host, pid, queues, concurrency, in_flight, version, started_at, last_seen_at, "
+    "drain_requested_at, drain_requested_by, drain_reason FROM workhorse.list_workers_v1()"
+)
+DRAIN_WORKER_SQL = "SELECT workhorse.drain_worker_v1($1::text, $2::text, $3::text)"
 RUN_CHILDREN_SQL = (
     "SELECT status, child_id::text, state, result::text, error::text "
     "FROM workhorse.run_children_v1($1::uuid, $2::text, $3::bigint, $4::text, $5::jsonb)"
@@ -174,6 +179,24 @@ def to_queue_info(row: Row) -> QueueInfo:
         scheduled=int(row[6]),
         active=int(row[7]),
         blocked=int(row[8]),
+    )
+
+
+def to_worker_info(row: Row) -> WorkerInfo:
+    return WorkerInfo(
+        worker_id=row[0],
+        status=row[1],
+        host=row[2],
+        pid=row[3],
+        queues=list(row[4]),
+        concurrency=row[5],
+        in_flight=row[6],
+        version=row[7],
+        started_at=row[8],
+        last_seen_at=row[9],
+        drain_requested_at=row[10],
+        drain_requested_by=row[11],
+        drain_reason=row[12],
     )
 
 

@@ -13,6 +13,7 @@ from ._sync import Connection, SyncExecutor
 from .types import (
     CancelResult,
     DeadLetterFilter,
+    DrainResult,
     HumanWait,
     JobDetails,
     JobSnapshot,
@@ -21,6 +22,7 @@ from .types import (
     QueueInfo,
     RedriveResult,
     TimelineEntry,
+    WorkerInfo,
 )
 
 
@@ -124,6 +126,19 @@ class Admin:
     def list_queues(self, *, conn: Connection | None = None) -> list[QueueInfo]:
         """Every queue with live jobs or a pause record, with its live counts."""
         return self._executor.run(calls.list_queues(), conn)
+
+    def list_workers(self, *, conn: Connection | None = None) -> list[WorkerInfo]:
+        """The registered workers of every language, newest first, with their status
+        (``running``, ``draining``, ``drained`` or ``gone``)."""
+        return self._executor.run(calls.list_workers(), conn)
+
+    def drain_worker(
+        self, worker_id: str, *, actor: str | None = None, reason: str | None = None, conn: Connection | None = None
+    ) -> DrainResult:
+        """Asks a worker (of any language) to drain: within its heartbeat interval it claims no
+        more jobs and finishes those it holds; ``list_workers`` then shows it ``drained``.
+        Answers ``requested``, ``already_requested`` (the first request stands) or ``not_found``."""
+        return self._executor.run(calls.drain_worker(worker_id, actor, reason), conn)
 
     def list_human_waits(
         self,

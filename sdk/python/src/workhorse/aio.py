@@ -17,6 +17,7 @@ from .types import (
     CancelResult,
     CompleteHumanWaitStatus,
     DeadLetterFilter,
+    DrainResult,
     EnqueueOptions,
     EnqueueRequest,
     HumanWait,
@@ -29,6 +30,7 @@ from .types import (
     QueueInfo,
     RedriveResult,
     TimelineEntry,
+    WorkerInfo,
     WorkerOptions,
 )
 
@@ -144,6 +146,14 @@ class AsyncAdmin:
 
     async def list_queues(self, *, conn: Any = None) -> list[QueueInfo]:
         return await self._driver.run(calls.list_queues(), conn)
+
+    async def list_workers(self, *, conn: Any = None) -> list[WorkerInfo]:
+        return await self._driver.run(calls.list_workers(), conn)
+
+    async def drain_worker(
+        self, worker_id: str, *, actor: str | None = None, reason: str | None = None, conn: Any = None
+    ) -> DrainResult:
+        return await self._driver.run(calls.drain_worker(worker_id, actor, reason), conn)
 
     async def list_human_waits(
         self,

@@ -282,3 +282,34 @@ class JobDetails(JobSnapshot):
     parent_id: str | None
     #: The jobs this one started with ``ctx.run_child(ren)``, in the order they were started.
     children: list[ChildLink]
+
+
+# ---- live workers (sql/095_workers.sql) --------------------------------------------------------
+
+#: Where a registered worker stands: claiming (``running``); asked to drain and still finishing
+#: jobs (``draining``); asked to drain and holding none, safe to stop (``drained``); or silent for
+#: three of its report periods (``gone``: its jobs come back when their leases expire).
+WorkerStatus = Literal["running", "draining", "drained", "gone"]
+#: What ``Admin.drain_worker`` did.
+DrainResult = Literal["requested", "already_requested", "not_found"]
+
+
+@dataclass(frozen=True)
+class WorkerInfo:
+    """A worker in the registry of live workers (``Admin.list_workers``), of any language."""
+
+    worker_id: str
+    status: WorkerStatus
+    host: str
+    pid: int
+    queues: list[str]
+    concurrency: int
+    #: Jobs it held at its last report.
+    in_flight: int
+    #: Its version: a TypeScript worker's package version, ``python <version>`` for this SDK.
+    version: str
+    started_at: datetime
+    last_seen_at: datetime
+    drain_requested_at: datetime | None
+    drain_requested_by: str | None
+    drain_reason: str | None
