@@ -224,3 +224,55 @@ def page_cursor_of_another_kind(admin: Admin) -> str:
     cursor = admin.list_jobs(limit=1).next_cursor
     assert cursor is not None
     return cursor
+
+
+async def test_bad_arguments_of_the_handler_calls_are_refused_naming_the_field_before_anything_is_written(
+    apool: AsyncConnectionPool[Any],
+) -> None:
+    queue, admin = AsyncQueue(apool), AsyncAdmin(apool)
+    worker = AsyncWorker(queue, poll_ms=50, tick_ms=50)
+    bad: list[Any] = [
+        lambda ctx: ctx.wait_for_signal(""),
+        lambda ctx: ctx.wait_for_signal("s", timeout_ms=0),
+        lambda ctx: ctx.wait_for_human("h", choices=[]),
+        lambda ctx: ctx.wait_for_human("h", choices=["a", "a"]),
+        lambda ctx: ctx.wait_for_human("h", choices=[""]),
+        lambda ctx: ctx.wait_for_human("h", context={1: "not a JSON key"}),
+        lambda ctx: ctx.run_child("", "t", {}),
+        lambda ctx: ctx.run_child("k", "bad type!", {}),
+        lambda ctx: ctx.run_child("k", "t", {}, priority=101),
+        lambda ctx: ctx.run_child("k", "t", {}, depends_on=[MISSING]),
+        lambda ctx: ctx.run_children("k", []),
+        lambda ctx: ctx.run_children("k", [{"type": "t"}]),
+        lambda ctx: ctx.run_children("k", [{"type": "t", "payload": {}, "max_attempts": 0}]),
+    ]
+
+    @worker.handler("probe")
+    async def probe(payload: Any, ctx: AsyncHandlerContext) -> Any:
+        fields = []
+        for call in bad:
+            try:
+                await call(ctx)
+            except WorkhorseValidationError as error:
+                fields.append(error.field)
+        return fields
+
+    job_id = await queue.enqueue("probe", {})
+    running = asyncio.create_task(worker.run())
+    try:
+        for _ in range(600):
+            job = await admin.get_job(job_id)
+            if job is not None and job.state == "succeeded":
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        await worker.stop()
+        await running
+    job = await admin.get_job(job_id)
+    assert job is not None and job.result == [
+        "name", "timeoutMs", "choices", "choices", "choices[0]", 'context key 1', "key", "type", "priority",
+        "dependsOn", "children", "children[0]", "children[0].maxAttempts",
+    ]  # fmt: skip
+    assert job.children == [] and (await admin.list_human_waits()).items == []
+    kinds = [e.kind for e in (await admin.get_job_timeline(job_id)).items]
+    assert kinds == ["enqueued", "claimed", "succeeded", "succeeded"]

@@ -22,7 +22,7 @@ from .errors import (
     WorkhorseValidationError,
 )
 from .types import ChildOutcome, DependencyOutcome, HumanDecision
-from .validation import check_int, check_text, to_json_text, to_wire_children, to_wire_request
+from .validation import ENQUEUE_OPTIONS, check_int, check_text, to_json_text, to_wire_children, to_wire_request
 
 if TYPE_CHECKING:
     from .context import _Owner
@@ -54,7 +54,7 @@ def child_request_text(type: object, payload: object, options: dict[str, Any]) -
     """One child job (``run_child``) as the JSON array ``run_children_v1`` receives."""
     for key in ("depends_on", "on_dependency_failed", "on_dependency_canceled"):
         if key in options:
-            raise WorkhorseValidationError(key, "is not an option of a child job")
+            raise WorkhorseValidationError(ENQUEUE_OPTIONS[key], "is not an option of a child job")
     return to_json_text([to_wire_request(type, payload, options)], "children")
 
 
