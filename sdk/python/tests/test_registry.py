@@ -50,7 +50,7 @@ def test_a_python_worker_registers_drains_on_request_and_leaves_the_registry(poo
     try:
         wait_for(lambda: _registry(db_url).get("py-registered", {}).get("in_flight") == 1, 30, "the worker's report")
         row = _registry(db_url)["py-registered"]
-        assert row["status"] == "running" and row["version"].startswith("python ")
+        assert row["status"] == "running" and row["version"].startswith("python/")
         assert row["pid"] == os.getpid() and row["queues"] == ["default", "mail"] and row["concurrency"] == 3
 
         assert _drain(db_url, "py-registered") == "requested"
@@ -77,7 +77,7 @@ async def test_admin_lists_workers_and_asks_one_to_drain(pool: ConnectionPool[An
     try:
         wait_for(lambda: [w for w in admin.list_workers() if w.worker_id == "py-listed"], 30, "the worker's report")
         [info] = [w for w in await aadmin.list_workers() if w.worker_id == "py-listed"]
-        assert info.status == "running" and info.queues == ["default"] and info.version.startswith("python ")
+        assert info.status == "running" and info.queues == ["default"] and info.version.startswith("python/")
         assert info.drain_requested_at is None and info.last_seen_at >= info.started_at
         assert admin.drain_worker("py-listed", actor="alice", reason="host maintenance") == "requested"
         assert await aadmin.drain_worker("py-listed") == "already_requested"

@@ -20,7 +20,7 @@ from ._version import __version__
 
 #: What the registry's ``version`` says of a Python worker: its language, then the SDK's version
 #: (a TypeScript worker reports its package version alone).
-REPORTED_VERSION = f"python {__version__}"
+REPORTED_VERSION = f"python/{__version__}"
 
 
 class Registration:

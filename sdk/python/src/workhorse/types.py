@@ -306,7 +306,7 @@ class WorkerInfo:
     concurrency: int
     #: Jobs it held at its last report.
     in_flight: int
-    #: Its version: a TypeScript worker's package version, ``python <version>`` for this SDK.
+    #: Its version: a TypeScript worker's package version, ``python/<version>`` for this SDK.
     version: str
     started_at: datetime
     last_seen_at: datetime
