@@ -285,7 +285,9 @@ def from_db_error(error: BaseException, field_prefix: str = "") -> BaseException
     field = named.removeprefix(field_prefix) if field_prefix and code == SQLSTATE_UNKNOWN_DEPENDENCY else named
     prefix = f"{named}: "
     text = message[len(prefix):] if message.startswith(prefix) else message
-    parsed: dict[str, Any] = json.loads(detail) if detail and code != SQLSTATE_VALIDATION else {}
+    # These refusals carry a JSON detail (docs/protocol.md); P1001 and P1003 carry none.
+    plain = code in (SQLSTATE_VALIDATION, SQLSTATE_BATCH_TOO_LARGE)
+    parsed: dict[str, Any] = json.loads(detail) if detail and not plain else {}
     if code == SQLSTATE_IDEMPOTENCY_CONFLICT:
         return IdempotencyConflictError(
             field, text, str(parsed.get("existingJobId", "")), [str(f) for f in parsed.get("fields", [])]
