@@ -168,6 +168,23 @@ func (w *Worker) sleepRun(r *run, wakeAt time.Time) {
 	w.emit(e)
 }
 
+// parkRun: the job parked (blocked on children, a signal or a decision; or it ended by a
+// pending cancel while parking): the worker lets go of it, as after a durable sleep.
+func (w *Worker) parkRun(r *run, reason error, waitingFor string) {
+	if !r.setOutcome(outcomeSleeping, false) {
+		return
+	}
+	r.renewing.Store(false)
+	r.cancel(reason)
+	if _, canceled := reason.(*JobCanceledError); canceled {
+		w.emit(w.jobEvent(EventJobCanceled, r, true))
+		return
+	}
+	e := w.jobEvent(EventJobBlocked, r, false)
+	e.WaitingFor = waitingFor
+	w.emit(e)
+}
+
 // settleFailure records how a run that did not return a result ended: a failed attempt
 // (fail_v1, which retries by the job's policy), an acknowledged cancellation, or nothing at
 // all (the job sleeps, or the worker lost it).
