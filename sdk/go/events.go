@@ -18,6 +18,7 @@ const (
 	EventJobSleeping       EventName = "job.sleeping"
 	EventJobBlocked        EventName = "job.blocked"
 	EventJobAbandoned      EventName = "job.abandoned"
+	EventWorkerDraining    EventName = "worker.draining"
 	EventWorkerError       EventName = "worker.error"
 	EventWorkerStopped     EventName = "worker.stopped"
 )

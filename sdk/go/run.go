@@ -149,6 +149,13 @@ func (w *Worker) finish(r *run) {
 	l.mu.Unlock()
 	l.wakeUp()
 	r.cancel(context.Canceled)
+	if w.draining.Load() && w.activeCount() == 0 {
+		// Report at once, so the registry shows the worker drained.
+		select {
+		case w.reportNow <- struct{}{}:
+		default:
+		}
+	}
 }
 
 func (w *Worker) loseLease(r *run) {
