@@ -3,7 +3,9 @@ package workhorse
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -90,6 +92,12 @@ func (q *Queue) Enqueue(ctx context.Context, jobType string, payload any, opts *
 		return "", err
 	}
 	ids, err := q.send(ctx, append(append([]byte{'['}, wire...), ']'))
+	var unknown *UnknownDependencyError
+	if errors.As(err, &unknown) {
+		// Named as the caller gave it: `dependsOn[0]`, not the batch's `requests[0].dependsOn[0]`.
+		unknown.Field = strings.TrimPrefix(unknown.Field, "requests[0].")
+		unknown.Message = strings.TrimPrefix(unknown.Message, "requests[0].")
+	}
 	if err != nil {
 		return "", err
 	}
