@@ -403,3 +403,35 @@ func TestWaitForHumanTakesADecisionFromTheListOfOpenWaits(t *testing.T) {
 		t.Fatalf("expiring: %s", job.Result)
 	}
 }
+
+func TestAWaitWithATimeoutParksTheJobScheduledUntilThen(t *testing.T) {
+	db := testpg.New(t)
+	ctx := context.Background()
+	queue := workhorse.NewQueue(workhorse.Pgx(db.Pool))
+	admin := workhorse.NewAdmin(workhorse.Pgx(db.Pool))
+	w := newWorker(t, db, workhorse.WorkerOptions{})
+	var blocked atomic.Value
+	must(t, workhorse.Handle(w, "ship", func(ctx context.Context, job *workhorse.Job, _ any) (string, error) {
+		payload, err := workhorse.WaitForSignal[string](ctx, job, "shipped", &workhorse.WaitOptions{Timeout: time.Hour})
+		var parked *workhorse.JobBlockedError
+		if errors.As(err, &parked) {
+			blocked.Store(*parked)
+		}
+		return payload, err
+	}))
+	id, err := queue.Enqueue(ctx, "ship", nil, nil)
+	must(t, err)
+	startWorker(t, w)
+	job := waitForState(t, admin, id, 20*time.Second, workhorse.StateScheduled)
+	parked, _ := blocked.Load().(workhorse.JobBlockedError)
+	if parked.WaitingFor != "signal" || parked.Name != "shipped" || parked.TimeoutAt.Sub(time.Now()) < 50*time.Minute ||
+		job.RunAt.Sub(parked.TimeoutAt).Abs() > time.Millisecond || job.WorkerID != "" {
+		t.Fatalf("parked %+v; job run at %s, worker %q", parked, job.RunAt, job.WorkerID)
+	}
+	if s, err := queue.SendSignal(ctx, id, "shipped", "T-7", nil); err != nil || s != workhorse.SignalDelivered {
+		t.Fatalf("send: %s %v", s, err)
+	}
+	if job := waitForState(t, admin, id, 20*time.Second, workhorse.StateSucceeded); !sameJSON(job.Result, `"T-7"`) || job.CurrentAttempt != 1 {
+		t.Fatalf("result %s, attempt %d", job.Result, job.CurrentAttempt)
+	}
+}
