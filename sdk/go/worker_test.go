@@ -2,8 +2,8 @@ package workhorse_test
 
 import (
 	"context"
-	"os"
 	"errors"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
