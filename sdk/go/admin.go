@@ -41,7 +41,8 @@ func (a *Admin) GetJob(ctx context.Context, jobID string) (*JobSnapshot, error) 
 	if err != nil || len(jobs) == 0 {
 		return nil, err
 	}
-	return &jobs[0], nil
+	jobs[0].JobLineage, err = a.lineage(ctx, jobID, jobs[0].State)
+	return &jobs[0], err
 }
 
 // GetJobTimeline returns the job's history (lifecycle events and closed attempts) in the order
@@ -111,6 +112,9 @@ func (a *Admin) ListJobs(ctx context.Context, f ListJobsFilter) (Page[JobSnapsho
 	limit, err := limitOf(f.Limit, 50)
 	if err != nil {
 		return page, err
+	}
+	if f.ParentID != "" {
+		return a.listChildren(ctx, f.ParentID, queue, typ, states, limit, f.Cursor)
 	}
 	var before any
 	if f.Cursor != "" {

@@ -93,11 +93,13 @@ func nullable(s string) any {
 	return s
 }
 
-func deref(s *string) string {
-	if s == nil {
-		return ""
+// deref is *p, or T's zero value for nil.
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
 	}
-	return *s
+	return *p
 }
 
 type checkedDeadLetterFilter struct {

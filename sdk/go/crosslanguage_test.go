@@ -44,8 +44,8 @@ func scenarioNamed(t *testing.T, name string) conformance.File {
 // Every scenario with each worker a Python process: jobs enqueued through the Go SDK run in
 // Python, and their states, results, error envelopes and timelines read the same from Go.
 func TestScenariosWithPythonWorkers(t *testing.T) {
-	files := scenarios(t)
 	python := pythonWorker(t)
+	files := scenarios(t)
 	runScenarios(t, files, func(file conformance.File, db *testpg.DB) conformance.StartWorker {
 		return conformance.Process(python, db.URL, file.Path)
 	})

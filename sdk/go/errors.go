@@ -104,6 +104,9 @@ func fromDriverError(err error) error {
 	case SQLStateIsolation:
 		return &IsolationError{Message: message}
 	}
+	if typed := orchestrationError(code, field, message, detail); typed != nil {
+		return typed
+	}
 	return &ProtocolError{Code: code, Field: field, Message: message}
 }
 

@@ -16,7 +16,9 @@ const (
 	EventJobLeaseLost      EventName = "job.lease_lost"
 	EventJobReleased       EventName = "job.released"
 	EventJobSleeping       EventName = "job.sleeping"
+	EventJobBlocked        EventName = "job.blocked"
 	EventJobAbandoned      EventName = "job.abandoned"
+	EventWorkerDraining    EventName = "worker.draining"
 	EventWorkerError       EventName = "worker.error"
 	EventWorkerStopped     EventName = "worker.stopped"
 )
@@ -39,6 +41,8 @@ type Event struct {
 	Delay time.Duration
 	// WakeAt is when a sleeping job wakes, for job.sleeping.
 	WakeAt time.Time
+	// WaitingFor is what a blocked job waits for ("children", "signal" or "human"), for job.blocked.
+	WaitingFor string
 	// Reason says why a job was released, for job.released.
 	Reason string
 	// During says what the worker was doing (claim, complete, fail, heartbeat, listen, tick),

@@ -175,11 +175,19 @@ func TestAPayloadThatDoesNotDecodeFailsTheAttempt(t *testing.T) {
 
 func TestAnExecutionTimeoutCancelsTheContextAndClosesTheAttemptAsTimeout(t *testing.T) {
 	causes := make(chan error, 2)
-	job, db, _ := runOne(t, 0, &workhorse.EnqueueOptions{MaxAttempts: 1, ExecutionTimeout: time.Second}, func(ctx context.Context, job *workhorse.Job, _ int) (any, error) {
+	db := testpg.New(t)
+	// No maintenance tick during the test: on a busy machine a tick could close the attempt by
+	// the server's clock (error ExecutionTimeout) before the handler's report arrives.
+	w := newWorker(t, db, workhorse.WorkerOptions{Tick: 10 * time.Minute})
+	must(t, workhorse.Handle(w, "one", func(ctx context.Context, job *workhorse.Job, _ int) (any, error) {
 		<-ctx.Done()
 		causes <- context.Cause(ctx)
 		return nil, ctx.Err()
-	})
+	}))
+	startWorker(t, w)
+	id, err := workhorse.NewQueue(workhorse.Pgx(db.Pool)).Enqueue(context.Background(), "one", 0, &workhorse.EnqueueOptions{MaxAttempts: 1, ExecutionTimeout: time.Second})
+	must(t, err)
+	job := waitForState(t, workhorse.NewAdmin(workhorse.Pgx(db.Pool)), id, 20*time.Second, workhorse.StateFailed)
 	var timeout *workhorse.ExecutionTimeoutError
 	if err := <-causes; !errors.As(err, &timeout) || timeout.Timeout != time.Second {
 		t.Fatalf("cause %v", err)

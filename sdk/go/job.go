@@ -33,6 +33,9 @@ type Job struct {
 	waitsJSON       []byte
 	checkpoints     map[string]json.RawMessage // decoded on first use; value nil for []
 	waits           map[string]time.Time
+	// signalWaits counts the waits for each signal name this run reached (the n-th is wait n on
+	// every replay).
+	signalWaits map[string]int
 }
 
 // Checkpoint runs fn once per job: its result is stored under name, and when the handler runs

@@ -28,7 +28,8 @@ func (o *EnqueueOptions) isGiven(key string) bool {
 
 // UnmarshalJSON reads options by the wire names of enqueue_many_v1 (queue, priority, runAt,
 // maxAttempts, retryPolicy, tags, deadline, executionTimeoutMs, idempotencyKey,
-// idempotencyScope, idempotencyTtlMs; times as RFC 3339 text), for requests that arrive as
+// idempotencyScope, idempotencyTtlMs, dependsOn, onDependencyFailed, onDependencyCanceled; times as RFC 3339
+// text), for requests that arrive as
 // JSON. Nothing is refused here: Enqueue checks the options as given (an explicit
 // "maxAttempts": 0 is refused, not taken for the default) and names the field.
 func (o *EnqueueOptions) UnmarshalJSON(data []byte) error {
@@ -96,6 +97,19 @@ func decodeOptions(raw map[string]json.RawMessage) EnqueueOptions {
 		case "tags":
 			if json.Unmarshal(value, &o.Tags) != nil {
 				n.note(key, "must be an array of at most %d strings", maxTags)
+			}
+		case "dependsOn":
+			var ok bool
+			if o.DependsOn, ok = decodePrerequisites(value); !ok {
+				n.note(key, "must be an array of 1 to 1000 job ids")
+			}
+		case "onDependencyFailed", "onDependencyCanceled":
+			var policy string
+			text(key, value, &policy)
+			if key == "onDependencyFailed" {
+				o.OnDependencyFailed = DependencyPolicy(policy)
+			} else {
+				o.OnDependencyCanceled = DependencyPolicy(policy)
 			}
 		case "retryPolicy":
 			if string(value) != "null" {

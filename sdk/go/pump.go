@@ -3,7 +3,6 @@ package workhorse
 import (
 	"context"
 	"errors"
-	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -111,25 +110,41 @@ func (l *lane) idle() {
 
 // gather lets handlers that are about to finish join the next batch: a short job's handler
 // ends microseconds after the one that woke the pump, and a round trip (a commit) per handful
-// of jobs would cost far more than waiting for them. It yields to the other goroutines while
-// that makes the batch grow and handlers are still running (so at most once per handler).
+// of jobs would cost far more than waiting for them. While the batch is smaller than the
+// running handlers it waits for the next completion, up to gatherWindow each. It blocks
+// rather than yields: a yielding pump goes to the global run queue and is picked again before
+// this P steals the handlers queued on another P, whose thread the kernel may not be running on
+// a busy machine (round trips then carried 9 jobs at concurrency 10 instead of 10); a blocked
+// pump leaves its P idle, and the P steals and runs them. A handler that really runs long
+// delays its lane's round trip by gatherWindow at most.
 func (l *lane) gather() {
+	var timer *time.Timer
 	for {
 		l.mu.Lock()
 		pending, running := len(l.pending), l.active
 		l.mu.Unlock()
 		if pending >= running {
-			return
+			break
 		}
-		runtime.Gosched()
-		l.mu.Lock()
-		grew := len(l.pending) > pending
-		l.mu.Unlock()
-		if !grew {
-			return
+		if timer == nil {
+			timer = time.NewTimer(gatherWindow)
+		} else {
+			timer.Reset(gatherWindow)
 		}
+		select {
+		case <-l.wake:
+			continue
+		case <-timer.C:
+		}
+		break
+	}
+	if timer != nil {
+		timer.Stop()
 	}
 }
+
+// gatherWindow is how long gather waits for the next completion before it sends what it has.
+const gatherWindow = 200 * time.Microsecond
 
 func (w *Worker) pump(l *lane) {
 	defer w.pumps.Done()

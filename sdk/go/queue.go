@@ -3,7 +3,9 @@ package workhorse
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -34,6 +36,14 @@ type EnqueueOptions struct {
 	IdempotencyScope string
 	// IdempotencyTTL is how long the key is remembered, 1 s to 30 days (default 24 h).
 	IdempotencyTTL time.Duration
+	// DependsOn: the job starts `blocked` and runs once every prerequisite has ended (1 to 1000
+	// distinct jobs; see docs/orchestration.md). A prerequisite that names no job is refused
+	// with an *UnknownDependencyError.
+	DependsOn []Prerequisite
+	// OnDependencyFailed: what the job does when a prerequisite failed (default DependencyFail).
+	OnDependencyFailed DependencyPolicy
+	// OnDependencyCanceled: what the job does when a prerequisite was canceled (default DependencyCancel).
+	OnDependencyCanceled DependencyPolicy
 
 	// notes of options decoded from JSON (see UnmarshalJSON); nil for options built in Go.
 	notes *wireNotes
@@ -77,11 +87,17 @@ func (q *Queue) Enqueue(ctx context.Context, jobType string, payload any, opts *
 	if opts != nil {
 		o = *opts
 	}
-	wire, err := wireRequest(nil, jobType, payload, &o, "")
+	wire, err := wireRequest(nil, jobType, payload, &o, "", 0)
 	if err != nil {
 		return "", err
 	}
 	ids, err := q.send(ctx, append(append([]byte{'['}, wire...), ']'))
+	var unknown *UnknownDependencyError
+	if errors.As(err, &unknown) {
+		// Named as the caller gave it: `dependsOn[0]`, not the batch's `requests[0].dependsOn[0]`.
+		unknown.Field = strings.TrimPrefix(unknown.Field, "requests[0].")
+		unknown.Message = strings.TrimPrefix(unknown.Message, "requests[0].")
+	}
 	if err != nil {
 		return "", err
 	}
@@ -105,7 +121,7 @@ func (q *Queue) EnqueueMany(ctx context.Context, requests []EnqueueRequest) ([]s
 		}
 		var err error
 		r := &requests[i]
-		if body, err = wireRequest(body, r.Type, r.Payload, &r.EnqueueOptions, "requests["+strconv.Itoa(i)+"]."); err != nil {
+		if body, err = wireRequest(body, r.Type, r.Payload, &r.EnqueueOptions, "requests["+strconv.Itoa(i)+"].", i); err != nil {
 			return nil, err
 		}
 	}
@@ -130,11 +146,11 @@ func (q *Queue) send(ctx context.Context, requests []byte) ([]string, error) {
 }
 
 // wireRequest validates one enqueue call and appends the JSON object enqueue_many_v1 reads to
-// out. `path` prefixes field names for batch members ("requests[3].").
-func wireRequest(out []byte, jobType string, payload any, o *EnqueueOptions, path string) ([]byte, error) {
+// out. `path` prefixes field names for batch members ("requests[3]."), at position index.
+func wireRequest(out []byte, jobType string, payload any, o *EnqueueOptions, path string, index int) ([]byte, error) {
 	if n := o.notes; n != nil {
 		if len(n.unknown) > 0 {
-			return nil, invalid(path+n.unknown[0], "is not an enqueue option (queue, priority, runAt, maxAttempts, retryPolicy, tags, deadline, executionTimeoutMs, idempotencyKey, idempotencyScope, idempotencyTtlMs)")
+			return nil, invalid(path+n.unknown[0], "is not an enqueue option (queue, priority, runAt, maxAttempts, retryPolicy, tags, deadline, executionTimeoutMs, idempotencyKey, idempotencyScope, idempotencyTtlMs, dependsOn, onDependencyFailed, onDependencyCanceled)")
 		}
 		if n.problem != nil {
 			return nil, invalid(path+n.problem.Field, "%s", n.problem.Message)
@@ -213,6 +229,9 @@ func wireRequest(out []byte, jobType string, payload any, o *EnqueueOptions, pat
 		}
 		tags, _ := json.Marshal(o.Tags)
 		out = append(append(out, `,"tags":`...), tags...)
+	}
+	if out, err = wireDependencies(out, o, path, index); err != nil {
+		return nil, err
 	}
 	if o.IdempotencyKey == "" && !o.isGiven("idempotencyKey") {
 		if o.IdempotencyScope != "" || o.isGiven("idempotencyScope") {

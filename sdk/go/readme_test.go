@@ -11,36 +11,56 @@ import (
 	"github.com/stablemates/nestjs-workhorse/sdk/go/internal/testpg"
 )
 
-// The README's quickstart is examples/quickstart/main.go, word for word, and running it
-// prints what the README says it prints.
-func TestReadmeQuickstartRunsAsShown(t *testing.T) {
+// Every ```go block of the README is one of examples/*/main.go, word for word, and running it
+// prints what the ```text block after it says.
+func TestReadmeExamplesRunAsShown(t *testing.T) {
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	blocks := regexp.MustCompile("(?s)```(go|text)\n(.*?)```").FindAllStringSubmatch(string(readme), -1)
-	if len(blocks) < 2 || blocks[0][1] != "go" || blocks[1][1] != "text" {
-		t.Fatal("the README should show the quickstart in a ```go block and its output in the ```text block after it")
-	}
-	source, err := os.ReadFile(filepath.Join("examples", "quickstart", "main.go"))
+	examples, err := filepath.Glob(filepath.Join("examples", "*", "main.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if blocks[0][2] != string(source) {
-		t.Fatal("the README's quickstart is not examples/quickstart/main.go: copy the file into the README")
+	shown := 0
+	for i, block := range blocks {
+		if block[1] != "go" {
+			continue
+		}
+		if i+1 >= len(blocks) || blocks[i+1][1] != "text" {
+			t.Fatalf("the README's go block %d should be followed by a ```text block with what it prints", shown+1)
+		}
+		dir := ""
+		for _, example := range examples {
+			if source, err := os.ReadFile(example); err == nil && string(source) == block[2] {
+				dir = filepath.Dir(example)
+			}
+		}
+		if dir == "" {
+			t.Fatalf("the README's go block %d is none of %v: copy the example file into the README", shown+1, examples)
+		}
+		shown++
+		want := blocks[i+1][2]
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			t.Parallel()
+			db := testpg.New(t)
+			binary := filepath.Join(t.TempDir(), "example")
+			if out, err := exec.Command("go", "build", "-o", binary, "./"+dir).CombinedOutput(); err != nil {
+				t.Fatalf("go build: %v\n%s", err, out)
+			}
+			run := exec.Command(binary)
+			run.Env = append(os.Environ(), "DATABASE_URL="+db.URL)
+			out, err := run.CombinedOutput()
+			if err != nil {
+				t.Fatalf("%s failed: %v\n%s", dir, err, out)
+			}
+			if strings.TrimSpace(string(out)) != strings.TrimSpace(want) {
+				t.Fatalf("%s printed\n%s\nthe README says\n%s", dir, out, want)
+			}
+		})
 	}
-	db := testpg.New(t)
-	binary := filepath.Join(t.TempDir(), "quickstart")
-	if out, err := exec.Command("go", "build", "-o", binary, "./examples/quickstart").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	run := exec.Command(binary)
-	run.Env = append(os.Environ(), "DATABASE_URL="+db.URL)
-	out, err := run.CombinedOutput()
-	if err != nil {
-		t.Fatalf("the quickstart failed: %v\n%s", err, out)
-	}
-	if strings.TrimSpace(string(out)) != strings.TrimSpace(blocks[1][2]) {
-		t.Fatalf("the quickstart printed\n%s\nthe README says\n%s", out, blocks[1][2])
+	if shown != len(examples) {
+		t.Fatalf("the README shows %d of the %d examples", shown, len(examples))
 	}
 }

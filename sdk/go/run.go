@@ -149,6 +149,13 @@ func (w *Worker) finish(r *run) {
 	l.mu.Unlock()
 	l.wakeUp()
 	r.cancel(context.Canceled)
+	if w.draining.Load() && w.activeCount() == 0 {
+		// Report at once, so the registry shows the worker drained.
+		select {
+		case w.reportNow <- struct{}{}:
+		default:
+		}
+	}
 }
 
 func (w *Worker) loseLease(r *run) {
@@ -165,6 +172,23 @@ func (w *Worker) sleepRun(r *run, wakeAt time.Time) {
 	r.cancel(&JobSleepingError{JobID: r.job.ID, WakeAt: wakeAt})
 	e := w.jobEvent(EventJobSleeping, r, false)
 	e.WakeAt = wakeAt
+	w.emit(e)
+}
+
+// parkRun: the job parked (blocked on children, a signal or a decision; or it ended by a
+// pending cancel while parking): the worker lets go of it, as after a durable sleep.
+func (w *Worker) parkRun(r *run, reason error, waitingFor string) {
+	if !r.setOutcome(outcomeSleeping, false) {
+		return
+	}
+	r.renewing.Store(false)
+	r.cancel(reason)
+	if _, canceled := reason.(*JobCanceledError); canceled {
+		w.emit(w.jobEvent(EventJobCanceled, r, true))
+		return
+	}
+	e := w.jobEvent(EventJobBlocked, r, false)
+	e.WaitingFor = waitingFor
 	w.emit(e)
 }
 

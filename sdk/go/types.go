@@ -64,6 +64,8 @@ type JobSnapshot struct {
 	RedrivenFrom string
 	// RedrivenTo is, for a dead letter, the jobs redriven from it, oldest first.
 	RedrivenTo []string
+	// JobLineage: the job's prerequisites, parent and children (Admin.GetJob only; zero in lists).
+	JobLineage
 }
 
 // TimelineEntry is one entry of a job's history: a lifecycle event or a closed attempt.
@@ -94,6 +96,9 @@ type ListJobsFilter struct {
 	// Limit is 1 to 1000 (default 50).
 	Limit  int
 	Cursor string
+	// ParentID lists that job's children instead, in the order they were started (with the
+	// other filters).
+	ParentID string
 }
 
 // TimelineOptions page through Admin.GetJobTimeline.

@@ -41,8 +41,12 @@ type Worker struct {
 	running map[string]*run
 	lanes   []*lane
 
-	state      atomic.Int32
-	claiming   atomic.Bool
+	state    atomic.Int32
+	claiming atomic.Bool
+	draining atomic.Bool
+	// reportNow asks the registration for a report at once (the last held job of a draining
+	// worker finished).
+	reportNow  chan struct{}
 	idleRounds atomic.Int32
 	// base is the parent of every handler's context: Run's context without its cancellation
 	// (a canceled Run drains; it does not cancel running handlers).
@@ -76,6 +80,7 @@ func NewWorker(db DB, o WorkerOptions) (*Worker, error) {
 	w := &Worker{
 		s: s, db: pool.db(), pool: pool, handlers: map[string]*handler{}, running: map[string]*run{},
 		stopCh: make(chan context.Context, 1), stopped: make(chan struct{}), quit: make(chan struct{}),
+		reportNow: make(chan struct{}, 1),
 	}
 	for i := 0; i < s.roundTrips; i++ {
 		slots := s.concurrency / s.roundTrips
@@ -160,6 +165,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.base = context.WithoutCancel(ctx)
 	services, stopServices := context.WithCancel(w.base)
 	w.claiming.Store(true)
+	w.startRegistration(services)
 	w.startHeartbeater(services)
 	if w.s.listen {
 		w.startNotifier(services)
@@ -190,6 +196,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.pumps.Wait()
 	stopServices()
 	w.services.Wait()
+	w.unregister()
 	w.state.Store(stateStopped)
 	w.emit(Event{Name: EventWorkerStopped})
 	close(w.stopped)

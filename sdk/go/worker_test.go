@@ -3,6 +3,7 @@ package workhorse_test
 import (
 	"context"
 	"errors"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -357,4 +358,73 @@ func TestWorkerOptionsAreChecked(t *testing.T) {
 	if err := workhorse.Handle(w, "twice", handler); !errors.As(err, &state) {
 		t.Errorf("a second handler for one type: %v", err)
 	}
+}
+
+func TestAWorkerRegistersAsGoAndHonoursADrainRequest(t *testing.T) {
+	db := testpg.New(t)
+	ctx := context.Background()
+	queue := workhorse.NewQueue(workhorse.Pgx(db.Pool))
+	admin := workhorse.NewAdmin(workhorse.Pgx(db.Pool))
+	release := make(chan struct{})
+	draining := make(chan struct{}, 1)
+	w := newWorker(t, db, workhorse.WorkerOptions{WorkerID: "go-worker-1", Concurrency: 3, Heartbeat: 200 * time.Millisecond, Lease: 5 * time.Second,
+		OnEvent: func(e workhorse.Event) {
+			if e.Name == workhorse.EventWorkerDraining {
+				draining <- struct{}{}
+			}
+		}})
+	must(t, workhorse.Handle(w, "hold", func(ctx context.Context, job *workhorse.Job, _ any) (string, error) {
+		<-release
+		return "done", nil
+	}))
+	held, err := queue.Enqueue(ctx, "hold", nil, nil)
+	must(t, err)
+	stop := startWorker(t, w)
+	waitForState(t, admin, held, 20*time.Second, workhorse.StateActive)
+	info := waitForWorker(t, admin, "go-worker-1", func(i workhorse.WorkerInfo) bool { return i.InFlight == 1 })
+	if info.Status != workhorse.WorkerRunning || info.Version != "go/"+workhorse.SDKVersion || info.Concurrency != 3 ||
+		join(info.Queues) != "default" || info.PID != os.Getpid() {
+		t.Fatalf("registered as %+v", info)
+	}
+
+	if r, err := admin.DrainWorker(ctx, "go-worker-1", workhorse.ActorOptions{Actor: "ops", Reason: "deploy"}); err != nil || r != workhorse.DrainRequested {
+		t.Fatalf("drain: %s %v", r, err)
+	}
+	<-draining
+	if !w.Draining() {
+		t.Fatal("the worker does not say it drains")
+	}
+	waitForWorker(t, admin, "go-worker-1", func(i workhorse.WorkerInfo) bool { return i.Status == workhorse.WorkerDraining })
+	// A drained worker claims nothing new, and finishes what it holds.
+	later, err := queue.Enqueue(ctx, "hold", nil, nil)
+	must(t, err)
+	close(release)
+	waitForState(t, admin, held, 20*time.Second, workhorse.StateSucceeded)
+	waitForWorker(t, admin, "go-worker-1", func(i workhorse.WorkerInfo) bool { return i.Status == workhorse.WorkerDrained })
+	if job, _ := admin.GetJob(ctx, later); job.State != workhorse.StateReady {
+		t.Fatalf("a draining worker claimed job %s: %s", later, job.State)
+	}
+	stop()
+	if list, err := admin.ListWorkers(ctx); err != nil || len(list) != 0 {
+		t.Fatalf("after stop the registry holds %+v (%v)", list, err)
+	}
+}
+
+func waitForWorker(t *testing.T, admin *workhorse.Admin, id string, ok func(workhorse.WorkerInfo) bool) workhorse.WorkerInfo {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	var last []workhorse.WorkerInfo
+	for time.Now().Before(deadline) {
+		list, err := admin.ListWorkers(context.Background())
+		must(t, err)
+		last = list
+		for _, i := range list {
+			if i.WorkerID == id && ok(i) {
+				return i
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("worker %s never got there: %+v", id, last)
+	return workhorse.WorkerInfo{}
 }

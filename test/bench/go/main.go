@@ -12,6 +12,7 @@
 //
 // SYSTEM is workhorse-go or river; OPTIONS is JSON (workhorse-go: {"roundTrips"}; river:
 // {"fetchCooldownMs", "fetchPollIntervalMs"}, absent means River's defaults).
+// WORKHORSE_BENCH_GO_CPUPROFILE=DIR makes a worker write its CPU profile into DIR.
 package main
 
 import (
@@ -20,6 +21,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -73,6 +76,18 @@ func run(args []string) error {
 		}
 		return riverPreload(ctx, pool, count)
 	case mode == "worker" && len(args) > 4:
+		// WORKHORSE_BENCH_GO_CPUPROFILE=DIR writes the worker's CPU profile (go tool pprof) there.
+		if dir := os.Getenv("WORKHORSE_BENCH_GO_CPUPROFILE"); dir != "" {
+			f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%d.pprof", system, os.Getpid())))
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			if err := pprof.StartCPUProfile(f); err != nil {
+				return err
+			}
+			defer pprof.StopCPUProfile()
+		}
 		concurrency, err := strconv.Atoi(args[3])
 		if err != nil {
 			return err

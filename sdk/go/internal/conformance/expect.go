@@ -21,7 +21,7 @@ func (r *Runner) enqueue(ctx context.Context, a Action) error {
 	if a.Do() == "enqueue" {
 		var opts workhorse.EnqueueOptions
 		if a["options"] != nil {
-			if err := json.Unmarshal(withTimes(a["options"]), &opts); err != nil {
+			if err := json.Unmarshal(r.withJobIDs(withTimes(a["options"])), &opts); err != nil {
 				return err
 			}
 		}
@@ -36,7 +36,7 @@ func (r *Runner) enqueue(ctx context.Context, a Action) error {
 		}
 		requests := make([]workhorse.EnqueueRequest, len(wires))
 		for i, wire := range wires {
-			if err := json.Unmarshal(withTimes(wire), &requests[i]); err != nil {
+			if err := json.Unmarshal(r.withJobIDs(withTimes(wire)), &requests[i]); err != nil {
 				return err
 			}
 		}
@@ -101,12 +101,28 @@ func (r *Runner) expectError(err error, expected json.RawMessage) error {
 	}
 	var invalid *workhorse.ValidationError
 	var conflict *workhorse.IdempotencyConflictError
+	var unknown *workhorse.UnknownDependencyError
+	var notAllowed *workhorse.DecisionNotAllowedError
 	isConflict := errors.As(err, &conflict)
+	// The kinds are distinct: the most specific one the error is.
+	kind := ""
 	switch {
-	case want.Kind == "idempotency_conflict" && !isConflict, want.Kind == "validation" && (isConflict || !errors.As(err, &invalid)):
-		return fmt.Errorf("got %T %v, want a %s error", err, err, want.Kind)
-	case want.Kind != "idempotency_conflict" && want.Kind != "validation":
+	case isConflict:
+		kind = "idempotency_conflict"
+	case errors.As(err, &unknown):
+		kind = "unknown_dependency"
+	case errors.As(err, &notAllowed):
+		kind = "decision_not_allowed"
+	case errors.As(err, &invalid):
+		kind = "validation"
+	}
+	switch want.Kind {
+	case "idempotency_conflict", "unknown_dependency", "decision_not_allowed", "validation":
+	default:
 		return fmt.Errorf("unknown error kind %q", want.Kind)
+	}
+	if kind != want.Kind {
+		return fmt.Errorf("got %T %v, want a %s error", err, err, want.Kind)
 	}
 	errors.As(err, &invalid)
 	if invalid.Field != want.Field {
@@ -156,6 +172,12 @@ func (r *Runner) expectJob(ctx context.Context, a Action) error {
 				return fmt.Errorf("redrivenFrom %s, want job %s (%s): %v", job.RedrivenFrom, a.str(key), from, err)
 			}
 		default:
+			if known, err := r.expectLineage(job, key, want); known {
+				if err != nil {
+					return err
+				}
+				continue
+			}
 			got, known := fields[key]
 			if !known {
 				return fmt.Errorf("expect_job has no key %q", key)

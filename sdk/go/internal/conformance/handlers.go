@@ -31,6 +31,7 @@ func Register(w *workhorse.Worker, s *Scenario, report Reporter) error {
 func script(steps []Step, report Reporter) func(context.Context, *workhorse.Job, json.RawMessage) (json.RawMessage, error) {
 	return func(ctx context.Context, job *workhorse.Job, _ json.RawMessage) (json.RawMessage, error) {
 		checkpoints := map[string]json.RawMessage{}
+		values := map[string]any{}
 		for _, step := range steps {
 			if len(step.Attempts) > 0 && !slices.Contains(step.Attempts, job.Attempt) {
 				continue
@@ -45,10 +46,13 @@ func script(steps []Step, report Reporter) func(context.Context, *workhorse.Job,
 					return nil, err
 				}
 				checkpoints[step.Name] = value
+				values[step.Name] = value
 			case "return":
 				return orNull(step.Value), nil
 			case "return_checkpoints":
 				return json.Marshal(checkpoints)
+			case "return_values":
+				return json.Marshal(values)
 			case "throw":
 				var err error = workhorse.NewError(step.Name, step.Message)
 				if step.Retryable != nil && !*step.Retryable {
@@ -74,7 +78,14 @@ func script(steps []Step, report Reporter) func(context.Context, *workhorse.Job,
 				<-ctx.Done()
 				return nil, context.Cause(ctx)
 			default:
-				return nil, workhorse.NonRetryable(fmt.Errorf("unknown step %q", step.Do))
+				value, handled, err := orchestrationStep(ctx, job, step)
+				if err != nil {
+					return nil, err
+				}
+				if !handled {
+					return nil, workhorse.NonRetryable(fmt.Errorf("unknown step %q", step.Do))
+				}
+				values[step.As] = value
 			}
 		}
 		return json.RawMessage("null"), nil

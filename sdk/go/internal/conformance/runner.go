@@ -233,6 +233,9 @@ func (r *Runner) act(ctx context.Context, a Action) error {
 		}
 		return nil
 	}
+	if handled, err := r.orchestrationAction(ctx, a); handled {
+		return err
+	}
 	return fmt.Errorf("unknown action %q", a.Do())
 }
 

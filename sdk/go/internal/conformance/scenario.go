@@ -66,6 +66,22 @@ type Step struct {
 	RetryDelayMs *int64          `json:"retryDelayMs"`
 	Ms           int64           `json:"ms"`
 	Attempts     []int           `json:"attempts"`
+	// Orchestration steps (scenarios 014 on).
+	As        string          `json:"as"`
+	Key       string          `json:"key"`
+	Type      string          `json:"type"`
+	Payload   json.RawMessage `json:"payload"`
+	Children  []ChildSpec     `json:"children"`
+	TimeoutMs int64           `json:"timeoutMs"`
+	OnTimeout json.RawMessage `json:"onTimeout"`
+	Context   json.RawMessage `json:"context"`
+	Choices   []string        `json:"choices"`
+}
+
+// ChildSpec is one child of a run_children step.
+type ChildSpec struct {
+	Type    string          `json:"type"`
+	Payload json.RawMessage `json:"payload"`
 }
 
 // Action is one action, its keys as written (they depend on its "do").

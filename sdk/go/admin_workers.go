@@ -1,0 +1,94 @@
+package workhorse
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// WorkerStatus is where a registered worker stands.
+type WorkerStatus string
+
+const (
+	// WorkerRunning: claiming jobs.
+	WorkerRunning WorkerStatus = "running"
+	// WorkerDraining: asked to drain, still finishing jobs.
+	WorkerDraining WorkerStatus = "draining"
+	// WorkerDrained: asked to drain and holding none: safe to stop.
+	WorkerDrained WorkerStatus = "drained"
+	// WorkerGone: silent for three report periods (crashed, hung or cut off); its jobs come back
+	// when their leases expire.
+	WorkerGone WorkerStatus = "gone"
+)
+
+// WorkerInfo is a worker in the registry of live workers, in any language.
+type WorkerInfo struct {
+	WorkerID    string
+	Status      WorkerStatus
+	Host        string
+	PID         int
+	Queues      []string
+	Concurrency int
+	// InFlight is how many jobs it held at its last report.
+	InFlight int
+	// Version is the client's release: "go/0.1.0" for this SDK, the package version for TypeScript.
+	Version          string
+	StartedAt        time.Time
+	LastSeenAt       time.Time
+	DrainRequestedAt *time.Time
+	DrainRequestedBy string
+	DrainReason      string
+}
+
+// DrainResult is what Admin.DrainWorker did.
+type DrainResult string
+
+const (
+	DrainRequested        DrainResult = "requested"
+	DrainAlreadyRequested DrainResult = "already_requested"
+	DrainNotFound         DrainResult = "not_found"
+)
+
+// ListWorkers lists the registered workers, newest first, with their status.
+func (a *Admin) ListWorkers(ctx context.Context) ([]WorkerInfo, error) {
+	if err := a.schema.check(ctx, a.db); err != nil {
+		return nil, err
+	}
+	list := []WorkerInfo{}
+	err := queryAll(ctx, a.db, `SELECT worker_id, status, host, pid, to_json(queues)::text, concurrency, in_flight, version,
+		started_at, last_seen_at, drain_requested_at, drain_requested_by, drain_reason FROM workhorse.list_workers_v1()`, nil,
+		func(r rows) error {
+			var w WorkerInfo
+			var status, queues string
+			var pid, concurrency, inFlight int64
+			var by, reason *string
+			if err := r.Scan(&w.WorkerID, &status, &w.Host, &pid, &queues, &concurrency, &inFlight, &w.Version,
+				&w.StartedAt, &w.LastSeenAt, &w.DrainRequestedAt, &by, &reason); err != nil {
+				return err
+			}
+			w.Status, w.PID, w.Concurrency, w.InFlight = WorkerStatus(status), int(pid), int(concurrency), int(inFlight)
+			w.DrainRequestedBy, w.DrainReason = deref(by), deref(reason)
+			if err := json.Unmarshal([]byte(queues), &w.Queues); err != nil {
+				return err
+			}
+			list = append(list, w)
+			return nil
+		})
+	return list, err
+}
+
+// DrainWorker asks a worker (of any language) to drain: within its report period it stops
+// claiming and finishes the jobs it holds.
+func (a *Admin) DrainWorker(ctx context.Context, workerID string, o ActorOptions) (DrainResult, error) {
+	if n := len([]rune(workerID)); n < 1 || n > 200 {
+		return "", invalid("workerId", "must be a string of 1 to 200 characters")
+	}
+	if err := checkActor(o); err != nil {
+		return "", err
+	}
+	if err := a.schema.check(ctx, a.db); err != nil {
+		return "", err
+	}
+	s, err := status(ctx, a.db, "SELECT workhorse.drain_worker_v1($1, $2, $3)", workerID, nullable(o.Actor), nullable(o.Reason))
+	return DrainResult(s), err
+}
