@@ -3,7 +3,9 @@
  * real database: the pages render with their charts; the job list filters; a job opens with its
  * data and timeline; a dead letter is redriven through the dry run; a queue is paused and
  * resumed; a viewer without the operator token sees no data and no change, and a form posted
- * from another site changes nothing; hostile payloads and errors show as text and never run.
+ * from another site changes nothing; hostile payloads and errors show as text and never run; a
+ * human wait is decided with its form and the job goes on with the decision; a parent's page
+ * leads to its children and back.
  *
  * With WORKHORSE_DASHBOARD_SCREENSHOTS=1 (`npm run dashboard:screenshots`) it also writes a
  * screenshot of each page to docs/dashboard/.
@@ -303,5 +305,80 @@ describeIf(CHROMIUM, 'the dashboard in Chromium', () => {
     await page.goto(`${base}dead-letters?queue=webhooks`);
     expect(await page.locator('tbody td').nth(4).textContent()).toContain('</pre><script>');
     expect(await page.locator('main script').count()).toBe(0);
+  });
+  it('decides a human wait with its form, and the job goes on with the decision', async () => {
+    const queue = new Queue(db.pool);
+    const id = await queue.enqueue('refund.review', { orderId: 'A-1001', amountCents: 4200 }, { queue: 'refunds' });
+    const worker = new Worker(queue, { queues: ['refunds'] }).handle('refund.review', async (payload: { amountCents: number }, ctx) => {
+      const review = await ctx.waitForHuman<string>('approve-refund', {
+        context: { customer: 'Ada Lovelace', amountCents: payload.amountCents, note: HOSTILE_PAYLOAD.html },
+        choices: ['approve', 'reject'],
+        timeoutMs: 86_400_000,
+      });
+      return { refund: review.decision, by: review.actor };
+    });
+    await worker.runOnce();
+    // A signal no wait asked for, under a hostile name: buffered, and shown as text.
+    const signal = '<img src=x onerror="window.__pwned=\'signal\'">';
+    expect(await queue.sendSignal(id, signal, HOSTILE_PAYLOAD.attribute)).toBe('buffered');
+
+    await page.goto(`${base}waits`);
+    const card = page.locator('article.wait', { has: page.locator(`a[href="./jobs/${id}"]`) });
+    await expect(card.locator('pre.json').textContent()).resolves.toContain('"customer": "Ada Lovelace"');
+    const choices = card.locator('input[type="radio"]');
+    expect(await Promise.all((await choices.all()).map((choice) => choice.getAttribute('value')))).toEqual(['approve', 'reject']);
+    await shot('waits');
+
+    await card.locator(`a[href="./jobs/${id}"]`).click();
+    await page.waitForURL(`${base}jobs/${id}`);
+    const section = page.locator('section.waits');
+    const signals = section.locator('table').last().locator('tbody td');
+    await expect(signals.nth(1).textContent()).resolves.toBe(signal);
+    await expect(signals.nth(3).textContent()).resolves.toBe(JSON.stringify(HOSTILE_PAYLOAD.attribute));
+    await shot('job-waits');
+    const form = section.locator('form.decide');
+    await form.getByLabel('reject').check();
+    await form.getByLabel('Reason').fill('item never shipped back');
+    await form.getByRole('button', { name: 'Decide' }).click();
+    await page.waitForURL(`${base}jobs/${id}?notice=decided`);
+    await expect(page.locator('.notice').textContent()).resolves.toContain('The decision is recorded');
+    await expect(page.locator('.summary .state').textContent()).resolves.toBe('ready');
+    await expect(section.locator('.wait-decided').textContent()).resolves.toBe('decided');
+    expect(await page.locator('form.decide').count()).toBe(0);
+
+    // A worker picks the job up again: the handler gets the decision and the job ends with it.
+    await worker.runOnce();
+    await page.reload();
+    await expect(page.locator('.summary .state').textContent()).resolves.toBe('succeeded');
+    await expect(page.locator('pre.json').nth(1).textContent()).resolves.toContain('"refund": "reject"');
+    const decided = page.locator('section', { hasText: 'Timeline' }).locator('tbody tr', { hasText: 'human_decided' });
+    await expect(decided.textContent()).resolves.toContain('actor="sample-operator" reason="item never shipped back"');
+    await page.goto(`${base}waits`);
+    expect(await page.locator(`article.wait a[href="./jobs/${id}"]`).count()).toBe(0);
+  });
+
+  it('shows a parent with its children, and follows a child to its parent', async () => {
+    const queue = new Queue(db.pool);
+    const parent = await queue.enqueue('report.build', { month: '2026-11' }, { queue: 'reports' });
+    await new Worker(queue, { queues: ['reports'] })
+      .handle('report.build', async (_payload, ctx) => {
+        const parts = await ctx.runChildren('regions', ['north', 'south', 'west'].map((region) => ({ type: 'report.region', payload: { region }, queue: 'reports' })));
+        return { parts: parts.length };
+      })
+      .runOnce();
+    const { children } = (await admin.getJob(parent)) ?? { children: [] };
+    await page.goto(`${base}jobs/${parent}`);
+    const family = page.locator('section.family');
+    await expect(family.locator('h3', { hasText: 'Children' }).textContent()).resolves.toBe('Children (3)');
+    expect(await family.locator('table a.id').allTextContents()).toEqual(children.map((child) => child.id));
+    await shot('job-family');
+    await family.locator(`a[href="../jobs/${children[1].id}"]`).first().click();
+    await page.waitForURL(`${base}jobs/${children[1].id}`);
+    await expect(page.locator('section.family').textContent()).resolves.toContain(`Started by the parent ${parent}`);
+    await page.locator('section.family').locator(`a[href="../jobs/${parent}"]`).click();
+    await page.waitForURL(`${base}jobs/${parent}`);
+    await page.locator('section.family').getByRole('link', { name: 'The children in the job list' }).click();
+    await page.waitForURL(`${base}jobs?parent=${parent}`);
+    expect(await page.locator('tbody td.id').allTextContents()).toEqual(children.map((child) => child.id));
   });
 });
