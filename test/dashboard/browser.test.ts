@@ -61,7 +61,7 @@ describeIf(CHROMIUM, 'the dashboard in Chromium', () => {
 
   /**
    * For the screenshots only: an hour of finished jobs, so the charts have a shape. Written
-   * straight into the tables (a job row, its routing row and its outcome, as the protocol would
+   * straight into the tables (a job row, its routing row, its attempt and its outcome, as the protocol would
    * leave them), because the protocol cannot finish a job in the past.
    */
   async function seedHistory(): Promise<void> {
@@ -78,7 +78,12 @@ describeIf(CHROMIUM, 'the dashboard in Chromium', () => {
                '{}', 0, 25, '{}', at, at, seq FROM jobs),
       routing AS (
         INSERT INTO workhorse.job_query (seq, job_id, queue, type, created_at)
-        SELECT seq, id, q, CASE q WHEN 'billing' THEN 'invoice.render' WHEN 'orders' THEN 'order.fulfill' ELSE 'mail.send' END, at FROM jobs)
+        SELECT seq, id, q, CASE q WHEN 'billing' THEN 'invoice.render' WHEN 'orders' THEN 'order.fulfill' ELSE 'mail.send' END, at FROM jobs),
+      attempts AS (
+        INSERT INTO workhorse.attempt_history (job_id, attempt, outcome, worker_id, fence_token, started_at, finished_at, error)
+        SELECT id, 1, CASE WHEN failed THEN 'failed' ELSE 'succeeded' END, 'screenshot-worker', 1, at + interval '1 second',
+               at + interval '2 seconds', CASE WHEN failed THEN '{"name": "Timeout", "message": "upstream did not answer"}'::jsonb END
+        FROM jobs)
       INSERT INTO workhorse.job_outcome (job_id, queue, state, result, error, final_attempt, finished_at)
       SELECT id, q, CASE WHEN failed THEN 'failed' ELSE 'succeeded' END, CASE WHEN failed THEN NULL ELSE '{}'::jsonb END,
              CASE WHEN failed THEN '{"name": "Timeout", "message": "upstream did not answer"}'::jsonb END, 1, at + interval '2 seconds'
