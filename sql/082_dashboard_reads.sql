@@ -2,12 +2,10 @@
 -- and the dashboard's job page). Each returns at most p_limit rows, the newest first, so a
 -- handler that waits in a loop cannot make one page read without bound.
 
--- The signals sent to a job: `buffered` while no wait has consumed it, `consumed` once the
--- wait numbered wait_seq among the job's waits for that name took it.
-CREATE FUNCTION workhorse.job_signals_v1(p_job_id uuid, p_limit integer DEFAULT 100)
-RETURNS TABLE (id bigint, name text, payload jsonb, status text, wait_seq integer, sent_at timestamptz)
-LANGUAGE plpgsql STABLE AS $$
-#variable_conflict use_column
+-- The arguments of both reads: a job id, and 1 to 1000 rows.
+CREATE FUNCTION workhorse.check_job_read(p_job_id uuid, p_limit integer)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE AS $$
 BEGIN
   IF p_job_id IS NULL THEN
     PERFORM workhorse.raise_invalid('jobId', 'must be a job id (a UUID string)');
@@ -15,6 +13,17 @@ BEGIN
   IF p_limit IS NULL OR p_limit < 1 OR p_limit > 1000 THEN
     PERFORM workhorse.raise_invalid('limit', 'must be an integer from 1 to 1000');
   END IF;
+END
+$$;
+
+-- The signals sent to a job: `buffered` while no wait has consumed it, `consumed` once the
+-- wait numbered wait_seq among the job's waits for that name took it.
+CREATE FUNCTION workhorse.job_signals_v1(p_job_id uuid, p_limit integer DEFAULT 100)
+RETURNS TABLE (id bigint, name text, payload jsonb, status text, wait_seq integer, sent_at timestamptz)
+LANGUAGE plpgsql STABLE AS $$
+#variable_conflict use_column
+BEGIN
+  PERFORM workhorse.check_job_read(p_job_id, p_limit);
   RETURN QUERY
   SELECT s.id, s.name, s.payload, CASE WHEN s.wait_seq IS NULL THEN 'buffered' ELSE 'consumed' END, s.wait_seq, s.sent_at
   FROM workhorse.job_signal s
@@ -35,12 +44,7 @@ RETURNS TABLE (kind text, name text, seq integer, status text, timeout_at timest
 LANGUAGE plpgsql STABLE AS $$
 #variable_conflict use_column
 BEGIN
-  IF p_job_id IS NULL THEN
-    PERFORM workhorse.raise_invalid('jobId', 'must be a job id (a UUID string)');
-  END IF;
-  IF p_limit IS NULL OR p_limit < 1 OR p_limit > 1000 THEN
-    PERFORM workhorse.raise_invalid('limit', 'must be an integer from 1 to 1000');
-  END IF;
+  PERFORM workhorse.check_job_read(p_job_id, p_limit);
   RETURN QUERY
   SELECT w.kind, w.name, w.seq, w.status, w.timeout_at, w.attempt, w.created_at, w.resolved_at,
          w.signal_id, w.context, w.choices, w.decision, w.actor, w.reason
