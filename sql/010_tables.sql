@@ -73,7 +73,10 @@ CREATE TABLE workhorse.job (
   seq bigint NOT NULL,
   -- The login role that enqueued the job (session_user, which SET ROLE and the protocol's
   -- SECURITY DEFINER do not change): a producer reads the jobs it enqueued (get_own_job_v1).
-  enqueued_by text NOT NULL DEFAULT session_user
+  enqueued_by text NOT NULL DEFAULT session_user,
+  -- The enqueuer's W3C trace context, {"traceparent", "tracestate"?}, when it enqueued under an
+  -- OpenTelemetry span: the claim hands it to the worker, whose span links to it. Null otherwise.
+  trace_context jsonb
 );
 
 -- The live row. Priority and queue are copied from `job` so a claim never joins it. Lease and

@@ -1,6 +1,25 @@
 -- Enqueue: runs in the caller's transaction and never commits, so a job exists exactly when the
 -- caller's business write does.
 
+-- True for a W3C trace context as the protocol stores it: {"traceparent"} or {"traceparent",
+-- "tracestate"}, traceparent of version 00 with a trace id and a span id that are not all zeros,
+-- tracestate printable ASCII of at most 512 characters. Each CASE guards what follows it.
+CREATE FUNCTION workhorse.is_valid_trace_context(p_value jsonb)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT CASE WHEN jsonb_typeof(p_value) = 'object' AND (p_value - ARRAY['traceparent', 'tracestate']) = '{}'::jsonb
+                   AND jsonb_typeof(p_value -> 'traceparent') = 'string'
+              THEN (p_value ->> 'traceparent') ~ '^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$'
+                   AND substr(p_value ->> 'traceparent', 4, 32) <> repeat('0', 32)
+                   AND substr(p_value ->> 'traceparent', 37, 16) <> repeat('0', 16)
+                   AND CASE WHEN NOT p_value ? 'tracestate' THEN true
+                            WHEN jsonb_typeof(p_value -> 'tracestate') = 'string'
+                            -- (A regular expression counts to 255 at most.)
+                            THEN length(p_value ->> 'tracestate') <= 512 AND (p_value ->> 'tracestate') ~ '^[\x20-\x7e]+$'
+                            ELSE false END
+              ELSE false END
+$$;
+
 -- Validates one enqueue request (a JSON object) and raises P1001 naming the first bad field.
 CREATE FUNCTION workhorse.validate_enqueue_request(p_req jsonb, p_path text)
 RETURNS void
@@ -16,11 +35,11 @@ BEGIN
   FOR v_key IN SELECT jsonb_object_keys(p_req) LOOP
     IF v_key NOT IN ('type', 'payload', 'queue', 'priority', 'runAt', 'maxAttempts', 'retryPolicy', 'tags',
                      'deadline', 'executionTimeoutMs', 'idempotencyKey', 'idempotencyScope', 'idempotencyTtlMs',
-                     'dependsOn', 'onDependencyFailed', 'onDependencyCanceled') THEN
+                     'dependsOn', 'onDependencyFailed', 'onDependencyCanceled', 'traceContext') THEN
       PERFORM workhorse.raise_invalid(p_path || '.' || v_key,
         'is not an enqueue option (type, payload, queue, priority, runAt, maxAttempts, retryPolicy, tags, deadline, '
         || 'executionTimeoutMs, idempotencyKey, idempotencyScope, idempotencyTtlMs, dependsOn, onDependencyFailed, '
-        || 'onDependencyCanceled)');
+        || 'onDependencyCanceled, traceContext)');
     END IF;
   END LOOP;
   PERFORM workhorse.check_name(p_req -> 'type', p_path || '.type');
@@ -62,6 +81,12 @@ BEGIN
   IF p_req ? 'executionTimeoutMs' THEN
     PERFORM workhorse.check_int(p_req -> 'executionTimeoutMs', p_path || '.executionTimeoutMs', 1000, 86400000);
   END IF;
+  -- (null: none, as when the key is absent.)
+  IF p_req ? 'traceContext' AND p_req -> 'traceContext' <> 'null'::jsonb
+     AND NOT workhorse.is_valid_trace_context(p_req -> 'traceContext') THEN
+    PERFORM workhorse.raise_invalid(p_path || '.traceContext',
+      'must be {"traceparent": W3C version 00 with non-zero trace and span ids, "tracestate"?: 1 to 512 printable ASCII characters}');
+  END IF;
   IF p_req ? 'retryPolicy' AND p_req -> 'retryPolicy' <> 'null'::jsonb THEN
     PERFORM workhorse.normalize_retry_policy(p_req -> 'retryPolicy', p_path || '.retryPolicy');
   END IF;
@@ -83,14 +108,14 @@ END
 $$;
 
 -- True for a request that is certainly valid and uses only the common fields (type, payload,
--- queue, priority, maxAttempts): such requests, the bulk of any batch, are checked in one
+-- queue, priority, maxAttempts, traceContext): such requests, the bulk of any batch, are checked in one
 -- set-based pass; every other request goes through validate_enqueue_request, which names the
 -- first bad field. Each CASE guards the cast that follows it.
 CREATE FUNCTION workhorse.is_plain_request(e jsonb)
 RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
   SELECT CASE WHEN jsonb_typeof(e) = 'object'
-                   AND (e - ARRAY['type', 'payload', 'queue', 'priority', 'maxAttempts']) = '{}'::jsonb
+                   AND (e - ARRAY['type', 'payload', 'queue', 'priority', 'maxAttempts', 'traceContext']) = '{}'::jsonb
                    AND e ? 'payload' AND jsonb_typeof(e -> 'type') = 'string'
               THEN workhorse.is_valid_name(e ->> 'type')
                    AND octet_length((e -> 'payload')::text) <= 1048576
@@ -107,6 +132,7 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
                             THEN (e ->> 'maxAttempts')::numeric BETWEEN 1 AND 100
                                  AND (e ->> 'maxAttempts')::numeric = trunc((e ->> 'maxAttempts')::numeric)
                             ELSE false END
+                   AND (NOT e ? 'traceContext' OR workhorse.is_valid_trace_context(e -> 'traceContext'))
               ELSE false END
 $$;
 
@@ -186,7 +212,9 @@ $$;
 -- the new job ids in input order.
 -- Each request: {"type", "payload", "queue"?, "priority"?, "runAt"?, "maxAttempts"?,
 -- "retryPolicy"?, "tags"?, "deadline"?, "executionTimeoutMs"?, "idempotencyKey"?,
--- "idempotencyScope"? (default: the queue), "idempotencyTtlMs"? (default 24 h)}. Jobs due now
+-- "idempotencyScope"? (default: the queue), "idempotencyTtlMs"? (default 24 h), "traceContext"?
+-- (the enqueuer's W3C trace context, stored with the job; not part of an idempotent repeat's
+-- comparison)}. Jobs due now
 -- are `ready`, later ones `scheduled`. One statement writes each table, and each queue that
 -- gained ready work is notified once (delivered at commit).
 CREATE FUNCTION workhorse.enqueue_many_v1(p_requests jsonb)
@@ -267,16 +295,17 @@ BEGIN
            (x.e ->> 'executionTimeoutMs')::numeric::integer AS execution_timeout_ms,
            CASE WHEN x.e ? 'tags' THEN ARRAY(SELECT jsonb_array_elements_text(x.e -> 'tags')) ELSE '{}' END AS tags,
            greatest(coalesce((x.e ->> 'runAt')::timestamptz, v_now), v_now) AS run_at,
-           x.e ? 'dependsOn' AS blocked
+           x.e ? 'dependsOn' AS blocked,
+           CASE WHEN jsonb_typeof(x.e -> 'traceContext') = 'object' THEN x.e -> 'traceContext' END AS trace_context
     FROM jsonb_array_elements(p_requests) WITH ORDINALITY AS x (e, ord)
     -- Exact repeats of an idempotent enqueue write nothing; they return the existing job's id.
     WHERE NOT coalesce(v_replay[x.ord::integer], false)
   ),
   ins_job AS (
     INSERT INTO workhorse.job (id, queue, type, payload, priority, max_attempts, retry_policy, tags, run_at, created_at, seq,
-                               deadline, execution_timeout_ms)
+                               deadline, execution_timeout_ms, trace_context)
     SELECT id, queue, type, payload, priority, max_attempts, retry_policy, tags, run_at, v_now, seq,
-           deadline, execution_timeout_ms
+           deadline, execution_timeout_ms, trace_context
     FROM input
   ),
   ins_runtime AS (

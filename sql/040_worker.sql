@@ -4,13 +4,15 @@
 -- reports `stale`.
 
 -- Claims up to p_limit ready jobs from p_queues for one worker, in (priority DESC, FIFO) order,
--- and returns everything the worker needs (type, payload, attempt, fence, lease and, for a job
--- claimed before, its stored checkpoints and sleeps). The work is done by
--- complete_and_claim_v1 (the worker's hot path) with no completions; see there for the shape.
+-- and returns everything the worker needs (type, payload, attempt, fence, lease, the enqueuer's
+-- trace context and, for a job claimed before, its stored checkpoints and sleeps). The work is
+-- done by complete_and_claim_v1 (the worker's hot path) with no completions; see there for the
+-- shape.
 CREATE FUNCTION workhorse.claim_many_v1(p_queues text[], p_worker_id text, p_limit integer, p_lease_ms integer)
 RETURNS TABLE (
   job_id uuid, queue text, type text, payload jsonb, attempt integer, max_attempts integer,
-  fence_token bigint, lease_expires_at timestamptz, execution_timeout_ms integer, checkpoints jsonb, waits jsonb)
+  fence_token bigint, lease_expires_at timestamptz, execution_timeout_ms integer, checkpoints jsonb, waits jsonb,
+  trace_context jsonb)
 LANGUAGE plpgsql AS $$
 BEGIN
   IF p_limit IS NULL OR p_limit < 1 OR p_limit > 1000 THEN
@@ -18,7 +20,7 @@ BEGIN
   END IF;
   RETURN QUERY
   SELECT c.job_id, c.queue, c.type, c.payload, c.attempt, c.max_attempts, c.fence_token, c.lease_expires_at,
-         c.execution_timeout_ms, c.checkpoints, c.waits
+         c.execution_timeout_ms, c.checkpoints, c.waits, c.trace_context
   FROM workhorse.complete_and_claim_v1(p_worker_id, '[]'::jsonb, p_queues, p_limit, p_lease_ms) AS c;
 END
 $$;
@@ -437,7 +439,8 @@ CREATE FUNCTION workhorse.complete_and_claim_v1(
   p_worker_id text, p_items jsonb, p_queues text[], p_limit integer, p_lease_ms integer)
 RETURNS TABLE (
   job_id uuid, status text, queue text, type text, payload jsonb, attempt integer, max_attempts integer,
-  fence_token bigint, lease_expires_at timestamptz, execution_timeout_ms integer, checkpoints jsonb, waits jsonb)
+  fence_token bigint, lease_expires_at timestamptz, execution_timeout_ms integer, checkpoints jsonb, waits jsonb,
+  trace_context jsonb)
 LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan
 AS $$
@@ -567,7 +570,7 @@ BEGIN
                                AND o.worker_id = p_worker_id AND o.fence_token = i.fence) THEN 'succeeded'
                 ELSE 'stale' END,
            NULL::text, NULL::text, NULL::jsonb, NULL::integer, NULL::integer,
-           NULL::bigint, NULL::timestamptz, NULL::integer, NULL::jsonb, NULL::jsonb
+           NULL::bigint, NULL::timestamptz, NULL::integer, NULL::jsonb, NULL::jsonb, NULL::jsonb
     FROM input i LEFT JOIN done d ON d.job_id = i.job_id
     ORDER BY i.ord;
     -- Jobs that wait on the ones that just ended are counted down (046_orchestration.sql). One
@@ -683,7 +686,8 @@ BEGIN
          END,
          CASE WHEN c.job_id = ANY (v_before) THEN
            (SELECT jsonb_object_agg(w.name, w.wake_at) FROM workhorse.job_wait w WHERE w.job_id = c.job_id)
-         END
+         END,
+         j.trace_context
   FROM claimed c
   JOIN workhorse.job j ON j.id = c.job_id
   ORDER BY c.priority DESC, c.seq;

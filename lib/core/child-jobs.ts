@@ -1,6 +1,7 @@
 import type { ClaimedJob } from './context';
 import { WorkhorseValidationError } from './errors';
 import { fromPgError } from './protocol-errors';
+import { JobTracing } from './telemetry/job-tracing';
 import type { ChildJobSpec, ChildOutcome, JsonValue, Queryable } from './types';
 import { toRequestJson } from './validation';
 
@@ -13,8 +14,11 @@ export interface ChildRow {
   error: ChildOutcome['error'];
 }
 
-/** The children of a `ctx.runChildren` call as the protocol's JSON array of requests, checked. */
-export function childRequestsJson(children: readonly ChildJobSpec[]): string {
+/**
+ * The children of a `ctx.runChildren` call as the protocol's JSON request texts, checked (each
+ * gets the trace context of the call's PRODUCER span in {@link startChildren}).
+ */
+export function childRequestsJson(children: readonly ChildJobSpec[]): string[] {
   if (!Array.isArray(children) || children.length < 1 || children.length > 1000) {
     throw new WorkhorseValidationError('children', 'must be an array of 1 to 1000 child job specs');
   }
@@ -22,21 +26,36 @@ export function childRequestsJson(children: readonly ChildJobSpec[]): string {
     if (typeof spec !== 'object' || spec === null) throw new WorkhorseValidationError(`children[${i}]`, 'must be an object with type and payload');
     return toRequestJson(spec.type, spec.payload, spec.options, `children[${i}].`);
   });
-  return `[${requests.join(',')}]`;
+  return requests;
 }
 
-/** Starts the children under `key` (or finds those a replay started) and parks the job, fenced (`run_children_v1`). */
-export async function startChildren(runner: Queryable, job: ClaimedJob, key: string, requests: string): Promise<ChildRow[]> {
+/**
+ * Starts the children under `key` (or finds those a replay started) and parks the job, fenced
+ * (`run_children_v1`). Under the handler's span (with an OpenTelemetry SDK) this is a PRODUCER
+ * span like an enqueue's, and the children store its trace context.
+ */
+export async function startChildren(
+  runner: Queryable,
+  job: ClaimedJob,
+  key: string,
+  children: readonly ChildJobSpec[],
+  requests: readonly string[],
+): Promise<ChildRow[]> {
+  const span = JobTracing.active()?.startEnqueue(children.map((child) => ({ type: child.type, queue: child.options?.queue }))) ?? null;
   try {
     const result = await runner.query('SELECT status, child_id, state, result, error FROM workhorse.run_children_v1($1, $2, $3, $4, $5::jsonb)', [
       job.jobId,
       job.workerId,
       job.fenceToken,
       key,
-      requests,
+      `[${(span ? requests.map((request) => span.carry(request)) : requests).join(',')}]`,
     ]);
-    return result.rows as ChildRow[];
+    const rows = result.rows as ChildRow[];
+    span?.sent(rows.flatMap((row) => (row.child_id === null ? [] : [row.child_id])));
+    return rows;
   } catch (error) {
-    throw fromPgError(error);
+    const typed = fromPgError(error);
+    span?.failed(typed);
+    throw typed;
   }
 }

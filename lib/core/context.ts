@@ -326,7 +326,7 @@ export class HandlerContext {
     const requests = childRequestsJson(children);
     this.signal.throwIfAborted();
     failpoint('before-park');
-    const rows = await startChildren(this.pool, this.job, key, requests);
+    const rows = await startChildren(this.pool, this.job, key, children, requests);
     const status = rows[0].status;
     if (status === 'stale') {
       this.owner.leaseLost(this.execution);

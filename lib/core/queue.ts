@@ -8,6 +8,7 @@ import type { ScheduleDefinition, SyncedSchedule } from './schedules/types';
 import { toSnapshot, type JobRow } from './job-snapshot';
 import type { EnqueueOptions, EnqueueRequest, JobSnapshot, Queryable } from './types';
 import { JobMetrics } from './telemetry/job-metrics';
+import { JobTracing } from './telemetry/job-tracing';
 import { checkJobId, LIMITS, toRequestJson } from './validation';
 import {
   completeHumanWait,
@@ -32,6 +33,7 @@ import {
  */
 export class Queue {
   private metrics: JobMetrics | null | undefined;
+  private tracing: JobTracing | null | undefined;
 
   constructor(readonly pool: Pool) {
     applyConnectTimeout(pool);
@@ -48,6 +50,7 @@ export class Queue {
   async enqueue(job: string | JobDefinition<unknown, unknown, unknown>, payload: unknown, options?: EnqueueOptions, client?: Queryable): Promise<string> {
     let request: string;
     let queue: string | undefined;
+    const type = isJobDefinition(job) ? job.type : job;
     if (isJobDefinition(job)) {
       const defined = await definedRequest(job, payload, options);
       request = toRequestJson(job.type, defined.payload, defined.options);
@@ -56,11 +59,16 @@ export class Queue {
       request = toRequestJson(job, payload, options);
       queue = options?.queue;
     }
+    const tracing = this.jobTracing();
+    // (Tested first, so without an SDK an enqueue builds nothing for tracing.)
+    const span = tracing === null ? null : tracing.startEnqueue([{ type, queue }]);
     try {
-      const [id] = await this.send(`[${request}]`, client);
-      this.jobMetrics()?.enqueued(queue ?? 'default', isJobDefinition(job) ? job.type : job);
+      const [id] = await this.send(`[${span ? span.carry(request) : request}]`, client);
+      span?.sent([id]);
+      this.jobMetrics()?.enqueued(queue ?? 'default', type);
       return id;
     } catch (error) {
+      span?.failed(error);
       // Named as the caller gave it: `dependsOn[0]`, not the batch's `requests[0].dependsOn[0]`.
       if (error instanceof UnknownDependencyError) throw new UnknownDependencyError(error.field.replace(/^requests\[0\]\./, ''), error.message, error.jobId);
       throw error;
@@ -97,7 +105,15 @@ export class Queue {
       }
       texts.push(text);
     }
-    const ids = await this.send(`[${texts.join(',')}]`, client);
+    const span = this.jobTracing()?.startEnqueue(requests) ?? null;
+    let ids: string[];
+    try {
+      ids = await this.send(`[${(span ? texts.map((text) => span.carry(text)) : texts).join(',')}]`, client);
+    } catch (error) {
+      span?.failed(error);
+      throw error;
+    }
+    span?.sent(ids);
     const metrics = this.jobMetrics();
     if (metrics) for (const request of requests) metrics.enqueued(request.queue ?? 'default', request.type);
     return ids;
@@ -183,6 +199,15 @@ export class Queue {
   private jobMetrics(): JobMetrics | null {
     if (this.metrics === undefined) this.metrics = JobMetrics.active();
     return this.metrics;
+  }
+
+  /**
+   * The job tracing (null without an OpenTelemetry SDK), resolved at the first enqueue; it
+   * records a PRODUCER span when the caller has an active span.
+   */
+  private jobTracing(): JobTracing | null {
+    if (this.tracing === undefined) this.tracing = JobTracing.active();
+    return this.tracing;
   }
 
   private async send(requests: string, client?: Queryable): Promise<string[]> {

@@ -6,12 +6,15 @@
 import { isDeepStrictEqual } from 'node:util';
 import {
   Admin,
+  DecisionNotAllowedError,
   IdempotencyConflictError,
+  UnknownDependencyError,
   Queue,
   Worker,
   WorkhorseValidationError,
   type EnqueueOptions,
   type EnqueueRequest,
+  type JobLineage,
   type JobSnapshot,
   type TimelineEntry,
 } from '../../lib/core';
@@ -22,15 +25,27 @@ import { loadScenarios, scriptHandler, type Action, type Scenario } from './scen
 
 const SCENARIOS = loadScenarios();
 
-/** `{"inMs": n}` is now plus n ms (runAt, deadline); every other value is used as written. */
-function options(wire: Record<string, unknown> = {}): EnqueueOptions {
+/**
+ * `{"inMs": n}` is now plus n ms (runAt, deadline); a `dependsOn` entry that names a scenario
+ * job is that job's id; every other value is used as written.
+ */
+function options(wire: Record<string, unknown> = {}, jobs: ReadonlyMap<string, string> = new Map()): EnqueueOptions {
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(wire)) {
     const inMs = (value as { inMs?: number } | null)?.inMs;
-    out[key] = typeof inMs === 'number' ? new Date(Date.now() + inMs) : value;
+    if (key === 'dependsOn' && Array.isArray(value)) out[key] = value.map((entry: unknown) => (typeof entry === 'string' ? (jobs.get(entry) ?? entry) : entry));
+    else out[key] = typeof inMs === 'number' ? new Date(Date.now() + inMs) : value;
   }
   return out as EnqueueOptions;
 }
+
+/** A kind of `expectError` and the typed error it stands for. */
+const ERROR_KINDS: Record<string, new (...args: never[]) => Error> = {
+  validation: WorkhorseValidationError,
+  idempotency_conflict: IdempotencyConflictError,
+  unknown_dependency: UnknownDependencyError,
+  decision_not_allowed: DecisionNotAllowedError,
+};
 
 class Run {
   readonly jobs = new Map<string, string>();
@@ -100,8 +115,10 @@ class Run {
 
   private expectError(error: unknown, expected: Record<string, unknown>): void {
     const conflict = expected.kind === 'idempotency_conflict';
-    expect(error).toBeInstanceOf(conflict ? IdempotencyConflictError : WorkhorseValidationError);
-    if (!conflict) expect(error).not.toBeInstanceOf(IdempotencyConflictError);
+    const kind = ERROR_KINDS[expected.kind as string];
+    expect(error).toBeInstanceOf(kind);
+    // `validation` is none of the more specific kinds (which are validation errors too).
+    for (const other of Object.values(ERROR_KINDS)) if (other !== kind && other !== WorkhorseValidationError) expect(error).not.toBeInstanceOf(other);
     expect((error as WorkhorseValidationError).field).toBe(expected.field);
     if (conflict) {
       const e = error as IdempotencyConflictError;
@@ -110,7 +127,7 @@ class Run {
     }
   }
 
-  private expectJob(job: JobSnapshot, expected: Action): void {
+  private expectJob(job: JobSnapshot & JobLineage, expected: Action): void {
     for (const [key, want] of Object.entries(expected)) {
       if (key === 'do' || key === 'job') continue;
       if (key === 'error') {
@@ -126,6 +143,13 @@ class Run {
         expect(job.deadline !== null).toBe(want);
       } else if (key === 'redrivenFrom') {
         expect(job.redrivenFrom).toBe(this.id(want));
+      } else if (key === 'dependencies' || key === 'children') {
+        const named = (want as { job: string; state: string; key?: string }[]).map(({ job: name, ...rest }) => ({ id: this.id(name), ...rest }));
+        expect(job[key]).toEqual(named);
+      } else if (key === 'waitingOn') {
+        expect(job.waitingOn.map((link) => link.id)).toEqual((want as string[]).map((name) => this.id(name)));
+      } else if (key === 'parent') {
+        expect(job.parentId).toBe(want === null ? null : this.id(want));
       } else {
         const got = (job as unknown as Record<string, unknown>)[key];
         if (!isDeepStrictEqual(got, want)) throw new Error(`${key}: ${JSON.stringify(got)} != ${JSON.stringify(want)}`);
@@ -142,8 +166,8 @@ class Run {
         try {
           ids =
             action.do === 'enqueue'
-              ? [await this.queue.enqueue(a.type, a.payload, options(a.options))]
-              : await this.queue.enqueueMany((a.requests as Record<string, unknown>[]).map((r) => options(r) as EnqueueRequest));
+              ? [await this.queue.enqueue(a.type, a.payload, options(a.options, this.jobs))]
+              : await this.queue.enqueueMany((a.requests as Record<string, unknown>[]).map((r) => options(r, this.jobs) as EnqueueRequest));
         } catch (error) {
           if (!a.expectError) throw error;
           this.expectError(error, a.expectError);
@@ -192,6 +216,49 @@ class Run {
       case 'expect_dead_letter': {
         const page = await this.admin.listDeadLetters({ limit: 1000 });
         expect(page.items.some((j) => j.id === this.id(a.job))).toBe(a.present);
+        return;
+      }
+      case 'send_signal': {
+        const jobId = a.jobId ?? this.id(a.job);
+        const key = a.idempotencyKey === undefined ? undefined : { idempotencyKey: a.idempotencyKey };
+        expect(await this.queue.sendSignal(jobId, a.name, a.payload, key)).toBe(a.expect);
+        return;
+      }
+      case 'complete_human_wait': {
+        const decided = { actor: a.actor, ...(a.reason === undefined ? {} : { reason: a.reason }), ...(a.idempotencyKey === undefined ? {} : { idempotencyKey: a.idempotencyKey }) };
+        let status: string;
+        try {
+          status = await this.queue.completeHumanWait(this.id(a.job), a.name, a.decision, decided);
+        } catch (error) {
+          if (!a.expectError) throw error;
+          this.expectError(error, a.expectError);
+          return;
+        }
+        if (a.expectError) throw new Error(`expected ${JSON.stringify(a.expectError)}, got ${status}`);
+        expect(status).toBe(a.expect);
+        return;
+      }
+      case 'expect_human_waits': {
+        const waits: { name: string; context: unknown; choices: unknown }[] = [];
+        let cursor: string | undefined;
+        do {
+          const page = await this.admin.listHumanWaits({ jobId: this.id(a.job), limit: 1, cursor });
+          waits.push(...page.items.map(({ name, context, choices }) => ({ name, context, choices })));
+          cursor = page.nextCursor ?? undefined;
+        } while (cursor !== undefined);
+        expect(waits).toEqual(a.waits);
+        return;
+      }
+      case 'name_children': {
+        const ids: string[] = [];
+        let cursor: string | undefined;
+        do {
+          const page = await this.admin.listJobs({ parentId: this.id(a.job), limit: 2, cursor });
+          ids.push(...page.items.map((job) => job.id));
+          cursor = page.nextCursor ?? undefined;
+        } while (cursor !== undefined);
+        expect(ids).toHaveLength(a.as.length);
+        (a.as as string[]).forEach((name, i) => this.jobs.set(name, ids[i]));
         return;
       }
       case 'expect_job_count':

@@ -4,13 +4,38 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { HandlerContext, JsonValue } from '../../lib/core';
+import { ChildJobFailedError, SignalTimeoutError, type ChildJobSpec, type HandlerContext, type JsonValue } from '../../lib/core';
 
 export const SCENARIO_DIR = join(__dirname, '..', '..', 'sdk', 'conformance', 'scenarios');
 
 export interface Step {
-  do: 'checkpoint' | 'return' | 'return_checkpoints' | 'throw' | 'progress' | 'sleep' | 'mark' | 'pause' | 'block';
+  do:
+    | 'checkpoint'
+    | 'return'
+    | 'return_checkpoints'
+    | 'return_values'
+    | 'throw'
+    | 'progress'
+    | 'sleep'
+    | 'mark'
+    | 'pause'
+    | 'block'
+    | 'wait_signal'
+    | 'wait_human'
+    | 'run_child'
+    | 'run_children'
+    | 'dependencies';
   attempts?: number[];
+  /** Where a wait, child or dependencies step keeps its value (see `return_values`). */
+  as?: string;
+  timeoutMs?: number;
+  onTimeout?: JsonValue;
+  context?: JsonValue;
+  choices?: string[];
+  key?: string;
+  type?: string;
+  payload?: JsonValue;
+  children?: { type: string; payload: JsonValue }[];
   name?: string;
   value?: JsonValue;
   message?: string;
@@ -52,13 +77,14 @@ function scriptedError(step: Step): Error {
 /** A handler that runs a scenario's script. */
 export function scriptHandler(steps: Step[], report: Report) {
   return async (_payload: unknown, ctx: HandlerContext): Promise<JsonValue> => {
+    const checkpoints: Record<string, JsonValue> = {};
     const values: Record<string, JsonValue> = {};
     for (const step of steps) {
       if (step.attempts && !step.attempts.includes(ctx.attempt)) continue;
       const name = step.name as string;
       switch (step.do) {
         case 'checkpoint':
-          values[name] = await ctx.checkpoint(name, () => {
+          checkpoints[name] = values[name] = await ctx.checkpoint(name, () => {
             report('effect', ctx.jobId, name);
             return step.value as JsonValue;
           });
@@ -66,7 +92,29 @@ export function scriptHandler(steps: Step[], report: Report) {
         case 'return':
           return step.value as JsonValue;
         case 'return_checkpoints':
+          return checkpoints;
+        case 'return_values':
           return values;
+        case 'wait_signal':
+          values[step.as as string] = await waitSignal(ctx, step);
+          break;
+        case 'wait_human': {
+          const options = { context: step.context, choices: step.choices, timeoutMs: step.timeoutMs };
+          const { decision, actor, reason } = await ctx.waitForHuman(name, options);
+          values[step.as as string] = { decision, actor, reason };
+          break;
+        }
+        case 'run_child':
+          values[step.as as string] = await runChild(ctx, step);
+          break;
+        case 'run_children': {
+          const outcomes = await ctx.runChildren(step.key as string, step.children as ChildJobSpec[]);
+          values[step.as as string] = outcomes.map((o) => ({ state: o.state, result: o.result, errorName: o.error?.name ?? null }));
+          break;
+        }
+        case 'dependencies':
+          values[step.as as string] = (await ctx.dependencies()).map((d) => ({ state: d.state, result: d.result }));
+          break;
         case 'throw':
           throw scriptedError(step);
         case 'progress':
@@ -92,4 +140,24 @@ export function scriptHandler(steps: Step[], report: Report) {
     }
     return null;
   };
+}
+
+/** `wait_signal`: the signal's payload, or the step's `onTimeout` value when the wait timed out. */
+async function waitSignal(ctx: HandlerContext, step: Step): Promise<JsonValue> {
+  try {
+    return await ctx.waitForSignal(step.name as string, step.timeoutMs === undefined ? undefined : { timeoutMs: step.timeoutMs });
+  } catch (error) {
+    if (error instanceof SignalTimeoutError && step.onTimeout !== undefined) return step.onTimeout;
+    throw error;
+  }
+}
+
+/** `run_child`: the child's result, or what the child-failed error says. */
+async function runChild(ctx: HandlerContext, step: Step): Promise<JsonValue> {
+  try {
+    return await ctx.runChild(step.key as string, step.type as string, step.payload);
+  } catch (error) {
+    if (!(error instanceof ChildJobFailedError)) throw error;
+    return { childFailed: error.childState, errorName: error.childError.name };
+  }
 }

@@ -219,7 +219,7 @@ describe('run_children_v1 (the protocol)', () => {
 });
 
 describe('families across worker processes', () => {
-  function startWorker(name: string, q: string, failpoints?: string, concurrency = 50): ChildProcess {
+  function startWorker(name: string, q: string, failpoints?: string, concurrency = 50, leaseMs = 1000): ChildProcess {
     const proc = spawn(process.execPath, ['-r', REGISTER, FIXTURE], {
       env: {
         ...process.env,
@@ -227,6 +227,7 @@ describe('families across worker processes', () => {
         FAMILY_WORKER_ID: name,
         FAMILY_QUEUE: q,
         FAMILY_CONCURRENCY: String(concurrency),
+        FAMILY_LEASE_MS: String(leaseMs),
         ...(failpoints ? { WORKHORSE_FAILPOINTS: failpoints } : {}),
       },
       stdio: ['ignore', 'ignore', 'inherit'],
@@ -270,7 +271,9 @@ describe('families across worker processes', () => {
     for (let i = 0; i < 1000; i += 500) {
       parents.push(...(await queue.enqueueMany(Array.from({ length: 500 }, () => ({ type: 'family.parent', payload: { children: 10 }, queue: q })))));
     }
-    const procs = ['fa', 'fb', 'fc'].map((name) => startWorker(name, q));
+    // No process dies here, so a stage that ran twice could only come from a lost lease: a lease
+    // long enough for a loaded 2-core machine keeps "exactly once" about the protocol.
+    const procs = ['fa', 'fb', 'fc'].map((name) => startWorker(name, q, undefined, 50, 15_000));
     try {
       await waitFor(
         async () => Number((await pool.query("SELECT count(*) AS n FROM workhorse.job_runtime WHERE queue = 'families'")).rows[0].n) === 0,

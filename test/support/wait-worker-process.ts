@@ -50,7 +50,8 @@ export async function waitForLine(child: WaitWorkerProcess, line: string): Promi
       if (child.process.exitCode !== null) throw new Error(`wait-worker exited early: ${child.stderr.join('')}`);
       return child.lines.includes(line);
     },
-    30_000,
+    // A process started on a loaded 2-core machine can take this long to compile and connect.
+    45_000,
     `${line} from the worker process`,
   );
 }

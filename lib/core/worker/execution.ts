@@ -1,3 +1,4 @@
+import type { Span } from '@opentelemetry/api';
 import type { ClaimedJob } from '../context';
 import type { HeldLease } from './heartbeater';
 import type { Lane } from './lane';
@@ -34,6 +35,8 @@ export interface Execution extends HeldLease {
   finished: boolean;
   /** Called once when finished; set only while someone waits (see whenFinished). */
   onFinished: (() => void) | null;
+  /** The attempt's CONSUMER span (ended when the job is finished), or null without an OpenTelemetry SDK. */
+  span: Span | null;
 }
 
 const FINISHED: Promise<void> = Promise.resolve();

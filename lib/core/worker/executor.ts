@@ -10,6 +10,7 @@ import { Interrupter } from './interrupter';
 import type { Lane } from './lane';
 import { OutcomeRecorder } from './outcome-recorder';
 import type { JobMetrics } from '../telemetry/job-metrics';
+import { runInSpan, type JobTracing } from '../telemetry/job-tracing';
 import type { OwnerStatements, RoundTripRow } from './owner-statements';
 import type { HandlerSettings, JobHandlerFn, WorkerSettings } from './worker-options';
 
@@ -40,6 +41,8 @@ export class Executor {
   readonly interrupter: Interrupter;
   /** The job metrics while the worker runs with an OpenTelemetry SDK; null without one. */
   metrics: JobMetrics | null = null;
+  /** The job tracing while the worker runs with an OpenTelemetry SDK; null without one. */
+  tracing: JobTracing | null = null;
 
   constructor(
     private readonly pool: Pool,
@@ -52,7 +55,7 @@ export class Executor {
   }
 
   start(row: RoundTripRow, lane: Lane, sentAt: number, claimedAt: number): void {
-    const [jobId, , queue, type, payload, attempt, maxAttempts, fenceToken, timeoutMs, checkpoints, waits] = row;
+    const [jobId, , queue, type, payload, attempt, maxAttempts, fenceToken, timeoutMs, checkpoints, waits, traceContext] = row;
     const job: ClaimedJob = { jobId, queue, type, attempt, maxAttempts, fenceToken, workerId: this.settings.workerId, checkpoints, waits };
     const execution: Execution = {
       deadline: sentAt + this.settings.leaseMs,
@@ -66,6 +69,7 @@ export class Executor {
       returned: false,
       finished: false,
       onFinished: null,
+      span: this.tracing === null ? null : this.tracing.startAttempt(job, traceContext),
     };
     this.executions.set(jobId, execution);
     lane.active++;
@@ -92,7 +96,7 @@ export class Executor {
     let result: unknown;
     try {
       failpoint('before-handler');
-      result = handler.fn(payload, this.context(execution, this.pool));
+      result = runInSpan(execution.span, handler.fn, payload, this.context(execution, this.pool));
     } catch (thrown) {
       this.handlerThrew(execution, thrown);
       return;
@@ -168,7 +172,7 @@ export class Executor {
       try {
         await client.query('BEGIN');
         failpoint('before-handler');
-        value = await fn(payload, this.context(execution, client, client));
+        value = await runInSpan(execution.span, fn, payload, this.context(execution, client, client));
       } catch (error) {
         threw = true;
         thrown = error;

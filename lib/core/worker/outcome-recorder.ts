@@ -6,6 +6,7 @@ import { endedFields, jobFields, type Execution, type Interruption } from './exe
 import type { Handler } from './executor';
 import type { FailOptions, OwnerStatements } from './owner-statements';
 import type { JobMetrics } from '../telemetry/job-metrics';
+import { recordError } from '../telemetry/job-tracing';
 
 /**
  * Records how each job ended, reports it as an event and frees the job's slot: a success that
@@ -64,6 +65,7 @@ export class OutcomeRecorder {
     if (execution.timer) clearTimeout(execution.timer);
     const { job, lane } = execution;
     execution.renewing = false;
+    execution.span?.end();
     if (this.executions.get(job.jobId) === execution) this.executions.delete(job.jobId);
     lane.active--;
     lane.wake();
@@ -82,7 +84,10 @@ export class OutcomeRecorder {
   async recordFailure(execution: Execution, thrown: unknown, interruption: Interruption | null = execution.interruption): Promise<void> {
     const { job } = execution;
     // The job sleeps: the database already holds its new state, there is nothing to record.
-    if (interruption === 'sleeping') return;
+    if (interruption === 'sleeping') {
+      execution.span?.setAttribute('workhorse.job.outcome', 'parked');
+      return;
+    }
     if (interruption === 'lost' || interruption === 'abandoned') {
       this.reportLost(execution);
       return;
@@ -91,6 +96,7 @@ export class OutcomeRecorder {
       this.reportOutcome(execution, await this.statements.acknowledgeCancel(job), null);
       return;
     }
+    if (execution.span !== null) recordError(execution.span, thrown);
     const options: FailOptions = retryControlOf(thrown);
     if (interruption === 'timeout') options.attemptOutcome = 'timeout';
     const retry = this.handlers.get(job.type)?.settings.retry;
@@ -99,6 +105,7 @@ export class OutcomeRecorder {
     const error = toErrorEnvelope(thrown);
     const answer = await this.statements.fail(job, error, options);
     if (answer.status === 'retry_scheduled') {
+      execution.span?.setAttribute('workhorse.job.outcome', 'retry_scheduled');
       this.metrics?.retried(job.queue, job.type, Date.now() - execution.startedAt);
       this.hub.emit({ name: 'job.retry_scheduled', ...endedFields(execution), error, runAt: answer.runAt as Date, delayMs: answer.delayMs });
     } else {
@@ -109,13 +116,18 @@ export class OutcomeRecorder {
   /** Hands the job back without using its attempt (the worker has no handler for its type). */
   async release(execution: Execution, reason: string): Promise<void> {
     const status = await this.statements.release(execution.job, reason);
-    if (status === 'released') this.hub.emit({ name: 'job.released', ...jobFields(execution.job), reason });
-    else this.reportOutcome(execution, status, null);
+    if (status === 'released') {
+      execution.span?.setAttribute('workhorse.job.outcome', 'released');
+      this.hub.emit({ name: 'job.released', ...jobFields(execution.job), reason });
+    } else {
+      this.reportOutcome(execution, status, null);
+    }
   }
 
   /** Reports how a job ended, as an event (nothing to build when nobody listens: it runs for every job). */
   reportOutcome(execution: Execution, status: string, error: ErrorEnvelope | null): void {
     const { hub, metrics } = this;
+    execution.span?.setAttribute('workhorse.job.outcome', status === 'stale' ? 'lease_lost' : status);
     if (metrics !== null && (status === 'succeeded' || status === 'failed')) {
       const { queue, type } = execution.job;
       if (status === 'succeeded') metrics.succeeded(queue, type, Date.now() - execution.startedAt);
@@ -133,6 +145,7 @@ export class OutcomeRecorder {
   }
 
   private reportLost(execution: Execution): void {
+    execution.span?.setAttribute('workhorse.job.outcome', 'lease_lost');
     if (execution.interruption === 'abandoned') return;
     this.hub.emit({ name: 'job.lease_lost', ...endedFields(execution) });
   }

@@ -1,5 +1,6 @@
 import type { Pool, PoolClient } from 'pg';
 import { fromPgError } from '../protocol-errors';
+import type { TraceContext } from '../telemetry/trace-context';
 import type { ErrorEnvelope, JsonValue, RetryPolicy } from '../types';
 import type { LeaseOf } from './heartbeater';
 import type { WorkerSettings } from './worker-options';
@@ -12,7 +13,7 @@ import type { WorkerSettings } from './worker-options';
  * `succeeded` costs the server its output and the worker its parsing, and says nothing.
  */
 const ROUND_TRIP_SQL =
-  'SELECT job_id, status, queue, type, payload, attempt, max_attempts, fence_token, execution_timeout_ms, checkpoints, waits ' +
+  'SELECT job_id, status, queue, type, payload, attempt, max_attempts, fence_token, execution_timeout_ms, checkpoints, waits, trace_context ' +
   "FROM workhorse.complete_and_claim_v1($1, $2::jsonb, $3, $4, $5) WHERE status <> 'succeeded'";
 /** Name of ROUND_TRIP_SQL as a prepared statement (parsed and planned once per connection). */
 const ROUND_TRIP_STATEMENT = 'workhorse.complete_and_claim_v1';
@@ -43,6 +44,7 @@ export type RoundTripRow = [
   executionTimeoutMs: number | null,
   checkpoints: Record<string, [] | [JsonValue]> | null,
   waits: Record<string, string> | null,
+  traceContext: TraceContext | null,
 ];
 
 /** What `fail_v1` answered. */

@@ -14,6 +14,7 @@ import { Heartbeater } from './heartbeater';
 import { OwnerStatements } from './owner-statements';
 import { Registration } from './registration';
 import { activeMeter, JobMetrics } from '../telemetry/job-metrics';
+import { JobTracing } from '../telemetry/job-tracing';
 import { observeQueueDepth } from '../telemetry/queue-depth';
 import { RoundTrips } from './round-trips';
 import { waitForSchema } from './schema-wait';
@@ -281,6 +282,7 @@ export class Worker {
     const metrics = JobMetrics.active();
     this.executor.metrics = metrics;
     this.executor.recorder.metrics = metrics;
+    this.executor.tracing = JobTracing.active();
     this.listenToPool();
     const { workerId, leaseMs, heartbeatMs } = this.settings;
     const onError = (e: Error) => this.hub.reportError('heartbeat', e);

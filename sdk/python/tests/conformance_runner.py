@@ -14,7 +14,17 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Protocol
 
-from workhorse import Admin, IdempotencyConflictError, JobSnapshot, Queue, TimelineEntry, Worker, WorkhorseValidationError
+from workhorse import (
+    Admin,
+    DecisionNotAllowedError,
+    IdempotencyConflictError,
+    JobDetails,
+    Queue,
+    TimelineEntry,
+    UnknownDependencyError,
+    Worker,
+    WorkhorseValidationError,
+)
 from workhorse.aio import AsyncAdmin, AsyncQueue, AsyncWorker
 from workhorse.conformance_worker import Report, async_handler, sync_handler, worker_options
 
@@ -35,9 +45,13 @@ def _value(value: Any) -> Any:
     return value
 
 
-def python_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    """Wire option names -> this SDK's keyword names (``maxAttempts`` -> ``max_attempts``)."""
-    return {_snake(k): _value(v) for k, v in options.items()}
+def python_options(options: Mapping[str, Any], jobs: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Wire option names -> this SDK's keyword names (``maxAttempts`` -> ``max_attempts``); a
+    ``dependsOn`` entry naming a scenario job is that job's id."""
+    out = {_snake(k): _value(v) for k, v in options.items()}
+    if isinstance(out.get("depends_on"), list):
+        out["depends_on"] = [(jobs or {}).get(e, e) if isinstance(e, str) else e for e in out["depends_on"]]
+    return out
 
 
 class Recorder:
@@ -59,7 +73,7 @@ class Recorder:
 class Variant(Protocol):
     async def enqueue(self, type: str, payload: Any, options: dict[str, Any]) -> str: ...
     async def enqueue_many(self, requests: list[dict[str, Any]]) -> list[str]: ...
-    async def get_job(self, job_id: str) -> JobSnapshot | None: ...
+    async def get_job(self, job_id: str) -> JobDetails | None: ...
     async def timeline(self, job_id: str) -> list[TimelineEntry]: ...
     async def dead_letter_ids(self) -> set[str]: ...
     async def count_jobs(self, queue: str) -> int: ...
@@ -67,6 +81,14 @@ class Variant(Protocol):
     async def redrive(self, job_id: str, request_id: str) -> str: ...
     async def start_worker(self, scenario: Mapping[str, Any], report: Report) -> Any: ...
     async def stop_worker(self, worker: Any, shutdown_timeout_ms: int | None) -> None: ...
+    async def send_signal(self, job_id: str, name: str, payload: Any, key: str | None) -> str: ...
+    async def complete_human_wait(self, job_id: str, name: str, decision: Any, options: dict[str, Any]) -> str: ...
+    async def human_waits(self, job_id: str) -> list[dict[str, Any]]: ...
+    async def children(self, job_id: str) -> list[str]: ...
+
+
+def _wait_of(wait: Any) -> dict[str, Any]:
+    return {"name": wait.name, "context": wait.context, "choices": wait.choices}
 
 
 class SyncVariant:
@@ -80,7 +102,7 @@ class SyncVariant:
     async def enqueue_many(self, requests: list[dict[str, Any]]) -> list[str]:
         return await asyncio.to_thread(self.queue.enqueue_many, requests)  # type: ignore[arg-type]
 
-    async def get_job(self, job_id: str) -> JobSnapshot | None:
+    async def get_job(self, job_id: str) -> JobDetails | None:
         return await asyncio.to_thread(self.admin.get_job, job_id)
 
     async def timeline(self, job_id: str) -> list[TimelineEntry]:
@@ -117,6 +139,36 @@ class SyncVariant:
     async def stop_worker(self, worker: Any, shutdown_timeout_ms: int | None) -> None:
         await asyncio.to_thread(lambda: worker.stop(shutdown_timeout_ms=shutdown_timeout_ms))
 
+    async def send_signal(self, job_id: str, name: str, payload: Any, key: str | None) -> str:
+        return await asyncio.to_thread(lambda: self.queue.send_signal(job_id, name, payload, idempotency_key=key))
+
+    async def complete_human_wait(self, job_id: str, name: str, decision: Any, options: dict[str, Any]) -> str:
+        return await asyncio.to_thread(lambda: self.queue.complete_human_wait(job_id, name, decision, **options))
+
+    async def human_waits(self, job_id: str) -> list[dict[str, Any]]:
+        def read() -> list[dict[str, Any]]:
+            waits, cursor = [], None
+            while True:
+                page = self.admin.list_human_waits(job_id=job_id, limit=1, cursor=cursor)
+                waits += [_wait_of(w) for w in page.items]
+                if page.next_cursor is None:
+                    return waits
+                cursor = page.next_cursor
+
+        return await asyncio.to_thread(read)
+
+    async def children(self, job_id: str) -> list[str]:
+        def read() -> list[str]:
+            ids, cursor = [], None
+            while True:
+                page = self.admin.list_jobs(parent_id=job_id, limit=2, cursor=cursor)
+                ids += [j.id for j in page.items]
+                if page.next_cursor is None:
+                    return ids
+                cursor = page.next_cursor
+
+        return await asyncio.to_thread(read)
+
 
 class AsyncVariant:
     def __init__(self, pool: Any) -> None:
@@ -129,7 +181,7 @@ class AsyncVariant:
     async def enqueue_many(self, requests: list[dict[str, Any]]) -> list[str]:
         return await self.queue.enqueue_many(requests)  # type: ignore[arg-type]
 
-    async def get_job(self, job_id: str) -> JobSnapshot | None:
+    async def get_job(self, job_id: str) -> JobDetails | None:
         return await self.admin.get_job(job_id)
 
     async def timeline(self, job_id: str) -> list[TimelineEntry]:
@@ -167,6 +219,32 @@ class AsyncVariant:
         await running.stop(shutdown_timeout_ms=shutdown_timeout_ms)
         await task
 
+    async def send_signal(self, job_id: str, name: str, payload: Any, key: str | None) -> str:
+        return await self.queue.send_signal(job_id, name, payload, idempotency_key=key)
+
+    async def complete_human_wait(self, job_id: str, name: str, decision: Any, options: dict[str, Any]) -> str:
+        return await self.queue.complete_human_wait(job_id, name, decision, **options)
+
+    async def human_waits(self, job_id: str) -> list[dict[str, Any]]:
+        waits: list[dict[str, Any]] = []
+        cursor = None
+        while True:
+            page = await self.admin.list_human_waits(job_id=job_id, limit=1, cursor=cursor)
+            waits += [_wait_of(w) for w in page.items]
+            if page.next_cursor is None:
+                return waits
+            cursor = page.next_cursor
+
+    async def children(self, job_id: str) -> list[str]:
+        ids: list[str] = []
+        cursor = None
+        while True:
+            page = await self.admin.list_jobs(parent_id=job_id, limit=2, cursor=cursor)
+            ids += [j.id for j in page.items]
+            if page.next_cursor is None:
+                return ids
+            cursor = page.next_cursor
+
 
 async def _until(check: Any, timeout_ms: int, what: str) -> None:
     deadline = asyncio.get_running_loop().time() + timeout_ms / 1000
@@ -176,19 +254,28 @@ async def _until(check: Any, timeout_ms: int, what: str) -> None:
         await asyncio.sleep(0.05)
 
 
+#: The kinds of ``expectError`` and the typed errors they stand for.
+_ERROR_KINDS: dict[str, type[WorkhorseValidationError]] = {
+    "validation": WorkhorseValidationError,
+    "idempotency_conflict": IdempotencyConflictError,
+    "unknown_dependency": UnknownDependencyError,
+    "decision_not_allowed": DecisionNotAllowedError,
+}
+
+
 def _expect_error(error: BaseException, expected: Mapping[str, Any], jobs: Mapping[str, str]) -> None:
     kind = expected["kind"]
-    wanted = IdempotencyConflictError if kind == "idempotency_conflict" else WorkhorseValidationError
+    wanted = _ERROR_KINDS[kind]
     assert isinstance(error, wanted), f"expected {wanted.__name__}, got {error!r}"
+    for other in _ERROR_KINDS.values():
+        if other is not wanted and other is not WorkhorseValidationError:
+            assert not isinstance(error, other), f"expected {wanted.__name__}, got {error!r}"
     assert error.field == expected["field"], f"field {error.field!r} != {expected['field']!r}"
-    if kind == "idempotency_conflict":
-        assert isinstance(error, IdempotencyConflictError)
+    if isinstance(error, IdempotencyConflictError):
         if "fields" in expected:
             assert error.fields == expected["fields"]
         if "existingJob" in expected:
             assert error.existing_job_id == jobs[expected["existingJob"]]
-    else:
-        assert not isinstance(error, IdempotencyConflictError)
 
 
 _SNAPSHOT_KEYS = {
@@ -197,7 +284,7 @@ _SNAPSHOT_KEYS = {
 }  # fmt: skip
 
 
-def _expect_job(job: JobSnapshot, expected: Mapping[str, Any], jobs: Mapping[str, str]) -> None:
+def _expect_job(job: JobDetails, expected: Mapping[str, Any], jobs: Mapping[str, str]) -> None:
     for key, want in expected.items():
         if key in ("do", "job"):
             continue
@@ -218,6 +305,16 @@ def _expect_job(job: JobSnapshot, expected: Mapping[str, Any], jobs: Mapping[str
             assert (job.deadline is not None) == want, f"deadline: {job.deadline!r}"
         elif key == "redrivenFrom":
             assert job.redriven_from == jobs[want], f"redrivenFrom: {job.redriven_from!r}"
+        elif key == "dependencies":
+            got_links = [(link.id, link.state) for link in job.dependencies]
+            assert got_links == [(jobs[w["job"]], w["state"]) for w in want], f"dependencies: {job.dependencies!r}"
+        elif key == "children":
+            got_children = [(c.id, c.state, c.key) for c in job.children]
+            assert got_children == [(jobs[w["job"]], w["state"], w["key"]) for w in want], f"children: {job.children!r}"
+        elif key == "waitingOn":
+            assert [link.id for link in job.waiting_on] == [jobs[w] for w in want], f"waitingOn: {job.waiting_on!r}"
+        elif key == "parent":
+            assert job.parent_id == (None if want is None else jobs[want]), f"parent: {job.parent_id!r}"
         else:
             raise AssertionError(f"unknown expect_job key {key!r}")
 
@@ -250,10 +347,11 @@ async def _act(
     if do in ("enqueue", "enqueue_many"):
         try:
             if do == "enqueue":
-                ids = [await variant.enqueue(action["type"], action["payload"], python_options(action.get("options", {})))]
+                options = python_options(action.get("options", {}), jobs)
+                ids = [await variant.enqueue(action["type"], action["payload"], options)]
                 names: Sequence[str] = [action["job"]] if "job" in action else []
             else:
-                requests = [python_options(r) for r in action["requests"]]
+                requests = [python_options(r, jobs) for r in action["requests"]]
                 ids = await variant.enqueue_many(requests)
                 names = action.get("jobs", [])
         except (WorkhorseValidationError, IdempotencyConflictError) as error:
@@ -302,6 +400,27 @@ async def _act(
     elif do == "expect_dead_letter":
         present = jobs[action["job"]] in await variant.dead_letter_ids()
         assert present == action["present"], f"dead letter present: {present}"
+    elif do == "send_signal":
+        job_id = action.get("jobId") or jobs[action["job"]]
+        got = await variant.send_signal(job_id, action["name"], action.get("payload"), action.get("idempotencyKey"))
+        assert got == action["expect"], f"send_signal answered {got!r}"
+    elif do == "complete_human_wait":
+        given = {"actor": action["actor"], "reason": action.get("reason"), "idempotency_key": action.get("idempotencyKey")}
+        try:
+            got = await variant.complete_human_wait(jobs[action["job"]], action["name"], action["decision"], given)
+        except WorkhorseValidationError as error:
+            assert "expectError" in action, f"unexpected error {error!r}"
+            _expect_error(error, action["expectError"], jobs)
+            return
+        assert "expectError" not in action, f"expected {action['expectError']}, got {got!r}"
+        assert got == action["expect"], f"complete_human_wait answered {got!r}"
+    elif do == "expect_human_waits":
+        waits = await variant.human_waits(jobs[action["job"]])
+        assert waits == action["waits"], f"human waits {waits}"
+    elif do == "name_children":
+        ids = await variant.children(jobs[action["job"]])
+        assert len(ids) == len(action["as"]), f"children {ids}"
+        jobs.update(zip(action["as"], ids))
     elif do == "expect_job_count":
         count = await variant.count_jobs(action["queue"])
         assert count == action["count"], f"job count {count}"

@@ -100,3 +100,77 @@ def test_three_worker_processes_share_a_queue_and_every_job_ends_exactly_once(
     effects = Counter(e["jobId"] for w in workers for e in w.events if e["event"] == "effect")
     assert sorted(effects) == sorted(ids) and set(effects.values()) == {1}
     assert split_violations(db_url) == []
+
+
+def test_a_job_parked_on_a_signal_outlives_its_sigkilled_worker_and_another_process_finishes_it(
+    pool: ConnectionPool[Any], db_url: str, processes: list[WorkerProcess]
+) -> None:
+    scenario = SCENARIOS / "019-signal-after-crash.json"
+    queue, admin = Queue(pool), Admin(pool)
+    job_id = queue.enqueue("conformance.ship", {})
+    first = WorkerProcess(db_url, scenario, "py-parked")
+    processes.append(first)
+    first.wait_ready()
+    wait_for(lambda: _state(admin, job_id) == "blocked", 30, "the job to park on its signal")
+    first.kill()
+    job = admin.get_job(job_id)
+    assert job is not None and job.state == "blocked" and job.worker_id is None and job.current_attempt == 1
+
+    assert queue.send_signal(job_id, "shipped", {"trackingId": "T-9"}) == "delivered"
+    second = WorkerProcess(db_url, scenario, "py-resumer")
+    processes.append(second)
+    second.wait_ready()
+    wait_for(lambda: _state(admin, job_id) == "succeeded", 30, "the job to resume")
+    assert second.terminate() == 0
+    job = admin.get_job(job_id)
+    assert job is not None and job.current_attempt == 1
+    assert job.result == {"reserve": "r1", "shipment": {"trackingId": "T-9"}}
+    effects = Counter((p.worker_id, e["name"]) for p in (first, second) for e in p.events if e["event"] == "effect")
+    assert effects == {("py-parked", "reserve"): 1}
+    claims = [e.worker_id for e in admin.get_job_timeline(job_id).items if e.kind == "claimed"]
+    assert claims == ["py-parked", "py-resumer"]
+    assert split_violations(db_url) == []
+
+
+def test_a_worker_sigkilled_after_its_wait_was_answered_leaves_the_answer_to_the_retry(
+    pool: ConnectionPool[Any], db_url: str, processes: list[WorkerProcess], tmp_path: Path
+) -> None:
+    scenario = tmp_path / "answered.json"
+    scenario.write_text(json.dumps({
+        "name": "answered", "description": "", "worker": {"leaseMs": 2000},
+        "handlers": {"conformance.ship": [
+            {"do": "checkpoint", "name": "reserve", "value": "r1"},
+            {"do": "wait_signal", "name": "shipped", "as": "shipment"},
+            {"do": "mark", "name": "answered"},
+            {"do": "block", "attempts": [1]},
+            {"do": "return_values"},
+        ]},
+        "actions": [],
+    }))  # fmt: skip
+    queue, admin = Queue(pool), Admin(pool)
+    job_id = queue.enqueue("conformance.ship", {}, retry_policy={"kind": "fixed", "delayMs": 0})
+    first = WorkerProcess(db_url, scenario, "py-answered")
+    processes.append(first)
+    first.wait_ready()
+    wait_for(lambda: _state(admin, job_id) == "blocked", 30, "the job to park on its signal")
+    assert queue.send_signal(job_id, "shipped", {"trackingId": "T-5"}) == "delivered"
+    wait_for(lambda: first.saw("mark", jobId=job_id, name="answered"), 30, "the replay to get the signal")
+    first.kill()
+
+    second = WorkerProcess(db_url, scenario, "py-retry")
+    processes.append(second)
+    second.wait_ready()
+    wait_for(lambda: _state(admin, job_id) == "succeeded", 30, "the retry to finish the job")
+    assert second.terminate() == 0
+    job = admin.get_job(job_id)
+    assert job is not None and job.current_attempt == 2
+    assert job.result == {"reserve": "r1", "shipment": {"trackingId": "T-5"}}
+    effects = Counter((p.worker_id, e["name"]) for p in (first, second) for e in p.events if e["event"] == "effect")
+    assert effects == {("py-answered", "reserve"): 1}
+    # One delivery; the retry's wait returned the stored answer without consuming another signal.
+    timeline = [f"{e.kind}:{e.worker_id}" for e in admin.get_job_timeline(job_id).items if e.source == "event"]
+    assert timeline == [
+        "enqueued:None", "claimed:py-answered", "checkpoint_saved:py-answered", "waiting:py-answered",
+        "signal_delivered:None", "claimed:py-answered", "lease_expired:py-answered", "claimed:py-retry", "succeeded:py-retry",
+    ]  # fmt: skip
+    assert split_violations(db_url) == []

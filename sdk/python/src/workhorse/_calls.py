@@ -13,7 +13,7 @@ from typing import Any, Generic, TypeVar
 
 from . import _protocol as p
 from .errors import SchemaNotInstalledError, SchemaVersionMismatchError
-from .types import JOB_STATES, CancelResult, JobSnapshot, Page, QueueInfo, RedriveResult, TimelineEntry
+from .types import JOB_STATES, CancelResult, DrainResult, JobSnapshot, Page, QueueInfo, RedriveResult, TimelineEntry, WorkerInfo
 from .validation import check_datetime, check_int, check_job_id, check_name, check_text, fail, to_wire_batch, to_wire_request
 
 #: The schema (and protocol) version this SDK speaks (``workhorse.schema_version``).
@@ -27,6 +27,8 @@ class Call(Generic[R]):
     sql: str
     params: tuple[Any, ...]
     convert: Callable[[Sequence[p.Row]], R]
+    #: An unknown dependency the database names under this prefix is the caller's without it.
+    field_prefix: str = ""
 
 
 def check_schema_version(installed: int | None) -> None:
@@ -53,7 +55,8 @@ def _ids(rows: Sequence[p.Row]) -> list[str]:
 
 
 def enqueue(type: object, payload: object, options: Mapping[str, Any]) -> Call[list[str]]:
-    return Call(p.ENQUEUE_SQL, (json.dumps([to_wire_request(type, payload, options)]),), _ids)
+    # Named as the caller gave it: `dependsOn[0]`, not the batch's `requests[0].dependsOn[0]`.
+    return Call(p.ENQUEUE_SQL, (json.dumps([to_wire_request(type, payload, options)]),), _ids, "requests[0].")
 
 
 def enqueue_many(requests: object) -> Call[list[str]] | None:
@@ -62,10 +65,6 @@ def enqueue_many(requests: object) -> Call[list[str]] | None:
 
 
 # ---- Admin ------------------------------------------------------------------------------------
-
-
-def get_job(job_id: object) -> Call[JobSnapshot | None]:
-    return Call(p.GET_JOB_SQL, (check_job_id(job_id),), lambda rows: p.to_snapshot(rows[0]) if rows else None)
 
 
 def get_job_timeline(job_id: object, limit: object, cursor: object) -> Call[Page[TimelineEntry]]:
@@ -80,7 +79,8 @@ def get_job_timeline(job_id: object, limit: object, cursor: object) -> Call[Page
     return Call(p.TIMELINE_SQL, (job_id, after, n), convert)
 
 
-def list_jobs(queue: object, type: object, states: object, limit: object, cursor: object) -> Call[Page[JobSnapshot]]:
+def job_filter(queue: object, type: object, states: object) -> tuple[str | None, str | None, list[str] | None]:
+    """The queue, type and states of a job listing, checked."""
     q = None if queue is None else check_name(queue, "queue")
     t = None if type is None else check_name(type, "type")
     s = None
@@ -88,6 +88,11 @@ def list_jobs(queue: object, type: object, states: object, limit: object, cursor
         if not isinstance(states, (list, tuple)) or any(x not in JOB_STATES for x in states):
             fail("states", f"must be a list of {', '.join(JOB_STATES)}")
         s = list(states)
+    return q, t, s
+
+
+def list_jobs(queue: object, type: object, states: object, limit: object, cursor: object) -> Call[Page[JobSnapshot]]:
+    q, t, s = job_filter(queue, type, states)
     n = check_int(limit, "limit", 1, 1000)
     before = p.decode_position("jobs", cursor)
 
@@ -187,3 +192,13 @@ def set_paused(paused: bool, queue: object, actor: object, reason: object) -> Ca
 
 def list_queues() -> Call[list[QueueInfo]]:
     return Call(p.LIST_QUEUES_SQL, (), lambda rows: [p.to_queue_info(r) for r in rows])
+
+
+def list_workers() -> Call[list[WorkerInfo]]:
+    return Call(p.LIST_WORKERS_SQL, (), lambda rows: [p.to_worker_info(r) for r in rows])
+
+
+def drain_worker(worker_id: object, actor: object, reason: object) -> Call[DrainResult]:
+    check_text(worker_id, "workerId", 200, 1)
+    _check_actor(actor, reason)
+    return Call(p.DRAIN_WORKER_SQL, (worker_id, actor, reason), p.status_of)  # type: ignore[arg-type]

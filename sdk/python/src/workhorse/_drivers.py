@@ -48,8 +48,8 @@ class AsyncDriver(Protocol):
         ...
 
 
-def _raise_typed(error: BaseException) -> None:
-    typed = from_db_error(error)
+def _raise_typed(error: BaseException, field_prefix: str = "") -> None:
+    typed = from_db_error(error, field_prefix)
     if typed is not error:
         raise typed from error
 
@@ -106,7 +106,7 @@ class PsycopgDriver:
             async with self._pool.connection() as pooled:
                 return await self._on(pooled, call)
         except psycopg.Error as error:
-            _raise_typed(error)
+            _raise_typed(error, call.field_prefix)
             raise
 
     async def _on(self, conn: psycopg.AsyncConnection[Any], call: calls.Call[R]) -> R:
@@ -203,7 +203,14 @@ class AsyncpgDriver:
                 )
             calls.check_schema_version(installed)
             self._verified = True
-        return call.convert(await _AsyncpgStatements(target).rows(call.sql, call.params))
+        import asyncpg
+
+        try:
+            rows = await target.fetch(call.sql, *call.params)
+        except asyncpg.PostgresError as error:
+            _raise_typed(error, call.field_prefix)
+            raise
+        return call.convert(rows)
 
     async def worker_pool(self, size: int) -> Statements:
         return _AsyncpgStatements(self._pool)

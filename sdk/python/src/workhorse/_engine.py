@@ -11,7 +11,10 @@
 * failures go through ``fail_v1`` (retry policy, non-retryable errors, explicit delays),
   cancellations through ``acknowledge_cancel_v1``, unknown types through ``release_v1``;
 * ``stop()`` stops claiming, lets running handlers finish for up to ``shutdown_timeout_ms``,
-  then aborts the rest without recording anything for them (their leases expire).
+  then aborts the rest without recording anything for them (their leases expire);
+* the worker reports itself in the registry of live workers every heartbeat interval and
+  leaves it on stop; when an operator asks it to drain it claims no more and finishes what it
+  holds (the process is stopped afterwards, as for the TypeScript worker).
 """
 
 from __future__ import annotations
@@ -20,7 +23,6 @@ import asyncio
 import json
 import logging
 import random
-import traceback
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass
@@ -32,8 +34,10 @@ from typing import Any, Literal
 from . import _calls
 from . import _protocol as p
 from ._drivers import AsyncDriver, Statements
+from ._failures import error_envelope, fail_options
 from ._heartbeater import Heartbeater
 from ._notifier import listen_for_work
+from ._registration import Registration
 from .context import AbortSignal, AsyncHandlerContext, ClaimedJob, HandlerContext, _Owner, wake_times
 from .errors import (
     ExecutionTimeoutError,
@@ -44,17 +48,17 @@ from .errors import (
     WorkhorseError,
     from_db_error,
 )
-from .types import ErrorEnvelope, RetryPolicy
-from .validation import DELAY_MS, to_json_text
+from .types import RetryPolicy
+from .validation import to_json_text
 
 log = logging.getLogger("workhorse")
 
 #: The most jobs one round trip claims or completes (the limits of complete_and_claim_v1).
 MAX_ROUND = 1000
-#: Error text is not under our control; a stored envelope is kept well inside the 1 MiB limit.
-MAX_ERROR_TEXT = 64 * 1024
 
-Outcome = Literal["lost", "canceled", "abandoned", "timeout", "sleeping"]
+#: Why a run ended other than by its handler's return or raise; `parked`: the job slept or parked
+#: (children, a signal, a human decision) and the worker let go of it.
+Outcome = Literal["lost", "canceled", "abandoned", "timeout", "parked"]
 ErrorListener = Callable[[str, BaseException], None]
 
 
@@ -105,34 +109,6 @@ class _Completion:
     alone: bool = False
 
 
-def error_envelope(thrown: BaseException) -> ErrorEnvelope:
-    """What a handler raised, as the stored ``{name, message, stack}``."""
-    stack = "".join(traceback.format_exception(thrown))
-    return {"name": _storable(type(thrown).__name__), "message": _storable(str(thrown)), "stack": _storable(stack)}
-
-
-def _storable(text: str) -> str:
-    # PostgreSQL stores no NUL and no lone surrogate in jsonb; the text is not ours to refuse.
-    cleaned = text.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
-    return cleaned[:MAX_ERROR_TEXT]
-
-
-def fail_options(thrown: BaseException, outcome: Outcome | None, retry: RetryPolicy | None) -> dict[str, Any]:
-    """The ``fail_v1`` options a raised error asks for: ``retryable = False`` fails at once, an
-    integer ``retry_delay_ms`` chooses the next attempt's delay."""
-    options: dict[str, Any] = {}
-    if getattr(thrown, "retryable", None) is False:
-        options["nonRetryable"] = True
-    delay = getattr(thrown, "retry_delay_ms", None)
-    if isinstance(delay, int) and not isinstance(delay, bool) and 0 <= delay <= DELAY_MS:
-        options["retryDelayMs"] = delay
-    if outcome == "timeout":
-        options["attemptOutcome"] = "timeout"
-    if retry is not None:
-        options["retryPolicy"] = retry
-    return options
-
-
 class Engine:
     def __init__(
         self,
@@ -163,6 +139,9 @@ class Engine:
         self._all_done.set()
         self._stopped = asyncio.Event()
         self._stopping: asyncio.Task[None] | None = None
+        self._registration: Registration | None = None
+        #: An operator asked this worker to drain (``workhorse workers drain``): it claims no more.
+        self.drain_requested = False
         self.started = asyncio.Event()
 
     @property
@@ -190,7 +169,15 @@ class Engine:
         heartbeater = Heartbeater(
             self._driver, o.worker_id, o.lease_ms, o.heartbeat_ms, self._running, self, self._report
         )
-        self._tasks = [asyncio.create_task(heartbeater.run()), asyncio.create_task(self._ticks())]
+        self._registration = Registration(
+            self._statements, o.worker_id, o.queues, o.concurrency, o.heartbeat_ms,
+            lambda: len(self._running), self._drain_requested, self._report,
+        )  # fmt: skip
+        self._tasks = [
+            asyncio.create_task(heartbeater.run()),
+            asyncio.create_task(self._ticks()),
+            asyncio.create_task(self._registration.run()),
+        ]
         if self.options.listen:
             notifier = listen_for_work(self._driver, set(self.options.queues), self._wake.set, self._report)
             self._tasks.append(asyncio.create_task(notifier))
@@ -232,6 +219,8 @@ class Engine:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._registration is not None:
+            await self._registration.unregister()
         if self._statements is not None:
             await self._statements.close()
         log.info("Worker %s stopped", self.options.worker_id)
@@ -312,6 +301,20 @@ class Engine:
     def _wake_pump(self) -> None:
         self._wake.set()
 
+    def _drain_requested(self) -> None:
+        """An operator asked this worker to drain: it claims no more and finishes what it holds."""
+        if self.drain_requested:
+            return
+        self.drain_requested = True
+        self._claiming = False
+        log.warning(
+            "Worker %s drains (an operator asked): it claims no more jobs and finishes the %d it holds; "
+            "stop its process once `workhorse workers list` shows it drained.",
+            self.options.worker_id, len(self._running),
+        )  # fmt: skip
+        if not self._running and self._registration is not None:
+            self._registration.report_soon()
+
     # ---- executing ------------------------------------------------------------------------------
 
     def _start(self, row: p.Row) -> None:
@@ -354,7 +357,7 @@ class Engine:
             thrown = run.signal.reason or asyncio.CancelledError()
         else:
             thrown = task.exception()
-        if thrown is None and run.outcome in ("lost", "abandoned", "sleeping"):
+        if thrown is None and run.outcome in ("lost", "abandoned", "parked"):
             thrown = run.signal.reason
         if thrown is None:
             try:
@@ -398,6 +401,9 @@ class Engine:
             del self._running[run.job.job_id]
         if not self._running:
             self._all_done.set()
+            if self.drain_requested and self._registration is not None:
+                # Reported at once, so the registry shows the worker drained.
+                self._registration.report_soon()
         self._wake.set()
 
     def _abort(self, run: _Run, reason: BaseException) -> None:
@@ -425,17 +431,20 @@ class Engine:
             self._abort(run, JobCanceledError(job_id))
 
     def slept(self, job_id: str, wake_at: datetime) -> None:
+        self.parked(job_id, JobSleeping(job_id, wake_at))
+
+    def parked(self, job_id: str, reason: BaseException) -> None:
         run = self._running.get(job_id)
         if run is not None and run.outcome is None:
-            run.outcome = "sleeping"
+            run.outcome = "parked"
             run.renewing = False
-            # Not cancelled: the handler is inside ctx.sleep, which raises JobSleeping itself.
-            run.signal.abort(JobSleeping(job_id, wake_at))
+            # Not cancelled: the handler is inside the call that parked, which raises the reason itself.
+            run.signal.abort(reason)
 
     async def _settle_failure(self, run: _Run, thrown: BaseException) -> None:
         job = run.job
         assert self._statements is not None
-        if run.outcome == "sleeping":
+        if run.outcome == "parked":
             return
         if run.outcome in ("lost", "abandoned"):
             return

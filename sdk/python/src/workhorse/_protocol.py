@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any, cast
 
 from .errors import InvalidCursorError
-from .types import JobSnapshot, QueueInfo, TimelineEntry
+from .types import JobSnapshot, QueueInfo, TimelineEntry, WorkerInfo
 
 Row = Sequence[Any]
 
@@ -24,7 +24,6 @@ _SNAPSHOT_COLUMNS = (
     "deadline, execution_timeout_ms, run_at, created_at, finished_at, result::text, error::text, worker_id, "
     "lease_expires_at, cancel_requested_at, progress::text, redriven_from::text, redriven_to::text[], seq"
 )
-GET_JOB_SQL = f"SELECT {_SNAPSHOT_COLUMNS} FROM workhorse.get_job_v1($1::uuid)"
 LIST_JOBS_SQL = (
     f"SELECT {_SNAPSHOT_COLUMNS} FROM workhorse.list_jobs_v1($1::text, $2::text, $3::text[], $4::integer, $5::bigint)"
 )
@@ -74,6 +73,49 @@ SLEEP_SQL = (
     "SELECT status, wake_at FROM workhorse.sleep_v1($1::uuid, $2::text, $3::bigint, $4::text, $5::timestamptz, $6::bigint)"
 )
 TICK_SQL = "SELECT workhorse.tick_v1()::text"
+REPORT_WORKER_SQL = "SELECT workhorse.report_worker_v1($1::text, $2::jsonb, $3::integer)"
+UNREGISTER_WORKER_SQL = "SELECT workhorse.unregister_worker_v1($1::text)"
+LIST_WORKERS_SQL = (
+    "SELECT worker_id, status, host, pid, queues, concurrency, in_flight, version, started_at, last_seen_at, "
+    "drain_requested_at, drain_requested_by, drain_reason FROM workhorse.list_workers_v1()"
+)
+DRAIN_WORKER_SQL = "SELECT workhorse.drain_worker_v1($1::text, $2::text, $3::text)"
+RUN_CHILDREN_SQL = (
+    "SELECT status, child_id::text, state, result::text, error::text "
+    "FROM workhorse.run_children_v1($1::uuid, $2::text, $3::bigint, $4::text, $5::jsonb)"
+)
+DEPENDENCIES_SQL = "SELECT job_id::text, state, result::text, error::text FROM workhorse.dependencies_v1($1::uuid)"
+WAIT_SIGNAL_SQL = (
+    "SELECT status, payload::text, timeout_at "
+    "FROM workhorse.wait_signal_v1($1::uuid, $2::text, $3::bigint, $4::text, $5::integer, $6::bigint)"
+)
+WAIT_HUMAN_SQL = (
+    "SELECT status, decision::text, actor, reason, decided_at, timeout_at "
+    "FROM workhorse.wait_human_v1($1::uuid, $2::text, $3::bigint, $4::text, $5::jsonb, $6::jsonb, $7::bigint)"
+)
+
+# ---- orchestration, client side -------------------------------------------------------------
+
+#: A job's snapshot and its lineage (``job_links_v1``: prerequisites, parent, children) as JSON text.
+GET_JOB_DETAILS_SQL = (
+    f"SELECT {_SNAPSHOT_COLUMNS}, (SELECT coalesce(jsonb_agg(jsonb_build_object("
+    "'relation', l.relation, 'id', l.job_id, 'state', l.state, 'key', l.key) ORDER BY l.ord), '[]')::text "
+    "FROM workhorse.job_links_v1($1::uuid) WITH ORDINALITY AS l (relation, job_id, state, key, ord)) "
+    "FROM workhorse.get_job_v1($1::uuid)"
+)
+#: A page of a parent's children after position $2, filtered by queue, type and states.
+LIST_CHILDREN_SQL = (
+    f"SELECT {_SNAPSHOT_COLUMNS}, c.ordinal FROM workhorse.list_children_v1($1::uuid) c "
+    "CROSS JOIN LATERAL workhorse.get_job_v1(c.job_id) s "
+    "WHERE c.ordinal > $2::bigint AND ($3::text IS NULL OR s.queue = $3::text) AND ($4::text IS NULL OR s.type = $4::text) "
+    "AND ($5::text[] IS NULL OR s.state = ANY ($5::text[])) ORDER BY c.ordinal LIMIT $6::integer"
+)
+SEND_SIGNAL_SQL = "SELECT workhorse.send_signal_v1($1::uuid, $2::text, $3::jsonb, $4::text)"
+COMPLETE_HUMAN_WAIT_SQL = "SELECT workhorse.complete_human_wait_v1($1::uuid, $2::text, $3::jsonb, $4::text, $5::text, $6::text)"
+LIST_HUMAN_WAITS_SQL = (
+    "SELECT id, job_id::text, queue, type, name, context::text, choices::text, timeout_at, attempt, created_at "
+    "FROM workhorse.list_human_waits_v1($1::text, $2::text, $3::text, $4::uuid, $5::integer, $6::bigint)"
+)
 NOTIFY_CHANNEL = "workhorse_jobs"
 
 
@@ -137,6 +179,24 @@ def to_queue_info(row: Row) -> QueueInfo:
         scheduled=int(row[6]),
         active=int(row[7]),
         blocked=int(row[8]),
+    )
+
+
+def to_worker_info(row: Row) -> WorkerInfo:
+    return WorkerInfo(
+        worker_id=row[0],
+        status=row[1],
+        host=row[2],
+        pid=row[3],
+        queues=list(row[4]),
+        concurrency=row[5],
+        in_flight=row[6],
+        version=row[7],
+        started_at=row[8],
+        last_seen_at=row[9],
+        drain_requested_at=row[10],
+        drain_requested_by=row[11],
+        drain_reason=row[12],
     )
 
 

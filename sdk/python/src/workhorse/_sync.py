@@ -30,7 +30,7 @@ class SyncExecutor:
             with self.pool.connection() as pooled:
                 return self._on(pooled, call)
         except psycopg.Error as error:
-            typed = from_db_error(error)
+            typed = from_db_error(error, call.field_prefix)
             if typed is error:
                 raise
             raise typed from error

@@ -99,6 +99,13 @@ class WorkerBase:
         return register
 
     @property
+    def drain_requested(self) -> bool:
+        """An operator asked this worker to drain (``workhorse workers drain``): it claims no
+        more jobs and finishes those it holds; stop it once ``workhorse workers list`` shows it
+        ``drained``."""
+        return self._engine is not None and self._engine.drain_requested
+
+    @property
     def active_count(self) -> int:
         """Handlers running now."""
         return 0 if self._engine is None else self._engine.active_count

@@ -8,8 +8,22 @@ from typing import Any, Unpack
 from psycopg_pool import ConnectionPool
 
 from . import _calls as calls
+from . import _orchestration_calls as orchestration
 from ._sync import Connection, SyncExecutor
-from .types import CancelResult, DeadLetterFilter, JobSnapshot, JobState, Page, QueueInfo, RedriveResult, TimelineEntry
+from .types import (
+    CancelResult,
+    DeadLetterFilter,
+    DrainResult,
+    HumanWait,
+    JobDetails,
+    JobSnapshot,
+    JobState,
+    Page,
+    QueueInfo,
+    RedriveResult,
+    TimelineEntry,
+    WorkerInfo,
+)
 
 
 class Admin:
@@ -26,9 +40,10 @@ class Admin:
     def __init__(self, pool: ConnectionPool[Any]) -> None:
         self._executor = SyncExecutor(pool)
 
-    def get_job(self, job_id: str, *, conn: Connection | None = None) -> JobSnapshot | None:
-        """The job's snapshot, whichever state it is in, or None when no such job exists."""
-        return self._executor.run(calls.get_job(job_id), conn)
+    def get_job(self, job_id: str, *, conn: Connection | None = None) -> JobDetails | None:
+        """The job's snapshot, whichever state it is in, with its lineage (``dependencies``,
+        ``waiting_on``, ``parent_id``, ``children``), or None when no such job exists."""
+        return self._executor.run(orchestration.get_job_details(job_id), conn)
 
     def get_job_timeline(
         self, job_id: str, *, limit: int = 100, cursor: str | None = None, conn: Connection | None = None
@@ -43,11 +58,15 @@ class Admin:
         queue: str | None = None,
         type: str | None = None,
         states: Sequence[JobState] | None = None,
+        parent_id: str | None = None,
         limit: int = 50,
         cursor: str | None = None,
         conn: Connection | None = None,
     ) -> Page[JobSnapshot]:
-        """Jobs newest first, filtered by queue, type and current states, a page at a time."""
+        """Jobs newest first, filtered by queue, type and current states, a page at a time. With
+        ``parent_id``: that job's children (``ctx.run_child(ren)``) in the order they were started."""
+        if parent_id is not None:
+            return self._executor.run(orchestration.list_children(parent_id, queue, type, states, limit, cursor), conn)
         return self._executor.run(calls.list_jobs(queue, type, states, limit, cursor), conn)
 
     def cancel(self, job_id: str, *, reason: str | None = None, conn: Connection | None = None) -> CancelResult:
@@ -107,3 +126,32 @@ class Admin:
     def list_queues(self, *, conn: Connection | None = None) -> list[QueueInfo]:
         """Every queue with live jobs or a pause record, with its live counts."""
         return self._executor.run(calls.list_queues(), conn)
+
+    def list_workers(self, *, conn: Connection | None = None) -> list[WorkerInfo]:
+        """The registered workers of every language, newest first, with their status
+        (``running``, ``draining``, ``drained`` or ``gone``)."""
+        return self._executor.run(calls.list_workers(), conn)
+
+    def drain_worker(
+        self, worker_id: str, *, actor: str | None = None, reason: str | None = None, conn: Connection | None = None
+    ) -> DrainResult:
+        """Asks a worker (of any language) to drain: within its heartbeat interval it claims no
+        more jobs and finishes those it holds; ``list_workers`` then shows it ``drained``.
+        Answers ``requested``, ``already_requested`` (the first request stands) or ``not_found``."""
+        return self._executor.run(calls.drain_worker(worker_id, actor, reason), conn)
+
+    def list_human_waits(
+        self,
+        *,
+        queue: str | None = None,
+        type: str | None = None,
+        name: str | None = None,
+        job_id: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+        conn: Connection | None = None,
+    ) -> Page[HumanWait]:
+        """The open human waits of live jobs (see ``ctx.wait_for_human``), oldest first, with
+        their context and choices, filtered by queue, job type, wait name and job id, a page at
+        a time."""
+        return self._executor.run(orchestration.list_human_waits(queue, type, name, job_id, limit, cursor), conn)

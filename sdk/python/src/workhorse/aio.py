@@ -9,20 +9,28 @@ from collections.abc import Sequence
 from typing import Any, Unpack
 
 from . import _calls as calls
+from . import _orchestration_calls as orchestration
 from ._drivers import AsyncDriver, driver_for
 from ._worker_base import WorkerBase
 from .context import AsyncHandlerContext
 from .types import (
     CancelResult,
+    CompleteHumanWaitStatus,
     DeadLetterFilter,
+    DrainResult,
     EnqueueOptions,
     EnqueueRequest,
+    HumanWait,
+    JobDetails,
     JobSnapshot,
+    JsonValue,
+    SendSignalStatus,
     JobState,
     Page,
     QueueInfo,
     RedriveResult,
     TimelineEntry,
+    WorkerInfo,
     WorkerOptions,
 )
 
@@ -52,6 +60,27 @@ class AsyncQueue:
         call = calls.enqueue_many(requests)
         return [] if call is None else await self.driver.run(call, conn)
 
+    async def send_signal(
+        self, job_id: str, name: str, payload: JsonValue = None, *, idempotency_key: str | None = None, conn: Any = None
+    ) -> SendSignalStatus:
+        """Sends a signal to a job; see ``workhorse.Queue.send_signal``."""
+        return await self.driver.run(orchestration.send_signal(job_id, name, payload, idempotency_key), conn)
+
+    async def complete_human_wait(
+        self,
+        job_id: str,
+        name: str,
+        decision: JsonValue,
+        *,
+        actor: str,
+        reason: str | None = None,
+        idempotency_key: str | None = None,
+        conn: Any = None,
+    ) -> CompleteHumanWaitStatus:
+        """Records a human decision; see ``workhorse.Queue.complete_human_wait``."""
+        call = orchestration.complete_human_wait(job_id, name, decision, actor, reason, idempotency_key)
+        return await self.driver.run(call, conn)
+
 
 class AsyncAdmin:
     """Operator reads and actions; see ``workhorse.Admin`` (the same methods, awaited)."""
@@ -59,8 +88,8 @@ class AsyncAdmin:
     def __init__(self, pool: Any) -> None:
         self._driver = driver_for(pool)
 
-    async def get_job(self, job_id: str, *, conn: Any = None) -> JobSnapshot | None:
-        return await self._driver.run(calls.get_job(job_id), conn)
+    async def get_job(self, job_id: str, *, conn: Any = None) -> JobDetails | None:
+        return await self._driver.run(orchestration.get_job_details(job_id), conn)
 
     async def get_job_timeline(
         self, job_id: str, *, limit: int = 100, cursor: str | None = None, conn: Any = None
@@ -73,10 +102,13 @@ class AsyncAdmin:
         queue: str | None = None,
         type: str | None = None,
         states: Sequence[JobState] | None = None,
+        parent_id: str | None = None,
         limit: int = 50,
         cursor: str | None = None,
         conn: Any = None,
     ) -> Page[JobSnapshot]:
+        if parent_id is not None:
+            return await self._driver.run(orchestration.list_children(parent_id, queue, type, states, limit, cursor), conn)
         return await self._driver.run(calls.list_jobs(queue, type, states, limit, cursor), conn)
 
     async def cancel(self, job_id: str, *, reason: str | None = None, conn: Any = None) -> CancelResult:
@@ -114,6 +146,27 @@ class AsyncAdmin:
 
     async def list_queues(self, *, conn: Any = None) -> list[QueueInfo]:
         return await self._driver.run(calls.list_queues(), conn)
+
+    async def list_workers(self, *, conn: Any = None) -> list[WorkerInfo]:
+        return await self._driver.run(calls.list_workers(), conn)
+
+    async def drain_worker(
+        self, worker_id: str, *, actor: str | None = None, reason: str | None = None, conn: Any = None
+    ) -> DrainResult:
+        return await self._driver.run(calls.drain_worker(worker_id, actor, reason), conn)
+
+    async def list_human_waits(
+        self,
+        *,
+        queue: str | None = None,
+        type: str | None = None,
+        name: str | None = None,
+        job_id: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+        conn: Any = None,
+    ) -> Page[HumanWait]:
+        return await self._driver.run(orchestration.list_human_waits(queue, type, name, job_id, limit, cursor), conn)
 
 
 class AsyncWorker(WorkerBase):

@@ -19,7 +19,8 @@ from typing import Any
 from psycopg_pool import ConnectionPool
 
 from .context import AsyncHandlerContext, HandlerContext
-from .errors import NonRetryableError, RetryAfterError
+from .errors import ChildJobFailedError, NonRetryableError, RetryAfterError, SignalTimeoutError
+from .types import ChildJobSpec, ChildOutcome, DependencyOutcome, HumanDecision
 from .queue import Queue
 from .worker import Worker
 
@@ -56,17 +57,37 @@ def sync_handler(steps: Sequence[Mapping[str, Any]], report: Report) -> Callable
     """A plain handler running ``steps`` (for ``Worker``'s threads)."""
 
     def handle(payload: Any, ctx: HandlerContext) -> Any:
+        checkpoints: dict[str, Any] = {}
         values: dict[str, Any] = {}
         for step in steps:
             if not _applies(step, ctx.attempt):
                 continue
             do = step["do"]
             if do == "checkpoint":
-                values[step["name"]] = ctx.checkpoint(step["name"], _operation(step, ctx.job_id, report))
+                checkpoints[step["name"]] = ctx.checkpoint(step["name"], _operation(step, ctx.job_id, report))
+                values[step["name"]] = checkpoints[step["name"]]
             elif do == "return":
                 return step["value"]
             elif do == "return_checkpoints":
+                return checkpoints
+            elif do == "return_values":
                 return values
+            elif do == "dependencies":
+                values[step["as"]] = _dependencies(ctx.dependencies())
+            elif do == "run_child":
+                try:
+                    values[step["as"]] = ctx.run_child(step["key"], step["type"], step["payload"])
+                except ChildJobFailedError as error:
+                    values[step["as"]] = _child_failed(error)
+            elif do == "run_children":
+                values[step["as"]] = _outcomes(ctx.run_children(step["key"], _children(step)))
+            elif do == "wait_signal":
+                try:
+                    values[step["as"]] = ctx.wait_for_signal(step["name"], timeout_ms=step.get("timeoutMs"))
+                except SignalTimeoutError:
+                    values[step["as"]] = _on_timeout(step)
+            elif do == "wait_human":
+                values[step["as"]] = _decision(ctx.wait_for_human(step["name"], **_human_options(step)))
             elif do == "throw":
                 raise scripted_error(step)
             elif do == "progress":
@@ -91,17 +112,37 @@ def async_handler(steps: Sequence[Mapping[str, Any]], report: Report) -> Callabl
     """A coroutine handler running ``steps`` (for ``AsyncWorker``)."""
 
     async def handle(payload: Any, ctx: AsyncHandlerContext) -> Any:
+        checkpoints: dict[str, Any] = {}
         values: dict[str, Any] = {}
         for step in steps:
             if not _applies(step, ctx.attempt):
                 continue
             do = step["do"]
             if do == "checkpoint":
-                values[step["name"]] = await ctx.checkpoint(step["name"], _operation(step, ctx.job_id, report))
+                checkpoints[step["name"]] = await ctx.checkpoint(step["name"], _operation(step, ctx.job_id, report))
+                values[step["name"]] = checkpoints[step["name"]]
             elif do == "return":
                 return step["value"]
             elif do == "return_checkpoints":
+                return checkpoints
+            elif do == "return_values":
                 return values
+            elif do == "dependencies":
+                values[step["as"]] = _dependencies(await ctx.dependencies())
+            elif do == "run_child":
+                try:
+                    values[step["as"]] = await ctx.run_child(step["key"], step["type"], step["payload"])
+                except ChildJobFailedError as error:
+                    values[step["as"]] = _child_failed(error)
+            elif do == "run_children":
+                values[step["as"]] = _outcomes(await ctx.run_children(step["key"], _children(step)))
+            elif do == "wait_signal":
+                try:
+                    values[step["as"]] = await ctx.wait_for_signal(step["name"], timeout_ms=step.get("timeoutMs"))
+                except SignalTimeoutError:
+                    values[step["as"]] = _on_timeout(step)
+            elif do == "wait_human":
+                values[step["as"]] = _decision(await ctx.wait_for_human(step["name"], **_human_options(step)))
             elif do == "throw":
                 raise scripted_error(step)
             elif do == "progress":
@@ -120,6 +161,39 @@ def async_handler(steps: Sequence[Mapping[str, Any]], report: Report) -> Callabl
         return None
 
     return handle
+
+
+# What the orchestration steps keep (sdk/conformance/README.md, "Orchestration steps").
+
+
+def _dependencies(outcomes: Sequence[DependencyOutcome]) -> list[Any]:
+    return [{"state": d.state, "result": d.result} for d in outcomes]
+
+
+def _outcomes(outcomes: Sequence[ChildOutcome]) -> list[Any]:
+    return [{"state": o.state, "result": o.result, "errorName": o.error["name"] if o.error else None} for o in outcomes]
+
+
+def _child_failed(error: ChildJobFailedError) -> Any:
+    return {"childFailed": error.child_state, "errorName": error.child_error.get("name")}
+
+
+def _children(step: Mapping[str, Any]) -> list[ChildJobSpec]:
+    return [{"type": c["type"], "payload": c["payload"]} for c in step["children"]]
+
+
+def _on_timeout(step: Mapping[str, Any]) -> Any:
+    if "onTimeout" not in step:
+        raise
+    return step["onTimeout"]
+
+
+def _human_options(step: Mapping[str, Any]) -> dict[str, Any]:
+    return {"context": step.get("context"), "choices": step.get("choices"), "timeout_ms": step.get("timeoutMs")}
+
+
+def _decision(decided: HumanDecision) -> Any:
+    return {"decision": decided.decision, "actor": decided.actor, "reason": decided.reason}
 
 
 def _operation(step: Mapping[str, Any], job_id: str, report: Report) -> Callable[[], Any]:

@@ -7,15 +7,16 @@ from __future__ import annotations
 import asyncio
 import inspect
 import threading
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, Protocol, TypeVar, Unpack, cast
 
 from . import _protocol as p
 from ._drivers import Statements
+from ._handler_orchestration import HandlerOrchestration, check_human_wait, check_key, check_timeout, child_request_text, children_text
 from .errors import JobSleeping, LeaseLostError
-from .types import JsonValue
+from .types import ChildJobSpec, ChildOutcome, DependencyOutcome, HumanDecision, JobOptions, JsonValue
 from .validation import check_datetime, check_int, check_text, to_json_text
 
 T = TypeVar("T")
@@ -87,6 +88,8 @@ class RunOwner(Protocol):
 
     def slept(self, job_id: str, wake_at: datetime) -> None: ...
 
+    def parked(self, job_id: str, reason: BaseException) -> None: ...
+
 
 def _check_name(name: object) -> str:
     return check_text(name, "name", 200, 1)
@@ -102,20 +105,21 @@ class _Owner:
         self.statements = statements
         self.signal = signal
 
-    def _lost(self) -> LeaseLostError:
+    def lost(self) -> LeaseLostError:
+        """The database said this worker no longer owns the job: tells the worker, returns the error."""
         self.owner.lost(self.job.job_id)
         return LeaseLostError(self.job.job_id)
 
     async def save_checkpoint(self, name: str, text: str) -> None:
         rows = await self.statements.rows(p.CHECKPOINT_SQL, (self.job.job_id, self.job.worker_id, self.job.fence, name, text))
         if p.status_of(rows) == "stale":
-            raise self._lost()
+            raise self.lost()
         self.job.checkpoints[name] = [p.parse_json(text)]
 
     async def set_progress(self, text: str) -> None:
         rows = await self.statements.rows(p.PROGRESS_SQL, (self.job.job_id, self.job.worker_id, self.job.fence, text))
         if p.status_of(rows) == "stale":
-            raise self._lost()
+            raise self.lost()
 
     async def sleep(self, name: str, until: datetime | None, ms: int | None) -> None:
         known = self.job.waits.get(name)
@@ -125,7 +129,7 @@ class _Owner:
         params = (self.job.job_id, self.job.worker_id, self.job.fence, name, until, ms)
         status, wake_at = (await self.statements.rows(p.SLEEP_SQL, params))[0]
         if status == "stale":
-            raise self._lost()
+            raise self.lost()
         self.job.waits[name] = wake_at
         if status == "elapsed":
             return
@@ -163,6 +167,7 @@ class _ContextBase:
         self.worker_id = job.worker_id
         #: Fires when the job is canceled, the lease is lost, the attempt times out or the worker shuts down.
         self.signal = owner.signal
+        self._orchestration = HandlerOrchestration(owner)
 
 
 class AsyncHandlerContext(_ContextBase):
@@ -210,6 +215,56 @@ class AsyncHandlerContext(_ContextBase):
         """Like ``sleep``, until a point in time (timezone-aware)."""
         await self._owner.sleep(_check_name(name), check_datetime(until, "until"), None)
 
+    async def dependencies(self) -> list[DependencyOutcome]:
+        """The prerequisites this job was enqueued with (``depends_on``), in that order, each
+        with its state and its result or error envelope (a job with policy ``run`` sees which
+        of them failed)."""
+        return await self._orchestration.dependencies()
+
+    async def run_child(self, key: str, type: str, payload: Any, **options: Unpack[JobOptions]) -> Any:
+        """Starts a child job and waits for it without holding a worker slot: the child is
+        enqueued and this job parks ``blocked`` in one transaction, and ``JobBlocked`` unwinds
+        the handler (let it through). When the child ends, the handler runs again from the top
+        and this call returns the child's result, or raises ``ChildJobFailedError`` (catchable)
+        if it failed or was canceled. ``key`` names the call: a replay finds the child it
+        started; another type or payload under the same key raises ``ChildJobConflictError``."""
+        checked = check_key(key)
+        return await self._orchestration.run_child(checked, child_request_text(type, payload, dict(options)))
+
+    async def run_children(self, key: str, children: Sequence[ChildJobSpec]) -> list[ChildOutcome]:
+        """Starts 1 to 1000 child jobs (dicts with ``type``, ``payload`` and enqueue options) and
+        waits for all of them as ``run_child`` does; returns every child's outcome in the order
+        given, whether it succeeded or not."""
+        checked = check_key(key)
+        return await self._orchestration.run_children(checked, children_text(children))
+
+    async def wait_for_signal(self, name: str, *, timeout_ms: int | None = None) -> Any:
+        """Waits for the signal ``name`` that ``queue.send_signal(job_id, name, payload)`` sends
+        and returns its payload. A signal sent before the wait was reached is kept and returned
+        at once. Meanwhile the job parks (``blocked``, or ``scheduled`` until the timeout)
+        without holding a slot or consuming an attempt, and this call raises ``JobWaiting``
+        (let it through); the handler runs again from the top when the signal arrives. The n-th
+        wait for a name in a run takes the n-th signal of that name. After ``timeout_ms``
+        (counted from the first time the wait is reached) it raises ``SignalTimeoutError``."""
+        checked, timeout = _check_name(name), check_timeout(timeout_ms)
+        return await self._orchestration.wait_for_signal(checked, timeout)
+
+    async def wait_for_human(
+        self,
+        name: str,
+        *,
+        context: JsonValue = None,
+        choices: Sequence[str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> HumanDecision:
+        """Waits for a person's decision on ``name`` and returns it (decision, actor, reason,
+        decided_at). The wait opens the first time it is reached, with ``context`` (listed by
+        ``admin.list_human_waits``) and ``choices``; ``queue.complete_human_wait`` records the
+        decision and wakes the job. Meanwhile the job parks as for ``wait_for_signal``. After
+        ``timeout_ms`` it raises ``HumanWaitTimeoutError``."""
+        checked = _check_name(name)
+        return await self._orchestration.wait_for_human(checked, *check_human_wait(context, choices, timeout_ms))
+
 
 class HandlerContext(_ContextBase):
     """The context of a plain (sync) handler, which runs in one of the worker's threads.
@@ -226,8 +281,8 @@ class HandlerContext(_ContextBase):
         super().__init__(owner)
         self._loop = loop
 
-    def _call(self, coroutine: Coroutine[Any, Any, None]) -> None:
-        asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+    def _call(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
 
     def checkpoint(self, name: str, operation: Callable[[], T]) -> T:
         """Runs ``operation`` once per job; see ``AsyncHandlerContext.checkpoint``."""
@@ -252,6 +307,37 @@ class HandlerContext(_ContextBase):
     def sleep_until(self, name: str, until: datetime) -> None:
         """Like ``sleep``, until a point in time (timezone-aware)."""
         self._call(self._owner.sleep(_check_name(name), check_datetime(until, "until"), None))
+
+    def dependencies(self) -> list[DependencyOutcome]:
+        """The prerequisites' outcomes; see ``AsyncHandlerContext.dependencies``."""
+        return self._call(self._orchestration.dependencies())
+
+    def run_child(self, key: str, type: str, payload: Any, **options: Unpack[JobOptions]) -> Any:
+        """Starts a child job and waits for it; see ``AsyncHandlerContext.run_child``."""
+        checked = check_key(key)
+        return self._call(self._orchestration.run_child(checked, child_request_text(type, payload, dict(options))))
+
+    def run_children(self, key: str, children: Sequence[ChildJobSpec]) -> list[ChildOutcome]:
+        """Starts child jobs and waits for all of them; see ``AsyncHandlerContext.run_children``."""
+        checked = check_key(key)
+        return self._call(self._orchestration.run_children(checked, children_text(children)))
+
+    def wait_for_signal(self, name: str, *, timeout_ms: int | None = None) -> Any:
+        """Waits for a signal; see ``AsyncHandlerContext.wait_for_signal``."""
+        checked, timeout = _check_name(name), check_timeout(timeout_ms)
+        return self._call(self._orchestration.wait_for_signal(checked, timeout))
+
+    def wait_for_human(
+        self,
+        name: str,
+        *,
+        context: JsonValue = None,
+        choices: Sequence[str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> HumanDecision:
+        """Waits for a person's decision; see ``AsyncHandlerContext.wait_for_human``."""
+        checked = _check_name(name)
+        return self._call(self._orchestration.wait_for_human(checked, *check_human_wait(context, choices, timeout_ms)))
 
 
 def wake_times(waits: dict[str, str] | None) -> dict[str, datetime]:

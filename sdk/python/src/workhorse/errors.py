@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 #: SQLSTATEs of the protocol's own refusals (docs/protocol.md).
@@ -10,6 +12,9 @@ SQLSTATE_VALIDATION = "P1001"
 SQLSTATE_BATCH_TOO_LARGE = "P1003"
 SQLSTATE_ISOLATION = "P1004"
 SQLSTATE_IDEMPOTENCY_CONFLICT = "P1005"
+SQLSTATE_UNKNOWN_DEPENDENCY = "P1020"
+SQLSTATE_CHILD_JOB_CONFLICT = "P1021"
+SQLSTATE_DECISION_NOT_ALLOWED = "P1030"
 
 
 class WorkhorseError(Exception):
@@ -57,6 +62,35 @@ class IdempotencyConflictError(WorkhorseValidationError):
         super().__init__(field, message)
         self.existing_job_id = existing_job_id
         self.fields = fields
+
+
+class UnknownDependencyError(WorkhorseValidationError):
+    """A ``depends_on`` entry names no job the enqueueing transaction can see (SQLSTATE
+    ``P1020``); the whole batch is refused. ``field`` names the entry (``dependsOn[2]``,
+    ``requests[1].dependsOn[0]``), ``job_id`` the id."""
+
+    def __init__(self, field: str, message: str, job_id: str) -> None:
+        super().__init__(field, message)
+        self.job_id = job_id
+
+
+class ChildJobConflictError(WorkhorseValidationError):
+    """``ctx.run_child`` / ``ctx.run_children`` was called under a key that an earlier run of
+    the handler used for other child jobs (SQLSTATE ``P1021``): a handler must ask for the same
+    children under the same key on every run. ``child_ids``: the children the key stands for."""
+
+    def __init__(self, field: str, message: str, child_ids: list[str]) -> None:
+        super().__init__(field, message)
+        self.child_ids = child_ids
+
+
+class DecisionNotAllowedError(WorkhorseValidationError):
+    """``complete_human_wait`` with a decision that is not one of the wait's ``choices``
+    (SQLSTATE ``P1030``); nothing was written."""
+
+    def __init__(self, message: str, choices: list[str]) -> None:
+        super().__init__("decision", message)
+        self.choices = choices
 
 
 class InvalidCursorError(WorkhorseValidationError):
@@ -143,6 +177,64 @@ class JobSleeping(BaseException):
         self.wake_at = wake_at
 
 
+class JobBlocked(BaseException):
+    """Raised out of ``ctx.run_child`` / ``ctx.run_children`` when the job parked (``blocked``)
+    until its children end: the worker has let go of the job and the handler must let it through
+    (like ``JobSleeping``). The handler runs again from the top once every child has ended."""
+
+    def __init__(self, job_id: str) -> None:
+        super().__init__(f"Job {job_id} is blocked until its children end; the handler runs again then.")
+        self.job_id = job_id
+
+
+class JobWaiting(BaseException):
+    """Raised out of ``ctx.wait_for_signal`` / ``ctx.wait_for_human`` when the job parked until
+    the signal or the decision arrives (``blocked``, or ``scheduled`` until the wait's timeout):
+    the worker has let go of the job and the handler must let it through. ``wait_for`` is
+    ``"signal"`` or ``"human"``."""
+
+    def __init__(self, job_id: str, wait_for: str, wait_name: str, timeout_at: datetime | None) -> None:
+        what = f'signal "{wait_name}"' if wait_for == "signal" else f'a human decision "{wait_name}"'
+        super().__init__(f"Job {job_id} waits for {what}; the handler runs again then.")
+        self.job_id = job_id
+        self.wait_for = wait_for
+        self.wait_name = wait_name
+        self.timeout_at = timeout_at
+
+
+class ChildJobFailedError(WorkhorseError):
+    """Raised by ``ctx.run_child`` when the child job ended ``failed`` or ``canceled``; carries
+    the child's error envelope. A handler may catch it (to compensate) or let it fail the attempt."""
+
+    def __init__(self, child_id: str, child_state: str, child_error: Mapping[str, Any]) -> None:
+        super().__init__(f"Child job {child_id} ended {child_state}: {child_error.get('name')}: {child_error.get('message')}")
+        self.child_id = child_id
+        self.child_state = child_state
+        self.child_error = dict(child_error)
+
+
+class SignalTimeoutError(WorkhorseError):
+    """Raised by ``ctx.wait_for_signal`` when its timeout passed before a signal of that name
+    arrived. The handler may catch it and go on (the wait stays timed out on every replay)."""
+
+    def __init__(self, job_id: str, signal_name: str, timeout_at: datetime) -> None:
+        super().__init__(f'Job {job_id}: no signal "{signal_name}" arrived by {timeout_at.isoformat()}.')
+        self.job_id = job_id
+        self.signal_name = signal_name
+        self.timeout_at = timeout_at
+
+
+class HumanWaitTimeoutError(WorkhorseError):
+    """Raised by ``ctx.wait_for_human`` when its timeout passed before anyone decided. The
+    handler may catch it and go on (the wait stays timed out on every replay)."""
+
+    def __init__(self, job_id: str, wait_name: str, timeout_at: datetime) -> None:
+        super().__init__(f'Job {job_id}: no decision on "{wait_name}" by {timeout_at.isoformat()}.')
+        self.job_id = job_id
+        self.wait_name = wait_name
+        self.timeout_at = timeout_at
+
+
 class NonRetryableError(Exception):
     """Raise it (or any exception with ``retryable = False``) from a handler to fail the job at
     once, whatever attempts remain.
@@ -171,20 +263,41 @@ class RetryAfterError(Exception):
         self.retry_delay_ms = retry_delay_ms
 
 
-def from_db_error(error: BaseException) -> BaseException:
+_TYPED_CODES = (
+    SQLSTATE_VALIDATION,
+    SQLSTATE_BATCH_TOO_LARGE,
+    SQLSTATE_IDEMPOTENCY_CONFLICT,
+    SQLSTATE_UNKNOWN_DEPENDENCY,
+    SQLSTATE_CHILD_JOB_CONFLICT,
+    SQLSTATE_DECISION_NOT_ALLOWED,
+)
+
+
+def from_db_error(error: BaseException, field_prefix: str = "") -> BaseException:
     """Turns an error raised by a ``workhorse.*`` SQL function (through Psycopg or asyncpg) into
-    the typed error; anything else is returned unchanged."""
+    the typed error; anything else is returned unchanged. An unknown dependency the database
+    names under ``field_prefix`` is the caller's without it (a single enqueue is a batch of one:
+    ``dependsOn[0]``, as the caller gave it, not ``requests[0].dependsOn[0]``)."""
     code, column, message, detail = _fields(error)
-    if code not in (SQLSTATE_VALIDATION, SQLSTATE_BATCH_TOO_LARGE, SQLSTATE_IDEMPOTENCY_CONFLICT):
+    if code not in _TYPED_CODES:
         return error
-    field = column or "request"
-    prefix = f"{field}: "
+    named = column or "request"
+    field = named.removeprefix(field_prefix) if field_prefix and code == SQLSTATE_UNKNOWN_DEPENDENCY else named
+    prefix = f"{named}: "
     text = message[len(prefix):] if message.startswith(prefix) else message
+    # These refusals carry a JSON detail (docs/protocol.md); P1001 and P1003 carry none.
+    plain = code in (SQLSTATE_VALIDATION, SQLSTATE_BATCH_TOO_LARGE)
+    parsed: dict[str, Any] = json.loads(detail) if detail and not plain else {}
     if code == SQLSTATE_IDEMPOTENCY_CONFLICT:
-        parsed: dict[str, Any] = json.loads(detail) if detail else {}
         return IdempotencyConflictError(
             field, text, str(parsed.get("existingJobId", "")), [str(f) for f in parsed.get("fields", [])]
         )
+    if code == SQLSTATE_UNKNOWN_DEPENDENCY:
+        return UnknownDependencyError(field, f"no job has the id {parsed.get('jobId', '')}", str(parsed.get("jobId", "")))
+    if code == SQLSTATE_CHILD_JOB_CONFLICT:
+        return ChildJobConflictError(field, text, [str(i) for i in parsed.get("childIds", [])])
+    if code == SQLSTATE_DECISION_NOT_ALLOWED:
+        return DecisionNotAllowedError(text, [str(c) for c in parsed.get("choices", [])])
     return WorkhorseValidationError(field, text)
 
 

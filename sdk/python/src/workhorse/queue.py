@@ -8,8 +8,9 @@ from typing import Any, Unpack
 from psycopg_pool import ConnectionPool
 
 from . import _calls as calls
+from . import _orchestration_calls as orchestration
 from ._sync import Connection, SyncExecutor
-from .types import EnqueueOptions, EnqueueRequest
+from .types import CompleteHumanWaitStatus, EnqueueOptions, EnqueueRequest, JsonValue, SendSignalStatus
 
 
 class Queue:
@@ -37,8 +38,12 @@ class Queue:
     def enqueue(self, type: str, payload: Any, *, conn: Connection | None = None, **options: Unpack[EnqueueOptions]) -> str:
         """Enqueues one job and returns its id. Options (``queue``, ``priority``, ``run_at``,
         ``max_attempts``, ``retry_policy``, ``tags``, ``deadline``, ``execution_timeout_ms``,
-        ``idempotency_key``, ``idempotency_scope``, ``idempotency_ttl_ms``) left out take the protocol's
+        ``idempotency_key``, ``idempotency_scope``, ``idempotency_ttl_ms``, ``depends_on``,
+        ``on_dependency_failed``, ``on_dependency_canceled``) left out take the protocol's
         defaults (queue ``default``, priority 0, 25 attempts, exponential backoff, run now).
+        With ``depends_on`` (1 to 1000 job ids) the job starts ``blocked`` and runs once they
+        have ended (see docs/orchestration.md); an id that names no job raises
+        ``UnknownDependencyError``.
         With ``idempotency_key`` an exact repeat, while the key lives, returns the first job's
         id and writes nothing; a different request under the same key raises
         ``IdempotencyConflictError``."""
@@ -47,6 +52,41 @@ class Queue:
     def enqueue_many(self, requests: Sequence[EnqueueRequest], *, conn: Connection | None = None) -> list[str]:
         """Enqueues up to 1000 jobs in one statement, all or nothing, and returns their ids in
         input order. Each request is a dict with ``type``, ``payload`` and any keyword option of
-        ``enqueue``."""
+        ``enqueue``; its ``depends_on`` may also name an earlier request of the batch by index."""
         call = calls.enqueue_many(requests)
         return [] if call is None else self._executor.run(call, conn)
+
+    def send_signal(
+        self,
+        job_id: str,
+        name: str,
+        payload: JsonValue = None,
+        *,
+        idempotency_key: str | None = None,
+        conn: Connection | None = None,
+    ) -> SendSignalStatus:
+        """Sends the signal ``name`` (with an optional JSON payload, at most 1 MiB) to a job, in
+        the caller's transaction when ``conn`` is given. Answers ``delivered`` (the job was parked
+        on a wait for it and is now ``ready``), ``buffered`` (the job is live but not waiting for
+        it yet: its next wait for ``name`` takes it), ``duplicate`` (sent before with this
+        ``idempotency_key``), ``not_found`` or ``finished``; the last three write nothing."""
+        return self._executor.run(orchestration.send_signal(job_id, name, payload, idempotency_key), conn)
+
+    def complete_human_wait(
+        self,
+        job_id: str,
+        name: str,
+        decision: JsonValue,
+        *,
+        actor: str,
+        reason: str | None = None,
+        idempotency_key: str | None = None,
+        conn: Connection | None = None,
+    ) -> CompleteHumanWaitStatus:
+        """Records the decision for a job's open human wait ``name`` (see
+        ``ctx.wait_for_human``) and wakes the job. A decision that is not one of the wait's
+        choices raises ``DecisionNotAllowedError`` and writes nothing. Answers ``completed``,
+        ``duplicate`` (decided before with this key), ``already_decided``, ``not_waiting`` (the
+        job has not reached that wait yet), ``not_found`` or ``finished``."""
+        call = orchestration.complete_human_wait(job_id, name, decision, actor, reason, idempotency_key)
+        return self._executor.run(call, conn)

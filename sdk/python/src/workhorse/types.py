@@ -40,8 +40,13 @@ class ErrorEnvelope(TypedDict, total=False):
     stack: str
 
 
-class EnqueueOptions(TypedDict, total=False):
-    """The keyword options of ``enqueue`` (each optional; the protocol's defaults apply)."""
+#: What a job enqueued with ``depends_on`` does when a prerequisite did not succeed: end
+#: ``failed``, end ``canceled`` (error ``DependencyFailed`` / ``DependencyCanceled``), or run.
+DependencyPolicy = Literal["fail", "cancel", "run"]
+
+
+class JobOptions(TypedDict, total=False):
+    """The keyword options every job takes (each optional; the protocol's defaults apply)."""
 
     queue: str
     priority: int
@@ -54,6 +59,17 @@ class EnqueueOptions(TypedDict, total=False):
     idempotency_key: str
     idempotency_scope: str
     idempotency_ttl_ms: int
+
+
+class EnqueueOptions(JobOptions, total=False):
+    """The keyword options of ``enqueue``: those of every job, and its prerequisites
+    (``depends_on``, ``on_dependency_failed``, ``on_dependency_canceled``: see
+    docs/orchestration.md)."""
+
+    #: Prerequisites: job ids (in ``enqueue_many`` also indexes of earlier requests of the batch).
+    depends_on: Sequence[str | int]
+    on_dependency_failed: DependencyPolicy
+    on_dependency_canceled: DependencyPolicy
 
 
 class EnqueueRequest(EnqueueOptions, total=False):
@@ -175,3 +191,125 @@ class RedriveResult:
 
     source_job_id: str
     new_job_id: str | None
+
+
+# ---- orchestration (docs/orchestration.md) ---------------------------------------------------
+
+#: What ``Queue.send_signal`` did.
+SendSignalStatus = Literal["delivered", "buffered", "duplicate", "not_found", "finished"]
+#: What ``Queue.complete_human_wait`` did.
+CompleteHumanWaitStatus = Literal["completed", "duplicate", "already_decided", "not_waiting", "not_found", "finished"]
+
+
+class ChildJobSpec(JobOptions, total=False):
+    """One child job of ``ctx.run_children``: ``type`` and ``payload`` are required; the rest are
+    the keyword options of every job (a child has no prerequisites)."""
+
+    type: str
+    payload: JsonValue
+
+
+@dataclass(frozen=True)
+class DependencyOutcome:
+    """One prerequisite as ``ctx.dependencies()`` gives it: its state, and its result (once
+    ``succeeded``) or error envelope (once ``failed`` or ``canceled``)."""
+
+    job_id: str
+    state: JobState
+    result: JsonValue
+    error: ErrorEnvelope | None
+
+
+@dataclass(frozen=True)
+class ChildOutcome:
+    """One child job as ``ctx.run_children`` gives it back once every child has ended."""
+
+    job_id: str
+    state: Literal["succeeded", "failed", "canceled"]
+    result: JsonValue
+    error: ErrorEnvelope | None
+
+
+@dataclass(frozen=True)
+class HumanDecision:
+    """A recorded human decision, as ``ctx.wait_for_human`` returns it."""
+
+    decision: JsonValue
+    actor: str
+    reason: str | None
+    decided_at: datetime
+
+
+@dataclass(frozen=True)
+class HumanWait:
+    """An open human wait, as ``Admin.list_human_waits`` lists it."""
+
+    job_id: str
+    queue: str
+    type: str
+    name: str
+    context: JsonValue
+    choices: list[str] | None
+    timeout_at: datetime | None
+    attempt: int
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class JobLink:
+    """A job related to another one, with its state now."""
+
+    id: str
+    state: JobState
+
+
+@dataclass(frozen=True)
+class ChildLink(JobLink):
+    """A child job, with the key of the ``run_child(ren)`` call that started it."""
+
+    key: str
+
+
+@dataclass(frozen=True)
+class JobDetails(JobSnapshot):
+    """What ``Admin.get_job`` reports: the snapshot and the job's lineage."""
+
+    #: The prerequisites given in ``depends_on``, in that order.
+    dependencies: list[JobLink]
+    #: While ``blocked``: the prerequisites or children that have not ended yet.
+    waiting_on: list[JobLink]
+    #: The job that started this one with ``ctx.run_child(ren)``, if any.
+    parent_id: str | None
+    #: The jobs this one started with ``ctx.run_child(ren)``, in the order they were started.
+    children: list[ChildLink]
+
+
+# ---- live workers (sql/095_workers.sql) --------------------------------------------------------
+
+#: Where a registered worker stands: claiming (``running``); asked to drain and still finishing
+#: jobs (``draining``); asked to drain and holding none, safe to stop (``drained``); or silent for
+#: three of its report periods (``gone``: its jobs come back when their leases expire).
+WorkerStatus = Literal["running", "draining", "drained", "gone"]
+#: What ``Admin.drain_worker`` did.
+DrainResult = Literal["requested", "already_requested", "not_found"]
+
+
+@dataclass(frozen=True)
+class WorkerInfo:
+    """A worker in the registry of live workers (``Admin.list_workers``), of any language."""
+
+    worker_id: str
+    status: WorkerStatus
+    host: str
+    pid: int
+    queues: list[str]
+    concurrency: int
+    #: Jobs it held at its last report.
+    in_flight: int
+    #: Its version: a TypeScript worker's package version, ``python/<version>`` for this SDK.
+    version: str
+    started_at: datetime
+    last_seen_at: datetime
+    drain_requested_at: datetime | None
+    drain_requested_by: str | None
+    drain_reason: str | None

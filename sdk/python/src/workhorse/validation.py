@@ -38,7 +38,13 @@ ENQUEUE_OPTIONS: dict[str, str] = {
     "idempotency_key": "idempotencyKey",
     "idempotency_scope": "idempotencyScope",
     "idempotency_ttl_ms": "idempotencyTtlMs",
+    "depends_on": "dependsOn",
+    "on_dependency_failed": "onDependencyFailed",
+    "on_dependency_canceled": "onDependencyCanceled",
 }
+#: Prerequisites one job may name.
+DEPENDENCIES = 1000
+DEPENDENCY_POLICIES = ("fail", "cancel", "run")
 
 
 def fail(field: str, message: str) -> NoReturn:
@@ -167,9 +173,12 @@ def _iso(value: datetime) -> str:
     return value.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
 
 
-def to_wire_request(type: object, payload: object, options: Mapping[str, Any], path: str = "") -> dict[str, Any]:
+def to_wire_request(
+    type: object, payload: object, options: Mapping[str, Any], path: str = "", batch_index: int = 0
+) -> dict[str, Any]:
     """Validates one enqueue call (keyword options by their Python names) and returns the request
-    ``enqueue_many_v1`` receives. ``path`` prefixes field names of batch members (``requests[3].``)."""
+    ``enqueue_many_v1`` receives. ``path`` prefixes field names of batch members (``requests[3].``);
+    ``batch_index`` is the member's index (its ``depends_on`` may name earlier members by index)."""
     wire: dict[str, Any] = {"type": check_name(type, f"{path}type")}
     to_json_text(payload, f"{path}payload")
     wire["payload"] = payload
@@ -196,12 +205,43 @@ def to_wire_request(type: object, payload: object, options: Mapping[str, Any], p
             wire[name] = check_int(value, f, 1000, 86_400_000)
         elif name == "retryPolicy":
             wire[name] = check_retry_policy(value, f)
+        elif name == "dependsOn":
+            wire[name] = _check_depends_on(value, f, batch_index)
+        elif name in ("onDependencyFailed", "onDependencyCanceled"):
+            if value not in DEPENDENCY_POLICIES:
+                fail(f, 'must be "fail", "cancel" or "run"')
+            wire[name] = value
         else:
             wire[name] = _check_tags(value, f)
     for name in ("idempotencyScope", "idempotencyTtlMs"):
         if name in wire and "idempotencyKey" not in wire:
             fail(f"{path}{name}", "needs an idempotencyKey")
+    for name in ("onDependencyFailed", "onDependencyCanceled"):
+        if name in wire and "dependsOn" not in wire:
+            fail(f"{path}{name}", "needs dependsOn")
     return wire
+
+
+def _check_depends_on(value: object, field: str, batch_index: int) -> list[str | int]:
+    """Job ids, or (in a batch) indexes of earlier requests of the batch."""
+    if not isinstance(value, (list, tuple)) or not 1 <= len(value) <= DEPENDENCIES:
+        fail(field, f"must be a list of 1 to {DEPENDENCIES} job ids")
+    seen: set[str] = set()
+    entries: list[str | int] = []
+    for i, entry in enumerate(value):
+        f = f"{field}[{i}]"
+        if isinstance(entry, int) and not isinstance(entry, bool):
+            if not 0 <= entry < batch_index:
+                fail(f, f"must name a job id, or the index of an earlier request of the batch (0 to {batch_index - 1})"
+                     if batch_index > 0 else "must be a job id (a UUID string)")
+        else:
+            check_job_id(entry, f)
+        key = str(entry).lower()
+        if key in seen:
+            fail(f, "names a job that dependsOn already names")
+        seen.add(key)
+        entries.append(entry)
+    return entries
 
 
 def _check_tags(value: object, field: str) -> list[str]:
@@ -221,5 +261,23 @@ def to_wire_batch(requests: object) -> list[dict[str, Any]]:
         if not isinstance(request, Mapping) or "type" not in request or "payload" not in request:
             fail(f"requests[{i}]", "must be a dict with type and payload")
         options = {k: v for k, v in request.items() if k not in ("type", "payload")}
-        wire.append(to_wire_request(request["type"], request["payload"], options, f"requests[{i}]."))
+        wire.append(to_wire_request(request["type"], request["payload"], options, f"requests[{i}].", i))
+    return wire
+
+
+def to_wire_children(children: object) -> list[dict[str, Any]]:
+    """Validates the child jobs of ``ctx.run_children`` (each a ``ChildJobSpec`` dict: ``type``,
+    ``payload`` and any keyword option of ``enqueue`` but the dependency ones)."""
+    if not isinstance(children, (list, tuple)) or not 1 <= len(children) <= BATCH_SIZE:
+        fail("children", f"must be a list of 1 to {BATCH_SIZE} child job specs")
+    wire = []
+    for i, spec in enumerate(children):
+        path = f"children[{i}]."
+        if not isinstance(spec, Mapping) or "type" not in spec or "payload" not in spec:
+            fail(f"children[{i}]", "must be a dict with type and payload")
+        options = {k: v for k, v in spec.items() if k not in ("type", "payload")}
+        for key in ("depends_on", "on_dependency_failed", "on_dependency_canceled"):
+            if key in options:
+                fail(f"{path}{ENQUEUE_OPTIONS[key]}", "is not an option of a child job")
+        wire.append(to_wire_request(spec["type"], spec["payload"], options, path))
     return wire

@@ -1,0 +1,41 @@
+"""What a handler's raised error becomes: the stored ``{name, message, stack}`` envelope, and the
+``fail_v1`` options it asks for (non-retryable, an explicit retry delay, a timeout)."""
+
+from __future__ import annotations
+
+import traceback
+from typing import Any
+
+from .types import ErrorEnvelope, RetryPolicy
+from .validation import DELAY_MS
+
+#: Error text is not under our control; a stored envelope is kept well inside the 1 MiB limit.
+MAX_ERROR_TEXT = 64 * 1024
+
+
+def error_envelope(thrown: BaseException) -> ErrorEnvelope:
+    """What a handler raised, as the stored ``{name, message, stack}``."""
+    stack = "".join(traceback.format_exception(thrown))
+    return {"name": _storable(type(thrown).__name__), "message": _storable(str(thrown)), "stack": _storable(stack)}
+
+
+def _storable(text: str) -> str:
+    # PostgreSQL stores no NUL and no lone surrogate in jsonb; the text is not ours to refuse.
+    cleaned = text.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
+    return cleaned[:MAX_ERROR_TEXT]
+
+
+def fail_options(thrown: BaseException, outcome: str | None, retry: RetryPolicy | None) -> dict[str, Any]:
+    """The ``fail_v1`` options a raised error asks for: ``retryable = False`` fails at once, an
+    integer ``retry_delay_ms`` chooses the next attempt's delay."""
+    options: dict[str, Any] = {}
+    if getattr(thrown, "retryable", None) is False:
+        options["nonRetryable"] = True
+    delay = getattr(thrown, "retry_delay_ms", None)
+    if isinstance(delay, int) and not isinstance(delay, bool) and 0 <= delay <= DELAY_MS:
+        options["retryDelayMs"] = delay
+    if outcome == "timeout":
+        options["attemptOutcome"] = "timeout"
+    if retry is not None:
+        options["retryPolicy"] = retry
+    return options

@@ -1,0 +1,128 @@
+"""What a handler waits for, as owner calls of the protocol (lib/core/handler-waits.ts and
+child-jobs.ts in TypeScript): child jobs (``run_children_v1``), signals (``wait_signal_v1``),
+human decisions (``wait_human_v1``), and the outcomes of its prerequisites
+(``dependencies_v1``). Each call carries the claim's worker id and fence token; when the job
+parks, the worker lets go of it and the call raises ``JobBlocked`` / ``JobWaiting``, which the
+handler must let through. Shared by the sync and async contexts (runs in the worker's loop)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, cast
+
+from . import _protocol as p
+from .errors import (
+    ChildJobFailedError,
+    HumanWaitTimeoutError,
+    JobBlocked,
+    JobCanceledError,
+    JobWaiting,
+    SignalTimeoutError,
+    WorkhorseValidationError,
+)
+from .types import ChildOutcome, DependencyOutcome, HumanDecision
+from .validation import ENQUEUE_OPTIONS, check_int, check_text, to_json_text, to_wire_children, to_wire_request
+
+if TYPE_CHECKING:
+    from .context import _Owner
+
+TIMEOUT_MS = 31_536_000_000
+
+
+def check_timeout(value: object) -> int | None:
+    return None if value is None else check_int(value, "timeoutMs", 1, TIMEOUT_MS)
+
+
+def check_human_wait(context: object, choices: object, timeout_ms: object) -> tuple[str | None, str | None, int | None]:
+    """A human wait's context and choices as JSON text (or None), and its timeout."""
+    context_text = None if context is None else to_json_text(context, "context")
+    choices_text = None
+    if choices is not None:
+        if not isinstance(choices, (list, tuple)) or not 1 <= len(choices) <= 50:
+            fail_text = "must be a list of 1 to 50 distinct strings of 1 to 200 characters"
+            raise WorkhorseValidationError("choices", fail_text)
+        for i, choice in enumerate(choices):
+            check_text(choice, f"choices[{i}]", 200, 1)
+        if len(set(choices)) != len(choices):
+            raise WorkhorseValidationError("choices", "must not hold the same choice twice")
+        choices_text = to_json_text(list(choices), "choices")
+    return context_text, choices_text, check_timeout(timeout_ms)
+
+
+def child_request_text(type: object, payload: object, options: dict[str, Any]) -> str:
+    """One child job (``run_child``) as the JSON array ``run_children_v1`` receives."""
+    for key in ("depends_on", "on_dependency_failed", "on_dependency_canceled"):
+        if key in options:
+            raise WorkhorseValidationError(ENQUEUE_OPTIONS[key], "is not an option of a child job")
+    return to_json_text([to_wire_request(type, payload, options)], "children")
+
+
+def check_key(key: object) -> str:
+    return check_text(key, "key", 200, 1)
+
+
+def children_text(children: object) -> str:
+    return to_json_text(to_wire_children(children), "children")
+
+
+class HandlerOrchestration:
+    """The orchestration calls of one run of a handler."""
+
+    def __init__(self, owner: _Owner) -> None:
+        self._owner = owner
+        #: How many waits for each signal name this run reached (the n-th is wait n on every replay).
+        self._signal_waits: dict[str, int] = {}
+
+    async def _call(self, sql: str, *values: Any) -> Sequence[p.Row]:
+        owner = self._owner
+        owner.signal.raise_if_aborted()
+        rows = await owner.statements.rows(sql, (owner.job.job_id, owner.job.worker_id, owner.job.fence, *values))
+        if rows[0][0] == "stale":
+            raise owner.lost()
+        return rows
+
+    def _parked(self, status: str, reason: BaseException) -> BaseException:
+        """The job parked (or ended by a pending cancel): the worker lets go of it."""
+        job_id = self._owner.job.job_id
+        told = JobCanceledError(job_id) if status == "canceled" else reason
+        self._owner.owner.parked(job_id, told)
+        return told
+
+    async def dependencies(self) -> list[DependencyOutcome]:
+        rows = await self._owner.statements.rows(p.DEPENDENCIES_SQL, (self._owner.job.job_id,))
+        return [DependencyOutcome(r[0], r[1], p.parse_json(r[2]), p.parse_json(r[3])) for r in rows]
+
+    async def run_children(self, key: str, requests: str) -> list[ChildOutcome]:
+        rows = await self._call(p.RUN_CHILDREN_SQL, key, requests)
+        status = rows[0][0]
+        if status != "settled":
+            raise self._parked(status, JobBlocked(self._owner.job.job_id))
+        return [ChildOutcome(r[1], r[2], p.parse_json(r[3]), p.parse_json(r[4])) for r in rows]
+
+    async def run_child(self, key: str, request: str) -> Any:
+        outcome = (await self.run_children(key, request))[0]
+        if outcome.state != "succeeded":
+            raise ChildJobFailedError(outcome.job_id, outcome.state, cast(dict[str, Any], outcome.error or {}))
+        return outcome.result
+
+    async def wait_for_signal(self, name: str, timeout_ms: int | None) -> Any:
+        seq = self._signal_waits.get(name, 0) + 1
+        self._signal_waits[name] = seq
+        status, payload, timeout_at = (await self._call(p.WAIT_SIGNAL_SQL, name, seq, timeout_ms))[0]
+        if status == "delivered":
+            return p.parse_json(payload)
+        job_id = self._owner.job.job_id
+        if status == "timed_out":
+            raise SignalTimeoutError(job_id, name, cast(datetime, timeout_at))
+        raise self._parked(status, JobWaiting(job_id, "signal", name, timeout_at))
+
+    async def wait_for_human(self, name: str, context: str | None, choices: str | None, timeout_ms: int | None) -> HumanDecision:
+        row = (await self._call(p.WAIT_HUMAN_SQL, name, context, choices, timeout_ms))[0]
+        status, decision, actor, reason, decided_at, timeout_at = row
+        if status == "decided":
+            return HumanDecision(p.parse_json(decision), actor, reason, decided_at)
+        job_id = self._owner.job.job_id
+        if status == "timed_out":
+            raise HumanWaitTimeoutError(job_id, name, cast(datetime, timeout_at))
+        raise self._parked(status, JobWaiting(job_id, "human", name, timeout_at))
