@@ -34,7 +34,15 @@ import { idleQueueInfo, toQueueInfo, type QueueRow } from './queue-info';
 import { checkQueuePolicy } from './queue-policy';
 import { CHILDREN_SQL, JOB_LINKS_SQL, toLineage, type LinkRow } from './lineage';
 import { checkDate, checkInteger, checkJobId, checkName, checkOptions, checkText } from './validation';
-import { listHumanWaits, type HumanWait, type ListHumanWaitsFilter } from './waits';
+import { listJobSignals, listJobWaits, type JobSignal, type JobWait, type JobWaitsOptions } from './job-waits';
+import {
+  completeHumanWait,
+  listHumanWaits,
+  type CompleteHumanWaitOptions,
+  type CompleteHumanWaitStatus,
+  type HumanWait,
+  type ListHumanWaitsFilter,
+} from './waits';
 
 interface TimelineRow {
   id: string;
@@ -213,6 +221,31 @@ export class Admin extends AdminOperations {
       decode: (cursor) => decodeCursor('waits', cursor),
       encode: (position) => encodeCursor('waits', position),
     });
+  }
+
+  /**
+   * The signals sent to a job, the newest first (at most `limit`, default 100): each `buffered`
+   * until a wait for its name consumes it, then `consumed`.
+   */
+  async listJobSignals(jobId: string, options?: JobWaitsOptions, client?: Queryable): Promise<JobSignal[]> {
+    return listJobSignals(this.runner(client), jobId, options);
+  }
+
+  /**
+   * The waits a job's handler reached, the newest first (at most `limit`, default 100): signal
+   * waits and human waits, open or answered, with their deadlines, and a human wait's context,
+   * choices and decision.
+   */
+  async listJobWaits(jobId: string, options?: JobWaitsOptions, client?: Queryable): Promise<JobWait[]> {
+    return listJobWaits(this.runner(client), jobId, options);
+  }
+
+  /**
+   * Records an operator's decision for a job's open human wait, as `queue.completeHumanWait`
+   * does (same checks and answers), with the operator's rights.
+   */
+  async completeHumanWait(jobId: string, name: string, decision: unknown, options: CompleteHumanWaitOptions, client?: Queryable): Promise<CompleteHumanWaitStatus> {
+    return completeHumanWait(this.runner(client), jobId, name, decision, options);
   }
 
   /**

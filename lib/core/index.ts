@@ -81,6 +81,7 @@ export type {
   WaitForHumanOptions,
   WaitForSignalOptions,
 } from './waits';
+export type { JobSignal, JobWait, JobWaitsOptions } from './job-waits';
 export type { DrainResult, WorkerInfo, WorkerStatus } from './operations/live-workers';
 export type { HealthReason, HealthReasonCode, HealthReport, HealthStatus, HealthThresholds, QueueHealth, ThresholdPair } from './operations/health';
 export type { RetentionPolicy, RetentionRun, RetentionStatus } from './operations/retention';

@@ -12,6 +12,7 @@ export const NOTICES = {
   'cancel-requested': 'Cancel requested: the worker stops the handler, and the job ends canceled.',
   'already-terminal': 'The job had already ended; nothing was changed.',
   redriven: 'This job was created by the redrive.',
+  decided: 'The decision is recorded: the job goes on with it at its next run.',
 } as const;
 
 export type Notice = keyof typeof NOTICES;

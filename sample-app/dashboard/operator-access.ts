@@ -43,6 +43,7 @@ export function sampleAuthorize(token: string): (request: IncomingMessage, actio
       case 'redrive-job':
       case 'pause-queue':
       case 'resume-queue':
+      case 'decide-wait':
         return isOperator(request, token);
       default: {
         // A new action in a later release fails to compile here until it is decided.

@@ -3,7 +3,9 @@
  * real database: the pages render with their charts; the job list filters; a job opens with its
  * data and timeline; a dead letter is redriven through the dry run; a queue is paused and
  * resumed; a viewer without the operator token sees no data and no change, and a form posted
- * from another site changes nothing; hostile payloads and errors show as text and never run.
+ * from another site changes nothing; hostile payloads and errors show as text and never run; a
+ * human wait is decided with its form and the job goes on with the decision; a parent's page
+ * leads to its children and back.
  *
  * With WORKHORSE_DASHBOARD_SCREENSHOTS=1 (`npm run dashboard:screenshots`) it also writes a
  * screenshot of each page to docs/dashboard/.
@@ -59,7 +61,7 @@ describeIf(CHROMIUM, 'the dashboard in Chromium', () => {
 
   /**
    * For the screenshots only: an hour of finished jobs, so the charts have a shape. Written
-   * straight into the tables (a job row, its routing row and its outcome, as the protocol would
+   * straight into the tables (a job row, its routing row, its attempt and its outcome, as the protocol would
    * leave them), because the protocol cannot finish a job in the past.
    */
   async function seedHistory(): Promise<void> {
@@ -76,7 +78,12 @@ describeIf(CHROMIUM, 'the dashboard in Chromium', () => {
                '{}', 0, 25, '{}', at, at, seq FROM jobs),
       routing AS (
         INSERT INTO workhorse.job_query (seq, job_id, queue, type, created_at)
-        SELECT seq, id, q, CASE q WHEN 'billing' THEN 'invoice.render' WHEN 'orders' THEN 'order.fulfill' ELSE 'mail.send' END, at FROM jobs)
+        SELECT seq, id, q, CASE q WHEN 'billing' THEN 'invoice.render' WHEN 'orders' THEN 'order.fulfill' ELSE 'mail.send' END, at FROM jobs),
+      attempts AS (
+        INSERT INTO workhorse.attempt_history (job_id, attempt, outcome, worker_id, fence_token, started_at, finished_at, error)
+        SELECT id, 1, CASE WHEN failed THEN 'failed' ELSE 'succeeded' END, 'screenshot-worker', 1, at + interval '1 second',
+               at + interval '2 seconds', CASE WHEN failed THEN '{"name": "Timeout", "message": "upstream did not answer"}'::jsonb END
+        FROM jobs)
       INSERT INTO workhorse.job_outcome (job_id, queue, state, result, error, final_attempt, finished_at)
       SELECT id, q, CASE WHEN failed THEN 'failed' ELSE 'succeeded' END, CASE WHEN failed THEN NULL ELSE '{}'::jsonb END,
              CASE WHEN failed THEN '{"name": "Timeout", "message": "upstream did not answer"}'::jsonb END, 1, at + interval '2 seconds'
@@ -303,5 +310,80 @@ describeIf(CHROMIUM, 'the dashboard in Chromium', () => {
     await page.goto(`${base}dead-letters?queue=webhooks`);
     expect(await page.locator('tbody td').nth(4).textContent()).toContain('</pre><script>');
     expect(await page.locator('main script').count()).toBe(0);
+  });
+  it('decides a human wait with its form, and the job goes on with the decision', async () => {
+    const queue = new Queue(db.pool);
+    const id = await queue.enqueue('refund.review', { orderId: 'A-1001', amountCents: 4200 }, { queue: 'refunds' });
+    const worker = new Worker(queue, { queues: ['refunds'] }).handle('refund.review', async (payload: { amountCents: number }, ctx) => {
+      const review = await ctx.waitForHuman<string>('approve-refund', {
+        context: { customer: 'Ada Lovelace', amountCents: payload.amountCents, note: HOSTILE_PAYLOAD.html },
+        choices: ['approve', 'reject'],
+        timeoutMs: 86_400_000,
+      });
+      return { refund: review.decision, by: review.actor };
+    });
+    await worker.runOnce();
+    // A signal no wait asked for, under a hostile name: buffered, and shown as text.
+    const signal = '<img src=x onerror="window.__pwned=\'signal\'">';
+    expect(await queue.sendSignal(id, signal, HOSTILE_PAYLOAD.attribute)).toBe('buffered');
+
+    await page.goto(`${base}waits`);
+    const card = page.locator('article.wait', { has: page.locator(`a[href="./jobs/${id}"]`) });
+    await expect(card.locator('pre.json').textContent()).resolves.toContain('"customer": "Ada Lovelace"');
+    const choices = card.locator('input[type="radio"]');
+    expect(await Promise.all((await choices.all()).map((choice) => choice.getAttribute('value')))).toEqual(['approve', 'reject']);
+    await shot('waits');
+
+    await card.locator(`a[href="./jobs/${id}"]`).click();
+    await page.waitForURL(`${base}jobs/${id}`);
+    const section = page.locator('section.waits');
+    const signals = section.locator('table').last().locator('tbody td');
+    await expect(signals.nth(1).textContent()).resolves.toBe(signal);
+    await expect(signals.nth(3).textContent()).resolves.toBe(JSON.stringify(HOSTILE_PAYLOAD.attribute));
+    await shot('job-waits');
+    const form = section.locator('form.decide');
+    await form.getByLabel('reject').check();
+    await form.getByLabel('Reason').fill('item never shipped back');
+    await form.getByRole('button', { name: 'Decide' }).click();
+    await page.waitForURL(`${base}jobs/${id}?notice=decided`);
+    await expect(page.locator('.notice').textContent()).resolves.toContain('The decision is recorded');
+    await expect(page.locator('.summary .state').textContent()).resolves.toBe('ready');
+    await expect(section.locator('.wait-decided').textContent()).resolves.toBe('decided');
+    expect(await page.locator('form.decide').count()).toBe(0);
+
+    // A worker picks the job up again: the handler gets the decision and the job ends with it.
+    await worker.runOnce();
+    await page.reload();
+    await expect(page.locator('.summary .state').textContent()).resolves.toBe('succeeded');
+    await expect(page.locator('pre.json').nth(1).textContent()).resolves.toContain('"refund": "reject"');
+    const decided = page.locator('section', { hasText: 'Timeline' }).locator('tbody tr', { hasText: 'human_decided' });
+    await expect(decided.textContent()).resolves.toContain('actor="sample-operator" reason="item never shipped back"');
+    await page.goto(`${base}waits`);
+    expect(await page.locator(`article.wait a[href="./jobs/${id}"]`).count()).toBe(0);
+  });
+
+  it('shows a parent with its children, and follows a child to its parent', async () => {
+    const queue = new Queue(db.pool);
+    const parent = await queue.enqueue('report.build', { month: '2026-11' }, { queue: 'reports' });
+    await new Worker(queue, { queues: ['reports'] })
+      .handle('report.build', async (_payload, ctx) => {
+        const parts = await ctx.runChildren('regions', ['north', 'south', 'west'].map((region) => ({ type: 'report.region', payload: { region }, queue: 'reports' })));
+        return { parts: parts.length };
+      })
+      .runOnce();
+    const { children } = (await admin.getJob(parent)) ?? { children: [] };
+    await page.goto(`${base}jobs/${parent}`);
+    const family = page.locator('section.family');
+    await expect(family.locator('h3', { hasText: 'Children' }).textContent()).resolves.toBe('Children (3)');
+    expect(await family.locator('table a.id').allTextContents()).toEqual(children.map((child) => child.id));
+    await shot('job-family');
+    await family.locator(`a[href="../jobs/${children[1].id}"]`).first().click();
+    await page.waitForURL(`${base}jobs/${children[1].id}`);
+    await expect(page.locator('section.family').textContent()).resolves.toContain(`Started by the parent ${parent}`);
+    await page.locator('section.family').locator(`a[href="../jobs/${parent}"]`).click();
+    await page.waitForURL(`${base}jobs/${parent}`);
+    await page.locator('section.family').getByRole('link', { name: 'The children in the job list' }).click();
+    await page.waitForURL(`${base}jobs?parent=${parent}`);
+    expect(await page.locator('tbody td.id').allTextContents()).toEqual(children.map((child) => child.id));
   });
 });

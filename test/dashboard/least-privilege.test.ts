@@ -51,8 +51,12 @@ it('renders every page and carries out every change as a role with the library g
     })
     .runOnce();
   const waiting = await queue.enqueue('sync.run', { n: 2 }, { queue: 'sync', runAt: new Date(Date.now() + 60_000) });
+  const parked = await queue.enqueue('sync.approve', {}, { queue: 'sync-approvals' });
+  await new Worker(queue, { queues: ['sync-approvals'] })
+    .handle('sync.approve', async (_payload, ctx) => ctx.waitForHuman('go', { choices: ['yes', 'no'] }))
+    .runOnce();
 
-  for (const path of ['', '?window=24h', 'jobs', 'jobs?state=failed&after=2020-01-01T00:00', `jobs/${dead}`, `jobs/${dead}/payload.json`, 'dead-letters', 'queues']) {
+  for (const path of ['', '?window=24h', 'jobs', 'jobs?state=failed&after=2020-01-01T00:00', `jobs/${dead}`, `jobs/${dead}/payload.json`, 'dead-letters', 'queues', 'waits', `jobs/${parked}`]) {
     const page = await client.get(path);
     expect([path, page.status]).toEqual([path, 200]);
   }
@@ -66,7 +70,11 @@ it('renders every page and carries out every change as a role with the library g
   const request = /name="request" value="([^"]+)"/.exec(preview.text)?.[1] ?? '';
   expect((await client.post('dead-letters', { do: 'redrive', id: dead, request, reason: 'remote back' })).status).toBe(303);
 
+  const decision = { do: 'decide', job: parked, name: 'go', decision: 'yes', request: '00000000-0000-4000-8000-000000000000', reason: 'checked' };
+  expect((await client.post('waits', decision)).status).toBe(303);
+
   const admin = new Admin(db.pool);
+  expect((await admin.getJob(parked))?.state).toBe('ready');
   expect((await admin.getJob(dead))?.redrivenTo).toHaveLength(1);
   expect((await admin.getJob(waiting))?.error).toMatchObject({ name: 'Canceled', actor: 'ops:least' });
   expect((await admin.listQueues()).find((q) => q.queue === 'sync')).toMatchObject({ paused: false, changedBy: 'ops:least' });

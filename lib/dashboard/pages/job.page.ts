@@ -1,28 +1,24 @@
 import { WorkhorseValidationError } from '../../core/errors';
-import type { CheckpointEntry, JobSnapshot, TimelineEntry } from '../../core/types';
+import type { CheckpointEntry, JobLineage, JobSnapshot, TimelineEntry } from '../../core/types';
 import { inlineData, jsonBlock, redacted, relative, stateBadge, time, truncate } from '../format';
 import { html, type Html, type HtmlValue } from '../html';
 import { DashboardHttpError } from '../http-request';
 import { changeForm, reasonField, reasonOf, table } from '../layout';
 import type { ActionContext, ActionResult, DashboardPage, PageContext, PageView } from '../page';
+import { family } from './job-family';
+import type { JobSection } from './job-section';
+import { signalsAndWaits } from './job-signals-waits';
 
 const TIMELINE_PAGE = 100;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The job a route names, or a 404 view. */
-export async function jobOrNotFound(context: PageContext): Promise<JobSnapshot | PageView> {
+export async function jobOrNotFound(context: PageContext): Promise<(JobSnapshot & JobLineage) | PageView> {
   const id = context.params.id;
   const job = UUID.test(id) ? await context.admin.getJob(id.toLowerCase()) : null;
   return job ?? { title: 'Job not found', status: 404, body: html`<p>No job has the id <code>${id}</code>.</p>` };
 }
 
-/** What a section of the job page needs. */
-interface JobSection {
-  context: PageContext;
-  job: JobSnapshot;
-  /** Whether the viewer may see payloads, results, progress and checkpoint values. */
-  data: boolean;
-}
 
 function summary({ context, job }: JobSection): Html {
   const row = (label: string, value: HtmlValue) => html`<dt>${label}</dt><dd>${value ?? html`<span class="muted">-</span>`}</dd>`;
@@ -116,22 +112,26 @@ function lineage({ context, job }: JobSection): Html {
   </ul></section>`;
 }
 
-function entryDetails(context: PageContext, entry: TimelineEntry): Html {
+/** Keys of timeline data that hold the application's data (signal payloads, a human wait's context and decision). */
+const DATA_KEYS = ['payload', 'context', 'decision'];
+
+function entryDetails(context: PageContext, entry: TimelineEntry, shown: boolean): Html {
   const data = entry.data ?? {};
+  const visible = shown ? entry.data : entry.data && Object.fromEntries(Object.entries(entry.data).map(([key, v]) => [key, DATA_KEYS.includes(key) && v !== null ? '(hidden)' : v]));
   const linked = ['newJobId', 'sourceJobId']
     .map((key) => data[key])
     .filter((value): value is string => typeof value === 'string' && UUID.test(value))
     .map((id) => html` <a class="id" href="${context.href(`jobs/${id}`)}">${id}</a>`);
-  return html`${inlineData(entry.data)}${linked}`;
+  return html`${inlineData(visible)}${linked}`;
 }
 
-async function timeline({ context, job }: JobSection): Promise<Html> {
+async function timeline({ context, job, data }: JobSection): Promise<Html> {
   const cursor = context.query.get('timeline') ?? undefined;
   const page = await context.admin.getJobTimeline(job.id, { limit: TIMELINE_PAGE, cursor });
   const rows = page.items.map(
     (entry) => html`<tr class="source-${entry.source}"><td>${time(entry.at)}</td><td>${entry.source === 'attempt' ? `attempt ${entry.kind}` : entry.kind}</td>
       <td class="num">${entry.attempt ?? ''}</td><td>${entry.workerId && html`<code>${entry.workerId}</code>`}</td><td class="num">${entry.fenceToken ?? ''}</td>
-      <td class="details">${entryDetails(context, entry)}</td></tr>`,
+      <td class="details">${entryDetails(context, entry, data)}</td></tr>`,
   );
   return html`<section><h2>Timeline</h2>
     ${table(['At', 'What', 'Attempt', 'Worker', 'Fence', 'Details'], rows, 'No history (it may have been retired by retention).')}
@@ -141,14 +141,23 @@ async function timeline({ context, job }: JobSection): Promise<Html> {
     </nav></section>`;
 }
 
-/**
- * The sections of the job page, in order. Orchestration's sections (prerequisites and
- * dependants, children, signals and human waits) take their places after the lineage once
- * `Admin` can read them: each is one more function here.
- */
-const SECTIONS: ReadonlyArray<(section: JobSection) => Html | Promise<Html>> = [summary, actions, failure, jobData, checkpoints, lineage, timeline];
+/** The sections of the job page, in order; each is one function (orchestration's in files of their own). */
+const SECTIONS: ReadonlyArray<(section: JobSection) => Html | Promise<Html>> = [
+  summary,
+  actions,
+  failure,
+  jobData,
+  checkpoints,
+  lineage,
+  family,
+  signalsAndWaits,
+  timeline,
+];
 
-/** One job: its definition and state, error, data (when allowed), checkpoints, lineage and timeline. */
+/**
+ * One job: its definition and state, error, data (when allowed), checkpoints, lineage of
+ * redrives, dependencies and children, signals and waits (deciding an open human wait), timeline.
+ */
 export const jobPage: DashboardPage = {
   route: 'jobs/:id',
   actions: { cancel: { action: 'cancel-job', run: cancel } },

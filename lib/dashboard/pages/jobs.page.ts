@@ -1,5 +1,6 @@
 import { WorkhorseValidationError } from '../../core/errors';
 import { JOB_STATES, type JobSnapshot, type ListJobsFilter } from '../../core/types';
+import { checkJobId } from '../../core/validation';
 import { stateBadge, time } from '../format';
 import { html, type Html } from '../html';
 import { table } from '../layout';
@@ -20,13 +21,21 @@ function filterOf(query: URLSearchParams): ListJobsFilter {
     states: states(query),
     createdAfter: optionalTime(query, 'after'),
     createdBefore: optionalTime(query, 'before'),
+    parentId: parentOf(query),
   };
+}
+
+/** `parent`: list that job's children (in the order they were started) instead of all jobs. */
+function parentOf(query: URLSearchParams): string | undefined {
+  const value = query.get('parent')?.trim().toLowerCase();
+  return value ? checkJobId(value, 'parent') : undefined;
 }
 
 function filterForm(context: PageContext, filter: ListJobsFilter, error: string | null): Html {
   const chosen = new Set(filter.states ?? []);
   const q = context.query;
   return html`<form method="get" action="${context.href('jobs')}" class="filters">
+    ${filter.parentId && html`<p class="scope">Children of <a class="id" href="${context.href(`jobs/${filter.parentId}`)}">${filter.parentId}</a><input type="hidden" name="parent" value="${filter.parentId}"></p>`}
     <label>Queue <input name="queue" value="${q.get('queue') ?? ''}" maxlength="128"></label>
     <label>Type <input name="type" value="${q.get('type') ?? ''}" maxlength="128"></label>
     <fieldset><legend>State</legend>${JOB_STATES.map(
