@@ -4,10 +4,12 @@ import { jobDataPage, jobPage } from './job.page';
 import { jobsPage } from './jobs.page';
 import { overviewPage } from './overview.page';
 import { queuesPage } from './queues.page';
+import { scheduleHistoryPage, schedulesPage } from './schedules.page';
+import { workersPage } from './workers.page';
 
 /**
  * Every page of the dashboard, in navigation order. A new page (schedules, workers, human
  * waits) is one more entry: its route, its view and the changes it offers, whose actions must
  * be in DASHBOARD_ACTIONS.
  */
-export const DASHBOARD_PAGES: readonly DashboardPage[] = [overviewPage, jobsPage, jobPage, jobDataPage, deadLettersPage, queuesPage];
+export const DASHBOARD_PAGES: readonly DashboardPage[] = [overviewPage, jobsPage, jobPage, jobDataPage, deadLettersPage, queuesPage, schedulesPage, scheduleHistoryPage, workersPage];
