@@ -150,7 +150,8 @@ describe('the workers page', () => {
     const row = page.text.slice(page.text.indexOf(`<code>${worker.workerId}</code>`));
     expect(row).toContain('>running</span>');
     expect(row).toContain('<a href="./jobs?queue=ops-idle">ops-idle</a>');
-    expect(row).toContain(`<td class="num">${process.pid}</td>`);
+    expect(row).toContain(`<span class="muted">pid</span> ${process.pid}</td>`);
+    expect(row).toContain('<td class="num">0 <span class="muted">of 10</span></td>');
     expect(row).toContain('name="do" value="drain"');
 
     const drained = await operator.post('workers', { do: 'drain', worker: worker.workerId, reason: `host maintenance ${HOSTILE}` });

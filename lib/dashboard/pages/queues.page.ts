@@ -46,7 +46,7 @@ async function limits(context: PageContext, queue: QueueInfo): Promise<Html> {
   if (!(await context.mayChange('set-queue-limits'))) return shown;
   const number = (name: string, label: string, value: number | null | undefined, max: number) =>
     html`<label>${label} <input type="number" name="${name}" min="1" max="${max}" step="1" value="${value ?? ''}"></label>`;
-  return html`${shown}<details class="limits"><summary>Edit limits</summary>${changeForm(
+  return html`${shown}<details class="row-actions"><summary>Edit limits</summary>${changeForm(
     context,
     { route: 'queues', name: 'limits' },
     html`<input type="hidden" name="queue" value="${queue.queue}">

@@ -49,13 +49,14 @@ function lastCell(context: PageContext, schedule: ScheduleInfo): Html {
 
 async function controls(context: PageContext, schedule: ScheduleInfo): Promise<Html> {
   if (schedule.state === 'disabled') return html``;
+  // Each change in a column of its own under one summary, so that the table fits a screen.
   const forms: Html[] = [];
   const verb = schedule.state === 'paused' ? 'resume' : 'pause';
   if (await context.mayChange(verb === 'pause' ? 'pause-schedule' : 'resume-schedule')) {
     forms.push(
       changeForm(
         context,
-        { route: 'schedules', name: verb, className: 'change inline' },
+        { route: 'schedules', name: verb },
         html`${scheduleFields(schedule)}${reasonField(verb === 'pause' ? 'why it must not fire' : 'why it may fire again')}
           <button type="submit">${verb === 'pause' ? 'Pause' : 'Resume'}</button>`,
       ),
@@ -65,12 +66,12 @@ async function controls(context: PageContext, schedule: ScheduleInfo): Promise<H
     forms.push(
       changeForm(
         context,
-        { route: 'schedules', name: 'trigger', className: 'change inline' },
+        { route: 'schedules', name: 'trigger' },
         html`${scheduleFields(schedule)}${reasonField('why it must run now')} <button type="submit">Trigger now</button>`,
       ),
     );
   }
-  return html`${forms}`;
+  return forms.length === 0 ? html`` : html`<details class="row-actions"><summary>${verb === 'pause' ? 'Pause' : 'Resume'}, trigger…</summary>${forms}</details>`;
 }
 
 function change(verb: 'pause' | 'resume'): (context: ActionContext) => Promise<ActionResult> {

@@ -18,6 +18,11 @@ const DRAIN_NOTICES: Readonly<Record<DrainResult, Notice>> = {
   not_found: 'worker-not-found',
 };
 
+/** How long ago a worker last reported; `just now` within a second (the database's clock may run a little ahead). */
+function seenAgo(worker: WorkerInfo, now: Date): string {
+  return now.getTime() - worker.lastSeenAt.getTime() < 1000 ? 'just now' : relative(worker.lastSeenAt, now);
+}
+
 function drainCell(worker: WorkerInfo): Html {
   if (worker.drainRequestedAt === null) return html`<span class="muted">-</span>`;
   return html`${time(worker.drainRequestedAt)}${worker.drainRequestedBy && html` by <strong>${worker.drainRequestedBy}</strong>`}
@@ -27,11 +32,12 @@ function drainCell(worker: WorkerInfo): Html {
 async function control(context: PageContext, worker: WorkerInfo): Promise<Html> {
   // Only a running worker hears a drain: a gone one is not reporting, a draining one was asked.
   if (worker.status !== 'running' || !(await context.mayChange('drain-worker'))) return html``;
-  return changeForm(
+  const form = changeForm(
     context,
-    { route: 'workers', name: 'drain', className: 'change inline', confirm: 'Drain this worker? It stops claiming for good; restart its process to undo.' },
+    { route: 'workers', name: 'drain', confirm: 'Drain this worker? It stops claiming for good; restart its process to undo.' },
     html`<input type="hidden" name="worker" value="${worker.workerId}">${reasonField('why it must stop claiming')} <button type="submit">Drain</button>`,
   );
+  return html`<details class="row-actions"><summary>Drain…</summary>${form}</details>`;
 }
 
 async function drain(context: ActionContext): Promise<ActionResult> {
@@ -55,12 +61,11 @@ export const workersPage: DashboardPage = {
         async (worker) => html`<tr>
           <td class="id"><code>${worker.workerId}</code></td>
           <td><span class="health ${STATUS_CLASS[worker.status]}">${worker.status}</span></td>
-          <td>${worker.host}</td><td class="num">${worker.pid}</td>
+          <td>${worker.host} <span class="muted">pid</span> ${worker.pid}</td>
           <td>${worker.queues.map((queue) => html`<a href="${context.href('jobs', { queue })}">${queue}</a> `)}</td>
-          <td class="num">${worker.concurrency}</td><td class="num">${worker.inFlight}</td>
+          <td class="num">${worker.inFlight} <span class="muted">of ${worker.concurrency}</span></td>
           <td>${worker.version}</td>
-          <td>${time(worker.startedAt)}</td>
-          <td>${time(worker.lastSeenAt)} <span class="muted">(${relative(worker.lastSeenAt, context.now)})</span></td>
+          <td>${time(worker.lastSeenAt)} <span class="muted">(${seenAgo(worker, context.now)})</span><div class="muted">started ${time(worker.startedAt)}</div></td>
           <td>${drainCell(worker)}</td>
           <td>${await control(context, worker)}</td>
         </tr>`,
@@ -68,7 +73,7 @@ export const workersPage: DashboardPage = {
     );
     return {
       title: 'Workers',
-      body: html`${table(['Worker', 'Status', 'Host', 'PID', 'Queues', 'Concurrency', 'In flight', 'Version', 'Started', 'Last seen', 'Drain requested', ''], rows, 'No worker is registered: none is running, or only Python or Go workers are (they do not register yet).')}
+      body: html`${table(['Worker', 'Status', 'Host and pid', 'Queues', 'In flight', 'Version', 'Last seen', 'Drain requested', ''], rows, 'No worker is registered: none is running, or only Python or Go workers are (they do not register yet).')}
         <p class="muted">A drained worker stops claiming within its heartbeat interval and finishes the jobs it holds; once it is
         <em>drained</em> its process can be stopped without abandoning work. A drain is not undone: restart the worker. A worker silent
         for three of its report periods is <em>gone</em>: its jobs come back when their leases expire.</p>`,
