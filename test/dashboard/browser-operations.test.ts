@@ -10,13 +10,12 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { INestApplication } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
 import type { Browser, Page } from 'playwright-core';
 import { Admin, Queue, Worker } from '../../lib/core';
-import { AppModule } from '../../sample-app/app.module';
 import { CHROMIUM, launchChromium } from '../support/chromium';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { describeIf } from '../support/requirements';
+import { operatorPage, startSampleDashboard } from '../support/sample-dashboard';
 import { waitFor } from '../support/wait';
 
 const TOKEN = 'browser-operations-token';
@@ -62,13 +61,8 @@ describeIf(CHROMIUM, 'the operations pages in Chromium', () => {
     db = await createTestDatabase();
     admin = new Admin(db.pool);
     queue = new Queue(db.pool);
-    app = await NestFactory.create(
-      AppModule.register({ databaseUrl: db.url, applicationName: 'dashboard-operations', worker: false, dashboard: { operatorToken: TOKEN } }),
-      { logger: false, abortOnError: false },
-    );
-    await app.listen(0, '127.0.0.1');
-    const origin = (await app.getUrl()).replace('[::1]', '127.0.0.1');
-    base = `${origin}/workhorse/`;
+    const dashboard = await startSampleDashboard(db, 'dashboard-operations', TOKEN);
+    ({ app, base } = dashboard);
     await queue.syncSchedules('reports', [
       { key: NIGHTLY, type: 'report.build', cron: '0 6 * * *', timezone: 'Europe/Berlin', payload: { format: 'pdf', note: HOSTILE }, options: { queue: 'reports' } },
       { key: 'reports.hourly', type: 'report.refresh', cron: '@hourly', options: { queue: 'reports' } },
@@ -77,13 +71,7 @@ describeIf(CHROMIUM, 'the operations pages in Chromium', () => {
     // Ready jobs and no worker registered: a health reason.
     await queue.enqueueMany([1, 2, 3].map((n) => ({ type: 'mail.send', payload: { n }, queue: 'mail' })));
     browser = await launchChromium();
-    page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
-    page.on('dialog', (dialog) => {
-      dialogs.push(dialog.message());
-      void dialog.accept();
-    });
-    await page.goto(`${origin}/operator?token=${TOKEN}`);
-    expect(page.url()).toBe(base);
+    ({ page } = await operatorPage(browser, dashboard, TOKEN, dialogs, 'accept'));
   }, 120_000);
 
   afterEach(async () => {
