@@ -10,6 +10,8 @@ import type { ActionContext, ActionResult, DashboardPage, PageContext } from '..
 /** How much of a schedule's payload a row shows (with `read-data`). */
 const PAYLOAD_CHARS = 300;
 const HISTORY_ENTRIES = 100;
+/** Where a schedule's jobs go when its options name no queue (as for any job). */
+const DEFAULT_QUEUE = 'default';
 
 /** The schedule a form or a link names: its namespace and key, checked as names. */
 function scheduleOf(source: URLSearchParams): { namespace: string; key: string } {
@@ -36,7 +38,8 @@ function stateCell(schedule: ScheduleInfo): Html {
 
 function jobCell(context: PageContext, schedule: ScheduleInfo, data: boolean): Html {
   const payload = JSON.stringify(schedule.payload);
-  return html`<strong>${schedule.type}</strong> on <a href="${context.href('jobs', { queue: schedule.options.queue ?? 'default' })}">${schedule.options.queue ?? 'default'}</a>
+  const queue = schedule.options.queue ?? DEFAULT_QUEUE;
+  return html`<strong>${schedule.type}</strong> on <a href="${context.href('jobs', { queue })}">${queue}</a>
     <div>${data ? html`<code class="small">${truncate(payload, PAYLOAD_CHARS)}</code>` : html`<span class="redacted">payload hidden</span>`}</div>`;
 }
 
