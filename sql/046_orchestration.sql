@@ -317,6 +317,35 @@ BEGIN
 END
 $$;
 
+-- As lock_descendants, without waiting: locks the live descendants of a job that no other
+-- transaction holds, and answers whether it got all of them (true for a job without children).
+-- For maintenance, which holds many rows: a job one of whose descendants is ending now (that
+-- transaction locks the parent next) is left for a later pass rather than waited for.
+CREATE FUNCTION workhorse.try_lock_descendants(p_job_id uuid)
+RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_tree uuid[];
+  v_live integer;
+  v_locked integer;
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM workhorse.job_dependency e WHERE e.dependent_id = p_job_id AND e.kind = 'child') THEN
+    RETURN true;
+  END IF;
+  v_tree := ARRAY(WITH RECURSIVE tree (job_id, depth) AS (
+                    SELECT e.prerequisite_id, 1 FROM workhorse.job_dependency e WHERE e.dependent_id = p_job_id AND e.kind = 'child'
+                    UNION
+                    SELECT e.prerequisite_id, t.depth + 1 FROM tree t
+                    JOIN workhorse.job_dependency e ON e.dependent_id = t.job_id AND e.kind = 'child'
+                    WHERE t.depth < 100)
+                  SELECT DISTINCT t.job_id FROM tree t);
+  SELECT count(*) INTO v_live FROM workhorse.job_runtime r WHERE r.job_id = ANY (v_tree);
+  SELECT count(*) INTO v_locked
+  FROM (SELECT 1 FROM workhorse.job_runtime r WHERE r.job_id = ANY (v_tree) ORDER BY r.job_id FOR UPDATE SKIP LOCKED) AS l;
+  RETURN v_locked = v_live;
+END
+$$;
+
 -- Starts child jobs under p_key for the running job, or finds the ones an earlier run started,
 -- and answers:
 -- * `parked`: some child is live; the job is now `blocked` until every child ends (its attempt

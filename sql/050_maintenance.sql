@@ -144,23 +144,32 @@ $$;
 -- DeadlineExceeded and no retry (fail_past_deadline). An open attempt (running, or asleep) is
 -- closed as `deadline`; a running job's worker already finds its writes stale since the deadline
 -- (see owns). Returns how many jobs it failed.
+-- It never waits for a job it would fail or for one of its descendants: maintenance holds every
+-- row it changed until it commits, and a child ending now holds the child and then locks its
+-- parent, so waiting could close a cycle (a deadlock).
 CREATE FUNCTION workhorse.expire_deadlines_v1(p_limit integer DEFAULT 1000)
 RETURNS integer
 LANGUAGE plpgsql AS $$
 DECLARE
   r workhorse.job_runtime;
+  v_id uuid;
   v_count integer := 0;
 BEGIN
   IF p_limit IS NULL OR p_limit < 1 OR p_limit > 100000 THEN
     PERFORM workhorse.raise_invalid('limit', 'must be an integer from 1 to 100000');
   END IF;
-  FOR r IN
-    SELECT * FROM workhorse.job_runtime
+  FOR v_id IN
+    SELECT job_id FROM workhorse.job_runtime
     WHERE deadline IS NOT NULL AND deadline <= clock_timestamp()
     ORDER BY deadline
     LIMIT p_limit
-    FOR UPDATE SKIP LOCKED
   LOOP
+    -- A parent's live descendants before the parent, in the order their own ends lock them
+    -- (child before parent, 046_orchestration.sql), and never waiting: a job whose row or a
+    -- descendant's another transaction holds is left to a later pass.
+    CONTINUE WHEN NOT workhorse.try_lock_descendants(v_id);
+    SELECT * INTO r FROM workhorse.job_runtime WHERE job_id = v_id FOR UPDATE SKIP LOCKED;
+    CONTINUE WHEN NOT FOUND;
     PERFORM workhorse.fail_past_deadline(r, clock_timestamp());
     v_count := v_count + 1;
   END LOOP;

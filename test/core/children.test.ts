@@ -18,6 +18,7 @@ import {
   Queue,
   Worker,
   type ChildOutcome,
+  type WorkerEventOf,
 } from '../../lib/core';
 import { CREATE_SIDE_EFFECTS_SQL } from '../fixtures/side-effects';
 import { createTestDatabase, type TestDatabase } from '../support/db';
@@ -72,10 +73,12 @@ const ended = (id: string) => async () => ['succeeded', 'failed', 'canceled'].in
 describe('ctx.runChild', () => {
   test('returns the child result after the parent parked without its slot and replayed; earlier checkpoints run once', async () => {
     const runs: string[] = [];
+    const blocked: WorkerEventOf<'job.blocked'>[] = [];
     const parent = await queue.enqueue('fam.parent', { n: 21 }, { queue: 'rc' });
     await drain(
       ['rc'],
       (w) => {
+        w.on(['job.blocked'], (event) => blocked.push(event));
         w.handle('fam.parent', async (payload: { n: number }, ctx) => {
           runs.push(`parent:${ctx.attempt}`);
           await ctx.checkpoint('first', () => runs.push('first'));
@@ -92,6 +95,8 @@ describe('ctx.runChild', () => {
     const job = await admin.getJob(parent);
     expect(job).toMatchObject({ state: 'succeeded', result: { doubled: 42, attempt: 1 }, currentAttempt: 1 });
     expect(runs).toEqual(['parent:1', 'first', 'child', 'parent:1']);
+    // The worker reported the park as `job.blocked`, waiting for its children.
+    expect(blocked).toEqual([expect.objectContaining({ name: 'job.blocked', jobId: parent, attempt: 1, waitingFor: 'children' })]);
     // Lineage both ways, and the listing of the parent's children.
     expect(job?.children).toEqual([{ id: expect.any(String), state: 'succeeded', key: 'double' }]);
     const childId = job?.children[0].id as string;

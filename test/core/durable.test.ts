@@ -19,6 +19,7 @@ import {
 import { CREATE_SIDE_EFFECTS_SQL, recordSideEffect, sideEffects } from '../fixtures/side-effects';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { FixtureProcesses, waitForLine } from '../support/fixture-process';
+import { expectRejects } from '../support/expect-rejects';
 import { expectSplitInvariant } from '../support/invariants';
 import { claimOne } from '../support/protocol';
 import { waitFor } from '../support/wait';
@@ -61,15 +62,6 @@ async function countRows(): Promise<RowCounts> {
     `SELECT ${TABLES.map((t) => `(SELECT count(*)::int FROM workhorse.${t}) AS ${t}`).join(', ')}`,
   );
   return rows[0];
-}
-
-async function expectRejects<E extends Error>(promise: Promise<unknown>, type: new (...args: never[]) => E): Promise<E> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(type);
-  return error as E;
 }
 
 async function events(jobId: string): Promise<TimelineEntry[]> {

@@ -15,56 +15,24 @@ import {
   type HandlerContext,
   type HumanWait,
 } from '../../lib/core';
-import { CREATE_SIDE_EFFECTS_SQL, sideEffects } from '../fixtures/side-effects';
+import { sideEffects } from '../fixtures/side-effects';
 import { registerWaitHandlers } from '../fixtures/wait-handlers';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { attemptHistoryViolations, expectSplitInvariant } from '../support/invariants';
+import { expectRejects } from '../support/expect-rejects';
+import { kill9, spawnWaitWorker, waitForLine } from '../support/wait-worker-process';
 import { waitFor } from '../support/wait';
-import { kill9, killWaitWorkers, spawnWaitWorker, waitForLine } from '../support/wait-worker-process';
+import { useWaitTestBed } from '../support/wait-test-bed';
 
-let db: TestDatabase;
+const bed = useWaitTestBed({ concurrency: 5 });
 let pool: Pool;
 let queue: Queue;
 let admin: Admin;
-const workers: Worker[] = [];
-const runs: Promise<void>[] = [];
+const { startWorker, waitForState } = bed;
 
-beforeAll(async () => {
-  db = await createTestDatabase();
-  pool = db.pool;
-  queue = new Queue(pool);
-  admin = new Admin(pool);
-  await pool.query(CREATE_SIDE_EFFECTS_SQL);
+beforeAll(() => {
+  ({ pool, queue, admin } = bed);
 });
-
-afterEach(async () => {
-  // Each test's workers stop with it, so later tests' counts see no writes of theirs.
-  await Promise.all(workers.splice(0).map((w) => w.stop()));
-  await Promise.all(runs.splice(0));
-  await expectSplitInvariant(pool);
-  expect(await attemptHistoryViolations(pool)).toEqual([]);
-});
-
-afterAll(async () => {
-  await killWaitWorkers();
-  await Promise.all(workers.map((w) => w.stop().catch(() => undefined)));
-  await Promise.all(runs.map((r) => r.catch(() => undefined)));
-  await db?.drop();
-});
-
-function startWorker(queueName: string, register: (worker: Worker) => void, workerId = `w-${queueName}`): Worker {
-  const worker = new Worker(queue, { queues: [queueName], concurrency: 5, leaseMs: 10_000, pollMs: 50, tickMs: 100, workerId });
-  register(worker);
-  workers.push(worker);
-  runs.push(worker.run());
-  return worker;
-}
 
 const waitHandlers = (w: Worker) => registerWaitHandlers(w, pool, () => undefined, false);
-
-async function waitForState(jobId: string, state: string, timeoutMs = 15_000): Promise<void> {
-  await waitFor(async () => (await admin.getJob(jobId))?.state === state, timeoutMs, `job ${jobId} to be ${state}`);
-}
 
 /** The events of `jobId`, and every human wait's status and actor: what a refused decision must leave alone. */
 async function writes(jobId: string): Promise<string> {
@@ -75,15 +43,6 @@ async function writes(jobId: string): Promise<string> {
   return rows[0].n;
 }
 
-async function expectRejects<E extends Error>(promise: Promise<unknown>, type: new (...args: never[]) => E): Promise<E> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(type);
-  return error as E;
-}
-
 describe('waitForHuman and completeHumanWait', () => {
   it('parks the job, lists the wait with its context, refuses a decision outside the choices, and resumes on a decision', async () => {
     const q = 'human-basic';
@@ -91,6 +50,11 @@ describe('waitForHuman and completeHumanWait', () => {
     startWorker(q, waitHandlers);
     await waitForState(jobId, 'blocked');
     expect(await admin.getJob(jobId)).toMatchObject({ state: 'blocked', currentAttempt: 1, workerId: null });
+    // The worker reports the park as `job.blocked`, waiting for a human.
+    await waitFor(() => bed.blockedEvents.length > 0, 5_000, 'the job.blocked event');
+    expect(bed.blockedEvents).toEqual([
+      { name: 'job.blocked', jobId, type: 'wait.human', queue: q, attempt: 1, workerId: `w-${q}`, waitingFor: 'human' },
+    ]);
 
     const page = await admin.listHumanWaits({ queue: q });
     expect(page.items).toEqual([
@@ -214,7 +178,7 @@ describe('waitForHuman with SIGKILL', () => {
   it('a worker killed while its job waits for a decision loses nothing; the decision resumes it elsewhere', async () => {
     const q = 'human-kill';
     const jobId = await queue.enqueue('wait.human', {}, { queue: q });
-    const child = spawnWaitWorker(db.url, q, 'human-kill-child', false);
+    const child = spawnWaitWorker(bed.url, q, 'human-kill-child', false);
     await waitForLine(child, `WAITING ${jobId}`);
     await kill9(child);
     expect(await admin.getJob(jobId)).toMatchObject({ state: 'blocked', currentAttempt: 1 });

@@ -13,55 +13,23 @@ import {
   WorkhorseValidationError,
   type HandlerContext,
 } from '../../lib/core';
-import { CREATE_SIDE_EFFECTS_SQL, sideEffects } from '../fixtures/side-effects';
+import { sideEffects } from '../fixtures/side-effects';
 import { registerWaitHandlers } from '../fixtures/wait-handlers';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { attemptHistoryViolations, expectSplitInvariant } from '../support/invariants';
+import { expectRejects } from '../support/expect-rejects';
 import { claimOne, forceExpire } from '../support/protocol';
+import { kill9, spawnWaitWorker, waitForLine } from '../support/wait-worker-process';
 import { waitFor } from '../support/wait';
-import { kill9, killWaitWorkers, spawnWaitWorker, waitForLine } from '../support/wait-worker-process';
+import { useWaitTestBed } from '../support/wait-test-bed';
 
-let db: TestDatabase;
+const bed = useWaitTestBed({ concurrency: 2 });
 let pool: Pool;
 let queue: Queue;
 let admin: Admin;
-const workers: Worker[] = [];
-const runs: Promise<void>[] = [];
+const { startWorker, waitForState } = bed;
 
-beforeAll(async () => {
-  db = await createTestDatabase();
-  pool = db.pool;
-  queue = new Queue(pool);
-  admin = new Admin(pool);
-  await pool.query(CREATE_SIDE_EFFECTS_SQL);
+beforeAll(() => {
+  ({ pool, queue, admin } = bed);
 });
-
-afterEach(async () => {
-  // Each test's workers stop with it, so later tests' counts see no writes of theirs.
-  await Promise.all(workers.splice(0).map((w) => w.stop()));
-  await Promise.all(runs.splice(0));
-  await expectSplitInvariant(pool);
-  expect(await attemptHistoryViolations(pool)).toEqual([]);
-});
-
-afterAll(async () => {
-  await killWaitWorkers();
-  await Promise.all(workers.map((w) => w.stop().catch(() => undefined)));
-  await Promise.all(runs.map((r) => r.catch(() => undefined)));
-  await db?.drop();
-});
-
-function startWorker(queueName: string, register: (worker: Worker) => void, workerId = `w-${queueName}`): Worker {
-  const worker = new Worker(queue, { queues: [queueName], concurrency: 2, leaseMs: 10_000, pollMs: 50, tickMs: 100, workerId });
-  register(worker);
-  workers.push(worker);
-  runs.push(worker.run());
-  return worker;
-}
-
-async function waitForState(jobId: string, state: string, timeoutMs = 15_000): Promise<void> {
-  await waitFor(async () => (await admin.getJob(jobId))?.state === state, timeoutMs, `job ${jobId} to be ${state}`);
-}
 
 async function eventKinds(jobId: string): Promise<string[]> {
   return (await admin.getJobTimeline(jobId, { limit: 500 })).items.filter((e) => e.source === 'event').map((e) => e.kind);
@@ -77,15 +45,6 @@ async function signalRows(jobId: string): Promise<string> {
   return rows[0].n;
 }
 
-async function expectRejects<E extends Error>(promise: Promise<unknown>, type: new (...args: never[]) => E): Promise<E> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(type);
-  return error as E;
-}
-
 describe('waitForSignal and sendSignal', () => {
   it('parks the job (blocked, slot freed, attempt kept) until the signal, then replays with checkpoints', async () => {
     const q = 'sig-basic';
@@ -94,6 +53,11 @@ describe('waitForSignal and sendSignal', () => {
     startWorker(q, (w) => registerWaitHandlers(w, pool, (line) => waiting.push(line), false));
     await waitForState(jobId, 'blocked');
     expect(waiting).toContain(`WAITING ${jobId}`);
+    // The worker reports the park as `job.blocked`, waiting for a signal.
+    await waitFor(() => bed.blockedEvents.length > 0, 5_000, 'the job.blocked event');
+    expect(bed.blockedEvents).toEqual([
+      { name: 'job.blocked', jobId, type: 'wait.signal', queue: q, attempt: 1, workerId: `w-${q}`, waitingFor: 'signal' },
+    ]);
     expect(await admin.getJob(jobId)).toMatchObject({ state: 'blocked', currentAttempt: 1, workerId: null });
 
     expect(await queue.sendSignal(jobId, 'go', { trackingId: 'T-1' })).toBe('delivered');
@@ -251,7 +215,7 @@ describe('waitForSignal with SIGKILL', () => {
   it('a worker killed while its job is parked loses nothing: the signal resumes it elsewhere', async () => {
     const q = 'sig-kill-park';
     const jobId = await queue.enqueue('wait.signal', {}, { queue: q });
-    const child = spawnWaitWorker(db.url, q, 'sig-kill-park-child', false);
+    const child = spawnWaitWorker(bed.url, q, 'sig-kill-park-child', false);
     await waitForLine(child, `WAITING ${jobId}`);
     await kill9(child);
     expect(await admin.getJob(jobId)).toMatchObject({ state: 'blocked', currentAttempt: 1, workerId: null });
@@ -270,7 +234,7 @@ describe('waitForSignal with SIGKILL', () => {
   ])('a worker that kills itself at %s (SIGKILL) loses nothing; stage a never reruns', async (point, stateAfterKill) => {
     const q = `sig-failpoint-${point}`;
     const jobId = await queue.enqueue('wait.signal', {}, { queue: q, maxAttempts: 3 });
-    const child = spawnWaitWorker(db.url, q, `${q}-child`, false, `${point}:1`);
+    const child = spawnWaitWorker(bed.url, q, `${q}-child`, false, `${point}:1`);
     await child.exited;
     expect(child.process.signalCode).toBe('SIGKILL');
     const job = await admin.getJob(jobId);
@@ -289,7 +253,7 @@ describe('waitForSignal with SIGKILL', () => {
   it('a worker killed right after the wait answered: the next run gets the same signal, stage a never reruns', async () => {
     const q = 'sig-kill-resume';
     const jobId = await queue.enqueue('wait.signal', {}, { queue: q, maxAttempts: 3 });
-    const first = spawnWaitWorker(db.url, q, 'sig-kill-resume-1', true);
+    const first = spawnWaitWorker(bed.url, q, 'sig-kill-resume-1', true);
     await waitForLine(first, `WAITING ${jobId}`);
     expect(await queue.sendSignal(jobId, 'go', 'once')).toBe('delivered');
     await waitForLine(first, `RESUMED ${jobId}`);
