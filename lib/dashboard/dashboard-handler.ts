@@ -127,6 +127,7 @@ class Dashboard {
       query: location.query,
       now: new Date(),
       readOnly: this.options.readOnly,
+      healthThresholds: this.options.health,
       csrfToken: this.csrf.tokenFor(nonce),
       href: (path, query) => `${root}${encodePath(path)}${queryString(query)}`,
       can,

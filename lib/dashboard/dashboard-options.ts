@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Admin } from '../core/admin';
 import { WorkhorseValidationError } from '../core/errors';
+import { checkHealthThresholds, type HealthThresholds } from '../core/operations/health';
 import type { DashboardAction } from './dashboard-actions';
 
 /**
@@ -44,6 +45,11 @@ export interface DashboardOptions {
   trustedOrigins?: readonly string[];
   /** Told about errors the dashboard answers with a 500 page. Default: `console.error`. */
   onError?: (error: unknown) => void;
+  /**
+   * The thresholds of the health the overview shows (`admin.health(thresholds)`); each left out
+   * keeps its default (docs/operations.md). Give the ones your alerts use, so both agree.
+   */
+  health?: HealthThresholds;
 }
 
 /** The options once checked, with defaults filled in. */
@@ -56,9 +62,10 @@ export interface ResolvedDashboardOptions {
   secret: string;
   trustedOrigins: readonly string[];
   onError: (error: unknown) => void;
+  health: HealthThresholds;
 }
 
-const KEYS = ['admin', 'path', 'authorize', 'readOnly', 'actor', 'secret', 'trustedOrigins', 'onError'];
+const KEYS = ['admin', 'path', 'authorize', 'readOnly', 'actor', 'secret', 'trustedOrigins', 'onError', 'health'];
 const PATH = /^(\/[A-Za-z0-9._~-]+)*\/?$/;
 
 function fail(field: string, message: string): never {
@@ -68,6 +75,17 @@ function fail(field: string, message: string): never {
 function optionalFunction<T>(value: T | undefined, field: string): T | undefined {
   if (value !== undefined && typeof value !== 'function') fail(field, 'must be a function');
   return value;
+}
+
+/** The `health` option, checked as `admin.health()` checks it, its fields named from `health`. */
+function healthOf(value: unknown): HealthThresholds {
+  if (value === undefined) return {};
+  try {
+    return checkHealthThresholds(value);
+  } catch (error) {
+    if (!(error instanceof WorkhorseValidationError)) throw error;
+    return fail(`health${error.field.slice('thresholds'.length)}`, error.message.replace(/^[^:]*: /, ''));
+  }
 }
 
 /** Checks the options of the dashboard, naming the first bad one. */
@@ -96,6 +114,7 @@ export function resolveDashboardOptions(options: DashboardOptions): ResolvedDash
   }
   const actor = optionalFunction(options.actor, 'actor');
   const onError = optionalFunction(options.onError, 'onError');
+  const health = healthOf(options.health);
   return {
     admin,
     path: path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path,
@@ -105,5 +124,6 @@ export function resolveDashboardOptions(options: DashboardOptions): ResolvedDash
     secret: secret ?? randomBytes(32).toString('base64url'),
     trustedOrigins: trustedOrigins ?? [],
     onError: onError ?? ((error) => console.error('workhorse dashboard:', error)),
+    health,
   };
 }

@@ -13,6 +13,14 @@ export const NOTICES = {
   'already-terminal': 'The job had already ended; nothing was changed.',
   redriven: 'This job was created by the redrive.',
   decided: 'The decision is recorded: the job goes on with it at its next run.',
+  'schedule-paused': 'The schedule is paused: its occurrences are skipped until it is resumed.',
+  'schedule-resumed': 'The schedule is resumed from its next occurrence.',
+  'schedule-unchanged': 'The schedule was already in that state; nothing was changed.',
+  triggered: 'This job was enqueued by triggering its schedule now.',
+  'drain-requested': 'Drain requested: the worker stops claiming within its heartbeat interval and finishes what it holds.',
+  'drain-already-requested': 'That worker had been asked to drain before; the first request stands.',
+  'worker-not-found': 'That worker is no longer registered; nothing was changed.',
+  'limits-set': 'The queue\u2019s limits are set: they apply from the next claim.',
 } as const;
 
 export type Notice = keyof typeof NOTICES;

@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { Admin } from '../core/admin';
+import type { HealthThresholds } from '../core/operations/health';
 import type { DashboardAction } from './dashboard-actions';
 import type { Html } from './html';
 
@@ -29,6 +30,8 @@ export interface PageContext {
   readonly now: Date;
   /** True when changes are switched off for the whole dashboard. */
   readonly readOnly: boolean;
+  /** The thresholds the overview reads `admin.health()` with (the `health` option). */
+  readonly healthThresholds: HealthThresholds;
   /** The CSRF token every change form carries (see `changeForm`). */
   readonly csrfToken: string;
   /**

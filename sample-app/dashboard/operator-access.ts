@@ -44,6 +44,11 @@ export function sampleAuthorize(token: string): (request: IncomingMessage, actio
       case 'pause-queue':
       case 'resume-queue':
       case 'decide-wait':
+      case 'set-queue-limits':
+      case 'pause-schedule':
+      case 'resume-schedule':
+      case 'trigger-schedule':
+      case 'drain-worker':
         return isOperator(request, token);
       default: {
         // A new action in a later release fails to compile here until it is decided.

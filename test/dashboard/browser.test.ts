@@ -15,14 +15,13 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { INestApplication } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { Admin, NonRetryableError, Queue, Worker } from '../../lib/core';
-import { AppModule } from '../../sample-app/app.module';
 import { CHROMIUM, launchChromium } from '../support/chromium';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
 import { describeIf } from '../support/requirements';
+import { operatorPage, startSampleDashboard } from '../support/sample-dashboard';
 import { waitFor } from '../support/wait';
 
 const TOKEN = 'browser-test-operator-token';
@@ -125,26 +124,14 @@ describeIf(CHROMIUM, 'the dashboard in Chromium', () => {
   beforeAll(async () => {
     db = await createTestDatabase();
     admin = new Admin(db.pool);
-    app = await NestFactory.create(
-      AppModule.register({ databaseUrl: db.url, applicationName: 'dashboard-browser', worker: false, dashboard: { operatorToken: TOKEN } }),
-      { logger: false, abortOnError: false },
-    );
-    await app.listen(0, '127.0.0.1');
-    const origin = (await app.getUrl()).replace('[::1]', '127.0.0.1');
-    base = `${origin}/workhorse/`;
+    const dashboard = await startSampleDashboard(db, 'dashboard-browser', TOKEN);
+    ({ app, base } = dashboard);
     if (SCREENSHOTS) await seedHistory();
     await seed();
     browser = await launchChromium();
-    operator = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     viewer = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-    page = await operator.newPage();
-    page.on('dialog', (dialog) => {
-      dialogs.push(dialog.message());
-      void dialog.dismiss();
-    });
     // The sample's sign-in: sets the operator cookie and lands on the dashboard.
-    await page.goto(`${origin}/operator?token=${TOKEN}`);
-    expect(page.url()).toBe(base);
+    ({ context: operator, page } = await operatorPage(browser, dashboard, TOKEN, dialogs, 'dismiss'));
   }, 120_000);
 
   afterEach(async () => {
@@ -237,7 +224,7 @@ describeIf(CHROMIUM, 'the dashboard in Chromium', () => {
     const row = page.locator('tr', { has: page.locator('a', { hasText: /^orders$/ }) });
     await expect(row.textContent()).resolves.toContain('at most 3 active, 20 per 1000 ms');
     await admin.setQueuePolicy('orders', null);
-    await row.getByLabel('Reason').fill('payment provider outage');
+    await row.locator('form.inline').getByLabel('Reason').fill('payment provider outage');
     await row.getByRole('button', { name: 'Pause' }).click();
     await expect(page.locator('.notice').textContent()).resolves.toContain('The queue is paused');
     await expect(row.locator('.health-paused').textContent()).resolves.toBe('paused');
@@ -247,7 +234,7 @@ describeIf(CHROMIUM, 'the dashboard in Chromium', () => {
       reason: 'payment provider outage',
     });
     await shot('queues');
-    await row.getByLabel('Reason').fill('provider back');
+    await row.locator('form.inline').getByLabel('Reason').fill('provider back');
     await row.getByRole('button', { name: 'Resume' }).click();
     await waitFor(async () => (await admin.listQueues()).find((q) => q.queue === 'orders')?.paused === false, 5_000, 'the queue to resume');
   });

@@ -133,7 +133,7 @@ describe.each(Object.keys(hosts))('served by %s', (kind) => {
     expect(overview.response.headers.get('content-type')).toBe('text/html; charset=utf-8');
     expect(overview.response.headers.get('content-security-policy')).toContain("script-src 'self'");
     expect(overview.text).toContain('<h1>Overview</h1>');
-    for (const path of ['jobs', 'jobs?state=failed', `jobs/${deadLetter}`, 'dead-letters', 'queues']) {
+    for (const path of ['jobs', 'jobs?state=failed', `jobs/${deadLetter}`, 'dead-letters', 'queues', 'schedules', 'workers']) {
       const page = await client.get(path);
       expect([path, page.status]).toEqual([path, 200]);
     }

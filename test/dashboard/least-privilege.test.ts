@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { Admin, grantAppRole, NonRetryableError, Pool, Queue, Worker } from '../../lib/core';
 import { createDashboardHandler } from '../../lib/dashboard/handler';
 import { createTestDatabase, withAdminClient, type TestDatabase } from '../support/db';
+import { waitFor } from '../support/wait';
 import { FormClient } from './form-client';
 
 let db: TestDatabase;
@@ -56,7 +57,11 @@ it('renders every page and carries out every change as a role with the library g
     .handle('sync.approve', async (_payload, ctx) => ctx.waitForHuman('go', { choices: ['yes', 'no'] }))
     .runOnce();
 
-  for (const path of ['', '?window=24h', 'jobs', 'jobs?state=failed&after=2020-01-01T00:00', `jobs/${dead}`, `jobs/${dead}/payload.json`, 'dead-letters', 'queues', 'waits', `jobs/${parked}`]) {
+  await queue.syncSchedules('least', [{ key: 'sync.nightly', type: 'sync.run', cron: '0 4 * * *', options: { queue: 'sync' } }]);
+  const worker = new Worker(queue, { queues: ['least-idle'], heartbeatMs: 100, tickMs: 100 });
+  const running = worker.run();
+
+  for (const path of ['', '?window=24h', 'jobs', 'jobs?state=failed&after=2020-01-01T00:00', `jobs/${dead}`, `jobs/${dead}/payload.json`, 'dead-letters', 'queues', 'waits', `jobs/${parked}`, 'schedules', 'schedule?namespace=least&key=sync.nightly', 'workers']) {
     const page = await client.get(path);
     expect([path, page.status]).toEqual([path, 200]);
   }
@@ -69,6 +74,15 @@ it('renders every page and carries out every change as a role with the library g
   expect(preview.status).toBe(200);
   const request = /name="request" value="([^"]+)"/.exec(preview.text)?.[1] ?? '';
   expect((await client.post('dead-letters', { do: 'redrive', id: dead, request, reason: 'remote back' })).status).toBe(303);
+  const schedule = { namespace: 'least', key: 'sync.nightly' };
+  expect((await client.post('schedules', { do: 'pause', ...schedule, reason: 'freeze' })).location).toBe('./schedules?notice=schedule-paused');
+  expect((await client.post('schedules', { do: 'resume', ...schedule, reason: 'thaw' })).location).toBe('./schedules?notice=schedule-resumed');
+  expect((await client.post('schedules', { do: 'trigger', ...schedule, reason: 'now' })).status).toBe(303);
+  expect((await client.post('queues', { do: 'limits', queue: 'sync', concurrency: '2', reason: 'cap' })).location).toBe('./queues?notice=limits-set');
+  await waitFor(async () => (await new Admin(db.pool).listWorkers()).some((w) => w.workerId === worker.workerId), 10_000, 'the worker to register');
+  expect((await client.post('workers', { do: 'drain', worker: worker.workerId, reason: 'maintenance' })).location).toBe('./workers?notice=drain-requested');
+  await worker.stop();
+  await running;
 
   const decision = { do: 'decide', job: parked, name: 'go', decision: 'yes', request: '00000000-0000-4000-8000-000000000000', reason: 'checked' };
   expect((await client.post('waits', decision)).status).toBe(303);
@@ -77,5 +91,11 @@ it('renders every page and carries out every change as a role with the library g
   expect((await admin.getJob(parked))?.state).toBe('ready');
   expect((await admin.getJob(dead))?.redrivenTo).toHaveLength(1);
   expect((await admin.getJob(waiting))?.error).toMatchObject({ name: 'Canceled', actor: 'ops:least' });
-  expect((await admin.listQueues()).find((q) => q.queue === 'sync')).toMatchObject({ paused: false, changedBy: 'ops:least' });
+  expect((await admin.listQueues()).find((q) => q.queue === 'sync')).toMatchObject({ paused: false, changedBy: 'ops:least', concurrency: 2 });
+  expect((await admin.getScheduleHistory('sync.nightly', { namespace: 'least' })).map((entry) => [entry.change, entry.actor])).toEqual([
+    ['triggered', 'ops:least'],
+    ['resumed', 'ops:least'],
+    ['paused', 'ops:least'],
+    ['created', null],
+  ]);
 });

@@ -5,10 +5,12 @@ import { jobsPage } from './jobs.page';
 import { overviewPage } from './overview.page';
 import { queuesPage } from './queues.page';
 import { waitsPage } from './waits.page';
+import { scheduleHistoryPage, schedulesPage } from './schedules.page';
+import { workersPage } from './workers.page';
 
 /**
  * Every page of the dashboard, in navigation order. A new page (schedules, workers, human
  * waits) is one more entry: its route, its view and the changes it offers, whose actions must
  * be in DASHBOARD_ACTIONS.
  */
-export const DASHBOARD_PAGES: readonly DashboardPage[] = [overviewPage, jobsPage, jobPage, jobDataPage, deadLettersPage, queuesPage, waitsPage];
+export const DASHBOARD_PAGES: readonly DashboardPage[] = [overviewPage, jobsPage, jobPage, jobDataPage, deadLettersPage, queuesPage, waitsPage, schedulesPage, scheduleHistoryPage, workersPage];

@@ -1,10 +1,13 @@
 import type { Admin } from '../../core/admin';
-import type { QueueActivity, QueueActivityOptions, QueueInfo } from '../../core/types';
+import type { HealthReport } from '../../core/operations/health';
+import type { PoolClient } from 'pg';
+import type { QueueActivity, QueueInfo } from '../../core/types';
 import { barChart, sparkline, type ChartSeries } from '../charts';
 import { relative } from '../format';
 import { html, type Html } from '../html';
 import { table } from '../layout';
 import type { DashboardPage, PageContext } from '../page';
+import { healthSection, reasonBadge, reasonsOf } from './health';
 
 /**
  * The time windows the charts offer: bucket length and count, and how long one read of the
@@ -62,13 +65,16 @@ function toActivity(rows: readonly QueueActivity[], since: Date, bucketSeconds: 
   return { buckets, bucketSeconds, byQueue };
 }
 
-/** Reads finished jobs within the time budget, in a transaction of its own on the admin's pool. */
-async function queueActivityWithin(admin: Admin, options: QueueActivityOptions): Promise<QueueActivity[] | null> {
+/**
+ * A read within the time budget, in a read-only transaction of its own on the admin's pool; null
+ * when the server canceled it for taking longer (a huge window, a lock held elsewhere).
+ */
+async function readWithin<T>(admin: Admin, read: (client: PoolClient) => Promise<T>): Promise<T | null> {
   const client = await admin.pool.connect();
   try {
     await client.query('BEGIN READ ONLY');
     await client.query(`SET LOCAL statement_timeout = ${ACTIVITY_BUDGET_MS}`);
-    const rows = await admin.queueActivity(options, client);
+    const rows = await read(client);
     await client.query('COMMIT');
     return rows;
   } catch (error) {
@@ -87,9 +93,17 @@ async function readActivity(context: PageContext, name: WindowName): Promise<Act
   // Buckets aligned to their length, the last one holding now.
   const since = new Date(Math.floor(context.now.getTime() / bucketMs) * bucketMs - (buckets - 1) * bucketMs);
   const rows = await context.cached(`activity:${name}:${since.getTime()}`, cacheMs, () =>
-    queueActivityWithin(context.admin, { since, bucketSeconds }),
+    readWithin(context.admin, (client) => context.admin.queueActivity({ since, bucketSeconds }, client)),
   );
   return rows && toActivity(rows, since, bucketSeconds, buckets);
+}
+
+/** How long one read of the health is shared by every viewer of this process. */
+const HEALTH_CACHE_MS = 5_000;
+
+/** `admin.health()` with the dashboard's thresholds, or null when it took longer than the budget. */
+function readHealth(context: PageContext): Promise<HealthReport | null> {
+  return context.cached('health', HEALTH_CACHE_MS, () => readWithin(context.admin, (client) => context.admin.health(context.healthThresholds, client)));
 }
 
 /** Queues that finished jobs in the last 24 hours (their live counts may all be zero). */
@@ -103,7 +117,9 @@ const QUERY_CANCELED = '57014';
 
 const sum = (values: readonly number[]): number => values.reduce((a, b) => a + b, 0);
 
-function health(queue: QueueInfo | undefined, failed: number, context: PageContext): Html {
+function health(queue: QueueInfo | undefined, failed: number, context: PageContext, report: HealthReport | null, name: string): Html {
+  const reasons = report === null ? [] : reasonsOf(report, name);
+  if (reasons.length > 0) return html`<a href="#health">${reasons.map((reason) => reasonBadge(reason))}</a>`;
   if (queue?.paused) {
     const since = queue.changedAt ? ` ${relative(queue.changedAt, context.now)}` : '';
     return html`<span class="health health-paused" title="${queue.reason ?? ''}">paused${since}</span>`;
@@ -125,10 +141,10 @@ export const overviewPage: DashboardPage = {
   nav: 'Overview',
   async render(context) {
     const name = windowOf(context.query);
-    const [queues, read] = await Promise.all([context.admin.listQueues(), readActivity(context, name)]);
+    const [queues, read, report] = await Promise.all([context.admin.listQueues(), readActivity(context, name), readHealth(context)]);
     const activity = read ?? toActivity([], new Date(context.now), ACTIVITY_WINDOWS[name].bucketSeconds, 0);
     const info = new Map(queues.map((queue) => [queue.queue, queue]));
-    const names = [...new Set([...info.keys(), ...[...activity.byQueue.keys()].filter((q) => q !== '')])].sort();
+    const names = [...new Set([...info.keys(), ...[...activity.byQueue.keys()].filter((q) => q !== ''), ...(report?.reasons ?? []).flatMap((r) => (r.queue === null ? [] : [r.queue]))])].sort();
     const all = activity.byQueue.get('') ?? { succeeded: [], failed: [], canceled: [] };
     const chartBase = { buckets: activity.buckets, bucketSeconds: activity.bucketSeconds };
     const windows = (Object.keys(ACTIVITY_WINDOWS) as WindowName[]).map((key) =>
@@ -142,7 +158,7 @@ export const overviewPage: DashboardPage = {
       const cell = (value: number, state: string) => (value > 0 ? html`<a href="${jobs(state)}">${value}</a>` : html`<span class="muted">0</span>`);
       return html`<tr>
         <td><a href="${context.href('jobs', { queue })}">${queue}</a></td>
-        <td>${health(live, failed, context)}</td>
+        <td>${health(live, failed, context, report, queue)}</td>
         <td class="num">${cell(live?.blocked ?? 0, 'blocked')}</td>
         <td class="num">${cell(live?.scheduled ?? 0, 'scheduled')}</td>
         <td class="num">${cell(live?.ready ?? 0, 'ready')}</td>
@@ -155,7 +171,8 @@ export const overviewPage: DashboardPage = {
     });
     return {
       title: 'Overview',
-      body: html`<p class="windows"><span class="muted">Finished in the</span> ${windows}</p>
+      body: html`${healthSection(context, report, ACTIVITY_BUDGET_MS)}
+        <p class="windows"><span class="muted">Finished in the</span> ${windows}</p>
         ${read === null && html`<p class="notice" role="status">Too many jobs finished in the ${ACTIVITY_WINDOWS[name].label} to count them within ${ACTIVITY_BUDGET_MS / 1000} s; choose a shorter window.</p>`}
         ${read !== null && html`<section class="charts">
           <div><h2>Throughput</h2>${barChart({ ...chartBase, title: `Jobs finished per bucket, ${ACTIVITY_WINDOWS[name].label}`, series: throughputSeries(all) })}</div>

@@ -1,6 +1,7 @@
 import { WorkhorseValidationError } from '../../core/errors';
 import { describeLimits, idleQueueInfo } from '../../core/queue-info';
-import type { QueueInfo } from '../../core/types';
+import { POLICY_LIMITS } from '../../core/queue-policy';
+import type { QueueInfo, QueuePolicy } from '../../core/types';
 import { checkName } from '../../core/validation';
 import { relative, time } from '../format';
 import { html, type Html } from '../html';
@@ -39,9 +40,45 @@ function pauseState(context: PageContext, queue: QueueInfo): Html {
     ${queue.reason && html`<div class="muted">${queue.reason}</div>`}`;
 }
 
-function limits(queue: QueueInfo): Html {
+async function limits(context: PageContext, queue: QueueInfo): Promise<Html> {
   const words = describeLimits(queue);
-  return words === null ? html`<span class="muted">none</span>` : html`${words}`;
+  const shown = words === null ? html`<span class="muted">none</span>` : html`${words}`;
+  if (!(await context.mayChange('set-queue-limits'))) return shown;
+  const number = (name: string, label: string, value: number | null | undefined, max: number) =>
+    html`<label>${label} <input type="number" name="${name}" min="1" max="${max}" step="1" value="${value ?? ''}"></label>`;
+  return html`${shown}<details class="row-actions"><summary>Edit limits</summary>${changeForm(
+    context,
+    { route: 'queues', name: 'limits' },
+    html`<input type="hidden" name="queue" value="${queue.queue}">
+      ${number('concurrency', 'At most active', queue.concurrency, POLICY_LIMITS.concurrency)}
+      ${number('rateLimit', 'Claims per window', queue.rateLimit?.limit, POLICY_LIMITS.rateLimit)}
+      ${number('intervalMs', 'Window (ms)', queue.rateLimit?.intervalMs, POLICY_LIMITS.intervalMs)}
+      <span class="muted">Empty: no such limit.</span>
+      ${reasonField('why these limits')} <button type="submit">Set limits</button>`,
+  )}</details>`;
+}
+
+/** An optional whole number from a limits form: null when empty, NaN (refused by the policy check, naming the field) when not a number. */
+function limitOf(form: URLSearchParams, name: string): number | null {
+  const text = (form.get(name) ?? '').trim();
+  return text === '' ? null : Number(text);
+}
+
+/** The policy a limits form asks for; a rate limit needs both its count and its window. */
+function policyOf(form: URLSearchParams): QueuePolicy {
+  const concurrency = limitOf(form, 'concurrency');
+  const limit = limitOf(form, 'rateLimit');
+  const intervalMs = limitOf(form, 'intervalMs');
+  if ((limit === null) !== (intervalMs === null)) {
+    throw new DashboardHttpError(400, 'A rate limit needs both its number of claims and its window (ms); leave both empty for none.');
+  }
+  return { concurrency, rateLimit: limit === null || intervalMs === null ? null : { limit, intervalMs } };
+}
+
+async function setLimits(context: ActionContext): Promise<ActionResult> {
+  const queue = queueOf(context.form);
+  await context.admin.setQueuePolicy(queue, policyOf(context.form), { actor: context.actor, reason: reasonOf(context.form) });
+  return { redirect: context.href('queues', { notice: 'limits-set' }) };
 }
 
 function change(verb: 'pause' | 'resume'): (context: ActionContext) => Promise<ActionResult> {
@@ -55,7 +92,7 @@ function change(verb: 'pause' | 'resume'): (context: ActionContext) => Promise<A
 
 /**
  * Queues: paused or running (who changed it, when and why), live jobs, and pause or resume.
- * Flow-control limits (concurrency, rate) in a column of their own.
+ * Flow-control limits (concurrency, rate) in a column of their own, with a form to change them.
  */
 export const queuesPage: DashboardPage = {
   route: 'queues',
@@ -70,7 +107,7 @@ export const queuesPage: DashboardPage = {
         async (queue) => html`<tr>
           <td><a href="${context.href('jobs', { queue: queue.queue })}">${queue.queue}</a></td>
           <td>${pauseState(context, queue)}</td>
-          <td>${limits(queue)}</td>
+          <td>${await limits(context, queue)}</td>
           <td class="num">${queue.blocked}</td><td class="num">${queue.scheduled}</td><td class="num">${queue.ready}</td><td class="num">${queue.active}</td>
           <td>${await control(context, queue)}</td>
         </tr>`,
@@ -80,11 +117,13 @@ export const queuesPage: DashboardPage = {
       title: 'Queues',
       body: html`${table(['Queue', 'State', 'Limits', 'Blocked', 'Scheduled', 'Ready', 'Active', ''], rows, 'No queue has jobs yet.')}
         <p class="muted">Pausing stops workers from claiming the queue's jobs; running jobs finish, and enqueueing goes on.
+        Limits hold across all workers from the next claim; an application that sets them at start (<code>WorkhorseModule.forRoot({ queues })</code>) sets them again when it restarts.
         Queues appear here while they have live jobs, finished jobs in the last 24 hours, or a pause record.</p>`,
     };
   },
   actions: {
     pause: { action: 'pause-queue', run: change('pause') },
     resume: { action: 'resume-queue', run: change('resume') },
+    limits: { action: 'set-queue-limits', run: setLimits },
   },
 };
