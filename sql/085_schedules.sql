@@ -561,7 +561,7 @@ BEGIN
          (s.definition -> 'options') || jsonb_build_object('type', s.definition -> 'type', 'payload', s.definition -> 'payload'))) AS e;
   INSERT INTO workhorse.job_event (job_id, at, kind, data)
   VALUES (v_job_id, v_now, 'schedule_triggered',
-          jsonb_build_object('namespace', s.namespace, 'key', s.key, 'revision', s.revision, 'actor', p_actor));
+          jsonb_build_object('namespace', s.namespace, 'key', s.key, 'revision', s.revision, 'actor', p_actor, 'reason', p_reason));
   UPDATE workhorse.schedule SET last_run_at = v_now, last_job_id = v_job_id WHERE id = s.id;
   INSERT INTO workhorse.schedule_history (schedule_id, revision, at, change, actor, reason, job_id)
   VALUES (s.id, s.revision, v_now, 'triggered', p_actor, p_reason, v_job_id);

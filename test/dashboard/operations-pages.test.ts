@@ -123,7 +123,7 @@ describe('the schedules page', () => {
     expect((await operator.get('schedule?namespace=x&key=%3Cb%3E')).status).toBe(400);
   });
 
-  it('triggers now: opens the new job, whose timeline names the actor, and the history holds the reason', async () => {
+  it('triggers now: opens the new job, whose timeline names the actor and the reason, as the history does', async () => {
     const operator = new FormClient(await serve());
     await operator.get('schedules');
     const done = await operator.post('schedules', { do: 'trigger', namespace: NAMESPACE, key: KEY, reason: 'rerun after the fix' });
@@ -131,7 +131,7 @@ describe('the schedules page', () => {
     const jobId = /^\.\/jobs\/([0-9a-f-]{36})\?notice=triggered$/.exec(done.location ?? '')?.[1] as string;
     expect(await admin.getJob(jobId)).toMatchObject({ type: 'ledger.close', queue: 'ledger', state: 'ready', payload: { note: HOSTILE, card: '4242' } });
     const { items } = await admin.getJobTimeline(jobId);
-    expect(items.find((entry) => entry.kind === 'schedule_triggered')?.data).toMatchObject({ namespace: NAMESPACE, key: KEY, actor: 'ops:grace' });
+    expect(items.find((entry) => entry.kind === 'schedule_triggered')?.data).toMatchObject({ namespace: NAMESPACE, key: KEY, actor: 'ops:grace', reason: 'rerun after the fix' });
     expect((await admin.getScheduleHistory(KEY, { namespace: NAMESPACE }))[0]).toMatchObject({ change: 'triggered', actor: 'ops:grace', reason: 'rerun after the fix', jobId });
     expect((await operator.get(`jobs/${jobId}?notice=triggered`)).text).toContain('enqueued by triggering its schedule now');
     expect((await schedule()).lastJobId).toBe(jobId);
