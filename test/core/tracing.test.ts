@@ -192,6 +192,34 @@ describe('with an OpenTelemetry SDK', () => {
     for (const attempt of [first, second]) expect(attempt.links.map((l) => l.context.spanId)).toEqual([spanId(producer)]);
   });
 
+  it('whatever a handler throws, the failure is recorded: a throwing name getter or toString only leaves the span without a message', async () => {
+    const admin = new Admin(pool);
+    const namelessError = new Error('hidden');
+    Object.defineProperty(namelessError, 'name', { get: () => { throw new Error('no name for you'); } });
+    const unprintable = { toString: () => { throw new Error('no string for you'); }, toJSON: () => { throw new Error('no JSON either'); } };
+    const ids = await underSpan(() =>
+      new Queue(pool).enqueueMany([
+        { type: 'traced.hostile', payload: { throwing: 'name' }, queue: 'hostile-errors', maxAttempts: 1 },
+        { type: 'traced.hostile', payload: { throwing: 'object' }, queue: 'hostile-errors', maxAttempts: 1 },
+      ]),
+    );
+    await runWorker(
+      'hostile-errors',
+      {
+        'traced.hostile': (payload) => {
+          throw (payload as { throwing: string }).throwing === 'name' ? namelessError : unprintable;
+        },
+      },
+      async () => ids.every((id) => attemptSpans(id).length === 1),
+    );
+    for (const id of ids) {
+      await waitForState(admin, id, 'failed');
+      const [attempt] = attemptSpans(id);
+      expect(attempt.status.code).toBe(SpanStatusCode.ERROR);
+      expect(attempt.attributes['workhorse.job.outcome']).toBe('failed');
+    }
+  });
+
   it("a child job's trace context points at its parent's attempt, through the PRODUCER span of ctx.runChild", async () => {
     const admin = new Admin(pool);
     const parentId = await underSpan(() => new Queue(pool).enqueue('traced.parent', {}, { queue: 'family' }));

@@ -131,14 +131,22 @@ export function runInSpan<A, B, R>(span: Span | null, fn: (a: A, b: B) => R, a: 
   return span === null ? fn(a, b) : context.with(trace.setSpan(ROOT_CONTEXT, span), fn, undefined, a, b);
 }
 
-/** Marks `span` as failed with `error` (an exception event, `error.type` and status ERROR). */
+/**
+ * Marks `span` as failed with `error` (an exception event, `error.type` and status ERROR). A
+ * handler may throw anything, including an object whose `name`, `message` or `toString` throws:
+ * the span then says only that the attempt failed, and the failure is still recorded.
+ */
 export function recordError(span: Span, error: unknown): void {
-  if (error instanceof Error) {
-    span.recordException(error);
-    span.setAttribute('error.type', error.name);
-    span.setStatus({ code: SpanStatusCode.ERROR, message: error.message });
-  } else {
-    span.setStatus({ code: SpanStatusCode.ERROR, message: String(error) });
+  try {
+    if (error instanceof Error) {
+      span.recordException(error);
+      span.setAttribute('error.type', String(error.name));
+      span.setStatus({ code: SpanStatusCode.ERROR, message: String(error.message) });
+    } else {
+      span.setStatus({ code: SpanStatusCode.ERROR, message: String(error) });
+    }
+  } catch {
+    span.setStatus({ code: SpanStatusCode.ERROR });
   }
 }
 
