@@ -7,7 +7,7 @@
 import { context, propagation, SpanKind, SpanStatusCode, trace, type Span, type TextMapPropagator, type Tracer } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider, type ReadableSpan } from '@opentelemetry/sdk-trace';
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import type { Pool } from 'pg';
 import { Admin, NonRetryableError, Queue, Worker, WorkhorseValidationError, type JobHandlerFn } from '../../lib/core';
 import { fromPgError } from '../../lib/core/protocol-errors';
@@ -70,7 +70,7 @@ it('without an OpenTelemetry SDK: no tracer, nothing stored, jobs and child jobs
 
 describe('with an OpenTelemetry SDK', () => {
   const exporter = new InMemorySpanExporter();
-  const provider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] });
+  const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
   const contextManager = new AsyncLocalStorageContextManager();
   let tracer: Tracer;
 

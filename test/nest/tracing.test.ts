@@ -8,7 +8,7 @@ import type { TestingModule } from '@nestjs/testing';
 import { context, propagation, SpanKind, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider, type ReadableSpan } from '@opentelemetry/sdk-trace';
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { JobHandler, Queue, WorkhorseModule } from 'nestjs-workhorse';
 import { waitForJobState } from 'nestjs-workhorse/testing';
 import { createTestDatabase, type TestDatabase } from '../support/db';
@@ -31,7 +31,7 @@ class TracedHandlers {
 }
 
 const exporter = new InMemorySpanExporter();
-const provider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] });
+const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
 let db: TestDatabase;
 let moduleRef: TestingModule;
 
