@@ -3,7 +3,9 @@
  * into the states a command needs (claimed, succeeded, failed) with test/support/protocol.
  */
 import { runCli } from '../../lib/cli';
-import type { TestDatabase } from '../support/db';
+import { Admin, Queue } from '../../lib/core';
+import { createTestDatabase, type TestDatabase } from '../support/db';
+import { expectSplitInvariant } from '../support/invariants';
 import { waitFor } from '../support/wait';
 
 export interface CliRun {
@@ -68,4 +70,35 @@ export async function cliConnections(db: TestDatabase): Promise<number> {
   } catch {
     return count();
   }
+}
+
+/** A database for the CLI tests of one file or describe block, with what they enqueue and read through. */
+export interface CliTestBed {
+  db: TestDatabase;
+  env: Env;
+  queue: Queue;
+  admin: Admin;
+}
+
+/**
+ * Registers the hooks of a CLI test bed: a fresh database before the tests, the split invariant
+ * after each, and after all of them a check that the CLI left no connection, then the drop. The
+ * fields are set once the `beforeAll` has run.
+ */
+export function useCliDatabase(): CliTestBed {
+  const bed = {} as CliTestBed;
+  beforeAll(async () => {
+    bed.db = await createTestDatabase();
+    bed.env = { DATABASE_URL: bed.db.url };
+    bed.queue = new Queue(bed.db.pool);
+    bed.admin = new Admin(bed.db.pool);
+  });
+  afterEach(async () => {
+    await expectSplitInvariant(bed.db.pool);
+  });
+  afterAll(async () => {
+    if (bed.db) expect(await cliConnections(bed.db)).toBe(0);
+    await bed.db?.drop();
+  });
+  return bed;
 }

@@ -11,9 +11,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Admin, getSchemaStatus, Queue, SCHEMA_VERSION, type JobSnapshot, type Page, type TimelineEntry } from '../../lib/core';
 import { createTestDatabase, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
 import { claimOne, complete, fail } from '../support/protocol';
-import { cli, cliConnections, documentOf, errorOf, viaJson, type CliRun, type Env, WORKER } from './cli-harness';
+import { cli, cliConnections, documentOf, errorOf, useCliDatabase, viaJson, type CliRun, type Env, WORKER } from './cli-harness';
 
 const ROOT = resolve(__dirname, '..', '..');
 
@@ -228,20 +227,9 @@ describe('jobs', () => {
   let queue: Queue;
   let admin: Admin;
 
-  beforeAll(async () => {
-    db = await createTestDatabase();
-    env = { DATABASE_URL: db.url };
-    queue = new Queue(db.pool);
-    admin = new Admin(db.pool);
-  });
-
-  afterEach(async () => {
-    await expectSplitInvariant(db.pool);
-  });
-
-  afterAll(async () => {
-    if (db) expect(await cliConnections(db)).toBe(0);
-    await db?.drop();
+  const bed = useCliDatabase();
+  beforeAll(() => {
+    ({ db, env, queue, admin } = bed);
   });
 
   describe('get', () => {

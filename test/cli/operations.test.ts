@@ -6,10 +6,9 @@
 import { randomUUID } from 'node:crypto';
 import { userInfo } from 'node:os';
 import { Admin, Queue, type JobSnapshot, type Page, type QueueInfo, type RedriveResult } from '../../lib/core';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
+import type { TestDatabase } from '../support/db';
 import { claim, claimOne, fail } from '../support/protocol';
-import { cli, cliConnections, documentOf, errorOf, viaJson, type Env, WORKER } from './cli-harness';
+import { cli, documentOf, errorOf, useCliDatabase, viaJson, type Env, WORKER } from './cli-harness';
 
 const ME = userInfo().username;
 
@@ -67,20 +66,9 @@ describe('operations against a database', () => {
   let queue: Queue;
   let admin: Admin;
 
-  beforeAll(async () => {
-    db = await createTestDatabase();
-    env = { DATABASE_URL: db.url };
-    queue = new Queue(db.pool);
-    admin = new Admin(db.pool);
-  });
-
-  afterEach(async () => {
-    await expectSplitInvariant(db.pool);
-  });
-
-  afterAll(async () => {
-    if (db) expect(await cliConnections(db)).toBe(0);
-    await db?.drop();
+  const bed = useCliDatabase();
+  beforeAll(() => {
+    ({ db, env, queue, admin } = bed);
   });
 
   const newQueue = (prefix: string): string => `${prefix}-${randomUUID().slice(0, 8)}`;

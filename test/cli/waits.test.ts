@@ -5,30 +5,18 @@
  */
 import { userInfo } from 'node:os';
 import { Admin, Queue, type HumanWait, type Page } from '../../lib/core';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
+import type { TestDatabase } from '../support/db';
 import { claimOne } from '../support/protocol';
-import { cli, cliConnections, documentOf, errorOf, viaJson, type Env } from './cli-harness';
+import { cli, documentOf, errorOf, useCliDatabase, viaJson, type Env } from './cli-harness';
 
 let db: TestDatabase;
 let env: Env;
 let queue: Queue;
 let admin: Admin;
 
-beforeAll(async () => {
-  db = await createTestDatabase();
-  env = { DATABASE_URL: db.url };
-  queue = new Queue(db.pool);
-  admin = new Admin(db.pool);
-});
-
-afterEach(async () => {
-  await expectSplitInvariant(db.pool);
-});
-
-afterAll(async () => {
-  if (db) expect(await cliConnections(db)).toBe(0);
-  await db?.drop();
+const bed = useCliDatabase();
+beforeAll(() => {
+  ({ db, env, queue, admin } = bed);
 });
 
 /** Enqueues a job on `queueName`, claims it and parks it on the human wait `name`. */
