@@ -4,8 +4,8 @@
  */
 import { runCli } from '../../lib/cli';
 import { Admin, Queue } from '../../lib/core';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
+import type { TestDatabase } from '../support/db';
+import { useTestDatabase } from '../support/test-database';
 import { waitFor } from '../support/wait';
 
 export interface CliRun {
@@ -81,24 +81,15 @@ export interface CliTestBed {
 }
 
 /**
- * Registers the hooks of a CLI test bed: a fresh database before the tests, the split invariant
- * after each, and after all of them a check that the CLI left no connection, then the drop. The
- * fields are set once the `beforeAll` has run.
+ * Registers the hooks of a CLI test bed: a database test bed (test/support/test-database: a fresh
+ * database, the split invariant after each test, the drop) whose tear-down first checks that the
+ * CLI left no connection.
  */
 export function useCliDatabase(): CliTestBed {
-  const bed = {} as CliTestBed;
-  beforeAll(async () => {
-    bed.db = await createTestDatabase();
-    bed.env = { DATABASE_URL: bed.db.url };
-    bed.queue = new Queue(bed.db.pool);
-    bed.admin = new Admin(bed.db.pool);
+  const { db, queue, admin } = useTestDatabase({
+    beforeDrop: async (created) => {
+      if (created) expect(await cliConnections(db)).toBe(0);
+    },
   });
-  afterEach(async () => {
-    await expectSplitInvariant(bed.db.pool);
-  });
-  afterAll(async () => {
-    if (bed.db) expect(await cliConnections(bed.db)).toBe(0);
-    await bed.db?.drop();
-  });
-  return bed;
+  return { db, env: { DATABASE_URL: db.url }, queue, admin };
 }

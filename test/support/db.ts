@@ -56,11 +56,19 @@ export async function withAdminClient<T>(work: (client: Client) => Promise<T>): 
   }
 }
 
-/** Creates a fresh database with the workhorse schema installed (unless told otherwise). */
-export async function createTestDatabase(options: CreateTestDatabaseOptions = {}): Promise<TestDatabase> {
-  const name = `wh_test_${randomBytes(8).toString('hex')}`;
-  await withAdminClient((client) => client.query(`CREATE DATABASE ${client.escapeIdentifier(name)}`));
+/** A test database that does not exist yet: its name, URL and pool are fixed, `create()` makes it. */
+export interface PlannedTestDatabase extends TestDatabase {
+  /** Creates the database and installs the schema (unless told otherwise); drops it again if that fails. */
+  create(): Promise<void>;
+}
 
+/**
+ * Names a fresh database and builds its pool without touching the server (the pool connects on
+ * its first query), so that a test file can hold the pool from the start and create the database
+ * in a hook. `drop()` is safe before `create()` and after a failed one.
+ */
+export function planTestDatabase(options: CreateTestDatabaseOptions = {}): PlannedTestDatabase {
+  const name = `wh_test_${randomBytes(8).toString('hex')}`;
   const url = databaseUrl(name);
   const pool = new Pool({ max: 20, ...options.pool, connectionString: url });
   // An idle client whose connection dies (e.g. the database being dropped) must not crash the
@@ -81,15 +89,25 @@ export async function createTestDatabase(options: CreateTestDatabaseOptions = {}
     return dropped;
   };
 
-  if (options.installSchema ?? true) {
-    try {
-      await installSchema(pool);
-    } catch (error) {
-      await drop().catch(() => undefined);
-      throw error;
+  const create = async (): Promise<void> => {
+    await withAdminClient((client) => client.query(`CREATE DATABASE ${client.escapeIdentifier(name)}`));
+    if (options.installSchema ?? true) {
+      try {
+        await installSchema(pool);
+      } catch (error) {
+        await drop().catch(() => undefined);
+        throw error;
+      }
     }
-  }
-  return { url, name, pool, drop };
+  };
+  return { url, name, pool, drop, create };
+}
+
+/** Creates a fresh database with the workhorse schema installed (unless told otherwise). */
+export async function createTestDatabase(options: CreateTestDatabaseOptions = {}): Promise<TestDatabase> {
+  const { create, ...db } = planTestDatabase(options);
+  await create();
+  return db;
 }
 
 /** Runs `work` against a fresh database and drops the database afterwards, whatever happens. */

@@ -1,0 +1,82 @@
+/**
+ * The database test bed of a test file (or of one describe block): a fresh database with the
+ * schema for its tests, the split and attempt-history invariants checked after each test, and
+ * after the last one everything the bed opened closed and the database and its roles dropped.
+ */
+import type { Pool } from 'pg';
+import { Admin, Queue } from '../../lib/core';
+import { planTestDatabase, type CreateTestDatabaseOptions, type TestDatabase } from './db';
+import { expectSplitInvariant } from './invariants';
+import { LoginRoles } from './roles';
+
+export interface TestDatabaseBed {
+  /** The database; it exists from the bed's `beforeAll` to its `afterAll`. */
+  db: TestDatabase;
+  /** `db.url`. */
+  url: string;
+  /** `db.pool`. */
+  pool: Pool;
+  queue: Queue;
+  admin: Admin;
+  /** Login roles for privilege tests; dropped after the database (roles are cluster-wide). */
+  roles: LoginRoles;
+}
+
+export interface TestDatabaseOptions extends CreateTestDatabaseOptions {
+  /** Check `expectSplitInvariant` after each test (default true). */
+  checkInvariants?: boolean;
+  /** Runs after each test, before the invariant check: stops what the test started, checks what the file checks after every test. */
+  afterEachTest?: () => Promise<unknown> | undefined;
+  /**
+   * Runs after the last test, before the drop, also when a `beforeAll` failed half-way: closes
+   * what the file opened on the database (workers, processes, servers, other pools). `created`
+   * says whether the database was made.
+   */
+  beforeDrop?: (created: boolean) => Promise<unknown> | undefined;
+}
+
+/**
+ * Registers the hooks of a database test bed in the calling file or describe block and returns
+ * it. Its objects exist at once (the pool connects on its first query), so a file can take them
+ * apart at the top; the database behind them exists inside the tests and the hooks declared
+ * after this call. A file's own set-up (tables, seed rows) goes in a `beforeAll` declared after.
+ *
+ * @example
+ * const { pool, queue, admin } = useTestDatabase({ afterEachTest: stopWorkers });
+ */
+export function useTestDatabase(options: TestDatabaseOptions = {}): TestDatabaseBed {
+  const { checkInvariants = true, afterEachTest, beforeDrop, ...database } = options;
+  const { create, ...db } = planTestDatabase(database);
+  const bed: TestDatabaseBed = {
+    db,
+    url: db.url,
+    pool: db.pool,
+    queue: new Queue(db.pool),
+    admin: new Admin(db.pool),
+    roles: new LoginRoles(),
+  };
+  let created = false;
+
+  beforeAll(async () => {
+    await create();
+    created = true;
+  });
+  if (checkInvariants || afterEachTest) {
+    afterEach(async () => {
+      await afterEachTest?.();
+      if (checkInvariants && created) await expectSplitInvariant(db.pool);
+    });
+  }
+  afterAll(async () => {
+    try {
+      await beforeDrop?.(created);
+    } finally {
+      try {
+        await db.drop();
+      } finally {
+        await bed.roles.dropAll();
+      }
+    }
+  });
+  return bed;
+}
