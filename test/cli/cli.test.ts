@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Admin, getSchemaStatus, Queue, SCHEMA_VERSION, type JobSnapshot, type Page, type TimelineEntry } from '../../lib/core';
 import { createTestDatabase, type TestDatabase } from '../support/db';
+import { useTestDatabase } from '../support/test-database';
 import { claimOne, complete, fail } from '../support/protocol';
 import { cli, cliConnections, documentOf, errorOf, useCliDatabase, viaJson, type CliRun, type Env, WORKER } from './cli-harness';
 
@@ -125,16 +126,11 @@ describe('help and the command line', () => {
 });
 
 describe('schema install and status', () => {
-  let db: TestDatabase;
+  const { db } = useTestDatabase({ installSchema: false, checkInvariants: false });
   let env: Env;
 
   beforeAll(async () => {
-    db = await createTestDatabase({ installSchema: false });
     env = { DATABASE_URL: db.url };
-  });
-
-  afterAll(async () => {
-    await db?.drop();
   });
 
   it('reports a database without the schema, installs it, then reports it up to date', async () => {

@@ -4,8 +4,8 @@
  * history with the actor, and exit codes (unknown schedule 1, bad input 2).
  */
 import { userInfo } from 'node:os';
-import { Admin, Queue, type ScheduleInfo } from '../../lib/core';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { Queue, type ScheduleInfo } from '../../lib/core';
+import { useTestDatabase } from '../support/test-database';
 import { cli, cliConnections, documentOf, errorOf, viaJson, type Env } from './cli-harness';
 
 const ME = userInfo().username;
@@ -32,24 +32,19 @@ describe('help and usage', () => {
 });
 
 describe('against a database', () => {
-  let db: TestDatabase;
+  const { db, admin } = useTestDatabase({
+    checkInvariants: false,
+    beforeDrop: async (created) => { if (created) expect(await cliConnections(db)).toBe(0); },
+  });
   let env: Env;
-  let admin: Admin;
 
   beforeAll(async () => {
-    db = await createTestDatabase();
     env = { DATABASE_URL: db.url };
-    admin = new Admin(db.pool);
     const queue = new Queue(db.pool);
     await queue.syncSchedules('default', [
       { key: 'reports.nightly', type: 'report.daily', cron: '0 6 * * *', timezone: 'Europe/Berlin', options: { queue: 'reports' } },
     ]);
     await queue.syncSchedules('billing', [{ key: 'invoices', type: 'invoice.run', cron: '0 3 1 * *' }]);
-  });
-
-  afterAll(async () => {
-    if (db) expect(await cliConnections(db)).toBe(0);
-    await db?.drop();
   });
 
   it('list: --json is Admin.listSchedules, --namespace narrows it, and the table shows the key facts', async () => {

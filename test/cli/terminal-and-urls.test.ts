@@ -12,22 +12,20 @@
  * `/directory database`; a socket proxy stands in for the socket the embedded server does not open.
  */
 import { Admin, Queue, SCHEMA_VERSION } from '../../lib/core';
-import { adminUrl, createTestDatabase, type TestDatabase } from '../support/db';
+import { adminUrl } from '../support/db';
+import { useTestDatabase } from '../support/test-database';
 import { unixSocketProxy, type UnixSocketProxy } from '../support/unix-socket-proxy';
 import { claimOne, fail } from '../support/protocol';
 import { cli, cliConnections, documentOf, type Env } from './cli-harness';
 
-let db: TestDatabase;
+const { db } = useTestDatabase({
+  checkInvariants: false,
+  beforeDrop: async (created) => { if (created) expect(await cliConnections(db)).toBe(0); },
+});
 let env: Env;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
   env = { DATABASE_URL: db.url };
-});
-
-afterAll(async () => {
-  if (db) expect(await cliConnections(db)).toBe(0);
-  await db?.drop();
 });
 
 // Every control character the text views must not write raw (the line feed is theirs).

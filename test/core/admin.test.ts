@@ -3,31 +3,13 @@
  * listJobs filters and keyset paging.
  */
 import { randomUUID } from 'node:crypto';
-import { Admin, InvalidCursorError, Queue, WorkhorseValidationError, type JobLineage, type JobSnapshot, type JobState, type TimelineEntry } from '../../lib/core';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
+import { Admin, InvalidCursorError, WorkhorseValidationError, type JobLineage, type JobSnapshot, type JobState, type TimelineEntry } from '../../lib/core';
+import { useTestDatabase } from '../support/test-database';
 import { claim, claimOne, complete, fail, type ClaimedJob } from '../support/protocol';
 
-let db: TestDatabase;
-let queue: Queue;
-let admin: Admin;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  queue = new Queue(db.pool);
-  admin = new Admin(db.pool);
-});
-
-afterEach(async () => {
-  await expectSplitInvariant(db.pool);
-});
-
-afterAll(async () => {
-  await db?.drop();
-});
+const { db, queue, admin } = useTestDatabase();
 
 const WORKER = 'admin-test-worker';
-
 
 describe('getJob', () => {
   it('reports each state, from whichever side of the split holds the job', async () => {

@@ -5,9 +5,9 @@
  * hands a slept attempt back still open. Every test file also checks this for every job it
  * touched (test/support/invariants.ts).
  */
-import { Admin, Queue } from '../../lib/core';
-import { createTestDatabase, freshQueue, type TestDatabase } from '../support/db';
-import { attemptHistoryViolations, expectSplitInvariant } from '../support/invariants';
+import { freshQueue } from '../support/db';
+import { useTestDatabase } from '../support/test-database';
+import { attemptHistoryViolations } from '../support/invariants';
 import { claimOne, complete, type Owner } from '../support/protocol';
 
 interface AttemptRow {
@@ -18,23 +18,7 @@ interface AttemptRow {
   error: { name: string } | null;
 }
 
-let db: TestDatabase;
-let queue: Queue;
-let admin: Admin;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  queue = new Queue(db.pool);
-  admin = new Admin(db.pool);
-});
-
-afterEach(async () => {
-  await expectSplitInvariant(db.pool);
-});
-
-afterAll(async () => {
-  await db?.drop();
-});
+const { db, queue, admin } = useTestDatabase();
 
 async function attemptsOf(jobId: string): Promise<AttemptRow[]> {
   const { rows } = await db.pool.query<AttemptRow>(

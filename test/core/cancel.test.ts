@@ -3,12 +3,10 @@
  * running ones, and a result that arrives after the request is refused.
  */
 import { randomUUID } from 'node:crypto';
-import { Admin, JobCanceledError, Queue, Worker, type WorkerEvent } from '../../lib/core';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
+import { JobCanceledError, Worker, type WorkerEvent } from '../../lib/core';
+import { useTestDatabase } from '../support/test-database';
 import { claim, claimOne } from '../support/protocol';
 import { waitFor } from '../support/wait';
-
 
 interface OutcomeRow {
   state: string;
@@ -25,23 +23,7 @@ interface EventRow {
   data: Record<string, unknown> | null;
 }
 
-let db: TestDatabase;
-let queue: Queue;
-let admin: Admin;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  queue = new Queue(db.pool);
-  admin = new Admin(db.pool);
-});
-
-afterEach(async () => {
-  await expectSplitInvariant(db.pool);
-});
-
-afterAll(async () => {
-  await db?.drop();
-});
+const { db, queue, admin } = useTestDatabase();
 
 const WORKER = 'cancel-test-worker';
 

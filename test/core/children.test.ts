@@ -8,21 +8,17 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import type { Pool } from 'pg';
 import {
-  Admin,
   ChildJobConflictError,
   ChildJobFailedError,
   fromPgError,
   NonRetryableError,
-  Queue,
   Worker,
   type ChildOutcome,
   type WorkerEventOf,
 } from '../../lib/core';
 import { CREATE_SIDE_EFFECTS_SQL } from '../fixtures/side-effects';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { attemptHistoryViolations, expectSplitInvariant } from '../support/invariants';
+import { useTestDatabase } from '../support/test-database';
 import { stateOf } from '../support/job-state';
 import { claimOne, complete } from '../support/protocol';
 import { waitFor } from '../support/wait';
@@ -30,29 +26,16 @@ import { waitFor } from '../support/wait';
 const FIXTURE = join(__dirname, '..', 'fixtures', 'family-worker.ts');
 const REGISTER = require.resolve('../support/ts-register.js');
 
-let db: TestDatabase;
-let pool: Pool;
-let queue: Queue;
-let admin: Admin;
+const { db, pool, queue, admin } = useTestDatabase({
+  beforeDrop: async () => {
+    for (const p of processes) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
+    await Promise.all(processes.map((p) => (p.exitCode === null && p.signalCode === null ? new Promise((r) => p.once('exit', r)) : null)));
+  },
+});
 const processes: ChildProcess[] = [];
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  pool = db.pool;
-  queue = new Queue(pool);
-  admin = new Admin(pool);
   await pool.query(CREATE_SIDE_EFFECTS_SQL);
-});
-
-afterEach(async () => {
-  await expectSplitInvariant(pool);
-  expect(await attemptHistoryViolations(pool)).toEqual([]);
-});
-
-afterAll(async () => {
-  for (const p of processes) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
-  await Promise.all(processes.map((p) => (p.exitCode === null && p.signalCode === null ? new Promise((r) => p.once('exit', r)) : null)));
-  await db.drop();
 });
 
 /** Runs workers on `queues` until `done` holds, then stops them. */

@@ -5,8 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { Pool } from 'pg';
 import { Queue, Worker, type WorkerEvent } from '../../lib/core';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
+import { useTestDatabase } from '../support/test-database';
 import { stateOf } from '../support/job-state';
 import { claim } from '../support/protocol';
 import { delay, waitFor } from '../support/wait';
@@ -23,22 +22,7 @@ interface ClaimRow {
 const CLAIM_SQL =
   'SELECT job_id, queue, type, attempt, fence_token, lease_expires_at FROM workhorse.claim_many_v1($1, $2, $3, $4)';
 
-
-let db: TestDatabase;
-let queue: Queue;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  queue = new Queue(db.pool);
-});
-
-afterEach(async () => {
-  await expectSplitInvariant(db.pool);
-});
-
-afterAll(async () => {
-  await db?.drop();
-});
+const { db, queue } = useTestDatabase();
 
 // A mix where priorities interleave, repeat and arrive out of order, so neither plain FIFO nor a
 // priority sort that ignores arrival order could produce the expected sequence.

@@ -4,38 +4,18 @@
  * the stage again, and finishes the job.
  */
 import { join } from 'node:path';
-import type { Pool } from 'pg';
-import { Admin, Queue } from '../../lib/core';
 import { CREATE_SIDE_EFFECTS_SQL, sideEffects } from '../fixtures/side-effects';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { useTestDatabase } from '../support/test-database';
 import { FixtureProcesses, waitForLine, type FixtureProcess } from '../support/fixture-process';
-import { expectSplitInvariant } from '../support/invariants';
-import { waitFor } from '../support/wait';
 
 const FIXTURE = join(__dirname, '..', 'fixtures', 'crash-worker.ts');
 
-let db: TestDatabase;
-let pool: Pool;
-let queue: Queue;
-let admin: Admin;
+const { db, pool, queue, admin } = useTestDatabase({ beforeDrop: () => children.killAll() });
 
 const children = new FixtureProcesses();
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  pool = db.pool;
-  queue = new Queue(pool);
-  admin = new Admin(pool);
   await pool.query(CREATE_SIDE_EFFECTS_SQL);
-});
-
-afterEach(async () => {
-  await expectSplitInvariant(pool);
-});
-
-afterAll(async () => {
-  await children.killAll();
-  await db?.drop();
 });
 
 function startChild(workerId: string, mode: 'hang' | 'finish'): FixtureProcess {

@@ -6,19 +6,14 @@
  */
 import type { Pool } from 'pg';
 import { Admin, Queue } from '../../lib/core';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { useTestDatabase } from '../support/test-database';
 import { attemptHistoryViolations, expectSplitInvariant } from '../support/invariants';
 import { claim, type ClaimedJob } from '../support/protocol';
 
-let db: TestDatabase;
+const { db } = useTestDatabase({ pool: { max: 8 }, checkInvariants: false });
 
 beforeAll(async () => {
   // Connections for the completion lanes and the maintenance lane at once.
-  db = await createTestDatabase({ pool: { max: 8 } });
-});
-
-afterAll(async () => {
-  await db?.drop();
 });
 
 const PARENTS = 200;

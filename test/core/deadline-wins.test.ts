@@ -5,29 +5,13 @@
  * and every function that ends such a job ends it as maintenance would: failed with
  * DeadlineExceeded, the open attempt closed as `deadline`.
  */
-import { Admin, Queue, Worker, type WorkerEvent } from '../../lib/core';
-import { createTestDatabase, freshQueue, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
+import { Worker, type WorkerEvent } from '../../lib/core';
+import { freshQueue } from '../support/db';
+import { useTestDatabase } from '../support/test-database';
 import { claimOne, complete, fail, forceExpire, type ClaimedJob } from '../support/protocol';
 import { gate, waitFor } from '../support/wait';
 
-let db: TestDatabase;
-let queue: Queue;
-let admin: Admin;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  queue = new Queue(db.pool);
-  admin = new Admin(db.pool);
-});
-
-afterEach(async () => {
-  await expectSplitInvariant(db.pool);
-});
-
-afterAll(async () => {
-  await db?.drop();
-});
+const { db, queue, admin } = useTestDatabase();
 
 /** A claimed job whose deadline has just passed, before any maintenance ran. */
 async function claimedPastDeadline(options: { executionTimeoutMs?: number } = {}): Promise<ClaimedJob> {

@@ -3,42 +3,19 @@
  * the last prerequisite, two prerequisites ending at once, a 10,000-job graph, one job waiting on
  * 1,000 prerequisites, `ctx.dependencies()`, `admin.getJob` lineage and hostile input.
  */
-import type { Pool } from 'pg';
 import {
-  Admin,
-  Queue,
   UnknownDependencyError,
   Worker,
   WorkhorseValidationError,
   type DependencyOutcome,
   type EnqueueRequest,
 } from '../../lib/core';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { attemptHistoryViolations, expectSplitInvariant } from '../support/invariants';
+import { useTestDatabase } from '../support/test-database';
 import { claim, claimOne, complete, fail } from '../support/protocol';
 import { stateOf } from '../support/job-state';
 import { waitFor } from '../support/wait';
 
-let db: TestDatabase;
-let pool: Pool;
-let queue: Queue;
-let admin: Admin;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  pool = db.pool;
-  queue = new Queue(pool);
-  admin = new Admin(pool);
-});
-
-afterEach(async () => {
-  await expectSplitInvariant(pool);
-  expect(await attemptHistoryViolations(pool)).toEqual([]);
-});
-
-afterAll(async () => {
-  await db.drop();
-});
+const { pool, queue, admin } = useTestDatabase();
 
 async function counts(): Promise<Record<string, number>> {
   const { rows } = await pool.query<{ jobs: string; edges: string; events: string }>(

@@ -4,12 +4,10 @@
  */
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import type { Pool, PoolClient } from 'pg';
+import type { PoolClient } from 'pg';
 import {
-  Admin,
   IdempotencyConflictError,
   JobSleeping,
-  Queue,
   Worker,
   WorkhorseValidationError,
   type HandlerContext,
@@ -17,10 +15,9 @@ import {
   type WorkerEvent,
 } from '../../lib/core';
 import { CREATE_SIDE_EFFECTS_SQL, recordSideEffect, sideEffects } from '../fixtures/side-effects';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { useTestDatabase } from '../support/test-database';
 import { FixtureProcesses, waitForLine } from '../support/fixture-process';
 import { expectRejects } from '../support/expect-rejects';
-import { expectSplitInvariant } from '../support/invariants';
 import { claimOne } from '../support/protocol';
 import { waitFor } from '../support/wait';
 
@@ -29,32 +26,20 @@ const FIXTURE = join(__dirname, '..', 'fixtures', 'sleep-worker.ts');
 const TABLES = ['job', 'job_runtime', 'job_query', 'job_event', 'enqueue_idempotency'] as const;
 type RowCounts = Record<(typeof TABLES)[number], number>;
 
-let db: TestDatabase;
-let pool: Pool;
-let queue: Queue;
-let admin: Admin;
+const { db, pool, queue, admin } = useTestDatabase({
+  beforeDrop: async () => {
+    await children.killAll();
+    await Promise.all(workers.map((w) => w.stop().catch(() => undefined)));
+    await Promise.all(runs.map((r) => r.catch(() => undefined)));
+  },
+});
 const workers: Worker[] = [];
 const runs: Promise<void>[] = [];
 
 const children = new FixtureProcesses();
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  pool = db.pool;
-  queue = new Queue(pool);
-  admin = new Admin(pool);
   await pool.query(CREATE_SIDE_EFFECTS_SQL);
-});
-
-afterEach(async () => {
-  await expectSplitInvariant(pool);
-});
-
-afterAll(async () => {
-  await children.killAll();
-  await Promise.all(workers.map((w) => w.stop().catch(() => undefined)));
-  await Promise.all(runs.map((r) => r.catch(() => undefined)));
-  await db?.drop();
 });
 
 async function countRows(): Promise<RowCounts> {

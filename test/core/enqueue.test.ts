@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { Client, type Notification, type PoolClient } from 'pg';
-import { Admin, Queue, WorkhorseValidationError } from '../../lib/core';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
+import { WorkhorseValidationError } from '../../lib/core';
+import type { TestDatabase } from '../support/db';
+import { useTestDatabase } from '../support/test-database';
 import { waitFor } from '../support/wait';
 
 const TABLES = ['job', 'job_runtime', 'job_query', 'job_event'] as const;
@@ -45,23 +45,10 @@ async function inTransaction<T>(db: TestDatabase, work: (client: PoolClient) => 
 }
 
 describe('enqueue', () => {
-  let db: TestDatabase;
-  let queue: Queue;
-  let admin: Admin;
+  const { db, queue, admin } = useTestDatabase();
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    queue = new Queue(db.pool);
-    admin = new Admin(db.pool);
     await db.pool.query('CREATE TABLE public.orders (id text PRIMARY KEY)');
-  });
-
-  afterEach(async () => {
-    await expectSplitInvariant(db.pool);
-  });
-
-  afterAll(async () => {
-    await db?.drop();
   });
 
   describe('transactional enqueue', () => {

@@ -3,32 +3,13 @@
  * worker claimed it, or the job ended), every owner write it still makes reports `stale` and
  * changes nothing, at the SQL protocol level and through the Worker runtime.
  */
-import type { Pool } from 'pg';
-import { Admin, LeaseLostError, Queue, Worker, type HandlerContext, type WorkerEvent } from '../../lib/core';
-import { createTestDatabase, freshQueue, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
+import { LeaseLostError, Worker, type HandlerContext, type WorkerEvent } from '../../lib/core';
+import { freshQueue } from '../support/db';
+import { useTestDatabase } from '../support/test-database';
 import { claimOne, forceExpire, type ClaimedJob } from '../support/protocol';
 import { gate, waitFor } from '../support/wait';
 
-let db: TestDatabase;
-let pool: Pool;
-let queue: Queue;
-let admin: Admin;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  pool = db.pool;
-  queue = new Queue(pool);
-  admin = new Admin(pool);
-});
-
-afterAll(async () => {
-  await db?.drop();
-});
-
-afterEach(async () => {
-  await expectSplitInvariant(pool);
-});
+const { pool, queue, admin } = useTestDatabase();
 
 /** Everything the protocol keeps about one job, to prove that a stale write changed nothing. */
 async function snapshot(jobId: string): Promise<Record<string, unknown[]>> {

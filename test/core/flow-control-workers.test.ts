@@ -5,36 +5,20 @@
  * same workers serve.
  */
 import { join } from 'node:path';
-import { Admin, Queue, type EnqueueRequest } from '../../lib/core';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import type { EnqueueRequest } from '../../lib/core';
+import { useTestDatabase } from '../support/test-database';
 import { FixtureProcesses, type FixtureProcess } from '../support/fixture-process';
-import { expectSplitInvariant } from '../support/invariants';
 import { waitFor } from '../support/wait';
 
 const FIXTURE = join(__dirname, '..', 'fixtures', 'flow-worker.ts');
 
-let db: TestDatabase;
-let queue: Queue;
-let admin: Admin;
+const { db, queue, admin } = useTestDatabase({
+  afterEachTest: stopChildren,
+  beforeDrop: () => children.killAll(),
+});
 
 const children = new FixtureProcesses();
 const running: FixtureProcess[] = [];
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  queue = new Queue(db.pool);
-  admin = new Admin(db.pool);
-});
-
-afterEach(async () => {
-  await stopChildren();
-  await expectSplitInvariant(db.pool);
-});
-
-afterAll(async () => {
-  await children.killAll();
-  await db?.drop();
-});
 
 function startWorker(workerId: string, queues: string[], jobMs: number): FixtureProcess {
   const child = children.start(FIXTURE, { FLOW_DATABASE_URL: db.url, FLOW_WORKER_ID: workerId, FLOW_QUEUES: queues.join(','), FLOW_JOB_MS: String(jobMs) });

@@ -3,28 +3,11 @@
  * gives from a limited queue (concurrency, rate, pause, several queues, a policy row another
  * claim holds). The multi-process guarantees are in flow-control-workers.test.ts.
  */
-import { Admin, fromPgError, Queue, WorkhorseValidationError, type QueuePolicy } from '../../lib/core';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
+import { fromPgError, WorkhorseValidationError, type QueuePolicy } from '../../lib/core';
+import { useTestDatabase } from '../support/test-database';
 import { claim, complete } from '../support/protocol';
 
-let db: TestDatabase;
-let queue: Queue;
-let admin: Admin;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  queue = new Queue(db.pool);
-  admin = new Admin(db.pool);
-});
-
-afterEach(async () => {
-  await expectSplitInvariant(db.pool);
-});
-
-afterAll(async () => {
-  await db?.drop();
-});
+const { db, queue, admin } = useTestDatabase();
 
 async function enqueueMany(q: string, n: number): Promise<string[]> {
   const ids: string[] = [];

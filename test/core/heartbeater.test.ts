@@ -9,13 +9,12 @@
  * replaced by a function that sleeps, then answers `stale` for every lease.
  */
 import { Heartbeater, type HeldLease } from '../../lib/core/worker/heartbeater';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { useTestDatabase } from '../support/test-database';
 import { waitFor } from '../support/wait';
 
-let db: TestDatabase;
+const { db } = useTestDatabase({ checkInvariants: false });
 
 beforeAll(async () => {
-  db = await createTestDatabase();
   await db.pool.query(`
     CREATE OR REPLACE FUNCTION workhorse.heartbeat_many_v1(p_worker_id text, p_leases jsonb, p_lease_ms integer)
     RETURNS TABLE (job_id uuid, status text, lease_expires_at timestamptz)
@@ -23,10 +22,6 @@ beforeAll(async () => {
       SELECT (l ->> 'jobId')::uuid, 'stale', NULL::timestamptz
       FROM pg_sleep(0.3), jsonb_array_elements(p_leases) AS l
     $$`);
-});
-
-afterAll(async () => {
-  await db?.drop();
 });
 
 it('applies an answer to the lease it was sent for, not to a newer lease of the same job', async () => {

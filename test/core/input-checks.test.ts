@@ -12,22 +12,17 @@
  */
 import fc from 'fast-check';
 import {
-  Admin,
   InvalidCursorError,
   LIMITS,
-  Queue,
   Worker,
   WorkhorseValidationError,
   type HandlerContext,
 } from '../../lib/core';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
+import { useTestDatabase } from '../support/test-database';
 import { claim, fail } from '../support/protocol';
 import { waitFor } from '../support/wait';
 
-let db: TestDatabase;
-let queue: Queue;
-let admin: Admin;
+const { db, queue, admin } = useTestDatabase();
 /** A dead letter, for the redrive calls. */
 let dead: string;
 /** A job that stays live, for cancel. */
@@ -43,20 +38,9 @@ async function rowCounts(): Promise<Record<string, number>> {
 }
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  queue = new Queue(db.pool);
-  admin = new Admin(db.pool);
   dead = await queue.enqueue('checks.dead', {}, { queue: 'checks-dead', maxAttempts: 1 });
   for (const owner of await claim(db.pool, 'checks-dead')) await fail(db.pool, owner, { name: 'Declined', message: 'no' });
   live = await queue.enqueue('checks.live', {}, { queue: 'checks-live', runAt: new Date(Date.now() + 3_600_000) });
-});
-
-afterEach(async () => {
-  await expectSplitInvariant(db.pool);
-});
-
-afterAll(async () => {
-  await db?.drop();
 });
 
 /** The field a WorkhorseValidationError names, or what else was thrown. */

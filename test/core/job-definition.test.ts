@@ -7,36 +7,17 @@
  * job of another type. (What must not compile is in test/types/.)
  */
 import {
-  Admin,
   defineJob,
   JobDataRejectedError,
-  Queue,
   Worker,
   WorkhorseValidationError,
   type StandardSchemaV1,
 } from 'nestjs-workhorse/core';
 import { z } from 'zod';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { useTestDatabase } from '../support/test-database';
 import { waitFor } from '../support/wait';
-import { expectSplitInvariant } from '../support/invariants';
 
-let db: TestDatabase;
-let queue: Queue;
-let admin: Admin;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  queue = new Queue(db.pool);
-  admin = new Admin(db.pool);
-});
-
-afterEach(async () => {
-  await expectSplitInvariant(db.pool);
-});
-
-afterAll(async () => {
-  await db?.drop();
-});
+const { db, queue, admin } = useTestDatabase();
 
 async function jobCount(): Promise<number> {
   const { rows } = await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM workhorse.job');

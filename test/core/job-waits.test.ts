@@ -3,22 +3,10 @@
  * `admin.listJobWaits`), and an operator's decision (`admin.completeHumanWait`): each read
  * follows the job through a signal wait, a buffered signal and a human decision.
  */
-import { Admin, DecisionNotAllowedError, Queue, Worker, WorkhorseValidationError } from '../../lib/core';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { DecisionNotAllowedError, Worker, WorkhorseValidationError } from '../../lib/core';
+import { useTestDatabase } from '../support/test-database';
 
-let db: TestDatabase;
-let queue: Queue;
-let admin: Admin;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  queue = new Queue(db.pool);
-  admin = new Admin(db.pool);
-});
-
-afterAll(async () => {
-  await db?.drop();
-});
+const { queue, admin } = useTestDatabase({ checkInvariants: false });
 
 it('lists a job\u2019s signals and waits as the handler meets them, and records an operator\u2019s decision', async () => {
   const worker = new Worker(queue, { queues: ['flows'] }).handle('flow.run', async (_payload, ctx) => {

@@ -5,35 +5,16 @@
  * list|drain`.
  */
 import { hostname } from 'node:os';
-import type { Pool } from 'pg';
-import { Admin, Queue, Worker, type WorkerInfo } from '../../lib/core';
+import { Worker, type WorkerInfo } from '../../lib/core';
 import { packageVersion } from '../../lib/core/package-version';
 import { cli, documentOf, errorOf, viaJson } from '../cli/cli-harness';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
+import { useTestDatabase } from '../support/test-database';
 import { gate, waitFor } from '../support/wait';
 
-let db: TestDatabase;
-let pool: Pool;
-let queue: Queue;
-let admin: Admin;
+const { db, pool, queue, admin } = useTestDatabase({
+  beforeDrop: () => Promise.all([...running].map((w) => w.stop())),
+});
 const running = new Set<Worker>();
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  pool = db.pool;
-  queue = new Queue(pool);
-  admin = new Admin(pool);
-});
-
-afterAll(async () => {
-  await Promise.all([...running].map((w) => w.stop()));
-  await db?.drop();
-});
-
-afterEach(async () => {
-  await expectSplitInvariant(pool);
-});
 
 function start(worker: Worker): Promise<void> {
   running.add(worker);

@@ -3,12 +3,9 @@
  * Admin and Worker API and, where the issue is the protocol itself, the SQL functions.
  */
 import { randomUUID } from 'node:crypto';
-import type { Pool } from 'pg';
 import {
-  Admin,
   InvalidCursorError,
   LeaseLostError,
-  Queue,
   Worker,
   WorkhorseValidationError,
   type DeadLetterFilter,
@@ -18,33 +15,17 @@ import {
   type TimelineEntry,
   type WorkerEvent,
 } from '../../lib/core';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
+import { useTestDatabase } from '../support/test-database';
 import { claim, claimOne, complete, forceExpire, type ClaimedJob, type Owner } from '../support/protocol';
 import { gate, waitFor } from '../support/wait';
 
-let db: TestDatabase;
-let pool: Pool;
-let queue: Queue;
-let admin: Admin;
+const { pool, queue, admin } = useTestDatabase({
+  beforeDrop: async () => {
+    // A test that failed half-way may have left a worker running; it must not keep jest alive.
+    await Promise.all([...liveWorkers].map((w) => w.stop()));
+  },
+});
 const liveWorkers = new Set<Worker>();
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  pool = db.pool;
-  queue = new Queue(pool);
-  admin = new Admin(pool);
-});
-
-afterAll(async () => {
-  // A test that failed half-way may have left a worker running; it must not keep jest alive.
-  await Promise.all([...liveWorkers].map((w) => w.stop()));
-  await db?.drop();
-});
-
-afterEach(async () => {
-  await expectSplitInvariant(pool);
-});
 
 // ---- helpers ----------------------------------------------------------------------------------
 

@@ -3,28 +3,12 @@
  * jobs a page may examine (every match found exactly once across pages, a bounded page when
  * matches are rare), finished jobs per queue and time bucket, and a job's checkpoints.
  */
-import { Admin, Queue, WorkhorseValidationError, type JobSnapshot, type ListJobsFilter } from '../../lib/core';
-import { createTestDatabase, freshQueue, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
+import { WorkhorseValidationError, type JobSnapshot, type ListJobsFilter } from '../../lib/core';
+import { freshQueue } from '../support/db';
+import { useTestDatabase } from '../support/test-database';
 import { claim, claimOne, complete, fail } from '../support/protocol';
 
-let db: TestDatabase;
-let queue: Queue;
-let admin: Admin;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  queue = new Queue(db.pool);
-  admin = new Admin(db.pool);
-});
-
-afterEach(async () => {
-  await expectSplitInvariant(db.pool);
-});
-
-afterAll(async () => {
-  await db?.drop();
-});
+const { db, queue, admin } = useTestDatabase();
 
 const BOUND = "SELECT date_trunc('milliseconds', clock_timestamp()) + interval '1 millisecond' AS now, pg_sleep(0.002)";
 

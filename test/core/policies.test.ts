@@ -4,10 +4,8 @@
  * per-handler policies versus the job's own and the default).
  */
 import {
-  Admin,
   ExecutionTimeoutError,
   NonRetryableError,
-  Queue,
   RetryAfterError,
   Worker,
   WorkhorseValidationError,
@@ -19,8 +17,7 @@ import {
   type WorkerEvent,
   type WorkerOptions,
 } from '../../lib/core';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
+import { useTestDatabase } from '../support/test-database';
 import { claim, claimOne } from '../support/protocol';
 import { waitFor } from '../support/wait';
 
@@ -44,26 +41,11 @@ interface AttemptRow {
   error: ErrorEnvelope | null;
 }
 
-let db: TestDatabase;
-let queue: Queue;
-let admin: Admin;
+const { db, queue, admin } = useTestDatabase({
+  afterEachTest: () => Promise.all(workers.splice(0).map((w) => w.stop())),
+  beforeDrop: () => Promise.all(workers.splice(0).map((w) => w.stop())),
+});
 const workers: Worker[] = [];
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  queue = new Queue(db.pool);
-  admin = new Admin(db.pool);
-});
-
-afterEach(async () => {
-  await Promise.all(workers.splice(0).map((w) => w.stop()));
-  await expectSplitInvariant(db.pool);
-});
-
-afterAll(async () => {
-  await Promise.all(workers.splice(0).map((w) => w.stop()));
-  await db?.drop();
-});
 
 /** A worker tracked for cleanup, with every event it emits recorded. */
 function makeWorker(options: WorkerOptions): { worker: Worker; events: WorkerEvent[] } {

@@ -4,27 +4,13 @@
  * tick's bound is worked off by ticks that follow each other at once (`more`), not one bounded
  * batch per tick interval.
  */
-import { Queue, Worker, type EnqueueRequest } from '../../lib/core';
-import { createTestDatabase, freshQueue, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
+import { Worker, type EnqueueRequest } from '../../lib/core';
+import { freshQueue } from '../support/db';
+import { useTestDatabase } from '../support/test-database';
 import { claim, claimOne, fail } from '../support/protocol';
 import { waitFor } from '../support/wait';
 
-let db: TestDatabase;
-let queue: Queue;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  queue = new Queue(db.pool);
-});
-
-afterEach(async () => {
-  await expectSplitInvariant(db.pool);
-});
-
-afterAll(async () => {
-  await db?.drop();
-});
+const { db, queue } = useTestDatabase();
 
 /** Makes the scheduled jobs of `q` due by moving every run time back by the same two hours. */
 async function makeDue(q: string): Promise<void> {

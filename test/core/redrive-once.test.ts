@@ -5,33 +5,14 @@
  * a whole filter, produce exactly one job per dead letter.
  */
 import { join } from 'node:path';
-import { Admin, Queue } from '../../lib/core';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { useTestDatabase } from '../support/test-database';
 import { FixtureProcesses, waitForLine } from '../support/fixture-process';
-import { expectSplitInvariant } from '../support/invariants';
 import { claim, fail } from '../support/protocol';
 
 const FIXTURE = join(__dirname, '..', 'fixtures', 'redrive-process.ts');
 
-let db: TestDatabase;
-let queue: Queue;
-let admin: Admin;
+const { db, queue, admin } = useTestDatabase({ beforeDrop: () => children.killAll() });
 const children = new FixtureProcesses();
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  queue = new Queue(db.pool);
-  admin = new Admin(db.pool);
-});
-
-afterEach(async () => {
-  await expectSplitInvariant(db.pool);
-});
-
-afterAll(async () => {
-  await children.killAll();
-  await db?.drop();
-});
 
 /** `n` dead letters in queue `q`: enqueued with one attempt, claimed and failed. */
 async function deadLetters(q: string, n: number): Promise<string[]> {

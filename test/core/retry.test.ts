@@ -2,9 +2,8 @@
  * Retries: the persisted backoff policy, the attempt budget, the stored error envelope, delayed
  * jobs that must not run early, and the explicit options of fail_v1.
  */
-import { Admin, Queue, Worker, type ErrorEnvelope, type WorkerEvent } from '../../lib/core';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
+import { Worker, type ErrorEnvelope, type WorkerEvent } from '../../lib/core';
+import { useTestDatabase } from '../support/test-database';
 import { claim, claimOne, fail } from '../support/protocol';
 import { waitFor } from '../support/wait';
 
@@ -32,23 +31,7 @@ class PaymentDeclined extends Error {
   override name = 'PaymentDeclined';
 }
 
-let db: TestDatabase;
-let queue: Queue;
-let admin: Admin;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  queue = new Queue(db.pool);
-  admin = new Admin(db.pool);
-});
-
-afterEach(async () => {
-  await expectSplitInvariant(db.pool);
-});
-
-afterAll(async () => {
-  await db?.drop();
-});
+const { db, queue, admin } = useTestDatabase();
 
 async function attempts(id: string): Promise<AttemptRow[]> {
   const { rows } = await db.pool.query<AttemptRow>(

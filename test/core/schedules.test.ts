@@ -4,11 +4,8 @@
  * payload and options of the definition), overlap, catch-up after a simulated outage, pause,
  * resume and trigger, and a definition changed while workers run.
  */
-import type { Pool } from 'pg';
 import {
-  Admin,
   InvalidCronError,
-  Queue,
   ScheduleNotFoundError,
   UnknownTimeZoneError,
   Worker,
@@ -16,33 +13,15 @@ import {
   type ScheduleDefinition,
 } from '../../lib/core';
 import { runTick } from '../../lib/core/worker/tick';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
+import { useTestDatabase } from '../support/test-database';
 import { decidedOccurrencesOf, occurrencesOf, scheduledJobsOf, simulateOutage } from '../support/schedules';
 import { gate, waitFor } from '../support/wait';
 
-let db: TestDatabase;
-let pool: Pool;
-let queue: Queue;
-let admin: Admin;
+const { pool, queue, admin } = useTestDatabase({
+  afterEachTest: () => Promise.all(workers.splice(0).map((w) => w.stop())),
+  beforeDrop: () => Promise.all(workers.map((w) => w.stop())),
+});
 const workers: Worker[] = [];
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  pool = db.pool;
-  queue = new Queue(pool);
-  admin = new Admin(pool);
-});
-
-afterEach(async () => {
-  await Promise.all(workers.splice(0).map((w) => w.stop()));
-  await expectSplitInvariant(pool);
-});
-
-afterAll(async () => {
-  await Promise.all(workers.map((w) => w.stop()));
-  await db?.drop();
-});
 
 /** A worker that ticks often and runs no-op handlers for `types` (so jobs do not stay live). */
 function startWorker(types: string[], options: { queues?: string[]; handler?: () => Promise<unknown> } = {}): Worker {

@@ -11,6 +11,7 @@ import {
 } from '../../lib/core';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
+import { useTestDatabase } from '../support/test-database';
 
 const TABLES = [
   'schema_version',
@@ -98,27 +99,15 @@ function addDays(day: Date, days: number): Date {
 }
 
 describe('schema', () => {
-  // Databases this file creates beyond the shared one; dropped in afterAll whatever happens.
+  // Databases this file creates beyond the shared one; dropped before it whatever happens.
   const extra: TestDatabase[] = [];
-  let db: TestDatabase;
+  const { db } = useTestDatabase({ beforeDrop: () => Promise.all(extra.map((d) => d.drop())) });
 
   async function freshDatabase(install: boolean): Promise<TestDatabase> {
     const created = await createTestDatabase({ installSchema: install });
     extra.push(created);
     return created;
   }
-
-  beforeAll(async () => {
-    db = await createTestDatabase();
-  });
-
-  afterEach(async () => {
-    await expectSplitInvariant(db.pool);
-  });
-
-  afterAll(async () => {
-    await Promise.all([db?.drop(), ...extra.map((d) => d.drop())]);
-  });
 
   describe('installSchema', () => {
     it('creates the schema, its tables and functions on a fresh database', async () => {

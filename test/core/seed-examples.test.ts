@@ -7,15 +7,14 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { Admin, Queue, Worker, type JobSnapshot, type Pool, type WorkerEvent } from '../../lib/core';
+import { Queue, Worker, type JobSnapshot, type Pool, type WorkerEvent } from '../../lib/core';
 import { printJob } from '../fixtures/seed-examples/admin-get-job';
 import { registerInvoiceHandler } from '../fixtures/seed-examples/invoice-handler';
 import { calls, define, faults } from '../fixtures/seed-examples/prelude';
 import { transactionalEnqueue } from '../fixtures/seed-examples/transactional-enqueue';
 import { runWorker } from '../fixtures/seed-examples/worker-run';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
 import { itIf, type Requirement } from '../support/requirements';
+import { useTestDatabase } from '../support/test-database';
 import { waitFor } from '../support/wait';
 
 const FIXTURES = resolve(__dirname, '../fixtures/seed-examples');
@@ -43,28 +42,23 @@ function seedBlocks(): SeedBlock[] {
 describe('seed document examples', () => {
   const ORDER_ID = 'order-1001';
   const savedDatabaseUrl = process.env.DATABASE_URL;
-  let db: TestDatabase;
-  let admin: Admin;
-  // What the examples create themselves, kept so afterAll can close it.
+  // What the examples create themselves, kept so the tear-down can close it.
   let examplePool: Pool | undefined;
+  const { db, admin } = useTestDatabase({
+    beforeDrop: async () => {
+      await Promise.all(workers.map((w) => w.stop()));
+      await examplePool?.end();
+    },
+  });
   const workers: Worker[] = [];
   let orderJobId = '';
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    admin = new Admin(db.pool);
     await db.pool.query('CREATE TABLE public.orders (id text PRIMARY KEY)');
     define({ databaseUrl: db.url, orderId: ORDER_ID });
   });
 
-  afterEach(async () => {
-    await expectSplitInvariant(db.pool);
-  });
-
-  afterAll(async () => {
-    await Promise.all(workers.map((w) => w.stop()));
-    await examplePool?.end();
-    await db?.drop();
+  afterAll(() => {
     if (savedDatabaseUrl === undefined) delete process.env.DATABASE_URL;
     else process.env.DATABASE_URL = savedDatabaseUrl;
   });

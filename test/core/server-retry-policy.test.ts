@@ -5,31 +5,16 @@
  * workers register when they start: register_handlers_v1), else the default. A timed-out
  * attempt stays a `timeout` whatever happens to the lease afterwards.
  */
-import { Admin, fromPgError, Queue, Worker, WorkhorseValidationError, type HandlerContext, type TimelineEntry } from '../../lib/core';
-import { createTestDatabase, freshQueue, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
+import { fromPgError, Worker, WorkhorseValidationError, type HandlerContext, type TimelineEntry } from '../../lib/core';
+import { freshQueue } from '../support/db';
+import { useTestDatabase } from '../support/test-database';
 import { claimOne, forceExpire } from '../support/protocol';
 import { gate, waitFor } from '../support/wait';
 
-let db: TestDatabase;
-let queue: Queue;
-let admin: Admin;
+const { db, queue, admin } = useTestDatabase({
+  afterEachTest: () => Promise.all(workers.splice(0).map((w) => w.stop())),
+});
 const workers: Worker[] = [];
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  queue = new Queue(db.pool);
-  admin = new Admin(db.pool);
-});
-
-afterEach(async () => {
-  await Promise.all(workers.splice(0).map((w) => w.stop()));
-  await expectSplitInvariant(db.pool);
-});
-
-afterAll(async () => {
-  await db?.drop();
-});
 
 async function register(workerId: string, queues: string[], handlers: unknown): Promise<number> {
   const { rows } = await db.pool.query<{ n: number }>('SELECT workhorse.register_handlers_v1($1, $2, $3::jsonb) AS n', [

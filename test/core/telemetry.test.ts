@@ -12,23 +12,12 @@ import {
   type HistogramMetricData,
   type MetricData,
 } from '@opentelemetry/sdk-metrics';
-import type { Pool } from 'pg';
 import { Admin, NonRetryableError, Queue, Worker } from '../../lib/core';
 import { activeMeter, enqueuedAt, JobMetrics } from '../../lib/core/telemetry/job-metrics';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { useTestDatabase } from '../support/test-database';
 import { waitFor } from '../support/wait';
 
-let db: TestDatabase;
-let pool: Pool;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  pool = db.pool;
-});
-
-afterAll(async () => {
-  await db?.drop();
-});
+const { pool } = useTestDatabase({ checkInvariants: false });
 
 /** The points of one metric, as `queue/type[/state]` -> value (a histogram's: its count). */
 function points(all: MetricData[], name: string): Record<string, number> {

@@ -8,24 +8,13 @@ import { context, propagation, SpanKind, SpanStatusCode, trace, type Span, type 
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import type { Pool } from 'pg';
 import { Admin, NonRetryableError, Queue, Worker, WorkhorseValidationError, type JobHandlerFn } from '../../lib/core';
 import { fromPgError } from '../../lib/core/protocol-errors';
 import { activeTracer } from '../../lib/core/telemetry/job-tracing';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { useTestDatabase } from '../support/test-database';
 import { waitFor } from '../support/wait';
 
-let db: TestDatabase;
-let pool: Pool;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  pool = db.pool;
-});
-
-afterAll(async () => {
-  await db?.drop();
-});
+const { pool } = useTestDatabase({ checkInvariants: false });
 
 async function storedTraceContext(jobId: string): Promise<unknown> {
   const { rows } = await pool.query('SELECT trace_context FROM workhorse.job WHERE id = $1', [jobId]);

@@ -3,36 +3,23 @@
  * checkpoint or reported progress (writes that touch its job) it still runs many leases long
  * with one attempt, and a durable sleep after a checkpoint does not wait on its own transaction.
  */
-import type { Pool } from 'pg';
-import { Admin, Queue, Worker, type HandlerContext, type WorkerEvent } from '../../lib/core';
-import { createTestDatabase, freshQueue, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
+import { Worker, type HandlerContext, type WorkerEvent } from '../../lib/core';
+import { freshQueue } from '../support/db';
+import { useTestDatabase } from '../support/test-database';
 import { delay, waitFor } from '../support/wait';
 
-let db: TestDatabase;
-let pool: Pool;
-let queue: Queue;
-let admin: Admin;
+const { pool, queue, admin } = useTestDatabase({
+  afterEachTest: async () => {
+    for (const { worker, done } of running.splice(0)) {
+      await worker.stop();
+      await done;
+    }
+  },
+});
 const running: { worker: Worker; done: Promise<void> }[] = [];
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  pool = db.pool;
-  queue = new Queue(pool);
-  admin = new Admin(pool);
   await pool.query('CREATE TABLE ledger (job_id uuid NOT NULL, stage text NOT NULL)');
-});
-
-afterEach(async () => {
-  for (const { worker, done } of running.splice(0)) {
-    await worker.stop();
-    await done;
-  }
-  await expectSplitInvariant(pool);
-});
-
-afterAll(async () => {
-  await db?.drop();
 });
 
 /** A worker with a one-second lease (renewed every 200 ms), running until the test ends. */

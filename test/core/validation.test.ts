@@ -1,6 +1,5 @@
-import { Admin, fromPgError, Queue, WorkhorseValidationError, type EnqueueOptions, type EnqueueRequest } from '../../lib/core';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
+import { fromPgError, WorkhorseValidationError, type EnqueueOptions, type EnqueueRequest } from '../../lib/core';
+import { useTestDatabase } from '../support/test-database';
 
 const TABLES = ['job', 'job_runtime', 'job_query', 'job_event'] as const;
 type RowCounts = Record<(typeof TABLES)[number], number>;
@@ -31,27 +30,14 @@ interface PgError {
 }
 
 describe('validation', () => {
-  let db: TestDatabase;
-  let queue: Queue;
-  let admin: Admin;
+  const { db, queue, admin } = useTestDatabase();
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    queue = new Queue(db.pool);
-    admin = new Admin(db.pool);
     // Rows already present make "nothing was written" a comparison, not a check for emptiness.
     await queue.enqueueMany([
       { type: 'seed.one', payload: { n: 1 } },
       { type: 'seed.two', payload: { n: 2 }, runAt: new Date(Date.now() + 3_600_000) },
     ]);
-  });
-
-  afterEach(async () => {
-    await expectSplitInvariant(db.pool);
-  });
-
-  afterAll(async () => {
-    await db?.drop();
   });
 
   async function countRows(): Promise<RowCounts> {

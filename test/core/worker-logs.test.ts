@@ -3,22 +3,11 @@
  * line about a job naming its id, type and attempt, claims and successes never; a logger without
  * the methods is refused by name.
  */
-import type { Pool } from 'pg';
 import { Admin, NonRetryableError, Queue, Worker, WorkhorseValidationError, type WorkhorseLogger } from '../../lib/core';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { useTestDatabase } from '../support/test-database';
 import { waitFor } from '../support/wait';
 
-let db: TestDatabase;
-let pool: Pool;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  pool = db.pool;
-});
-
-afterAll(async () => {
-  await db?.drop();
-});
+const { pool } = useTestDatabase({ checkInvariants: false });
 
 it('logs job problems with id, type and attempt at warn, the lifecycle at log, and never claims or successes', async () => {
   const lines: [keyof WorkhorseLogger, string][] = [];

@@ -4,7 +4,6 @@
  */
 import { Pool } from 'pg';
 import {
-  Admin,
   Queue,
   SchemaNotInstalledError,
   Worker,
@@ -16,15 +15,19 @@ import {
   type WorkerOptions,
 } from '../../lib/core';
 import { freePort } from '../../lib/testing/free-port';
-import { createTestDatabase, freshQueue, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
+import { createTestDatabase, freshQueue } from '../support/db';
+import { useTestDatabase } from '../support/test-database';
 import { stateOf } from '../support/job-state';
 import { delay, gate, waitFor } from '../support/wait';
 
-let db: TestDatabase;
-let pool: Pool;
-let queue: Queue;
-let admin: Admin;
+const { db, pool, queue, admin } = useTestDatabase({
+  afterEachTest: async () => {
+    for (const s of started.splice(0)) {
+      await s.worker.stop();
+      await s.done;
+    }
+  },
+});
 
 interface Started {
   worker: Worker;
@@ -33,25 +36,6 @@ interface Started {
   finished: () => boolean;
 }
 const started: Started[] = [];
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  pool = db.pool;
-  queue = new Queue(pool);
-  admin = new Admin(pool);
-});
-
-afterEach(async () => {
-  for (const s of started.splice(0)) {
-    await s.worker.stop();
-    await s.done;
-  }
-  await expectSplitInvariant(pool);
-});
-
-afterAll(async () => {
-  await db?.drop();
-});
 
 function start(worker: Worker): Started {
   const events: WorkerEvent[] = [];
