@@ -499,16 +499,11 @@ describe('jobs', () => {
 });
 
 describe('bin/workhorse.js as a real process', () => {
-  let db: TestDatabase;
+  const { db } = useTestDatabase({ installSchema: false, checkInvariants: false });
   const temporary: string[] = [];
 
-  beforeAll(async () => {
-    db = await createTestDatabase({ installSchema: false });
-  });
-
-  afterAll(async () => {
+  afterAll(() => {
     for (const dir of temporary) rmSync(dir, { recursive: true, force: true });
-    await db?.drop();
   });
 
   function run(script: string, args: string[], env: Env): Promise<CliRun> {

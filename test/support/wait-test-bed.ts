@@ -7,25 +7,28 @@
 import type { Pool } from 'pg';
 import { Admin, Queue, Worker, type WorkerEventOf } from '../../lib/core';
 import { CREATE_SIDE_EFFECTS_SQL } from '../fixtures/side-effects';
-import { createTestDatabase, type TestDatabase } from './db';
-import { attemptHistoryViolations, expectSplitInvariant } from './invariants';
+import { useTestDatabase, type TestDatabaseBed } from './test-database';
 import { waitFor } from './wait';
 import { killWaitWorkers } from './wait-worker-process';
 
-/** Its fields are set from `beforeAll` on; its methods may be destructured. */
+/** Its fields exist from the start (the database behind them inside the tests); its methods may be destructured. */
 export class WaitTestBed {
   /** The test database's URL (for worker processes). */
-  url!: string;
-  pool!: Pool;
-  queue!: Queue;
-  admin!: Admin;
+  readonly url: string;
+  readonly pool: Pool;
+  readonly queue: Queue;
+  readonly admin: Admin;
   /** The `job.blocked` events of the workers of the current test. */
   readonly blockedEvents: WorkerEventOf<'job.blocked'>[] = [];
-  private db: TestDatabase | undefined;
   private readonly workers: Worker[] = [];
   private readonly runs: Promise<void>[] = [];
 
-  constructor(private readonly concurrency: number) {}
+  constructor(
+    private readonly concurrency: number,
+    database: TestDatabaseBed,
+  ) {
+    ({ url: this.url, pool: this.pool, queue: this.queue, admin: this.admin } = database);
+  }
 
   /** Starts a worker on `queueName` (stopped after the test), with handlers from `register`. */
   readonly startWorker = (queueName: string, register: (worker: Worker) => void, workerId = `w-${queueName}`): Worker => {
@@ -41,37 +44,33 @@ export class WaitTestBed {
     await waitFor(async () => (await this.admin.getJob(jobId))?.state === state, timeoutMs, `job ${jobId} to be ${state}`);
   };
 
-  async setUp(): Promise<void> {
-    this.db = await createTestDatabase();
-    this.url = this.db.url;
-    this.pool = this.db.pool;
-    this.queue = new Queue(this.pool);
-    this.admin = new Admin(this.pool);
-    await this.pool.query(CREATE_SIDE_EFFECTS_SQL);
-  }
-
+  /** Stops the workers of the test that ended, so later tests' counts see no writes of theirs. */
   async afterTest(): Promise<void> {
-    // Each test's workers stop with it, so later tests' counts see no writes of theirs.
     await Promise.all(this.workers.splice(0).map((w) => w.stop()));
     await Promise.all(this.runs.splice(0));
     this.blockedEvents.length = 0;
-    await expectSplitInvariant(this.pool);
-    expect(await attemptHistoryViolations(this.pool)).toEqual([]);
   }
 
+  /** Kills the wait-worker processes and stops whatever worker a failed test left running. */
   async tearDown(): Promise<void> {
     await killWaitWorkers();
     await Promise.all(this.workers.map((w) => w.stop().catch(() => undefined)));
     await Promise.all(this.runs.map((r) => r.catch(() => undefined)));
-    await this.db?.drop();
   }
 }
 
-/** A test bed whose set-up and tear-down are hooks of the calling test file. */
+/**
+ * A test bed whose set-up and tear-down are hooks of the calling test file: a database test bed
+ * (test/support/test-database) with the side-effects table, whose invariant check after each
+ * test follows the stop of that test's workers.
+ */
 export function useWaitTestBed(options: { concurrency: number }): WaitTestBed {
-  const bed = new WaitTestBed(options.concurrency);
-  beforeAll(() => bed.setUp());
-  afterEach(() => bed.afterTest());
-  afterAll(() => bed.tearDown());
+  const bed: WaitTestBed = new WaitTestBed(
+    options.concurrency,
+    useTestDatabase({ afterEachTest: () => bed.afterTest(), beforeDrop: () => bed.tearDown() }),
+  );
+  beforeAll(async () => {
+    await bed.pool.query(CREATE_SIDE_EFFECTS_SQL);
+  });
   return bed;
 }
