@@ -11,9 +11,9 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { INestApplication } from '@nestjs/common';
 import type { Browser, Page } from 'playwright-core';
-import { Admin, Queue, Worker } from '../../lib/core';
+import { Worker } from '../../lib/core';
 import { CHROMIUM, launchChromium } from '../support/chromium';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { useTestDatabase } from '../support/test-database';
 import { describeIf } from '../support/requirements';
 import { operatorPage, startSampleDashboard } from '../support/sample-dashboard';
 import { waitFor } from '../support/wait';
@@ -24,13 +24,18 @@ const HOSTILE = '<script>window.__pwned = "schedule"</script><img src=x onerror=
 const NIGHTLY = 'reports.nightly';
 
 describeIf(CHROMIUM, 'the operations pages in Chromium', () => {
-  let db: TestDatabase;
+  const { db, queue, admin } = useTestDatabase({
+    checkInvariants: false,
+    beforeDrop: async () => {
+      await Promise.all(workers.map((worker) => worker.stop()));
+      await browser?.close();
+      await app?.close();
+    },
+  });
   let app: INestApplication;
   let browser: Browser;
   let page: Page;
   let base: string;
-  let admin: Admin;
-  let queue: Queue;
   const workers: Worker[] = [];
   const dialogs: string[] = [];
 
@@ -58,9 +63,6 @@ describeIf(CHROMIUM, 'the operations pages in Chromium', () => {
   const row = (text: string) => page.locator('tbody tr', { has: page.getByText(text, { exact: true }) });
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    admin = new Admin(db.pool);
-    queue = new Queue(db.pool);
     const dashboard = await startSampleDashboard(db, 'dashboard-operations', TOKEN);
     ({ app, base } = dashboard);
     await queue.syncSchedules('reports', [
@@ -76,13 +78,6 @@ describeIf(CHROMIUM, 'the operations pages in Chromium', () => {
 
   afterEach(async () => {
     expect(await pwned()).toBeNull();
-  });
-
-  afterAll(async () => {
-    await Promise.all(workers.map((worker) => worker.stop()));
-    await browser?.close();
-    await app?.close();
-    await db?.drop();
   });
 
   it('shows the health on the overview: its level and each reason with what it means', async () => {

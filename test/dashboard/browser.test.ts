@@ -16,10 +16,9 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { INestApplication } from '@nestjs/common';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { Admin, NonRetryableError, Queue, Worker } from '../../lib/core';
+import { NonRetryableError, Queue, Worker } from '../../lib/core';
 import { CHROMIUM, launchChromium } from '../support/chromium';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
+import { useTestDatabase } from '../support/test-database';
 import { describeIf } from '../support/requirements';
 import { operatorPage, startSampleDashboard } from '../support/sample-dashboard';
 import { waitFor } from '../support/wait';
@@ -38,14 +37,23 @@ const HOSTILE_PAYLOAD = {
 const HOSTILE_ERROR = '</pre><script>window.__pwned="error"</script><b onmouseover="window.__pwned=1">bold</b>';
 
 describeIf(CHROMIUM, 'the dashboard in Chromium', () => {
-  let db: TestDatabase;
+  const { db, admin } = useTestDatabase({
+    afterEachTest: async () => {
+      expect(dialogs).toEqual([]);
+      expect(await pwned(page)).toBeNull();
+    },
+    beforeDrop: async () => {
+      await browser?.close();
+      await new Promise((resolve) => (evil ? evil.close(resolve) : resolve(undefined)));
+      await app?.close();
+    },
+  });
   let app: INestApplication;
   let browser: Browser;
   let operator: BrowserContext;
   let viewer: BrowserContext;
   let page: Page;
   let base: string;
-  let admin: Admin;
   let evil: Server | undefined;
   const ids: { succeeded: string; deadLetters: string[]; hostile: string } = { succeeded: '', deadLetters: [], hostile: '' };
   const dialogs: string[] = [];
@@ -122,8 +130,6 @@ describeIf(CHROMIUM, 'the dashboard in Chromium', () => {
   }
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    admin = new Admin(db.pool);
     const dashboard = await startSampleDashboard(db, 'dashboard-browser', TOKEN);
     ({ app, base } = dashboard);
     if (SCREENSHOTS) await seedHistory();
@@ -133,19 +139,6 @@ describeIf(CHROMIUM, 'the dashboard in Chromium', () => {
     // The sample's sign-in: sets the operator cookie and lands on the dashboard.
     ({ context: operator, page } = await operatorPage(browser, dashboard, TOKEN, dialogs, 'dismiss'));
   }, 120_000);
-
-  afterEach(async () => {
-    expect(dialogs).toEqual([]);
-    expect(await pwned(page)).toBeNull();
-    await expectSplitInvariant(db.pool);
-  });
-
-  afterAll(async () => {
-    await browser?.close();
-    await new Promise((resolve) => (evil ? evil.close(resolve) : resolve(undefined)));
-    await app?.close();
-    await db?.drop();
-  });
 
   it('shows the overview: queues with their counts and health, and the charts', async () => {
     await page.goto(base);

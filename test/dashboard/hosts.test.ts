@@ -13,22 +13,19 @@ import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import express from 'express';
 import Fastify from 'fastify';
-import { Admin, NonRetryableError, Queue, Worker } from '../../lib/core';
+import { NonRetryableError, Queue, Worker } from '../../lib/core';
 import { WorkhorseDashboardModule } from '../../lib/dashboard';
 import { createDashboardHandler, type DashboardHandler, type DashboardOptions } from '../../lib/dashboard/handler';
 import { WorkhorseModule } from '../../lib/nest';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { useTestDatabase } from '../support/test-database';
 import { FormClient, linksOf } from './form-client';
 
-let db: TestDatabase;
-let admin: Admin;
+const { db, admin } = useTestDatabase({ checkInvariants: false });
 let deadLetter: string;
 
 const ACTOR = 'ops:ada';
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  admin = new Admin(db.pool);
   const queue = new Queue(db.pool);
   deadLetter = await queue.enqueue('mail.send', { to: 'ada@example.com' }, { queue: 'mail' });
   await queue.enqueue('report.build', { month: '2026-11' }, { queue: 'reports' });
@@ -36,10 +33,6 @@ beforeAll(async () => {
     throw new NonRetryableError('mailbox unavailable');
   });
   await worker.runOnce();
-});
-
-afterAll(async () => {
-  await db?.drop();
 });
 
 function options(extra: Partial<DashboardOptions> = {}): DashboardOptions {

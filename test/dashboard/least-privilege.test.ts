@@ -3,44 +3,35 @@
  * library's grants (no superuser, no ownership), every page renders and every change goes
  * through, recorded with its actor.
  */
-import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Admin, grantAppRole, NonRetryableError, Pool, Queue, Worker } from '../../lib/core';
 import { createDashboardHandler } from '../../lib/dashboard/handler';
-import { createTestDatabase, withAdminClient, type TestDatabase } from '../support/db';
+import { useTestDatabase } from '../support/test-database';
 import { waitFor } from '../support/wait';
 import { FormClient } from './form-client';
 
-let db: TestDatabase;
-let role: string;
+const { db, roles } = useTestDatabase({
+  checkInvariants: false,
+  beforeDrop: async () => {
+    await new Promise((resolve) => server?.close(resolve));
+    await rolePool?.end();
+  },
+});
 let rolePool: Pool;
 let server: Server;
 let client: FormClient;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  role = `wh_dashboard_${randomBytes(6).toString('hex')}`;
-  const password = randomBytes(12).toString('hex');
-  await withAdminClient((admin) => admin.query(`CREATE ROLE ${role} LOGIN PASSWORD '${password}'`));
-  await grantAppRole(db.pool, role);
-  const url = new URL(db.url);
-  url.username = role;
-  url.password = password;
-  rolePool = new Pool({ connectionString: url.toString(), max: 5 });
+  const role = await roles.create(db.url, 'wh_dashboard');
+  await grantAppRole(db.pool, role.name);
+  rolePool = new Pool({ connectionString: role.url, max: 5 });
   rolePool.on('error', () => undefined);
 
   const handler = createDashboardHandler({ admin: new Admin(rolePool), path: '/ops', authorize: () => true, actor: () => 'ops:least' });
   server = createServer((request, response) => void handler(request, response));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   client = new FormClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}/ops/`);
-});
-
-afterAll(async () => {
-  await new Promise((resolve) => server?.close(resolve));
-  await rolePool?.end();
-  await db?.drop();
-  if (role) await withAdminClient((admin) => admin.query(`DROP ROLE IF EXISTS ${role}`));
 });
 
 it('renders every page and carries out every change as a role with the library grants only', async () => {

@@ -9,17 +9,21 @@ import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { Admin, Queue, Worker, WorkhorseValidationError, type ScheduleInfo } from '../../lib/core';
+import { Worker, WorkhorseValidationError, type ScheduleInfo } from '../../lib/core';
 import { resolveDashboardOptions } from '../../lib/dashboard/dashboard-options';
 import { createDashboardHandler, type DashboardAction, type DashboardOptions } from '../../lib/dashboard/handler';
 import { HEALTH_REASONS } from '../../lib/dashboard/pages/health';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { useTestDatabase } from '../support/test-database';
 import { waitFor } from '../support/wait';
 import { FormClient } from './form-client';
 
-let db: TestDatabase;
-let admin: Admin;
-let queue: Queue;
+const { queue, admin } = useTestDatabase({
+  checkInvariants: false,
+  beforeDrop: async () => {
+    await stopWorkers();
+    await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
+  },
+});
 const servers: Server[] = [];
 const workers = new Set<Worker>();
 
@@ -61,18 +65,9 @@ async function stopWorkers(): Promise<void> {
 }
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  admin = new Admin(db.pool);
-  queue = new Queue(db.pool);
   await queue.syncSchedules(NAMESPACE, [
     { key: KEY, type: 'ledger.close', cron: '0 3 * * *', timezone: 'Europe/Berlin', payload: { note: HOSTILE, card: '4242' }, options: { queue: 'ledger' } },
   ]);
-});
-
-afterAll(async () => {
-  await stopWorkers();
-  await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
-  await db?.drop();
 });
 
 describe('the schedules page', () => {

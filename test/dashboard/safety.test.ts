@@ -7,15 +7,18 @@
  */
 import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Admin, NonRetryableError, Queue, Worker } from '../../lib/core';
+import { NonRetryableError, Worker } from '../../lib/core';
 import { createDashboardHandler, type DashboardAction, type DashboardOptions } from '../../lib/dashboard/handler';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { useTestDatabase } from '../support/test-database';
 import { claimOne } from '../support/protocol';
 import { FormClient, linksOf } from './form-client';
 
-let db: TestDatabase;
-let admin: Admin;
-let queue: Queue;
+const { db, queue, admin } = useTestDatabase({
+  checkInvariants: false,
+  beforeDrop: async () => {
+    await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
+  },
+});
 const servers: Server[] = [];
 
 /**
@@ -51,15 +54,7 @@ async function deadLetter(q: string, payload: object): Promise<string> {
 const paused = async (name: string) => (await admin.listQueues()).find((q) => q.queue === name)?.paused ?? false;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  admin = new Admin(db.pool);
-  queue = new Queue(db.pool);
   await queue.enqueue('report.build', { secret: 'card 4242' }, { queue: 'guarded' });
-});
-
-afterAll(async () => {
-  await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
-  await db?.drop();
 });
 
 describe('authorization', () => {

@@ -9,14 +9,17 @@
  */
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Admin, NonRetryableError, Queue, Worker } from '../../lib/core';
+import { NonRetryableError, Worker } from '../../lib/core';
 import { createDashboardHandler, type DashboardAction, type DashboardOptions } from '../../lib/dashboard/handler';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { useTestDatabase } from '../support/test-database';
 import { FormClient } from './form-client';
 
-let db: TestDatabase;
-let admin: Admin;
-let queue: Queue;
+const { queue, admin } = useTestDatabase({
+  checkInvariants: false,
+  beforeDrop: async () => {
+    await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
+  },
+});
 const servers: Server[] = [];
 
 const HOSTILE = {
@@ -67,17 +70,6 @@ async function parkedOnDecision(queueName: string): Promise<string> {
 }
 
 const decisions = async (id: string) => (await admin.getJobTimeline(id)).items.filter((entry) => entry.kind === 'human_decided');
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  admin = new Admin(db.pool);
-  queue = new Queue(db.pool);
-});
-
-afterAll(async () => {
-  await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
-  await db?.drop();
-});
 
 describe('the human waits page', () => {
   it('shows each open wait with its context escaped and a form offering exactly its choices', async () => {

@@ -20,7 +20,7 @@ import { clsTransactionSource, TransactionalAdapterPg } from 'nestjs-workhorse/n
 import { fromPrisma } from 'nestjs-workhorse/prisma';
 import { fromTypeOrm } from 'nestjs-workhorse/typeorm';
 import { DataSource } from 'typeorm';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { useTestDatabase } from '../support/test-database';
 import { quietNestLogs, startModule } from '../nest/support';
 import { stateOf } from '../support/job-state';
 import { describeNestAppsJoin, type OrdersPlacer, type Placed } from './nest-app-conformance';
@@ -250,21 +250,18 @@ describeNestAppsJoin('@nestjs-cls/transactional with %s: @Transactional() makes 
 ]);
 
 describe('TransactionalAdapterPg', () => {
-  let db: TestDatabase;
+  const { db } = useTestDatabase({
+    checkInvariants: false,
+    beforeDrop: () => app?.close(),
+  });
   let app: TestingModule;
   let pgOrders: PgOrders;
 
   beforeAll(async () => {
     quietNestLogs();
-    db = await createTestDatabase();
     await db.pool.query(ORDERS_TABLE_SQL);
     app = await pgApp(db.url);
     pgOrders = app.get(PgOrders);
-  });
-
-  afterAll(async () => {
-    await app?.close();
-    await db?.drop();
   });
 
   it('begins with the isolation level and access mode the decorator asks for', async () => {

@@ -16,8 +16,7 @@ import {
   type WorkerEventName,
 } from 'nestjs-workhorse';
 import { drainWorkhorse } from 'nestjs-workhorse/testing';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
+import { useTestDatabase } from '../support/test-database';
 import { quietNestLogs, startModule } from './support';
 
 class GreetingHandlers {
@@ -91,19 +90,10 @@ class RequestScopedSubscriber {
   onFailed(): void {}
 }
 
-let db: TestDatabase;
+const { db } = useTestDatabase();
 
 beforeAll(async () => {
   quietNestLogs();
-  db = await createTestDatabase();
-});
-
-afterEach(async () => {
-  await expectSplitInvariant(db.pool);
-});
-
-afterAll(async () => {
-  await db?.drop();
 });
 
 function moduleWith(providers: Parameters<typeof startModule>[0]['providers']) {

@@ -9,7 +9,7 @@ import type { TestingModule } from '@nestjs/testing';
 import { JobHandler, OnWorkhorseEvent, Queue, WorkhorseModule, WorkhorseWorker, type WorkerEvent, type WorkerEventName } from 'nestjs-workhorse';
 import { waitForJobState } from 'nestjs-workhorse/testing';
 import { EventHub } from '../../lib/core/worker/event-hub';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { useTestDatabase } from '../support/test-database';
 import { waitFor } from '../support/wait';
 import { quietNestLogs, startModule } from './support';
 
@@ -31,13 +31,15 @@ class SuccessCounter {
   }
 }
 
-let db: TestDatabase;
+const { db } = useTestDatabase({
+  checkInvariants: false,
+  beforeDrop: () => moduleRef?.close(),
+});
 let moduleRef: TestingModule;
 let built: WorkerEventName[];
 
 beforeAll(async () => {
   quietNestLogs();
-  db = await createTestDatabase();
   moduleRef = await startModule({
     imports: [WorkhorseModule.forRoot({ connectionString: db.url, worker: { pollMs: 50, tickMs: 50 } })],
     providers: [Handlers, SuccessCounter],
@@ -55,11 +57,6 @@ beforeEach(() => {
 
 afterEach(() => {
   jest.restoreAllMocks();
-});
-
-afterAll(async () => {
-  await moduleRef?.close();
-  await db?.drop();
 });
 
 async function runOneJob(): Promise<string> {

@@ -18,7 +18,7 @@ import {
   type WorkerEventOf,
 } from 'nestjs-workhorse';
 import { waitForJobState } from 'nestjs-workhorse/testing';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { useTestDatabase } from '../support/test-database';
 import { stateOf } from '../support/job-state';
 import { waitFor } from '../support/wait';
 import { quietNestLogs, startModule } from './support';
@@ -66,7 +66,12 @@ class Watchers {
   }
 }
 
-let db: TestDatabase;
+const { db } = useTestDatabase({
+  checkInvariants: false,
+  beforeDrop: async () => {
+    if (!closed) await moduleRef?.close();
+  },
+});
 let moduleRef: TestingModule;
 let worker: WorkhorseWorker;
 let watchers: Watchers;
@@ -78,7 +83,6 @@ beforeAll(async () => {
   quietNestLogs();
   jest.spyOn(Logger.prototype, 'error').mockImplementation((message: unknown) => void errors.push(String(message)));
   jest.spyOn(Logger.prototype, 'warn').mockImplementation((message: unknown) => void warnings.push(String(message)));
-  db = await createTestDatabase();
   moduleRef = await startModule({
     imports: [WorkhorseModule.forRoot({ connectionString: db.url, worker: { pollMs: 50, tickMs: 50, concurrency: 1 } })],
     providers: [Handlers, Watchers],
@@ -87,9 +91,7 @@ beforeAll(async () => {
   watchers = moduleRef.get(Watchers);
 });
 
-afterAll(async () => {
-  if (!closed) await moduleRef?.close();
-  await db?.drop();
+afterAll(() => {
   jest.restoreAllMocks();
 });
 

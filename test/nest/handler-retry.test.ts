@@ -7,7 +7,7 @@ import type { TestingModule } from '@nestjs/testing';
 import { Admin, JobHandler, Queue, WorkhorseModule, type HandlerContext } from 'nestjs-workhorse';
 import { waitForJobState } from 'nestjs-workhorse/testing';
 import { WorkhorseConfigurationError } from '../../lib/nest/workhorse-configuration.error';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { useTestDatabase } from '../support/test-database';
 import { quietNestLogs, startModule } from './support';
 
 @Injectable()
@@ -19,21 +19,18 @@ class FlakyHandlers {
   }
 }
 
-let db: TestDatabase;
+const { db } = useTestDatabase({
+  checkInvariants: false,
+  beforeDrop: () => moduleRef?.close(),
+});
 let moduleRef: TestingModule;
 
 beforeAll(async () => {
   quietNestLogs();
-  db = await createTestDatabase();
   moduleRef = await startModule({
     imports: [WorkhorseModule.forRoot({ connectionString: db.url, worker: { pollMs: 50, tickMs: 50 } })],
     providers: [FlakyHandlers],
   });
-});
-
-afterAll(async () => {
-  await moduleRef?.close();
-  await db?.drop();
 });
 
 async function retryEvent(jobId: string): Promise<Record<string, unknown>> {

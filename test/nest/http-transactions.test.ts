@@ -16,8 +16,7 @@ import {
   type WorkhorseModuleOptions,
 } from 'nestjs-workhorse';
 import { waitForJobState } from 'nestjs-workhorse/testing';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
+import { useTestDatabase } from '../support/test-database';
 import { quietNestLogs } from './support';
 
 @Injectable()
@@ -119,21 +118,12 @@ class InterceptedController {
   }
 }
 
-let db: TestDatabase;
+const { db } = useTestDatabase();
 
 beforeAll(async () => {
   quietNestLogs();
-  db = await createTestDatabase();
   await db.pool.query('CREATE TABLE orders (id text PRIMARY KEY, confirmed boolean NOT NULL DEFAULT false)');
   await db.pool.query('CREATE TABLE deferred_unique (id text, CONSTRAINT once UNIQUE (id) DEFERRABLE INITIALLY DEFERRED)');
-});
-
-afterEach(async () => {
-  await expectSplitInvariant(db.pool);
-});
-
-afterAll(async () => {
-  await db?.drop();
 });
 
 async function startApp(options: WorkhorseModuleOptions, controllers: (new (...args: never[]) => object)[]): Promise<{ app: INestApplication; url: string }> {

@@ -9,8 +9,7 @@ import { join } from 'node:path';
 import { lastValueFrom, toArray } from 'rxjs';
 import { JobHandler, Queue, WorkhorseModule, WorkhorseWorker, type HandlerContext } from 'nestjs-workhorse';
 import { Queue as CoreQueue } from 'nestjs-workhorse/core';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
+import { useTestDatabase } from '../support/test-database';
 import { stateOf } from '../support/job-state';
 import { gate, waitFor } from '../support/wait';
 import { quietNestLogs, startModule } from './support';
@@ -28,21 +27,12 @@ class SlowHandlers {
   }
 }
 
-let db: TestDatabase;
+const { db } = useTestDatabase();
 let coreQueue: CoreQueue;
 
 beforeAll(async () => {
   quietNestLogs();
-  db = await createTestDatabase();
   coreQueue = new CoreQueue(db.pool);
-});
-
-afterEach(async () => {
-  await expectSplitInvariant(db.pool);
-});
-
-afterAll(async () => {
-  await db?.drop();
 });
 
 async function connectionsOf(applicationName: string): Promise<number> {

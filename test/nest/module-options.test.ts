@@ -15,7 +15,8 @@ import {
   type WorkhorseModuleOptions,
   type WorkhorseOptionsFactory,
 } from 'nestjs-workhorse';
-import { createTestDatabase, databaseUrl, type TestDatabase } from '../support/db';
+import { createTestDatabase, databaseUrl } from '../support/db';
+import { useTestDatabase } from '../support/test-database';
 import { stateOf } from '../support/job-state';
 import { quietNestLogs, startModule } from './support';
 
@@ -60,16 +61,11 @@ class FeatureService {
 @Module({ providers: [FeatureService] })
 class FeatureModule {}
 
-let db: TestDatabase;
+const { db } = useTestDatabase({ checkInvariants: false });
 
 beforeAll(async () => {
   quietNestLogs();
-  db = await createTestDatabase();
   sharedConfig.set('DATABASE_URL', db.url);
-});
-
-afterAll(async () => {
-  await db?.drop();
 });
 
 async function enqueueWorks(queue: Queue): Promise<void> {

@@ -6,7 +6,6 @@
  */
 import { Injectable, Logger } from '@nestjs/common';
 import {
-  Admin,
   InvalidCronError,
   JobHandler,
   UnknownTimeZoneError,
@@ -15,8 +14,7 @@ import {
   WorkhorseScheduler,
 } from 'nestjs-workhorse';
 import { Queue as CoreQueue } from 'nestjs-workhorse/core';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
+import { useTestDatabase } from '../support/test-database';
 import { decidedOccurrencesOf } from '../support/schedules';
 import { waitFor } from '../support/wait';
 import { quietNestLogs, startModule } from './support';
@@ -42,21 +40,10 @@ class ReportHandlers {
   }
 }
 
-let db: TestDatabase;
-let admin: Admin;
+const { db, admin } = useTestDatabase();
 
 beforeAll(async () => {
   quietNestLogs();
-  db = await createTestDatabase();
-  admin = new Admin(db.pool);
-});
-
-afterEach(async () => {
-  await expectSplitInvariant(db.pool);
-});
-
-afterAll(async () => {
-  await db?.drop();
 });
 
 it('syncs the handlers and the module schedules on bootstrap, and the worker fires them', async () => {

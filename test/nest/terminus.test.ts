@@ -8,7 +8,7 @@ import { Test } from '@nestjs/testing';
 import { Queue } from '../../lib/core';
 import { WorkhorseModule } from '../../lib/nest';
 import { WorkhorseHealthIndicator } from '../../lib/terminus';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { useTestDatabase } from '../support/test-database';
 import { quietNestLogs } from './support';
 
 @Controller('health')
@@ -31,13 +31,15 @@ class HealthController {
   }
 }
 
-let db: TestDatabase;
+const { db } = useTestDatabase({
+  checkInvariants: false,
+  beforeDrop: () => app?.close(),
+});
 let app: INestApplication;
 let url: string;
 
 beforeAll(async () => {
   quietNestLogs();
-  db = await createTestDatabase();
   const moduleRef = await Test.createTestingModule({
     imports: [TerminusModule.forRoot({ logger: false }), WorkhorseModule.forRoot({ connectionString: db.url, worker: false })],
     controllers: [HealthController],
@@ -46,11 +48,6 @@ beforeAll(async () => {
   app = moduleRef.createNestApplication({ logger: false });
   await app.listen(0, '127.0.0.1');
   url = await app.getUrl();
-});
-
-afterAll(async () => {
-  await app?.close();
-  await db?.drop();
 });
 
 it('is up (200) while the queue is ok or only warns, and down (503) with the reasons at the downAt level', async () => {

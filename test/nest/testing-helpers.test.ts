@@ -7,8 +7,7 @@ import { Injectable } from '@nestjs/common';
 import type { TestingModule } from '@nestjs/testing';
 import { JobHandler, Queue, WorkhorseModule, type HandlerContext } from 'nestjs-workhorse';
 import { DrainTimeoutError, JobStateError, drainWorkhorse, listEnqueued, waitForJobState } from 'nestjs-workhorse/testing';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
+import { useTestDatabase } from '../support/test-database';
 import { stateOf } from '../support/job-state';
 import { quietNestLogs, startModule } from './support';
 
@@ -47,19 +46,10 @@ class Handlers {
 
 const fast = { maxAttempts: 5, retryPolicy: { kind: 'fixed' as const, delayMs: 0 } };
 
-let db: TestDatabase;
+const { db } = useTestDatabase();
 
 beforeAll(async () => {
   quietNestLogs();
-  db = await createTestDatabase();
-});
-
-afterEach(async () => {
-  await expectSplitInvariant(db.pool);
-});
-
-afterAll(async () => {
-  await db?.drop();
 });
 
 describe('in an application with a worker', () => {

@@ -11,7 +11,7 @@ import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { JobHandler, Queue, WorkhorseModule } from 'nestjs-workhorse';
 import { waitForJobState } from 'nestjs-workhorse/testing';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { useTestDatabase } from '../support/test-database';
 import { waitFor } from '../support/wait';
 import { quietNestLogs, startModule } from './support';
 
@@ -32,7 +32,7 @@ class TracedHandlers {
 
 const exporter = new InMemorySpanExporter();
 const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
-let db: TestDatabase;
+const { db } = useTestDatabase({ checkInvariants: false, beforeDrop: () => moduleRef?.close() });
 let moduleRef: TestingModule;
 
 beforeAll(async () => {
@@ -41,7 +41,6 @@ beforeAll(async () => {
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   trace.setGlobalTracerProvider(provider);
-  db = await createTestDatabase();
   moduleRef = await startModule({
     imports: [WorkhorseModule.forRoot({ connectionString: db.url, worker: { pollMs: 50, tickMs: 50 } })],
     providers: [TracedHandlers],
@@ -49,8 +48,6 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await moduleRef?.close();
-  await db?.drop();
   trace.disable();
   propagation.disable();
   context.disable();

@@ -14,8 +14,7 @@ import {
   type HandlerContext,
 } from 'nestjs-workhorse';
 import { waitForJobState } from 'nestjs-workhorse/testing';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
+import { useTestDatabase } from '../support/test-database';
 import { stateOf } from '../support/job-state';
 import { gate, waitFor, type Gate } from '../support/wait';
 import { quietNestLogs, startModule } from './support';
@@ -53,7 +52,7 @@ class LedgerHandlers {
   }
 }
 
-let db: TestDatabase;
+const { db } = useTestDatabase({ beforeDrop: () => moduleRef?.close() });
 let moduleRef: TestingModule;
 let queue: Queue;
 
@@ -72,7 +71,6 @@ async function followUps(entry: string): Promise<number> {
 
 beforeAll(async () => {
   quietNestLogs();
-  db = await createTestDatabase();
   await db.pool.query('CREATE TABLE ledger (entry text NOT NULL, attempt int NOT NULL)');
   moduleRef = await startModule({
     // The follow-up type has no handler here: its jobs are released and stay for later.
@@ -80,15 +78,6 @@ beforeAll(async () => {
     providers: [LedgerHandlers],
   });
   queue = moduleRef.get(Queue);
-});
-
-afterEach(async () => {
-  await expectSplitInvariant(db.pool);
-});
-
-afterAll(async () => {
-  await moduleRef?.close();
-  await db?.drop();
 });
 
 it("commits the handler's writes together with the job's completion", async () => {

@@ -20,14 +20,12 @@ import {
 } from 'nestjs-workhorse';
 import { WorkhorseAdmin } from '../../lib/nest/workhorse-admin.provider';
 import { WorkhorseQueue } from '../../lib/nest/workhorse-queue.provider';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
+import { useTestDatabase } from '../support/test-database';
 import { stateOf } from '../support/job-state';
 import { waitFor } from '../support/wait';
 import { countJobs, quietNestLogs, startModule } from './support';
 
 const txidSql = 'SELECT txid_current()::text AS id';
-
 
 @Injectable()
 class LedgerService {
@@ -99,7 +97,7 @@ class MailHandlers {
   send(): void {}
 }
 
-let db: TestDatabase;
+const { db } = useTestDatabase({ beforeDrop: () => moduleRef?.close() });
 let moduleRef: TestingModule;
 let service: AccountService;
 let host: WorkhorseTransactionHost;
@@ -111,7 +109,6 @@ async function accountExists(id: string): Promise<boolean> {
 
 beforeAll(async () => {
   quietNestLogs();
-  db = await createTestDatabase();
   await db.pool.query('CREATE TABLE accounts (id text PRIMARY KEY)');
   moduleRef = await startModule({
     imports: [WorkhorseModule.forRoot({ connectionString: db.url })],
@@ -119,15 +116,6 @@ beforeAll(async () => {
   });
   service = moduleRef.get(AccountService);
   host = moduleRef.get(WorkhorseTransactionHost);
-});
-
-afterEach(async () => {
-  await expectSplitInvariant(db.pool);
-});
-
-afterAll(async () => {
-  await moduleRef?.close();
-  await db?.drop();
 });
 
 describe('@Transactional() on a provider method', () => {

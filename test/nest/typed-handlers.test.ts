@@ -9,7 +9,7 @@ import type { TestingModule } from '@nestjs/testing';
 import { Admin, defineJob, JobDataRejectedError, JobHandler, Queue, WorkhorseModule, WorkhorseWorker } from 'nestjs-workhorse';
 import { z } from 'zod';
 import { WorkhorseConfigurationError } from '../../lib/nest/workhorse-configuration.error';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { useTestDatabase } from '../support/test-database';
 import { quietNestLogs, startModule } from './support';
 
 const printLabel = defineJob('label.print', {
@@ -26,21 +26,18 @@ class LabelHandlers {
   }
 }
 
-let db: TestDatabase;
+const { db } = useTestDatabase({
+  checkInvariants: false,
+  beforeDrop: () => app?.close(),
+});
 let app: TestingModule;
 
 beforeAll(async () => {
   quietNestLogs();
-  db = await createTestDatabase();
   app = await startModule({
     imports: [WorkhorseModule.forRoot({ connectionString: db.url })],
     providers: [LabelHandlers],
   });
-});
-
-afterAll(async () => {
-  await app?.close();
-  await db?.drop();
 });
 
 it("enqueues into the definition's queue, runs the handler and checks its result", async () => {

@@ -16,8 +16,7 @@ import {
   type HandlerContext,
   type HumanWait,
 } from 'nestjs-workhorse';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
+import { useTestDatabase } from '../support/test-database';
 import { stateOf } from '../support/job-state';
 import { waitFor } from '../support/wait';
 import { quietNestLogs, startModule } from './support';
@@ -57,26 +56,16 @@ class WarehouseService {
   }
 }
 
-let db: TestDatabase;
+const { db } = useTestDatabase({ beforeDrop: () => moduleRef?.close() });
 let moduleRef: TestingModule;
 
 beforeAll(async () => {
   quietNestLogs();
-  db = await createTestDatabase();
   await db.pool.query('CREATE TABLE shipments (job_id uuid, tracking_id text)');
   moduleRef = await startModule({
     imports: [WorkhorseModule.forRoot({ connectionString: db.url, worker: { pollMs: 50, tickMs: 50 } })],
     providers: [ShipmentHandlers, WarehouseService],
   });
-});
-
-afterEach(async () => {
-  await expectSplitInvariant(db.pool);
-});
-
-afterAll(async () => {
-  await moduleRef?.close();
-  await db?.drop();
 });
 
 it('a @JobHandler waits for a signal and a decision that a @Transactional service sends with the injected Queue', async () => {

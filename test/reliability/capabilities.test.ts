@@ -31,30 +31,22 @@ import {
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SQL_DIR } from '../../lib/core/schema';
-import { createTestDatabase, withTestDatabase, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
+import { withTestDatabase } from '../support/db';
+import { useTestDatabase } from '../support/test-database';
 import { claim, claimOne, fail } from '../support/protocol';
-import { clientFor, LoginRoles, poolFor, sqlstateOf, type LoginRole } from '../support/roles';
+import { clientFor, poolFor, sqlstateOf, type LoginRole } from '../support/roles';
 import { waitFor } from '../support/wait';
 
-let db: TestDatabase;
-const roles = new LoginRoles();
+const { db, roles } = useTestDatabase({
+  beforeDrop: async () => {
+    for (const handle of opened.splice(0)) await handle.end().catch(() => undefined);
+  },
+});
 const opened: { end(): Promise<unknown> }[] = [];
 
 beforeAll(async () => {
-  db = await createTestDatabase();
   // A table of the application's own, for a transactional handler's writes.
   await db.pool.query('CREATE TABLE public.app_effects (job_id uuid PRIMARY KEY, note text NOT NULL)');
-});
-
-afterEach(async () => {
-  await expectSplitInvariant(db.pool);
-});
-
-afterAll(async () => {
-  for (const handle of opened.splice(0)) await handle.end().catch(() => undefined);
-  await db?.drop();
-  await roles.dropAll();
 });
 
 interface Granted {

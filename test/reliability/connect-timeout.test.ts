@@ -19,7 +19,7 @@ import {
   WorkhorseModule,
   type WorkhorseModuleOptions,
 } from 'nestjs-workhorse';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { useTestDatabase } from '../support/test-database';
 import { startSilentServer, type SilentServer } from '../support/silent-server';
 import { waitFor } from '../support/wait';
 
@@ -100,15 +100,7 @@ describe('a database that accepts connections and never answers', () => {
 });
 
 describe('a pool whose connections are all in use', () => {
-  let db: TestDatabase;
-
-  beforeAll(async () => {
-    db = await createTestDatabase();
-  });
-
-  afterAll(async () => {
-    await db?.drop();
-  });
+  const { db } = useTestDatabase({ checkInvariants: false });
 
   it('fails a call that waited longer than the connect timeout for a free connection, saying so', async () => {
     const pool = poolOn({ connectionString: db.url, max: 1, connectionTimeoutMillis: 300 });

@@ -21,8 +21,7 @@
 import type { EventEmitter } from 'node:events';
 import { Client, Pool } from 'pg';
 import { Queue, Worker, type HandlerContext, type WorkerEvent, type WorkerOptions } from '../../lib/core';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
+import { useTestDatabase } from '../support/test-database';
 import { claimOne, forceExpire } from '../support/protocol';
 import { delay, gate, waitFor } from '../support/wait';
 
@@ -30,8 +29,12 @@ import { delay, gate, waitFor } from '../support/wait';
 // woken by a notification.
 const NO_POLLING_MS = 600_000;
 
-let db: TestDatabase;
-let queue: Queue;
+const { db, queue } = useTestDatabase({
+  afterEachTest: async () => {
+    // Whatever a test left running stops before the invariant is read.
+    for (const h of harnesses.splice(0)) await h.stop();
+  },
+});
 
 /** A worker on a pool of its own whose connections all carry `appName`, with its events recorded. */
 interface Harness {
@@ -169,21 +172,6 @@ async function holdEventInserts(): Promise<{ release(): Promise<void> }> {
 function waitingFor(fn: string): string {
   return `state = 'active' AND wait_event_type = 'Lock' AND query ILIKE '%${fn}%'`;
 }
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  queue = new Queue(db.pool);
-});
-
-afterEach(async () => {
-  // Whatever a test left running stops before the invariant is read.
-  for (const h of harnesses.splice(0)) await h.stop();
-  await expectSplitInvariant(db.pool);
-});
-
-afterAll(async () => {
-  await db?.drop();
-});
 
 it('a killed LISTEN connection is reopened and later jobs are still woken by NOTIFY', async () => {
   const h = harness('conn-listen', { queues: ['listen-kill'], pollMs: NO_POLLING_MS, tickMs: 200 }, (w) =>

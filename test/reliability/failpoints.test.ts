@@ -15,10 +15,8 @@
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { join } from 'node:path';
-import type { Pool } from 'pg';
-import { Queue, Worker } from '../../lib/core';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
+import { Worker } from '../../lib/core';
+import { useTestDatabase } from '../support/test-database';
 import { waitFor } from '../support/wait';
 import { registerSoakHandlers, SOAK_TABLES_SQL, SOAK_TX_TYPE, SOAK_TYPE, type SoakResult } from './soak/handler';
 
@@ -79,9 +77,19 @@ interface Crash {
   atDeath: JobRecord;
 }
 
-let db: TestDatabase;
-let pool: Pool;
-let queue: Queue;
+const { db, pool, queue } = useTestDatabase({
+  afterEachTest: () => Promise.all(workers.splice(0).map((w) => w.stop())),
+  beforeDrop: async () => {
+    for (const child of children) {
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = new Promise((resolve) => child.once('exit', resolve));
+        child.kill('SIGKILL');
+        await exited;
+      }
+    }
+    await Promise.all(workers.map((w) => w.stop()));
+  },
+});
 const children: ChildProcessWithoutNullStreams[] = [];
 const workers: Worker[] = [];
 const crashes = new Map<string, Crash>();
@@ -89,9 +97,6 @@ const crashes = new Map<string, Crash>();
 beforeAll(async () => {
   // A failpoint variable in this process would make the recovering workers kill Jest.
   expect(process.env.WORKHORSE_FAILPOINTS).toBeUndefined();
-  db = await createTestDatabase();
-  pool = db.pool;
-  queue = new Queue(pool);
   await pool.query(SOAK_TABLES_SQL);
   // Three children at a time: each compiles its TypeScript at start, and nine at once on a
   // loaded 2-core machine took longer than a child is given to reach its failpoint.
@@ -107,23 +112,6 @@ beforeAll(async () => {
     );
   }
 }, 600_000);
-
-afterEach(async () => {
-  await Promise.all(workers.splice(0).map((w) => w.stop()));
-  await expectSplitInvariant(pool);
-});
-
-afterAll(async () => {
-  for (const child of children) {
-    if (child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGKILL');
-      await exited;
-    }
-  }
-  await Promise.all(workers.map((w) => w.stop()));
-  await db?.drop();
-});
 
 /** Starts a worker process that kills itself at `point`; resolves with how it exited. */
 function runDoomedChild(

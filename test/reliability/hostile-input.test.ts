@@ -16,52 +16,33 @@
  */
 import { inspect, isDeepStrictEqual } from 'node:util';
 import fc, { type Arbitrary } from 'fast-check';
-import { Client, type DatabaseError, type Pool } from 'pg';
+import { Client, type DatabaseError } from 'pg';
 import {
-  Admin,
   IdempotencyConflictError,
   LIMITS,
-  Queue,
   WorkhorseValidationError,
   type EnqueueRequest,
   type JobSnapshot,
   type RetryPolicy,
 } from '../../lib/core';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
+import { useTestDatabase } from '../support/test-database';
 import { claimOne, type ClaimedJob } from '../support/protocol';
 
 // Bounded so that the file stays well under 30 s on a slow CI machine.
 const RUNS = 150;
 
-let db: TestDatabase;
-let pool: Pool;
+const { db, pool, queue, admin } = useTestDatabase({ beforeDrop: () => sql?.end().catch(() => undefined) });
 /**
  * One connection for the calls that may fail (enqueues, passed as their client, and direct SQL
  * calls): a pool discards the connection of every failed query and opens a new one, which
  * would make each refusal cost a login.
  */
 let sql: Client;
-let queue: Queue;
-let admin: Admin;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  pool = db.pool;
   sql = new Client({ connectionString: db.url });
   sql.on('error', () => undefined);
   await sql.connect();
-  queue = new Queue(pool);
-  admin = new Admin(pool);
-});
-
-afterEach(async () => {
-  await expectSplitInvariant(pool);
-});
-
-afterAll(async () => {
-  await sql?.end().catch(() => undefined);
-  await db?.drop();
 });
 
 // ---- what is stored ---------------------------------------------------------------------------

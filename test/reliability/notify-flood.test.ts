@@ -12,17 +12,23 @@
  * too) is woken for each notifying commit, so a large one slows the whole test server. */
 import { Client, Pool } from 'pg';
 import { Admin, Queue, Worker } from '../../lib/core';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
+import { useTestDatabase } from '../support/test-database';
 import { waitFor } from '../support/wait';
 
-let db: TestDatabase;
+const { db } = useTestDatabase({
+  beforeDrop: () => workerPool?.end(),
+  afterEachTest: async () => {
+    for (const { worker, done } of running.splice(0)) {
+      await worker.stop();
+      await done;
+    }
+  },
+});
 let workerPool: Pool;
 let claims = 0;
 const running: { worker: Worker; done: Promise<void> }[] = [];
 
 beforeAll(async () => {
-  db = await createTestDatabase();
   workerPool = new Pool({ connectionString: db.url, max: 5 });
   workerPool.on('error', () => undefined);
   // Counts the worker's claim round trips (complete_and_claim_v1), whatever form they take.
@@ -32,19 +38,6 @@ beforeAll(async () => {
     if (text?.includes('complete_and_claim_v1')) claims++;
     return query(...args);
   };
-});
-
-afterEach(async () => {
-  for (const { worker, done } of running.splice(0)) {
-    await worker.stop();
-    await done;
-  }
-  await expectSplitInvariant(db.pool);
-});
-
-afterAll(async () => {
-  await workerPool?.end();
-  await db?.drop();
 });
 
 /** A worker on `queue` that only notifications wake (its poll is a minute away). */

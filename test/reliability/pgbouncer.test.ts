@@ -25,10 +25,10 @@ import {
   type WorkerEvent,
 } from '../../lib/core';
 import { adminUrl, createTestDatabase, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
 import { findPgBouncer, startPgBouncer, type PgBouncer } from '../support/pgbouncer';
 import { claim, forceExpire } from '../support/protocol';
 import { describeIf, type Requirement } from '../support/requirements';
+import { useTestDatabase } from '../support/test-database';
 import { waitFor } from '../support/wait';
 
 const POOL_SIZE = 3;
@@ -40,7 +40,24 @@ const PGBOUNCER: Requirement = {
 };
 
 describeIf(PGBOUNCER, 'behind PgBouncer in transaction pooling mode', () => {
-  let db: TestDatabase;
+  const { db } = useTestDatabase({
+    afterEachTest: async () => {
+      for (const { worker, done } of workers.splice(0)) {
+        await worker.stop();
+        await done;
+      }
+    },
+    beforeDrop: async () => {
+      for (const { worker, done } of workers.splice(0)) {
+        await worker.stop().catch(() => undefined);
+        await done.catch(() => undefined);
+      }
+      for (const p of extraPools) await p.end().catch(() => undefined);
+      await pool?.end().catch(() => undefined);
+      await bouncer?.stop();
+      for (const d of extraDatabases) await d.drop();
+    },
+  });
   let bouncer: PgBouncer;
   /** Through PgBouncer: what the library under test uses. */
   let pool: Pool;
@@ -51,32 +68,11 @@ describeIf(PGBOUNCER, 'behind PgBouncer in transaction pooling mode', () => {
   const extraDatabases: TestDatabase[] = [];
 
   beforeAll(async () => {
-    db = await createTestDatabase();
     bouncer = await startPgBouncer({ serverUrl: adminUrl(), poolSize: POOL_SIZE });
     pool = new Pool({ connectionString: bouncer.url(db.name), max: 12 });
     pool.on('error', () => undefined);
     queue = new Queue(pool);
     admin = new Admin(pool);
-  });
-
-  afterEach(async () => {
-    for (const { worker, done } of workers.splice(0)) {
-      await worker.stop();
-      await done;
-    }
-    await expectSplitInvariant(db.pool);
-  });
-
-  afterAll(async () => {
-    for (const { worker, done } of workers.splice(0)) {
-      await worker.stop().catch(() => undefined);
-      await done.catch(() => undefined);
-    }
-    for (const p of extraPools) await p.end().catch(() => undefined);
-    await pool?.end().catch(() => undefined);
-    await bouncer?.stop();
-    for (const d of extraDatabases) await d.drop();
-    await db?.drop();
   });
 
   function start(worker: Worker): WorkerEvent[] {

@@ -30,11 +30,10 @@ import {
   type WorkerEvent,
 } from '../../lib/core';
 import { GRANT_ROLE_SQL, grantAppRole, grantRole } from '../../lib/core/grants';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
 import { claim, claimOne, forceExpire } from '../support/protocol';
 import { itIf } from '../support/requirements';
-import { clientFor, LoginRoles, poolFor, sqlstateOf } from '../support/roles';
+import { clientFor, poolFor, sqlstateOf } from '../support/roles';
+import { useTestDatabase } from '../support/test-database';
 import { waitFor } from '../support/wait';
 
 const DOCS_SCRIPT = join(__dirname, '..', '..', 'docs', 'least-privilege.sql');
@@ -53,7 +52,18 @@ function findPsql(): string | null {
   return null;
 }
 
-let db: TestDatabase;
+const { db, roles } = useTestDatabase({
+  afterEachTest: async () => {
+    for (const { worker, done } of workers.splice(0)) {
+      await worker.stop();
+      await done;
+    }
+  },
+  beforeDrop: async () => {
+    await appClient?.end().catch(() => undefined);
+    await appPool?.end().catch(() => undefined);
+  },
+});
 /** Connected as the application role. */
 let appPool: Pool;
 /**
@@ -63,13 +73,11 @@ let appPool: Pool;
 let appClient: Client;
 let queue: Queue;
 let admin: Admin;
-const roles = new LoginRoles();
 const workers: { worker: Worker; done: Promise<void> }[] = [];
 
 let appRole: string;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
   const role = await roles.create(db.url);
   appRole = role.name;
   await grantAppRole(db.pool, appRole);
@@ -80,21 +88,6 @@ beforeAll(async () => {
   // A table of the application's own, for a transactional handler's writes.
   await db.pool.query('CREATE TABLE public.app_effects (job_id uuid PRIMARY KEY, note text NOT NULL)');
   await db.pool.query(`GRANT SELECT, INSERT ON public.app_effects TO ${appRole}`);
-});
-
-afterEach(async () => {
-  for (const { worker, done } of workers.splice(0)) {
-    await worker.stop();
-    await done;
-  }
-  await expectSplitInvariant(db.pool);
-});
-
-afterAll(async () => {
-  await appClient?.end().catch(() => undefined);
-  await appPool?.end().catch(() => undefined);
-  await db?.drop();
-  await roles.dropAll();
 });
 
 function start(worker: Worker): WorkerEvent[] {

@@ -7,10 +7,8 @@
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { join } from 'node:path';
-import type { Pool } from 'pg';
-import { Queue, Worker } from '../../lib/core';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
+import { Worker } from '../../lib/core';
+import { useTestDatabase } from '../support/test-database';
 import { decidedOccurrencesOf, scheduledJobsOf, type OccurrenceRow } from '../support/schedules';
 import { waitFor } from '../support/wait';
 
@@ -24,30 +22,20 @@ interface Child {
   exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-let db: TestDatabase;
-let pool: Pool;
-let queue: Queue;
+const { db, pool, queue } = useTestDatabase({
+  afterEachTest: () => Promise.all(workers.splice(0).map((w) => w.stop())),
+  beforeDrop: async () => {
+    for (const child of children) {
+      if (child.process.exitCode === null && child.process.signalCode === null) child.process.kill('SIGKILL');
+      await child.exit;
+    }
+  },
+});
 const children: Child[] = [];
 const workers: Worker[] = [];
 
 beforeAll(async () => {
   expect(process.env.WORKHORSE_FAILPOINTS).toBeUndefined();
-  db = await createTestDatabase();
-  pool = db.pool;
-  queue = new Queue(pool);
-});
-
-afterEach(async () => {
-  await Promise.all(workers.splice(0).map((w) => w.stop()));
-  await expectSplitInvariant(pool);
-});
-
-afterAll(async () => {
-  for (const child of children) {
-    if (child.process.exitCode === null && child.process.signalCode === null) child.process.kill('SIGKILL');
-    await child.exit;
-  }
-  await db?.drop();
 });
 
 function startWorkerProcess(workerId: string, queueName: string, type: string, env: Record<string, string> = {}): Child {

@@ -11,16 +11,21 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { Admin, grantRole, installSchema, Queue, Worker } from '../../lib/core';
-import { createTestDatabase, withAdminClient, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
+import { withAdminClient } from '../support/db';
 import { poolFor } from '../support/roles';
+import { useTestDatabase } from '../support/test-database';
 import { waitFor } from '../support/wait';
 
 const DOC = join(__dirname, '..', '..', 'docs', 'security.md');
 const ROLES = ['workhorse_owner', 'checkout_api', 'checkout_worker', 'ops', 'wh_stranger'];
 
-let db: TestDatabase;
 const opened: { end(): Promise<unknown> }[] = [];
+const { db } = useTestDatabase({
+  installSchema: false,
+  beforeDrop: async () => {
+    for (const handle of opened.splice(0)) await handle.end().catch(() => undefined);
+  },
+});
 
 /** The ```sql blocks of docs/security.md. */
 function sqlBlocks(): string[] {
@@ -42,7 +47,6 @@ async function dropRoles(): Promise<void> {
 
 beforeAll(async () => {
   await dropRoles();
-  db = await createTestDatabase({ installSchema: false });
   const blocks = sqlBlocks();
   expect(blocks).toHaveLength(1);
   await db.pool.query(blocks[0].replace(/ DATABASE app /g, ` DATABASE ${db.name} `));
@@ -59,15 +63,8 @@ beforeAll(async () => {
   }
 });
 
-afterEach(async () => {
-  await expectSplitInvariant(db.pool);
-});
-
-afterAll(async () => {
-  for (const handle of opened.splice(0)) await handle.end().catch(() => undefined);
-  await db?.drop();
-  await dropRoles();
-});
+// After the drop: the roles hold privileges in the database until it is gone.
+afterAll(dropRoles);
 
 function pool(role: string) {
   const p = poolFor(urlAs(role));

@@ -6,30 +6,14 @@
  *
  * WORKHORSE_SOAK_JOBS overrides the job count (e.g. for a quick local run).
  */
-import type { Pool } from 'pg';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
+import { useTestDatabase } from '../support/test-database';
 import { account, formatReport, runSoak, type SoakReport } from './soak/run';
 
 const JOBS = Number(process.env.WORKHORSE_SOAK_JOBS ?? 20_000);
 // The run gives up (and reports what is still live) well before Jest would kill it.
 const DEADLINE_MS = 20 * 60_000;
 
-let db: TestDatabase;
-let pool: Pool;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  pool = db.pool;
-});
-
-afterEach(async () => {
-  await expectSplitInvariant(pool);
-});
-
-afterAll(async () => {
-  await db?.drop();
-});
+const { db, pool } = useTestDatabase();
 
 describe(`the crash soak (${JOBS} jobs)`, () => {
   let report: SoakReport;

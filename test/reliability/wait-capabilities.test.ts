@@ -7,25 +7,17 @@
  */
 import type { Pool } from 'pg';
 import { Admin, grantRole, Queue, Worker, type Capability, type HandlerContext } from '../../lib/core';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { useTestDatabase } from '../support/test-database';
 import { expectSplitInvariant } from '../support/invariants';
 import { stateOf } from '../support/job-state';
-import { LoginRoles, poolFor } from '../support/roles';
+import { poolFor } from '../support/roles';
 import { waitFor } from '../support/wait';
 
-let db: TestDatabase;
-const roles = new LoginRoles();
+const { db, roles } = useTestDatabase({
+  checkInvariants: false,
+  beforeDrop: async () => { for (const pool of pools.splice(0)) await pool.end().catch(() => undefined); },
+});
 const pools: Pool[] = [];
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-});
-
-afterAll(async () => {
-  for (const pool of pools.splice(0)) await pool.end().catch(() => undefined);
-  await db?.drop();
-  await roles.dropAll();
-});
 
 async function poolWith(capabilities: readonly Capability[]): Promise<Pool> {
   const role = await roles.create(db.url, `wh_w${capabilities.map((c) => c[0]).join('')}`);

@@ -8,7 +8,7 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { Admin } from 'nestjs-workhorse';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { useTestDatabase } from '../support/test-database';
 import { expectSplitInvariant } from '../support/invariants';
 
 const ROOT = join(__dirname, '..', '..');
@@ -50,17 +50,12 @@ function alive(pid: number): boolean {
 }
 
 describe('npm run demo', () => {
-  let db: TestDatabase;
+  const { db } = useTestDatabase({ checkInvariants: false });
   let run: Run;
 
   beforeAll(async () => {
-    db = await createTestDatabase();
     run = await runDemo(db.url);
   }, DEMO_TIMEOUT_MS);
-
-  afterAll(async () => {
-    await db?.drop();
-  });
 
   it('exits 0 and says the card was charged once and the label printed once', () => {
     if (run.code !== 0) throw new Error(`the demo exited with ${run.signal ?? run.code}:\n${run.output}`);

@@ -8,8 +8,7 @@ import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { JobSnapshot, TimelineEntry } from 'nestjs-workhorse';
 import { AppModule } from '../../sample-app/app.module';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
+import { useTestDatabase } from '../support/test-database';
 import { waitFor } from '../support/wait';
 
 const APPLICATION_NAME = 'sample-e2e';
@@ -22,7 +21,7 @@ interface OrderResponse {
 }
 
 describe('sample app over HTTP', () => {
-  let db: TestDatabase;
+  const { db } = useTestDatabase({ beforeDrop: () => app?.close() });
   let app: INestApplication | undefined;
   let url: string;
 
@@ -37,7 +36,6 @@ describe('sample app over HTTP', () => {
   };
 
   beforeAll(async () => {
-    db = await createTestDatabase();
     app = await NestFactory.create(
       AppModule.register({
         databaseUrl: db.url,
@@ -49,15 +47,6 @@ describe('sample app over HTTP', () => {
     );
     await app.listen(0, '127.0.0.1');
     url = await app.getUrl();
-  });
-
-  afterEach(async () => {
-    await expectSplitInvariant(db.pool);
-  });
-
-  afterAll(async () => {
-    await app?.close();
-    await db?.drop();
   });
 
   it('creates its tables at start-up', async () => {

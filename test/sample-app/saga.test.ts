@@ -9,8 +9,7 @@ import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { HumanWait, JobSnapshot, TimelineEntry } from 'nestjs-workhorse';
 import { AppModule } from '../../sample-app/app.module';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
+import { useTestDatabase } from '../support/test-database';
 import { waitFor } from '../support/wait';
 
 const LINES = [
@@ -25,7 +24,7 @@ interface OrderResponse {
 }
 
 describe('the order saga over HTTP', () => {
-  let db: TestDatabase;
+  const { db } = useTestDatabase({ beforeDrop: () => app?.close() });
   let app: INestApplication | undefined;
   let url: string;
 
@@ -53,22 +52,12 @@ describe('the order saga over HTTP', () => {
   }
 
   beforeAll(async () => {
-    db = await createTestDatabase();
     app = await NestFactory.create(
       AppModule.register({ databaseUrl: db.url, applicationName: 'sample-saga', worker: { concurrency: 2, pollMs: 50 }, dashboard: false }),
       { logger: false, abortOnError: false },
     );
     await app.listen(0, '127.0.0.1');
     url = await app.getUrl();
-  });
-
-  afterEach(async () => {
-    await expectSplitInvariant(db.pool);
-  });
-
-  afterAll(async () => {
-    await app?.close();
-    await db?.drop();
   });
 
   it('charges, waits for the shipment, waits for approval of a large refund, refunds, and succeeds', async () => {
