@@ -9,8 +9,8 @@ import { copyFileSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { Admin, getSchemaStatus, Queue, SCHEMA_VERSION, type JobSnapshot, type Page, type TimelineEntry } from '../../lib/core';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { getSchemaStatus, SCHEMA_VERSION, type JobSnapshot, type Page, type TimelineEntry } from '../../lib/core';
+import { createTestDatabase } from '../support/db';
 import { useTestDatabase } from '../support/test-database';
 import { claimOne, complete, fail } from '../support/protocol';
 import { cli, cliConnections, documentOf, errorOf, useCliDatabase, viaJson, type CliRun, type Env, WORKER } from './cli-harness';
@@ -218,15 +218,7 @@ describe('schema install and status', () => {
 });
 
 describe('jobs', () => {
-  let db: TestDatabase;
-  let env: Env;
-  let queue: Queue;
-  let admin: Admin;
-
-  const bed = useCliDatabase();
-  beforeAll(() => {
-    ({ db, env, queue, admin } = bed);
-  });
+  const { db, env, queue, admin } = useCliDatabase();
 
   describe('get', () => {
     it('--json prints the Admin snapshot; the text view shows its key facts', async () => {

@@ -5,10 +5,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { userInfo } from 'node:os';
-import { Admin, Queue, type JobSnapshot, type Page, type QueueInfo, type RedriveResult } from '../../lib/core';
-import type { TestDatabase } from '../support/db';
+import { type JobSnapshot, type Page, type QueueInfo, type RedriveResult } from '../../lib/core';
 import { claim, claimOne, fail } from '../support/protocol';
-import { cli, documentOf, errorOf, useCliDatabase, viaJson, type Env, WORKER } from './cli-harness';
+import { cli, documentOf, errorOf, useCliDatabase, viaJson, WORKER } from './cli-harness';
 
 const ME = userInfo().username;
 
@@ -61,15 +60,7 @@ describe('help and usage of the operations commands', () => {
 });
 
 describe('operations against a database', () => {
-  let db: TestDatabase;
-  let env: Env;
-  let queue: Queue;
-  let admin: Admin;
-
-  const bed = useCliDatabase();
-  beforeAll(() => {
-    ({ db, env, queue, admin } = bed);
-  });
+  const { db, env, queue, admin } = useCliDatabase();
 
   const newQueue = (prefix: string): string => `${prefix}-${randomUUID().slice(0, 8)}`;
 

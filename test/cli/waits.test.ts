@@ -4,20 +4,11 @@
  * one-line errors. Jobs are parked on human waits through the owner protocol (wait_human_v1).
  */
 import { userInfo } from 'node:os';
-import { Admin, Queue, type HumanWait, type Page } from '../../lib/core';
-import type { TestDatabase } from '../support/db';
+import { type HumanWait, type Page } from '../../lib/core';
 import { claimOne } from '../support/protocol';
-import { cli, documentOf, errorOf, useCliDatabase, viaJson, type Env } from './cli-harness';
+import { cli, documentOf, errorOf, useCliDatabase, viaJson } from './cli-harness';
 
-let db: TestDatabase;
-let env: Env;
-let queue: Queue;
-let admin: Admin;
-
-const bed = useCliDatabase();
-beforeAll(() => {
-  ({ db, env, queue, admin } = bed);
-});
+const { db, env, queue, admin } = useCliDatabase();
 
 /** Enqueues a job on `queueName`, claims it and parks it on the human wait `name`. */
 async function parked(queueName: string, name: string, context: unknown, choices: string[] | null): Promise<string> {

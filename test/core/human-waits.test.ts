@@ -3,13 +3,10 @@
  * parking, listing with context, decisions checked against choices, the timeline, idempotency,
  * timeouts, hostile input, and a worker process killed with SIGKILL while its job waits.
  */
-import type { Pool } from 'pg';
 import {
-  Admin,
   DecisionNotAllowedError,
   HumanWaitTimeoutError,
   InvalidCursorError,
-  Queue,
   Worker,
   WorkhorseValidationError,
   type HandlerContext,
@@ -23,14 +20,7 @@ import { waitFor } from '../support/wait';
 import { useWaitTestBed } from '../support/wait-test-bed';
 
 const bed = useWaitTestBed({ concurrency: 5 });
-let pool: Pool;
-let queue: Queue;
-let admin: Admin;
-const { startWorker, waitForState } = bed;
-
-beforeAll(() => {
-  ({ pool, queue, admin } = bed);
-});
+const { pool, queue, admin, startWorker, waitForState } = bed;
 
 const waitHandlers = (w: Worker) => registerWaitHandlers(w, pool, () => undefined, false);
 

@@ -4,10 +4,7 @@
  * timeouts, fencing, hostile input, and worker processes killed with SIGKILL at the park and
  * resume points.
  */
-import type { Pool } from 'pg';
 import {
-  Admin,
-  Queue,
   SignalTimeoutError,
   Worker,
   WorkhorseValidationError,
@@ -22,14 +19,7 @@ import { waitFor } from '../support/wait';
 import { useWaitTestBed } from '../support/wait-test-bed';
 
 const bed = useWaitTestBed({ concurrency: 2 });
-let pool: Pool;
-let queue: Queue;
-let admin: Admin;
-const { startWorker, waitForState } = bed;
-
-beforeAll(() => {
-  ({ pool, queue, admin } = bed);
-});
+const { pool, queue, admin, startWorker, waitForState } = bed;
 
 async function eventKinds(jobId: string): Promise<string[]> {
   return (await admin.getJobTimeline(jobId, { limit: 500 })).items.filter((e) => e.source === 'event').map((e) => e.kind);
