@@ -7,9 +7,10 @@
  */
 import type { TestingModule } from '@nestjs/testing';
 import { Queue, type JobSnapshot } from 'nestjs-workhorse';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import type { TestDatabase } from '../support/db';
 import { quietNestLogs } from '../nest/support';
 import { stateOf } from '../support/job-state';
+import { useTestDatabase } from '../support/test-database';
 import { ORDERS_TABLE_SQL } from './orm-conformance';
 
 export interface Placed {
@@ -41,21 +42,15 @@ async function orderExists(db: TestDatabase, id: string): Promise<boolean> {
 /** Declares the tests for each app; `more` adds tests of its own, given the running app. */
 export function describeNestAppsJoin(title: string, apps: NestOrmApp[], more?: (running: () => RunningApp) => void): void {
   describe.each(apps)(title, (_name, start, placer) => {
-    let db: TestDatabase;
+    const { db } = useTestDatabase({ checkInvariants: false, beforeDrop: () => app?.close() });
     let app: TestingModule;
     let orders: OrdersPlacer;
 
     beforeAll(async () => {
       quietNestLogs();
-      db = await createTestDatabase();
       await db.pool.query(ORDERS_TABLE_SQL);
       app = await start(db.url);
       orders = app.get(placer);
-    });
-
-    afterAll(async () => {
-      await app?.close();
-      await db?.drop();
     });
 
     it('commits the order and its job together, and Admin saw the job inside the transaction', async () => {

@@ -6,10 +6,10 @@
  * this package's typed errors; the adapter over the ORM's plain connection runs on its own; and
  * the ORM's TransactionScope makes its transaction current.
  */
-import { Admin, IdempotencyConflictError, Queue, WorkhorseValidationError, type Queryable } from 'nestjs-workhorse/core';
+import { IdempotencyConflictError, WorkhorseValidationError, type Queryable } from 'nestjs-workhorse/core';
 import type { TransactionScope } from '../../lib/core/transaction-scope';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
+import type { TestDatabase } from '../support/db';
+import { useTestDatabase } from '../support/test-database';
 
 /** The business table every ORM test maps: `orders (id text primary key, amount_cents int)`. */
 export const ORDERS_TABLE_SQL = 'CREATE TABLE orders (id text PRIMARY KEY, amount_cents integer NOT NULL)';
@@ -43,26 +43,12 @@ async function jobExists(db: TestDatabase, id: string): Promise<boolean> {
 /** Declares the conformance tests of one ORM; `setUp` builds the ORM on the given database. */
 export function describeOrmConformance<Tx>(name: string, setUp: (db: TestDatabase) => Promise<OrmUnderTest<Tx>>): void {
   describe(`${name}: the ORM's transaction and the job are one`, () => {
-    let db: TestDatabase;
+    const { db, queue, admin } = useTestDatabase({ beforeDrop: () => orm?.close() });
     let orm: OrmUnderTest<Tx>;
-    let queue: Queue;
-    let admin: Admin;
 
     beforeAll(async () => {
-      db = await createTestDatabase();
       await db.pool.query(ORDERS_TABLE_SQL);
       orm = await setUp(db);
-      queue = new Queue(db.pool);
-      admin = new Admin(db.pool);
-    });
-
-    afterEach(async () => {
-      await expectSplitInvariant(db.pool);
-    });
-
-    afterAll(async () => {
-      await orm?.close();
-      await db?.drop();
     });
 
     it('commits the business row and the job together', async () => {
