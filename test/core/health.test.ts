@@ -2,29 +2,12 @@
  * admin.health(): what each reason reports and when, the levels under user thresholds, bad
  * thresholds refused by name; and `workhorse health`, whose exit code follows the level.
  */
-import type { Pool } from 'pg';
-import { Admin, Queue, WorkhorseValidationError, type HealthReport } from '../../lib/core';
+import { WorkhorseValidationError, type HealthReport } from '../../lib/core';
 import { cli, documentOf } from '../cli/cli-harness';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
+import { useTestDatabase } from '../support/test-database';
 import { claimOne, fail } from '../support/protocol';
 
-let db: TestDatabase;
-let pool: Pool;
-let queue: Queue;
-let admin: Admin;
-
-beforeEach(async () => {
-  db = await createTestDatabase();
-  pool = db.pool;
-  queue = new Queue(pool);
-  admin = new Admin(pool);
-});
-
-afterEach(async () => {
-  await expectSplitInvariant(pool);
-  await db.drop();
-});
+const { db, pool, queue, admin } = useTestDatabase({ scope: 'test' });
 
 const codes = (report: HealthReport) => report.reasons.map((r) => `${r.level}:${r.code}:${r.queue ?? '-'}`);
 

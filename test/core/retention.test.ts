@@ -4,30 +4,13 @@
  * cannot get its lock gives up quickly instead of stalling writers; the maintenance tick applies
  * the policy; the policy is checked by name; `workhorse retention status|run`.
  */
-import type { Pool } from 'pg';
-import { Admin, Queue, Worker, WorkhorseValidationError, type RetentionRun } from '../../lib/core';
+import { Worker, WorkhorseValidationError, type RetentionRun } from '../../lib/core';
 import { cli, documentOf, viaJson } from '../cli/cli-harness';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { expectSplitInvariant } from '../support/invariants';
+import { useTestDatabase } from '../support/test-database';
 import { claimOne, complete, fail } from '../support/protocol';
 import { waitFor } from '../support/wait';
 
-let db: TestDatabase;
-let pool: Pool;
-let queue: Queue;
-let admin: Admin;
-
-beforeEach(async () => {
-  db = await createTestDatabase();
-  pool = db.pool;
-  queue = new Queue(pool);
-  admin = new Admin(pool);
-});
-
-afterEach(async () => {
-  await expectSplitInvariant(pool);
-  await db.drop();
-});
+const { db, pool, queue, admin } = useTestDatabase({ scope: 'test' });
 
 async function rowsOf(jobId: string): Promise<Record<string, number>> {
   const { rows } = await pool.query<Record<string, number>>(

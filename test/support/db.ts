@@ -60,6 +60,8 @@ export async function withAdminClient<T>(work: (client: Client) => Promise<T>): 
 export interface PlannedTestDatabase extends TestDatabase {
   /** Creates the database and installs the schema (unless told otherwise); drops it again if that fails. */
   create(): Promise<void>;
+  /** Drops the database but keeps the pool, so that `create()` can make it afresh under the same name. */
+  discard(): Promise<void>;
 }
 
 /**
@@ -75,18 +77,27 @@ export function planTestDatabase(options: CreateTestDatabaseOptions = {}): Plann
   // test process; the tests see such failures through their own queries.
   pool.on('error', () => undefined);
 
+  const dropDatabase = (): Promise<unknown> =>
+    withAdminClient((client) => client.query(`DROP DATABASE IF EXISTS ${client.escapeIdentifier(name)} WITH (FORCE)`));
+
   let dropped: Promise<void> | undefined;
   const drop = (): Promise<void> => {
     dropped ??= (async () => {
       try {
         await pool.end();
       } finally {
-        await withAdminClient((client) =>
-          client.query(`DROP DATABASE IF EXISTS ${client.escapeIdentifier(name)} WITH (FORCE)`),
-        );
+        await dropDatabase();
       }
     })();
     return dropped;
+  };
+
+  const discard = async (): Promise<void> => {
+    // The idle connections go first: one the drop killed would fail the first query of whatever
+    // the pool hands it to next, instead of being replaced by a connection to the new database.
+    const idle = await Promise.all(Array.from({ length: pool.idleCount }, () => pool.connect()));
+    for (const client of idle) client.release(true);
+    await dropDatabase();
   };
 
   const create = async (): Promise<void> => {
@@ -95,18 +106,23 @@ export function planTestDatabase(options: CreateTestDatabaseOptions = {}): Plann
       try {
         await installSchema(pool);
       } catch (error) {
-        await drop().catch(() => undefined);
+        await discard().catch(() => undefined);
         throw error;
       }
     }
   };
-  return { url, name, pool, drop, create };
+  return { url, name, pool, drop, create, discard };
 }
 
 /** Creates a fresh database with the workhorse schema installed (unless told otherwise). */
 export async function createTestDatabase(options: CreateTestDatabaseOptions = {}): Promise<TestDatabase> {
-  const { create, ...db } = planTestDatabase(options);
-  await create();
+  const { create, discard, ...db } = planTestDatabase(options);
+  try {
+    await create();
+  } catch (error) {
+    await db.drop().catch(() => undefined);
+    throw error;
+  }
   return db;
 }
 

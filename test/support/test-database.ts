@@ -23,6 +23,11 @@ export interface TestDatabaseBed {
 }
 
 export interface TestDatabaseOptions extends CreateTestDatabaseOptions {
+  /**
+   * `'file'` (default): one database for all the tests of the file or describe block; `'test'`: a
+   * new one for each test (same name, URL and pool), for tests that read the whole database.
+   */
+  scope?: 'file' | 'test';
   /** Check `expectSplitInvariant` after each test (default true). */
   checkInvariants?: boolean;
   /** Runs after each test, before the invariant check: stops what the test started, checks what the file checks after every test. */
@@ -30,7 +35,7 @@ export interface TestDatabaseOptions extends CreateTestDatabaseOptions {
   /**
    * Runs after the last test, before the drop, also when a `beforeAll` failed half-way: closes
    * what the file opened on the database (workers, processes, servers, other pools). `created`
-   * says whether the database was made.
+   * says whether the database exists (it was made and not yet discarded).
    */
   beforeDrop?: (created: boolean) => Promise<unknown> | undefined;
 }
@@ -45,8 +50,8 @@ export interface TestDatabaseOptions extends CreateTestDatabaseOptions {
  * const { pool, queue, admin } = useTestDatabase({ afterEachTest: stopWorkers });
  */
 export function useTestDatabase(options: TestDatabaseOptions = {}): TestDatabaseBed {
-  const { checkInvariants = true, afterEachTest, beforeDrop, ...database } = options;
-  const { create, ...db } = planTestDatabase(database);
+  const { scope = 'file', checkInvariants = true, afterEachTest, beforeDrop, ...database } = options;
+  const { create, discard, ...db } = planTestDatabase(database);
   const bed: TestDatabaseBed = {
     db,
     url: db.url,
@@ -57,14 +62,21 @@ export function useTestDatabase(options: TestDatabaseOptions = {}): TestDatabase
   };
   let created = false;
 
-  beforeAll(async () => {
+  (scope === 'test' ? beforeEach : beforeAll)(async () => {
     await create();
     created = true;
   });
-  if (checkInvariants || afterEachTest) {
+  if (checkInvariants || afterEachTest || scope === 'test') {
     afterEach(async () => {
-      await afterEachTest?.();
-      if (checkInvariants && created) await expectSplitInvariant(db.pool);
+      try {
+        await afterEachTest?.();
+        if (checkInvariants && created) await expectSplitInvariant(db.pool);
+      } finally {
+        if (scope === 'test') {
+          created = false;
+          await discard();
+        }
+      }
     });
   }
   afterAll(async () => {
