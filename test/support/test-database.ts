@@ -10,7 +10,7 @@ import { expectSplitInvariant } from './invariants';
 import { LoginRoles } from './roles';
 
 export interface TestDatabaseBed {
-  /** The database; it exists from the bed's `beforeAll` to its `afterAll`. */
+  /** The database; it exists inside the tests and the hooks declared after the bed (see `scope`). */
   db: TestDatabase;
   /** `db.url`. */
   url: string;
@@ -30,7 +30,10 @@ export interface TestDatabaseOptions extends CreateTestDatabaseOptions {
   scope?: 'file' | 'test';
   /** Check `expectSplitInvariant` after each test (default true). */
   checkInvariants?: boolean;
-  /** Runs after each test, before the invariant check: stops what the test started, checks what the file checks after every test. */
+  /**
+   * Runs after each test, before the invariant check: stops what the test started, and checks
+   * what the file checks after every test.
+   */
   afterEachTest?: () => Promise<unknown> | undefined;
   /**
    * Runs after the last test, before the drop, also when a `beforeAll` failed half-way: closes
