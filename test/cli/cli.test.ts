@@ -11,9 +11,9 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { getSchemaStatus, SCHEMA_VERSION, type JobSnapshot, type Page, type TimelineEntry } from '../../lib/core';
 import { createTestDatabase } from '../support/db';
-import { useTestDatabase } from '../support/test-database';
 import { claimOne, complete, fail } from '../support/protocol';
 import { cli, cliConnections, documentOf, errorOf, useCliDatabase, viaJson, type CliRun, type Env, WORKER } from './cli-harness';
+import { useTestDatabase } from '../support/test-database';
 
 const ROOT = resolve(__dirname, '..', '..');
 

@@ -5,8 +5,8 @@
  */
 import { userInfo } from 'node:os';
 import { Queue, type ScheduleInfo } from '../../lib/core';
-import { useTestDatabase } from '../support/test-database';
 import { cli, cliConnections, documentOf, errorOf, viaJson, type Env } from './cli-harness';
+import { useTestDatabase } from '../support/test-database';
 
 const ME = userInfo().username;
 

@@ -13,10 +13,10 @@
  */
 import { Admin, Queue, SCHEMA_VERSION } from '../../lib/core';
 import { adminUrl } from '../support/db';
-import { useTestDatabase } from '../support/test-database';
 import { unixSocketProxy, type UnixSocketProxy } from '../support/unix-socket-proxy';
 import { claimOne, fail } from '../support/protocol';
 import { cli, cliConnections, documentOf, type Env } from './cli-harness';
+import { useTestDatabase } from '../support/test-database';
 
 const { db } = useTestDatabase({
   checkInvariants: false,

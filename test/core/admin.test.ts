@@ -4,8 +4,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Admin, InvalidCursorError, WorkhorseValidationError, type JobLineage, type JobSnapshot, type JobState, type TimelineEntry } from '../../lib/core';
-import { useTestDatabase } from '../support/test-database';
 import { claim, claimOne, complete, fail, type ClaimedJob } from '../support/protocol';
+import { useTestDatabase } from '../support/test-database';
 
 const { db, queue, admin } = useTestDatabase();
 

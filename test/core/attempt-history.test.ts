@@ -6,9 +6,9 @@
  * touched (test/support/invariants.ts).
  */
 import { freshQueue } from '../support/db';
-import { useTestDatabase } from '../support/test-database';
 import { attemptHistoryViolations } from '../support/invariants';
 import { claimOne, complete, type Owner } from '../support/protocol';
+import { useTestDatabase } from '../support/test-database';
 
 interface AttemptRow {
   attempt: number;

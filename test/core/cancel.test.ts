@@ -4,8 +4,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { JobCanceledError, Worker, type WorkerEvent } from '../../lib/core';
-import { useTestDatabase } from '../support/test-database';
 import { claim, claimOne } from '../support/protocol';
+import { useTestDatabase } from '../support/test-database';
 import { waitFor } from '../support/wait';
 
 interface OutcomeRow {

@@ -18,9 +18,9 @@ import {
   type WorkerEventOf,
 } from '../../lib/core';
 import { CREATE_SIDE_EFFECTS_SQL } from '../fixtures/side-effects';
-import { useTestDatabase } from '../support/test-database';
 import { stateOf } from '../support/job-state';
 import { claimOne, complete } from '../support/protocol';
+import { useTestDatabase } from '../support/test-database';
 import { waitFor } from '../support/wait';
 
 const FIXTURE = join(__dirname, '..', 'fixtures', 'family-worker.ts');

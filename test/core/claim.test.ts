@@ -5,9 +5,9 @@
 import { randomUUID } from 'node:crypto';
 import { Pool } from 'pg';
 import { Queue, Worker, type WorkerEvent } from '../../lib/core';
-import { useTestDatabase } from '../support/test-database';
 import { stateOf } from '../support/job-state';
 import { claim } from '../support/protocol';
+import { useTestDatabase } from '../support/test-database';
 import { delay, waitFor } from '../support/wait';
 
 interface ClaimRow {

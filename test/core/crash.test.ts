@@ -5,8 +5,8 @@
  */
 import { join } from 'node:path';
 import { CREATE_SIDE_EFFECTS_SQL, sideEffects } from '../fixtures/side-effects';
-import { useTestDatabase } from '../support/test-database';
 import { FixtureProcesses, waitForLine, type FixtureProcess } from '../support/fixture-process';
+import { useTestDatabase } from '../support/test-database';
 
 const FIXTURE = join(__dirname, '..', 'fixtures', 'crash-worker.ts');
 

@@ -6,9 +6,9 @@
  */
 import type { Pool } from 'pg';
 import { Admin, Queue } from '../../lib/core';
-import { useTestDatabase } from '../support/test-database';
 import { attemptHistoryViolations, expectSplitInvariant } from '../support/invariants';
 import { claim, type ClaimedJob } from '../support/protocol';
+import { useTestDatabase } from '../support/test-database';
 
 const { db } = useTestDatabase({ pool: { max: 8 }, checkInvariants: false });
 

@@ -7,8 +7,8 @@
  */
 import { Worker, type WorkerEvent } from '../../lib/core';
 import { freshQueue } from '../support/db';
-import { useTestDatabase } from '../support/test-database';
 import { claimOne, complete, fail, forceExpire, type ClaimedJob } from '../support/protocol';
+import { useTestDatabase } from '../support/test-database';
 import { gate, waitFor } from '../support/wait';
 
 const { db, queue, admin } = useTestDatabase();

@@ -10,9 +10,9 @@ import {
   type DependencyOutcome,
   type EnqueueRequest,
 } from '../../lib/core';
-import { useTestDatabase } from '../support/test-database';
 import { claim, claimOne, complete, fail } from '../support/protocol';
 import { stateOf } from '../support/job-state';
+import { useTestDatabase } from '../support/test-database';
 import { waitFor } from '../support/wait';
 
 const { pool, queue, admin } = useTestDatabase();

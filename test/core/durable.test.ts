@@ -15,10 +15,10 @@ import {
   type WorkerEvent,
 } from '../../lib/core';
 import { CREATE_SIDE_EFFECTS_SQL, recordSideEffect, sideEffects } from '../fixtures/side-effects';
-import { useTestDatabase } from '../support/test-database';
 import { FixtureProcesses, waitForLine } from '../support/fixture-process';
 import { expectRejects } from '../support/expect-rejects';
 import { claimOne } from '../support/protocol';
+import { useTestDatabase } from '../support/test-database';
 import { waitFor } from '../support/wait';
 
 const FIXTURE = join(__dirname, '..', 'fixtures', 'sleep-worker.ts');

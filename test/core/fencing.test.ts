@@ -5,8 +5,8 @@
  */
 import { LeaseLostError, Worker, type HandlerContext, type WorkerEvent } from '../../lib/core';
 import { freshQueue } from '../support/db';
-import { useTestDatabase } from '../support/test-database';
 import { claimOne, forceExpire, type ClaimedJob } from '../support/protocol';
+import { useTestDatabase } from '../support/test-database';
 import { gate, waitFor } from '../support/wait';
 
 const { pool, queue, admin } = useTestDatabase();

@@ -6,8 +6,8 @@
  */
 import { join } from 'node:path';
 import type { EnqueueRequest } from '../../lib/core';
-import { useTestDatabase } from '../support/test-database';
 import { FixtureProcesses, type FixtureProcess } from '../support/fixture-process';
+import { useTestDatabase } from '../support/test-database';
 import { waitFor } from '../support/wait';
 
 const FIXTURE = join(__dirname, '..', 'fixtures', 'flow-worker.ts');

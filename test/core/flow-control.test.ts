@@ -4,8 +4,8 @@
  * claim holds). The multi-process guarantees are in flow-control-workers.test.ts.
  */
 import { fromPgError, WorkhorseValidationError, type QueuePolicy } from '../../lib/core';
-import { useTestDatabase } from '../support/test-database';
 import { claim, complete } from '../support/protocol';
+import { useTestDatabase } from '../support/test-database';
 
 const { db, queue, admin } = useTestDatabase();
 

@@ -4,8 +4,8 @@
  */
 import { WorkhorseValidationError, type HealthReport } from '../../lib/core';
 import { cli, documentOf } from '../cli/cli-harness';
-import { useTestDatabase } from '../support/test-database';
 import { claimOne, fail } from '../support/protocol';
+import { useTestDatabase } from '../support/test-database';
 
 const { db, pool, queue, admin } = useTestDatabase({ scope: 'test' });
 

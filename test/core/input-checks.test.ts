@@ -18,8 +18,8 @@ import {
   WorkhorseValidationError,
   type HandlerContext,
 } from '../../lib/core';
-import { useTestDatabase } from '../support/test-database';
 import { claim, fail } from '../support/protocol';
+import { useTestDatabase } from '../support/test-database';
 import { waitFor } from '../support/wait';
 
 const { db, queue, admin } = useTestDatabase();

@@ -15,8 +15,8 @@ import {
   type TimelineEntry,
   type WorkerEvent,
 } from '../../lib/core';
-import { useTestDatabase } from '../support/test-database';
 import { claim, claimOne, complete, forceExpire, type ClaimedJob, type Owner } from '../support/protocol';
+import { useTestDatabase } from '../support/test-database';
 import { gate, waitFor } from '../support/wait';
 
 const { pool, queue, admin } = useTestDatabase({

@@ -5,8 +5,8 @@
  */
 import { WorkhorseValidationError, type JobSnapshot, type ListJobsFilter } from '../../lib/core';
 import { freshQueue } from '../support/db';
-import { useTestDatabase } from '../support/test-database';
 import { claim, claimOne, complete, fail } from '../support/protocol';
+import { useTestDatabase } from '../support/test-database';
 
 const { db, queue, admin } = useTestDatabase();
 

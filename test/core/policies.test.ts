@@ -17,8 +17,8 @@ import {
   type WorkerEvent,
   type WorkerOptions,
 } from '../../lib/core';
-import { useTestDatabase } from '../support/test-database';
 import { claim, claimOne } from '../support/protocol';
+import { useTestDatabase } from '../support/test-database';
 import { waitFor } from '../support/wait';
 
 /** Rejects with the signal's reason once it aborts: a handler that hangs until told to stop. */

@@ -6,8 +6,8 @@
  */
 import { Worker, type EnqueueRequest } from '../../lib/core';
 import { freshQueue } from '../support/db';
-import { useTestDatabase } from '../support/test-database';
 import { claim, claimOne, fail } from '../support/protocol';
+import { useTestDatabase } from '../support/test-database';
 import { waitFor } from '../support/wait';
 
 const { db, queue } = useTestDatabase();

@@ -5,9 +5,9 @@
  * a whole filter, produce exactly one job per dead letter.
  */
 import { join } from 'node:path';
-import { useTestDatabase } from '../support/test-database';
 import { FixtureProcesses, waitForLine } from '../support/fixture-process';
 import { claim, fail } from '../support/protocol';
+import { useTestDatabase } from '../support/test-database';
 
 const FIXTURE = join(__dirname, '..', 'fixtures', 'redrive-process.ts');
 

@@ -6,8 +6,8 @@
  */
 import { Worker, WorkhorseValidationError, type RetentionRun } from '../../lib/core';
 import { cli, documentOf, viaJson } from '../cli/cli-harness';
-import { useTestDatabase } from '../support/test-database';
 import { claimOne, complete, fail } from '../support/protocol';
+import { useTestDatabase } from '../support/test-database';
 import { waitFor } from '../support/wait';
 
 const { db, pool, queue, admin } = useTestDatabase({ scope: 'test' });

@@ -3,8 +3,8 @@
  * jobs that must not run early, and the explicit options of fail_v1.
  */
 import { Worker, type ErrorEnvelope, type WorkerEvent } from '../../lib/core';
-import { useTestDatabase } from '../support/test-database';
 import { claim, claimOne, fail } from '../support/protocol';
+import { useTestDatabase } from '../support/test-database';
 import { waitFor } from '../support/wait';
 
 const WORKER = 'retry-test-worker';

@@ -13,8 +13,8 @@ import {
   type ScheduleDefinition,
 } from '../../lib/core';
 import { runTick } from '../../lib/core/worker/tick';
-import { useTestDatabase } from '../support/test-database';
 import { decidedOccurrencesOf, occurrencesOf, scheduledJobsOf, simulateOutage } from '../support/schedules';
+import { useTestDatabase } from '../support/test-database';
 import { gate, waitFor } from '../support/wait';
 
 const { pool, queue, admin } = useTestDatabase({

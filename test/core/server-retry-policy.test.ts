@@ -7,8 +7,8 @@
  */
 import { fromPgError, Worker, WorkhorseValidationError, type HandlerContext, type TimelineEntry } from '../../lib/core';
 import { freshQueue } from '../support/db';
-import { useTestDatabase } from '../support/test-database';
 import { claimOne, forceExpire } from '../support/protocol';
+import { useTestDatabase } from '../support/test-database';
 import { gate, waitFor } from '../support/wait';
 
 const { db, queue, admin } = useTestDatabase({

@@ -16,8 +16,8 @@ import {
 } from '../../lib/core';
 import { freePort } from '../../lib/testing/free-port';
 import { createTestDatabase, freshQueue } from '../support/db';
-import { useTestDatabase } from '../support/test-database';
 import { stateOf } from '../support/job-state';
+import { useTestDatabase } from '../support/test-database';
 import { delay, gate, waitFor } from '../support/wait';
 
 const { db, pool, queue, admin } = useTestDatabase({

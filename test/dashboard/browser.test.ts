@@ -18,9 +18,9 @@ import type { INestApplication } from '@nestjs/common';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { NonRetryableError, Queue, Worker } from '../../lib/core';
 import { CHROMIUM, launchChromium } from '../support/chromium';
-import { useTestDatabase } from '../support/test-database';
 import { describeIf } from '../support/requirements';
 import { operatorPage, startSampleDashboard } from '../support/sample-dashboard';
+import { useTestDatabase } from '../support/test-database';
 import { waitFor } from '../support/wait';
 
 const TOKEN = 'browser-test-operator-token';

@@ -17,8 +17,8 @@ import { NonRetryableError, Queue, Worker } from '../../lib/core';
 import { WorkhorseDashboardModule } from '../../lib/dashboard';
 import { createDashboardHandler, type DashboardHandler, type DashboardOptions } from '../../lib/dashboard/handler';
 import { WorkhorseModule } from '../../lib/nest';
-import { useTestDatabase } from '../support/test-database';
 import { FormClient, linksOf } from './form-client';
+import { useTestDatabase } from '../support/test-database';
 
 const { db, admin } = useTestDatabase({ checkInvariants: false });
 let deadLetter: string;

@@ -7,9 +7,9 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Admin, grantAppRole, NonRetryableError, Pool, Queue, Worker } from '../../lib/core';
 import { createDashboardHandler } from '../../lib/dashboard/handler';
-import { useTestDatabase } from '../support/test-database';
 import { waitFor } from '../support/wait';
 import { FormClient } from './form-client';
+import { useTestDatabase } from '../support/test-database';
 
 const { db, roles } = useTestDatabase({
   checkInvariants: false,

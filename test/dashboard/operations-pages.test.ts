@@ -13,9 +13,9 @@ import { Worker, WorkhorseValidationError, type ScheduleInfo } from '../../lib/c
 import { resolveDashboardOptions } from '../../lib/dashboard/dashboard-options';
 import { createDashboardHandler, type DashboardAction, type DashboardOptions } from '../../lib/dashboard/handler';
 import { HEALTH_REASONS } from '../../lib/dashboard/pages/health';
-import { useTestDatabase } from '../support/test-database';
 import { waitFor } from '../support/wait';
 import { FormClient } from './form-client';
+import { useTestDatabase } from '../support/test-database';
 
 const { queue, admin } = useTestDatabase({
   checkInvariants: false,

@@ -9,9 +9,9 @@ import { createServer, request as httpRequest, type IncomingMessage, type Server
 import type { AddressInfo } from 'node:net';
 import { NonRetryableError, Worker } from '../../lib/core';
 import { createDashboardHandler, type DashboardAction, type DashboardOptions } from '../../lib/dashboard/handler';
-import { useTestDatabase } from '../support/test-database';
 import { claimOne } from '../support/protocol';
 import { FormClient, linksOf } from './form-client';
+import { useTestDatabase } from '../support/test-database';
 
 const { db, queue, admin } = useTestDatabase({
   checkInvariants: false,

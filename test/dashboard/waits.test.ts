@@ -11,8 +11,8 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { NonRetryableError, Worker } from '../../lib/core';
 import { createDashboardHandler, type DashboardAction, type DashboardOptions } from '../../lib/dashboard/handler';
-import { useTestDatabase } from '../support/test-database';
 import { FormClient } from './form-client';
+import { useTestDatabase } from '../support/test-database';
 
 const { queue, admin } = useTestDatabase({
   checkInvariants: false,

@@ -10,8 +10,8 @@ import { Queue, type JobSnapshot } from 'nestjs-workhorse';
 import type { TestDatabase } from '../support/db';
 import { quietNestLogs } from '../nest/support';
 import { stateOf } from '../support/job-state';
-import { useTestDatabase } from '../support/test-database';
 import { ORDERS_TABLE_SQL } from './orm-conformance';
+import { useTestDatabase } from '../support/test-database';
 
 export interface Placed {
   jobId: string;

@@ -20,12 +20,12 @@ import { clsTransactionSource, TransactionalAdapterPg } from 'nestjs-workhorse/n
 import { fromPrisma } from 'nestjs-workhorse/prisma';
 import { fromTypeOrm } from 'nestjs-workhorse/typeorm';
 import { DataSource } from 'typeorm';
-import { useTestDatabase } from '../support/test-database';
 import { quietNestLogs, startModule } from '../nest/support';
 import { stateOf } from '../support/job-state';
 import { describeNestAppsJoin, type OrdersPlacer, type Placed } from './nest-app-conformance';
 import { ORDERS_TABLE_SQL } from './orm-conformance';
 import { OrderEntity, ordersTable, PrismaModule, PrismaService } from './orm-models';
+import { useTestDatabase } from '../support/test-database';
 
 /** Writes the order with the adapter's transaction and enqueues with the injected Queue. */
 abstract class OrdersService implements OrdersPlacer {

@@ -16,8 +16,8 @@ import {
   type WorkerEventName,
 } from 'nestjs-workhorse';
 import { drainWorkhorse } from 'nestjs-workhorse/testing';
-import { useTestDatabase } from '../support/test-database';
 import { quietNestLogs, startModule } from './support';
+import { useTestDatabase } from '../support/test-database';
 
 class GreetingHandlers {
   constructor(private readonly greeting: string) {}

@@ -9,9 +9,9 @@ import type { TestingModule } from '@nestjs/testing';
 import { JobHandler, OnWorkhorseEvent, Queue, WorkhorseModule, WorkhorseWorker, type WorkerEvent, type WorkerEventName } from 'nestjs-workhorse';
 import { waitForJobState } from 'nestjs-workhorse/testing';
 import { EventHub } from '../../lib/core/worker/event-hub';
-import { useTestDatabase } from '../support/test-database';
 import { waitFor } from '../support/wait';
 import { quietNestLogs, startModule } from './support';
+import { useTestDatabase } from '../support/test-database';
 
 @Injectable()
 class Handlers {

@@ -18,10 +18,10 @@ import {
   type WorkerEventOf,
 } from 'nestjs-workhorse';
 import { waitForJobState } from 'nestjs-workhorse/testing';
-import { useTestDatabase } from '../support/test-database';
 import { stateOf } from '../support/job-state';
 import { waitFor } from '../support/wait';
 import { quietNestLogs, startModule } from './support';
+import { useTestDatabase } from '../support/test-database';
 
 @Injectable()
 class Handlers {

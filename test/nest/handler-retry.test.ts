@@ -7,8 +7,8 @@ import type { TestingModule } from '@nestjs/testing';
 import { Admin, JobHandler, Queue, WorkhorseModule, type HandlerContext } from 'nestjs-workhorse';
 import { waitForJobState } from 'nestjs-workhorse/testing';
 import { WorkhorseConfigurationError } from '../../lib/nest/workhorse-configuration.error';
-import { useTestDatabase } from '../support/test-database';
 import { quietNestLogs, startModule } from './support';
+import { useTestDatabase } from '../support/test-database';
 
 @Injectable()
 class FlakyHandlers {

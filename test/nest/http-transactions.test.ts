@@ -16,8 +16,8 @@ import {
   type WorkhorseModuleOptions,
 } from 'nestjs-workhorse';
 import { waitForJobState } from 'nestjs-workhorse/testing';
-import { useTestDatabase } from '../support/test-database';
 import { quietNestLogs } from './support';
+import { useTestDatabase } from '../support/test-database';
 
 @Injectable()
 class OrderHandlers {

@@ -9,10 +9,10 @@ import { join } from 'node:path';
 import { lastValueFrom, toArray } from 'rxjs';
 import { JobHandler, Queue, WorkhorseModule, WorkhorseWorker, type HandlerContext } from 'nestjs-workhorse';
 import { Queue as CoreQueue } from 'nestjs-workhorse/core';
-import { useTestDatabase } from '../support/test-database';
 import { stateOf } from '../support/job-state';
 import { gate, waitFor } from '../support/wait';
 import { quietNestLogs, startModule } from './support';
+import { useTestDatabase } from '../support/test-database';
 
 const started = new Set<string>();
 const release = gate();

@@ -16,9 +16,9 @@ import {
   type WorkhorseOptionsFactory,
 } from 'nestjs-workhorse';
 import { createTestDatabase, databaseUrl } from '../support/db';
-import { useTestDatabase } from '../support/test-database';
 import { stateOf } from '../support/job-state';
 import { quietNestLogs, startModule } from './support';
+import { useTestDatabase } from '../support/test-database';
 
 /** Stands in for @nestjs/config: a provider module that other modules import for settings. */
 @Injectable()

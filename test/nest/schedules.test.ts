@@ -14,10 +14,10 @@ import {
   WorkhorseScheduler,
 } from 'nestjs-workhorse';
 import { Queue as CoreQueue } from 'nestjs-workhorse/core';
-import { useTestDatabase } from '../support/test-database';
 import { decidedOccurrencesOf } from '../support/schedules';
 import { waitFor } from '../support/wait';
 import { quietNestLogs, startModule } from './support';
+import { useTestDatabase } from '../support/test-database';
 
 const ran: string[] = [];
 

@@ -8,8 +8,8 @@ import { Test } from '@nestjs/testing';
 import { Queue } from '../../lib/core';
 import { WorkhorseModule } from '../../lib/nest';
 import { WorkhorseHealthIndicator } from '../../lib/terminus';
-import { useTestDatabase } from '../support/test-database';
 import { quietNestLogs } from './support';
+import { useTestDatabase } from '../support/test-database';
 
 @Controller('health')
 class HealthController {

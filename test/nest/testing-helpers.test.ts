@@ -7,9 +7,9 @@ import { Injectable } from '@nestjs/common';
 import type { TestingModule } from '@nestjs/testing';
 import { JobHandler, Queue, WorkhorseModule, type HandlerContext } from 'nestjs-workhorse';
 import { DrainTimeoutError, JobStateError, drainWorkhorse, listEnqueued, waitForJobState } from 'nestjs-workhorse/testing';
-import { useTestDatabase } from '../support/test-database';
 import { stateOf } from '../support/job-state';
 import { quietNestLogs, startModule } from './support';
+import { useTestDatabase } from '../support/test-database';
 
 @Injectable()
 class Handlers {

@@ -11,9 +11,9 @@ import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { JobHandler, Queue, WorkhorseModule } from 'nestjs-workhorse';
 import { waitForJobState } from 'nestjs-workhorse/testing';
-import { useTestDatabase } from '../support/test-database';
 import { waitFor } from '../support/wait';
 import { quietNestLogs, startModule } from './support';
+import { useTestDatabase } from '../support/test-database';
 
 @Injectable()
 class TracedHandlers {

@@ -14,10 +14,10 @@ import {
   type HandlerContext,
 } from 'nestjs-workhorse';
 import { waitForJobState } from 'nestjs-workhorse/testing';
-import { useTestDatabase } from '../support/test-database';
 import { stateOf } from '../support/job-state';
 import { gate, waitFor, type Gate } from '../support/wait';
 import { quietNestLogs, startModule } from './support';
+import { useTestDatabase } from '../support/test-database';
 
 interface PostPayload {
   entry: string;

@@ -21,10 +21,10 @@ import {
 } from 'nestjs-workhorse';
 import { WorkhorseAdmin } from '../../lib/nest/workhorse-admin.provider';
 import { WorkhorseQueue } from '../../lib/nest/workhorse-queue.provider';
-import { useTestDatabase } from '../support/test-database';
 import { stateOf } from '../support/job-state';
 import { waitFor } from '../support/wait';
 import { countJobs, quietNestLogs, startModule } from './support';
+import { useTestDatabase } from '../support/test-database';
 
 const txidSql = 'SELECT txid_current()::text AS id';
 

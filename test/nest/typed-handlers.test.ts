@@ -9,8 +9,8 @@ import type { TestingModule } from '@nestjs/testing';
 import { Admin, defineJob, JobDataRejectedError, JobHandler, Queue, WorkhorseModule, WorkhorseWorker } from 'nestjs-workhorse';
 import { z } from 'zod';
 import { WorkhorseConfigurationError } from '../../lib/nest/workhorse-configuration.error';
-import { useTestDatabase } from '../support/test-database';
 import { quietNestLogs, startModule } from './support';
+import { useTestDatabase } from '../support/test-database';
 
 const printLabel = defineJob('label.print', {
   queue: 'labels',

@@ -16,10 +16,10 @@ import {
   type HandlerContext,
   type HumanWait,
 } from 'nestjs-workhorse';
-import { useTestDatabase } from '../support/test-database';
 import { stateOf } from '../support/job-state';
 import { waitFor } from '../support/wait';
 import { quietNestLogs, startModule } from './support';
+import { useTestDatabase } from '../support/test-database';
 
 @Injectable()
 class ShipmentHandlers {

@@ -32,9 +32,9 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SQL_DIR } from '../../lib/core/schema';
 import { withTestDatabase } from '../support/db';
-import { useTestDatabase } from '../support/test-database';
 import { claim, claimOne, fail } from '../support/protocol';
 import { clientFor, poolFor, sqlstateOf, type LoginRole } from '../support/roles';
+import { useTestDatabase } from '../support/test-database';
 import { waitFor } from '../support/wait';
 
 const { db, roles } = useTestDatabase({

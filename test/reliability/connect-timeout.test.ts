@@ -19,8 +19,8 @@ import {
   WorkhorseModule,
   type WorkhorseModuleOptions,
 } from 'nestjs-workhorse';
-import { useTestDatabase } from '../support/test-database';
 import { startSilentServer, type SilentServer } from '../support/silent-server';
+import { useTestDatabase } from '../support/test-database';
 import { waitFor } from '../support/wait';
 
 let silent: SilentServer;

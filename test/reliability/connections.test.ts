@@ -21,8 +21,8 @@
 import type { EventEmitter } from 'node:events';
 import { Client, Pool } from 'pg';
 import { Queue, Worker, type HandlerContext, type WorkerEvent, type WorkerOptions } from '../../lib/core';
-import { useTestDatabase } from '../support/test-database';
 import { claimOne, forceExpire } from '../support/protocol';
+import { useTestDatabase } from '../support/test-database';
 import { delay, gate, waitFor } from '../support/wait';
 
 // Ten minutes, the largest poll interval a worker accepts: an idle worker is then only ever

@@ -25,8 +25,8 @@ import {
   type JobSnapshot,
   type RetryPolicy,
 } from '../../lib/core';
-import { useTestDatabase } from '../support/test-database';
 import { claimOne, type ClaimedJob } from '../support/protocol';
+import { useTestDatabase } from '../support/test-database';
 
 // Bounded so that the file stays well under 30 s on a slow CI machine.
 const RUNS = 150;

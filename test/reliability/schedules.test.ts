@@ -8,8 +8,8 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { join } from 'node:path';
 import { Worker } from '../../lib/core';
-import { useTestDatabase } from '../support/test-database';
 import { decidedOccurrencesOf, scheduledJobsOf, type OccurrenceRow } from '../support/schedules';
+import { useTestDatabase } from '../support/test-database';
 import { waitFor } from '../support/wait';
 
 const FIXTURE = join(__dirname, '..', 'fixtures', 'schedule-worker.ts');

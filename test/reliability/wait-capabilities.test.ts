@@ -7,10 +7,10 @@
  */
 import type { Pool } from 'pg';
 import { Admin, grantRole, Queue, Worker, type Capability, type HandlerContext } from '../../lib/core';
-import { useTestDatabase } from '../support/test-database';
 import { expectSplitInvariant } from '../support/invariants';
 import { stateOf } from '../support/job-state';
 import { poolFor } from '../support/roles';
+import { useTestDatabase } from '../support/test-database';
 import { waitFor } from '../support/wait';
 
 const { db, roles } = useTestDatabase({

@@ -8,8 +8,8 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { Admin } from 'nestjs-workhorse';
-import { useTestDatabase } from '../support/test-database';
 import { expectSplitInvariant } from '../support/invariants';
+import { useTestDatabase } from '../support/test-database';
 
 const ROOT = join(__dirname, '..', '..');
 const DEMO_TIMEOUT_MS = 150_000;
