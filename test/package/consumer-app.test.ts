@@ -21,10 +21,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { Admin, type JobSnapshot } from '../../lib/core';
-import { createTestDatabase, type TestDatabase } from '../support/db';
 import { fencedBlocks, namedFile } from '../support/markdown';
 import { freePort } from '../../lib/testing/free-port';
 import { copyCheckout, devVersion, installApp, pack, ROOT, run, runOk, scratchDirectory, type Scratch } from '../support/package';
+import { useTestDatabase } from '../support/test-database';
 import { waitFor } from '../support/wait';
 
 /** What `nest new` puts in an application, in the versions this checkout's npm ci cached. */
@@ -68,7 +68,6 @@ const QUICKSTART_SECTIONS = ['Quickstart with Nest', 'Workers in their own proce
 
 let scratch: Scratch;
 let app: string;
-let db: TestDatabase;
 const processes: ChildProcess[] = [];
 
 function writeJson(path: string, value: unknown): void {
@@ -91,9 +90,7 @@ beforeAll(async () => {
   await installApp(app, tarball, NEST_APP_DEPENDENCIES);
 }, 660_000);
 
-afterAll(async () => {
-  for (const child of processes) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  await db?.drop();
+afterAll(() => {
   scratch?.remove();
 });
 
@@ -140,9 +137,12 @@ describe('the public types in an application that installed the tarball', () => 
 
 describe("README.md's Quickstart, built from the tarball", () => {
   const blocks = fencedBlocks(ROOT, 'README.md').filter((block) => QUICKSTART_SECTIONS.includes(block.section));
-
-  beforeAll(async () => {
-    db = await createTestDatabase({ installSchema: false });
+  const { db } = useTestDatabase({
+    installSchema: false,
+    checkInvariants: false,
+    beforeDrop: async () => {
+      for (const child of processes) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    },
   });
 
   it('says how to install the package and create its table', async () => {
