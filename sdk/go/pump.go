@@ -43,6 +43,8 @@ type claimRow struct {
 	attempt, maxAttempts int
 	fence, timeoutMs     int64
 	checkpoints, waits   []byte
+	// traceContext is the job's stored trace context, read only by a worker that traces.
+	traceContext []byte
 }
 
 // maxRound is the most jobs one round trip claims and the most completions it records (the
@@ -55,6 +57,12 @@ const maxRound = 1000
 // plain values. pgx prepares it once per connection.
 const pumpSQL = "SELECT job_id::text, status, coalesce(queue, ''), coalesce(type, ''), payload, coalesce(attempt, 0), " +
 	"coalesce(max_attempts, 0), coalesce(fence_token, 0), coalesce(execution_timeout_ms, 0), checkpoints, waits " +
+	"FROM workhorse.complete_and_claim_v1($1, $2::jsonb, $3::text[], $4, $5) WHERE status <> 'succeeded'"
+
+// pumpTracedSQL is pumpSQL with each claimed job's trace context, for a worker that traces (the
+// others do not fetch it).
+const pumpTracedSQL = "SELECT job_id::text, status, coalesce(queue, ''), coalesce(type, ''), payload, coalesce(attempt, 0), " +
+	"coalesce(max_attempts, 0), coalesce(fence_token, 0), coalesce(execution_timeout_ms, 0), checkpoints, waits, trace_context " +
 	"FROM workhorse.complete_and_claim_v1($1, $2::jsonb, $3::text[], $4, $5) WHERE status <> 'succeeded'"
 
 func (l *lane) wakeUp() {
@@ -268,12 +276,22 @@ func (w *Worker) roundTrip(items []byte, want int) (map[string]string, []claimRo
 	if want > 0 {
 		claimed = make([]claimRow, 0, want)
 	}
-	err := queryAll(context.Background(), w.db, pumpSQL, []any{w.s.workerID, string(items), w.s.queuesArray, want, w.s.leaseMs},
+	statement := pumpSQL
+	if w.tracer != nil {
+		statement = pumpTracedSQL
+	}
+	err := queryAll(context.Background(), w.db, statement, []any{w.s.workerID, string(items), w.s.queuesArray, want, w.s.leaseMs},
 		func(r rows) error {
 			var c claimRow
 			var s string
 			var attempt, maxAttempts int64
-			if err := r.Scan(&c.jobID, &s, &c.queue, &c.typ, &c.payload, &attempt, &maxAttempts, &c.fence, &c.timeoutMs, &c.checkpoints, &c.waits); err != nil {
+			var err error
+			if w.tracer == nil {
+				err = r.Scan(&c.jobID, &s, &c.queue, &c.typ, &c.payload, &attempt, &maxAttempts, &c.fence, &c.timeoutMs, &c.checkpoints, &c.waits)
+			} else {
+				err = r.Scan(&c.jobID, &s, &c.queue, &c.typ, &c.payload, &attempt, &maxAttempts, &c.fence, &c.timeoutMs, &c.checkpoints, &c.waits, &c.traceContext)
+			}
+			if err != nil {
 				return err
 			}
 			if s != "claimed" {

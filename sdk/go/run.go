@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Why the worker stopped a handler, or stopped caring about its outcome.
@@ -35,6 +37,8 @@ type run struct {
 	outcome  atomic.Int32
 	finished atomic.Bool
 	timer    *time.Timer
+	// span is the attempt's CONSUMER span, ended when the run is finished; nil without tracing.
+	span trace.Span
 }
 
 // setOutcome records why the worker stopped the run: only the first reason counts, except that
@@ -66,7 +70,11 @@ func (w *Worker) start(c *claimRow, l *lane, sentAt time.Time) {
 	}
 	r := &run{job: job, lane: l, startedAt: time.Now()}
 	job.run = r
-	r.ctx, r.cancel = context.WithCancelCause(w.base)
+	base := w.base
+	if w.tracer != nil {
+		base, r.span = startAttempt(base, w.tracer, job, c.traceContext)
+	}
+	r.ctx, r.cancel = context.WithCancelCause(base)
 	r.deadline.Store(sentAt.UnixMilli() + w.s.leaseMs)
 	r.renewing.Store(true)
 	l.mu.Lock()
@@ -136,6 +144,9 @@ func (w *Worker) finish(r *run) {
 		r.timer.Stop()
 	}
 	r.renewing.Store(false)
+	if r.span != nil {
+		r.span.End()
+	}
 	w.mu.Lock()
 	if w.running[r.job.ID] == r {
 		delete(w.running, r.job.ID)
@@ -169,6 +180,7 @@ func (w *Worker) sleepRun(r *run, wakeAt time.Time) {
 		return
 	}
 	r.renewing.Store(false)
+	r.traceOutcome("parked")
 	r.cancel(&JobSleepingError{JobID: r.job.ID, WakeAt: wakeAt})
 	e := w.jobEvent(EventJobSleeping, r, false)
 	e.WakeAt = wakeAt
@@ -184,9 +196,11 @@ func (w *Worker) parkRun(r *run, reason error, waitingFor string) {
 	r.renewing.Store(false)
 	r.cancel(reason)
 	if _, canceled := reason.(*JobCanceledError); canceled {
+		r.traceOutcome("canceled")
 		w.emit(w.jobEvent(EventJobCanceled, r, true))
 		return
 	}
+	r.traceOutcome("parked")
 	e := w.jobEvent(EventJobBlocked, r, false)
 	e.WaitingFor = waitingFor
 	w.emit(e)
@@ -201,6 +215,7 @@ func (w *Worker) settleFailure(r *run, handlerErr error) error {
 	case outcomeSleeping:
 		return nil
 	case outcomeLost, outcomeAbandoned:
+		r.traceOutcome("lease_lost")
 		w.emit(w.jobEvent(EventJobLeaseLost, r, true))
 		return nil
 	case outcomeCanceled:
@@ -213,6 +228,9 @@ func (w *Worker) settleFailure(r *run, handlerErr error) error {
 	// A handler that returned its canceled context's error stopped because of the cause.
 	if errors.Is(handlerErr, context.Canceled) && context.Cause(r.ctx) != context.Canceled {
 		handlerErr = context.Cause(r.ctx)
+	}
+	if r.span != nil {
+		recordFailure(r.span, handlerErr)
 	}
 	options := []byte{'{'}
 	add := func(field string) {
@@ -251,6 +269,7 @@ func (w *Worker) settleFailure(r *run, handlerErr error) error {
 		return err
 	}
 	if s == "retry_scheduled" && runAt != nil && delayMs != nil {
+		r.traceOutcome(s)
 		e := w.jobEvent(EventJobRetryScheduled, r, true)
 		e.Envelope, e.RunAt, e.Delay = &envelope, *runAt, time.Duration(*delayMs)*time.Millisecond
 		w.emit(e)
@@ -262,6 +281,13 @@ func (w *Worker) settleFailure(r *run, handlerErr error) error {
 
 // reportStatus reports how a job ended, as an event.
 func (w *Worker) reportStatus(r *run, s string, envelope *ErrorEnvelope) {
+	if r.span != nil {
+		if s == "stale" {
+			r.traceOutcome("lease_lost")
+		} else {
+			r.traceOutcome(s)
+		}
+	}
 	switch s {
 	case "succeeded":
 		w.emit(w.jobEvent(EventJobSucceeded, r, true))
@@ -287,6 +313,7 @@ func (w *Worker) release(r *run, reason string) error {
 		return err
 	}
 	if s == "released" {
+		r.traceOutcome(s)
 		e := w.jobEvent(EventJobReleased, r, false)
 		e.Reason = reason
 		w.emit(e)
