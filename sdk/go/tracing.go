@@ -77,7 +77,7 @@ func (s *tracedSend) start(ctx context.Context, body []byte) (context.Context, t
 	if len(s.ends) > 1 {
 		attributes = append(attributes, semconv.MessagingBatchMessageCountKey.Int(len(s.ends)))
 	}
-	tracer := trace.SpanFromContext(ctx).TracerProvider().Tracer(tracerName)
+	tracer := trace.SpanFromContext(ctx).TracerProvider().Tracer(tracerName, trace.WithInstrumentationVersion(SDKVersion))
 	ctx, span := tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(attributes...))
 	traceContext := traceContextJSON(ctx)
 	if traceContext == nil {
@@ -122,7 +122,7 @@ func attemptTracer(provider trace.TracerProvider) trace.Tracer {
 	if _, none := provider.(noop.TracerProvider); none {
 		return nil
 	}
-	return provider.Tracer(tracerName)
+	return provider.Tracer(tracerName, trace.WithInstrumentationVersion(SDKVersion))
 }
 
 // startAttempt starts the CONSUMER span `process <queue>` of one attempt: the root of a trace of
