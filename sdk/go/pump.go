@@ -43,8 +43,6 @@ type claimRow struct {
 	attempt, maxAttempts int
 	fence, timeoutMs     int64
 	checkpoints, waits   []byte
-	// traceContext is the job's stored trace context, read only by a worker that traces.
-	traceContext []byte
 }
 
 // maxRound is the most jobs one round trip claims and the most completions it records (the
@@ -188,7 +186,7 @@ func (w *Worker) pump(l *lane) {
 			poll, pollC = nil, nil
 		}
 		sentAt := time.Now()
-		statuses, claimed, err := w.roundTrip(completionItems(batch), want)
+		statuses, claimed, traceContexts, err := w.roundTrip(completionItems(batch), want)
 		if err != nil {
 			var retryLater bool
 			dry, retryLater = w.roundTripFailed(l, batch, err)
@@ -210,7 +208,11 @@ func (w *Worker) pump(l *lane) {
 			w.finish(c.run)
 		}
 		for i := range claimed {
-			w.start(&claimed[i], l, sentAt)
+			var traceContext []byte
+			if traceContexts != nil {
+				traceContext = traceContexts[i]
+			}
+			w.start(&claimed[i], l, sentAt, traceContext)
 		}
 		if want > 0 {
 			if len(claimed) < want {
@@ -269,43 +271,55 @@ func (w *Worker) roundTripFailed(l *lane, batch []completion, err error) (dry, r
 }
 
 // roundTrip sends one complete_and_claim_v1: the statuses of completions that did not succeed
-// (by job id; nil when all did) and the claimed jobs.
-func (w *Worker) roundTrip(items []byte, want int) (map[string]string, []claimRow, error) {
+// (by job id; nil when all did), the claimed jobs and, for a worker that traces, their stored
+// trace contexts (kept apart from the rows, which every job pays for).
+func (w *Worker) roundTrip(items []byte, want int) (map[string]string, []claimRow, [][]byte, error) {
 	var statuses map[string]string
 	var claimed []claimRow
+	var traceContexts [][]byte
 	if want > 0 {
 		claimed = make([]claimRow, 0, want)
 	}
-	statement := pumpSQL
-	if w.tracer != nil {
-		statement = pumpTracedSQL
+	keep := func(c *claimRow, s string, attempt, maxAttempts int64) {
+		if s != "claimed" {
+			if statuses == nil {
+				statuses = map[string]string{}
+			}
+			statuses[c.jobID] = s
+			return
+		}
+		c.attempt, c.maxAttempts = int(attempt), int(maxAttempts)
+		claimed = append(claimed, *c)
 	}
-	err := queryAll(context.Background(), w.db, statement, []any{w.s.workerID, string(items), w.s.queuesArray, want, w.s.leaseMs},
-		func(r rows) error {
+	statement, scan := pumpSQL, func(r rows) error {
+		var c claimRow
+		var s string
+		var attempt, maxAttempts int64
+		if err := r.Scan(&c.jobID, &s, &c.queue, &c.typ, &c.payload, &attempt, &maxAttempts, &c.fence, &c.timeoutMs, &c.checkpoints, &c.waits); err != nil {
+			return err
+		}
+		keep(&c, s, attempt, maxAttempts)
+		return nil
+	}
+	if w.tracer != nil {
+		traceContexts = make([][]byte, 0, want)
+		statement, scan = pumpTracedSQL, func(r rows) error {
 			var c claimRow
 			var s string
 			var attempt, maxAttempts int64
-			var err error
-			if w.tracer == nil {
-				err = r.Scan(&c.jobID, &s, &c.queue, &c.typ, &c.payload, &attempt, &maxAttempts, &c.fence, &c.timeoutMs, &c.checkpoints, &c.waits)
-			} else {
-				err = r.Scan(&c.jobID, &s, &c.queue, &c.typ, &c.payload, &attempt, &maxAttempts, &c.fence, &c.timeoutMs, &c.checkpoints, &c.waits, &c.traceContext)
-			}
-			if err != nil {
+			var traceContext []byte
+			if err := r.Scan(&c.jobID, &s, &c.queue, &c.typ, &c.payload, &attempt, &maxAttempts, &c.fence, &c.timeoutMs, &c.checkpoints, &c.waits, &traceContext); err != nil {
 				return err
 			}
-			if s != "claimed" {
-				if statuses == nil {
-					statuses = map[string]string{}
-				}
-				statuses[c.jobID] = s
-				return nil
+			if s == "claimed" {
+				traceContexts = append(traceContexts, traceContext)
 			}
-			c.attempt, c.maxAttempts = int(attempt), int(maxAttempts)
-			claimed = append(claimed, c)
+			keep(&c, s, attempt, maxAttempts)
 			return nil
-		})
-	return statuses, claimed, err
+		}
+	}
+	err := queryAll(context.Background(), w.db, statement, []any{w.s.workerID, string(items), w.s.queuesArray, want, w.s.leaseMs}, scan)
+	return statuses, claimed, traceContexts, err
 }
 
 // completionItems is [{"jobId", "fence", "result"}] as JSON text, written directly: it runs for

@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
-
-	"go.opentelemetry.io/otel/trace"
 )
 
 // Why the worker stopped a handler, or stopped caring about its outcome.
@@ -37,8 +35,6 @@ type run struct {
 	outcome  atomic.Int32
 	finished atomic.Bool
 	timer    *time.Timer
-	// span is the attempt's CONSUMER span, ended when the run is finished; nil without tracing.
-	span trace.Span
 }
 
 // setOutcome records why the worker stopped the run: only the first reason counts, except that
@@ -63,7 +59,7 @@ func (r *run) gaveUp() bool {
 
 // start begins a claimed job: the run is registered (its lease renewed from now on) and its
 // handler runs in a goroutine of its own.
-func (w *Worker) start(c *claimRow, l *lane, sentAt time.Time) {
+func (w *Worker) start(c *claimRow, l *lane, sentAt time.Time, traceContext []byte) {
 	job := &Job{
 		ID: c.jobID, Queue: c.queue, Type: c.typ, Attempt: c.attempt, MaxAttempts: c.maxAttempts,
 		WorkerID: w.s.workerID, FenceToken: c.fence, w: w, checkpointsJSON: c.checkpoints, waitsJSON: c.waits,
@@ -72,7 +68,7 @@ func (w *Worker) start(c *claimRow, l *lane, sentAt time.Time) {
 	job.run = r
 	base := w.base
 	if w.tracer != nil {
-		base, r.span = startAttempt(base, w.tracer, job, c.traceContext)
+		base, _ = startAttempt(base, w.tracer, job, traceContext)
 	}
 	r.ctx, r.cancel = context.WithCancelCause(base)
 	r.deadline.Store(sentAt.UnixMilli() + w.s.leaseMs)
@@ -144,8 +140,8 @@ func (w *Worker) finish(r *run) {
 		r.timer.Stop()
 	}
 	r.renewing.Store(false)
-	if r.span != nil {
-		r.span.End()
+	if span := r.span(); span != nil {
+		span.End()
 	}
 	w.mu.Lock()
 	if w.running[r.job.ID] == r {
@@ -229,8 +225,8 @@ func (w *Worker) settleFailure(r *run, handlerErr error) error {
 	if errors.Is(handlerErr, context.Canceled) && context.Cause(r.ctx) != context.Canceled {
 		handlerErr = context.Cause(r.ctx)
 	}
-	if r.span != nil {
-		recordFailure(r.span, handlerErr)
+	if span := r.span(); span != nil {
+		recordFailure(span, handlerErr)
 	}
 	options := []byte{'{'}
 	add := func(field string) {
@@ -281,7 +277,7 @@ func (w *Worker) settleFailure(r *run, handlerErr error) error {
 
 // reportStatus reports how a job ended, as an event.
 func (w *Worker) reportStatus(r *run, s string, envelope *ErrorEnvelope) {
-	if r.span != nil {
+	if w.tracer != nil {
 		if s == "stale" {
 			r.traceOutcome("lease_lost")
 		} else {

@@ -148,10 +148,20 @@ func startAttempt(ctx context.Context, tracer trace.Tracer, job *Job, storedTrac
 	return tracer.Start(ctx, "process "+job.Queue, options...)
 }
 
+// span is the attempt's CONSUMER span, which the handler's ctx carries (and which ends when
+// the run is finished); nil when the worker does not trace. (Not a field of the run: a run is
+// made for every job, and one more word would be paid for without tracing too.)
+func (r *run) span() trace.Span {
+	if r.job.w.tracer == nil {
+		return nil
+	}
+	return trace.SpanFromContext(r.ctx)
+}
+
 // traceOutcome sets the attempt span's `workhorse.job.outcome` (the last one set counts).
 func (r *run) traceOutcome(outcome string) {
-	if r.span != nil {
-		r.span.SetAttributes(jobOutcomeKey.String(outcome))
+	if span := r.span(); span != nil {
+		span.SetAttributes(jobOutcomeKey.String(outcome))
 	}
 }
 
