@@ -29,7 +29,8 @@ from concurrent.futures import Executor
 
 from . import _calls
 from ._drivers import AsyncDriver, Statements
-from ._execution import Completion, Handler, Run, abort
+from . import _job_tracing
+from ._execution import Completion, Handler, Run
 from ._executor import JobExecutor
 from ._heartbeater import Heartbeater
 from ._interrupter import Interrupter
@@ -105,8 +106,9 @@ class Engine:
         interrupter = Interrupter(running)
         recorder = OutcomeRecorder(o, running, self._handlers, statements, wake, self._all_done, self._idle, self._report)
         executor = JobExecutor(
-            o, self._handlers, self._executor, statements, running, pending, wake, self._all_done, interrupter, recorder
-        )
+            o, self._handlers, self._executor, statements, running, pending, wake, self._all_done, interrupter, recorder,
+            _job_tracing.active(),
+        )  # fmt: skip
         self._recorder = recorder
         self._round_trips = RoundTrips(o, statements, running, pending, wake, executor.start, recorder, self._report)
         heartbeater = Heartbeater(self._driver, o.worker_id, o.lease_ms, o.heartbeat_ms, running, interrupter, self._report)
@@ -149,10 +151,7 @@ class Engine:
             await asyncio.wait_for(self._all_done.wait(), timeout / 1000)
         except asyncio.TimeoutError:
             for run in list(self._running.values()):
-                if run.outcome is None:
-                    run.outcome = "abandoned"
-                abort(run, WorkerShutdownError(run.job.job_id))
-                self._recorder.finish(run)
+                self._recorder.abandon(run, WorkerShutdownError(run.job.job_id))
         self._round_trips.closing = True
         self._wake.set()
         if self._pump is not None:

@@ -7,10 +7,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .context import AbortSignal, ClaimedJob
 from .types import RetryPolicy
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span
 
 #: Why a run ended other than by its handler's return or raise; `parked`: the job slept or parked
 #: (children, a signal, a human decision) and the worker let go of it.
@@ -36,6 +39,8 @@ class Run:
     task: asyncio.Future[Any] | None = None
     timer: asyncio.TimerHandle | None = None
     finished: bool = False
+    #: The attempt's CONSUMER span, with an OpenTelemetry SDK (ended when the run is finished).
+    span: Span | None = None
 
     @property
     def lease(self) -> tuple[str, int]:

@@ -14,6 +14,7 @@ from . import _protocol as p
 from ._drivers import Statements
 from ._execution import Completion, Handler, Run
 from ._interrupter import Interrupter
+from ._job_tracing import JobTracing, await_in_span, call_in_span
 from ._outcome_recorder import OutcomeRecorder
 from ._worker_options import EngineOptions
 from .context import AbortSignal, AsyncHandlerContext, ClaimedJob, HandlerContext, _Owner, wake_times
@@ -34,6 +35,7 @@ class JobExecutor:
         all_done: asyncio.Event,
         interrupter: Interrupter,
         recorder: OutcomeRecorder,
+        tracing: JobTracing | None,
     ) -> None:
         self._options = options
         self._handlers = handlers
@@ -49,10 +51,12 @@ class JobExecutor:
         self._all_done = all_done
         self._interrupter = interrupter
         self._recorder = recorder
+        #: The job tracing while the worker runs with an OpenTelemetry SDK; None without one.
+        self._tracing = tracing
 
     def start(self, row: p.Row) -> None:
         """Runs one job of a claim (its row of ``complete_and_claim_v1``)."""
-        job_id, _, queue, type, payload, attempt, max_attempts, fence, timeout_ms, checkpoints, waits = row
+        job_id, _, queue, type, payload, attempt, max_attempts, fence, timeout_ms, checkpoints, waits, trace_context = row
         job = ClaimedJob(
             job_id=job_id,
             queue=queue,
@@ -66,6 +70,8 @@ class JobExecutor:
         )
         now = monotonic()
         run = Run(job=job, signal=AbortSignal(), started_at=now, deadline=now + self._options.lease_ms / 1000)
+        if self._tracing is not None:
+            run.span = self._tracing.start_attempt(job, trace_context)
         self._running[job_id] = run
         self._all_done.clear()
         if timeout_ms is not None:
@@ -77,7 +83,14 @@ class JobExecutor:
         loop = asyncio.get_running_loop()
         owner = _Owner(job, self._interrupter, self._statements, run.signal)
         payload_value = p.parse_json(payload)
-        if handler.is_async:
+        if run.span is not None:
+            # The handler runs with its attempt's span active (its spans and enqueues belong to it).
+            if handler.is_async:
+                run.task = loop.create_task(await_in_span(run.span, handler.fn, payload_value, AsyncHandlerContext(owner)))
+            else:
+                context = HandlerContext(owner, loop)
+                run.task = loop.run_in_executor(self._threads, call_in_span, run.span, handler.fn, payload_value, context)
+        elif handler.is_async:
             run.task = loop.create_task(handler.fn(payload_value, AsyncHandlerContext(owner)))
         else:
             run.task = loop.run_in_executor(self._threads, handler.fn, payload_value, HandlerContext(owner, loop))

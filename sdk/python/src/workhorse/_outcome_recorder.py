@@ -13,8 +13,9 @@ from functools import partial
 
 from . import _protocol as p
 from ._drivers import Statements
-from ._execution import Handler, Run
+from ._execution import Handler, Run, abort
 from ._failures import error_envelope, fail_options
+from ._job_tracing import record_error, set_outcome
 from ._worker_options import EngineOptions
 
 log = logging.getLogger("workhorse")
@@ -50,6 +51,8 @@ class OutcomeRecorder:
         """A round trip recorded the run's completion (or found it ``stale`` or ``canceled``)."""
         if status == "stale" and run.outcome != "abandoned":
             log.warning("Job %s: lease lost before its completion was recorded", run.job.job_id)
+        if run.span is not None:
+            set_outcome(run.span, _outcome_of(status))
         self.finish(run)
 
     def failed(self, run: Run, thrown: BaseException) -> None:
@@ -60,6 +63,16 @@ class OutcomeRecorder:
         """Hands the job back without using its attempt (no handler for its type)."""
         self._settle_later(run, partial(self._release, run, reason))
 
+    def abandon(self, run: Run, reason: BaseException) -> None:
+        """The worker gives up on a run still going at the end of its shutdown timeout: nothing is
+        recorded for it (its lease expires) and its slot is free."""
+        if run.outcome is None:
+            run.outcome = "abandoned"
+        abort(run, reason)
+        if run.span is not None:
+            set_outcome(run.span, "lease_lost")
+        self.finish(run)
+
     def finish(self, run: Run) -> None:
         """The job is over for this worker (recorded, given up or abandoned): its slot is free."""
         if run.finished:
@@ -68,6 +81,8 @@ class OutcomeRecorder:
         run.renewing = False
         if run.timer is not None:
             run.timer.cancel()
+        if run.span is not None:
+            run.span.end()
         if self._running.get(run.job.job_id) is run:
             del self._running[run.job.job_id]
         if not self._running:
@@ -93,14 +108,22 @@ class OutcomeRecorder:
         task.add_done_callback(self._settling.discard)
 
     async def _record_failure(self, run: Run, thrown: BaseException) -> None:
-        job = run.job
+        job, span = run.job, run.span
         if run.outcome == "parked":
+            if span is not None:
+                set_outcome(span, "parked")
             return
         if run.outcome in ("lost", "abandoned"):
+            if span is not None:
+                set_outcome(span, "lease_lost")
             return
         if run.outcome == "canceled":
-            await self._statements.rows(p.ACK_CANCEL_SQL, (job.job_id, self._options.worker_id, job.fence))
+            rows = await self._statements.rows(p.ACK_CANCEL_SQL, (job.job_id, self._options.worker_id, job.fence))
+            if span is not None:
+                set_outcome(span, _outcome_of(p.status_of(rows)))
             return
+        if span is not None:
+            record_error(span, thrown)
         handler = self._handlers.get(job.type)
         options = fail_options(thrown, run.outcome, handler.retry if handler else None)
         envelope = error_envelope(thrown)
@@ -108,8 +131,17 @@ class OutcomeRecorder:
             p.FAIL_SQL, (job.job_id, self._options.worker_id, job.fence, json.dumps(envelope), json.dumps(options))
         )
         log.debug("Job %s attempt %d failed: %s", job.job_id, job.attempt, rows[0][0])
+        if span is not None:
+            set_outcome(span, _outcome_of(rows[0][0]))
 
     async def _release(self, run: Run, reason: str) -> None:
         job = run.job
         params = (job.job_id, self._options.worker_id, job.fence, self._options.unknown_type_delay_ms, reason)
-        await self._statements.rows(p.RELEASE_SQL, params)
+        rows = await self._statements.rows(p.RELEASE_SQL, params)
+        if run.span is not None:
+            set_outcome(run.span, _outcome_of(p.status_of(rows)))
+
+
+def _outcome_of(status: str) -> str:
+    """A statement's answer as the span's ``workhorse.job.outcome`` (``stale``: the lease was lost)."""
+    return "lease_lost" if status == "stale" else status
