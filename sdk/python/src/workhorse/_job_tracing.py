@@ -167,7 +167,9 @@ def record_error(span: Span, error: BaseException) -> None:
 
 
 def set_outcome(span: Span, outcome: str) -> None:
-    span.set_attribute("workhorse.job.outcome", outcome)
+    """How the attempt ended (once its span has ended, e.g. abandoned at shutdown, nothing changes)."""
+    if span.is_recording():
+        span.set_attribute("workhorse.job.outcome", outcome)
 
 
 def _common(requests: Sequence[dict[str, Any]], of: Callable[[dict[str, Any]], str]) -> str | None:
