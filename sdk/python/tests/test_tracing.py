@@ -72,6 +72,15 @@ def _state(admin: Admin, job_id: str) -> str | None:
     return None if job is None else job.state
 
 
+def _run_until(worker: Worker, admin: Admin, job_id: str, state: str) -> None:
+    """Runs ``worker`` until the job is in ``state``; once stopped, its attempts' spans have ended."""
+    worker.start()
+    try:
+        wait_for(lambda: _state(admin, job_id) == state, 30, f"the job to be {state}")
+    finally:
+        worker.stop()
+
+
 def test_an_enqueue_under_a_span_records_a_producer_span_whose_context_the_job_stores(
     pool: ConnectionPool[Any], db_url: str, spans: InMemorySpanExporter
 ) -> None:
@@ -130,12 +139,8 @@ def test_without_an_active_span_nothing_is_stored_and_the_attempt_has_no_link(
     assert _stored(db_url, job_id) is None
     worker = Worker(queue, poll_ms=50)
     worker.handle("t", lambda payload, ctx: None)
-    worker.start()
-    try:
-        wait_for(lambda: _state(admin, job_id) == "succeeded", 20, "the job")
-        (process,) = wait_for(lambda: _named(spans, "process default"), 10, "the attempt's span")
-    finally:
-        worker.stop()
+    _run_until(worker, admin, job_id, "succeeded")
+    (process,) = _named(spans, "process default")
     assert process.links == () and process.parent is None
 
 
@@ -196,12 +201,7 @@ def test_a_failed_attempt_records_the_error_and_its_outcome(pool: ConnectionPool
         raise ValueError(f"boom {ctx.attempt}")
 
     worker.handle("flaky", flaky)
-    worker.start()
-    try:
-        wait_for(lambda: _state(admin, job_id) == "failed", 30, "the job to fail")
-        wait_for(lambda: len(_named(spans, "process default")) == 2, 10, "both attempts' spans")
-    finally:
-        worker.stop()
+    _run_until(worker, admin, job_id, "failed")
     first, second = _named(spans, "process default")
     assert [s.attributes["workhorse.job.attempt"] for s in (first, second)] == [1, 2]  # type: ignore[index]
     assert first.attributes["workhorse.job.outcome"] == "retry_scheduled"  # type: ignore[index]
@@ -234,13 +234,9 @@ def test_an_exception_whose_str_and_repr_raise_still_has_its_failure_recorded(
         raise Unprintable()
 
     worker.handle("odd", odd)
-    worker.start()
-    try:
-        # Recorded by the worker itself, not by lease expiry (which would take a minute).
-        wait_for(lambda: _state(admin, job_id) == "failed", 20, "the failure to be recorded")
-        (process,) = wait_for(lambda: _named(spans, "process default"), 10, "the attempt's span")
-    finally:
-        worker.stop()
+    # Recorded by the worker itself, not left to lease expiry (a minute, past the test's wait).
+    _run_until(worker, admin, job_id, "failed")
+    (process,) = _named(spans, "process default")
     job = admin.get_job(job_id)
     assert job is not None and job.error is not None
     assert job.error["name"] == "Unprintable" and job.error["message"] == ""
@@ -259,12 +255,7 @@ def test_a_child_job_carries_the_context_of_its_parents_attempt(pool: Connection
 
     worker.handle("parent", parent)
     worker.handle("child", lambda payload, ctx: 7)
-    worker.start()
-    try:
-        wait_for(lambda: _state(admin, parent_id) == "succeeded", 30, "the parent")
-        wait_for(lambda: len(_named(spans, "process default")) == 2, 10, "both parent attempts' spans")
-    finally:
-        worker.stop()
+    _run_until(worker, admin, parent_id, "succeeded")
     details = admin.get_job(parent_id)
     assert details is not None and details.result == 7, details
     child_id = details.children[0].id
@@ -294,12 +285,8 @@ def test_a_context_another_client_stored_is_linked_with_its_tracestate(
     queue, admin = Queue(pool), Admin(pool)
     worker = Worker(queue, poll_ms=50)
     worker.handle("t", lambda payload, ctx: None)
-    worker.start()
-    try:
-        wait_for(lambda: _state(admin, row[0]) == "succeeded", 20, "the job")
-        (process,) = wait_for(lambda: _named(spans, "process default"), 10, "the attempt's span")
-    finally:
-        worker.stop()
+    _run_until(worker, admin, row[0], "succeeded")
+    (process,) = _named(spans, "process default")
     (link,) = process.links
     assert (f"{link.context.trace_id:032x}", f"{link.context.span_id:016x}") == (trace_id, span_id)
     assert link.context.is_remote and link.context.trace_state.to_header() == "vendor=value"
