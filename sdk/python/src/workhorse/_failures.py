@@ -16,7 +16,15 @@ MAX_ERROR_TEXT = 64 * 1024
 def error_envelope(thrown: BaseException) -> ErrorEnvelope:
     """What a handler raised, as the stored ``{name, message, stack}``."""
     stack = "".join(traceback.format_exception(thrown))
-    return {"name": _storable(type(thrown).__name__), "message": _storable(str(thrown)), "stack": _storable(stack)}
+    return {"name": _storable(type(thrown).__name__), "message": _storable(_text_of(thrown)), "stack": _storable(stack)}
+
+
+def _text_of(thrown: BaseException) -> str:
+    """``str(thrown)``, or "" when that raises: the failure is recorded all the same."""
+    try:
+        return str(thrown)
+    except Exception:
+        return ""
 
 
 def _storable(text: str) -> str:
