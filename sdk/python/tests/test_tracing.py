@@ -89,6 +89,8 @@ def test_an_enqueue_under_a_span_records_a_producer_span_whose_context_the_job_s
         job_id = queue.enqueue("email.send", {"to": "a@example.com"}, queue="mail")
     (send,) = _named(spans, "send mail")
     assert send.kind == SpanKind.PRODUCER
+    # One instrumentation scope name in every language (TypeScript and Go use it too).
+    assert send.instrumentation_scope is not None and send.instrumentation_scope.name == "nestjs-workhorse"
     assert send.parent is not None and send.parent.span_id == checkout.get_span_context().span_id
     assert send.context is not None and send.context.trace_id == checkout.get_span_context().trace_id
     assert dict(send.attributes or {}) == {

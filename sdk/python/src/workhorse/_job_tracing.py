@@ -29,8 +29,9 @@ if TYPE_CHECKING:
 
     from .context import ClaimedJob
 
-#: The instrumentation scope of every span (the Python package's name).
-TRACER_NAME = "workhorse"
+#: The instrumentation scope of every span: the project's name, as the TypeScript and Go clients
+#: name theirs, so one filter finds every language's spans.
+TRACER_NAME = "nestjs-workhorse"
 #: ``messaging.system`` of every span (OpenTelemetry's messaging semantic conventions).
 MESSAGING_SYSTEM = "workhorse"
 
