@@ -6,7 +6,6 @@
  */
 import {
   SignalTimeoutError,
-  Worker,
   WorkhorseValidationError,
   type HandlerContext,
 } from '../../lib/core';
