@@ -1,0 +1,180 @@
+/**
+ * Terminated connections never crash an application: real processes (test/fixtures/
+ * terminated-core-app.ts and terminated-nest-app.ts, which never catch `uncaughtException`) have
+ * their backends ended with `pg_terminate_backend`, as an operator, a PgBouncer restart or a
+ * failover would, and must keep running, carry on with new work and exit 0 when told to stop.
+ *
+ * - a core worker on a pool without an `error` listener: its idle pool connections and its LISTEN
+ *   connection, then new jobs are claimed and finished;
+ * - installSchema on such a pool, its connection ended while it waits for the install lock: the
+ *   install fails with the lost connection, the process goes on;
+ * - a Nest application, with the pool it created and with a pool it was given: its idle
+ *   connections, then a @Transactional() method's open transaction, which fails with a
+ *   WorkhorseTransactionError saying the connection was lost; the worker goes on.
+ */
+import { join } from 'node:path';
+import { Client } from 'pg';
+import { Queue } from '../../lib/core';
+import { createTestDatabase, type TestDatabase } from '../support/db';
+import { FixtureProcesses, waitForLine, type FixtureProcess } from '../support/fixture-process';
+import { stateOf } from '../support/job-state';
+import { waitFor } from '../support/wait';
+
+const CORE_APP = join(__dirname, '..', 'fixtures', 'terminated-core-app.ts');
+const NEST_APP = join(__dirname, '..', 'fixtures', 'terminated-nest-app.ts');
+// A process started on a loaded 2-core machine can take this long to compile and connect.
+const START_MS = 60_000;
+jest.setTimeout(180_000);
+
+let db: TestDatabase;
+let queue: Queue;
+const children = new FixtureProcesses();
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  queue = new Queue(db.pool);
+});
+
+afterAll(async () => {
+  await children.killAll();
+  await db?.drop();
+});
+
+/** Backends of the process that named itself `appName`, filtered by an SQL condition on pg_stat_activity. */
+async function backends(appName: string, condition = 'true'): Promise<number[]> {
+  const { rows } = await db.pool.query<{ pid: number }>(
+    `SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = $2 AND (${condition})`,
+    [db.name, appName],
+  );
+  return rows.map((r) => r.pid);
+}
+
+/** Ends the backends and waits until they are gone. */
+async function terminate(pids: number[]): Promise<void> {
+  await db.pool.query('SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid', [pids]);
+  await waitFor(async () => {
+    const { rows } = await db.pool.query('SELECT 1 FROM pg_stat_activity WHERE pid = ANY ($1::int[])', [pids]);
+    return rows.length === 0;
+  }, 10_000, 'the terminated backends to end');
+}
+
+async function jobsIn(queueName: string): Promise<number> {
+  const { rows } = await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM workhorse.job WHERE queue = $1', [queueName]);
+  return rows[0].n;
+}
+
+/** Sends a line to the process' stdin. */
+function tell(child: FixtureProcess, line: string): void {
+  child.process.stdin.write(`${line}\n`);
+}
+
+/** The job is enqueued, run by the process (it says so) and recorded as succeeded. */
+async function expectProcessRuns(child: FixtureProcess, queueName: string, type: string): Promise<void> {
+  const jobId = await queue.enqueue(type, {}, { queue: queueName });
+  await waitForLine(child, `RAN ${jobId}`, 20_000);
+  await waitFor(async () => (await stateOf(db.pool, jobId)) === 'succeeded', 20_000, `job ${jobId} to succeed`);
+}
+
+/**
+ * The process ended with exit code 0 and Node reported no unheard `error` event (which would
+ * have ended it with code 1). Its stderr may hold the errors it logged (a Nest app logs each
+ * worker.error there).
+ */
+function expectNoCrash(child: FixtureProcess): void {
+  const stderr = child.stderr.join('');
+  expect({ code: child.process.exitCode, signal: child.process.signalCode }).toEqual({ code: 0, signal: null });
+  expect(stderr).not.toMatch(/Unhandled 'error' event|Emitted 'error' event|uncaught/i);
+}
+
+/** Stops the process through stdin and expects it to end by itself, with exit code 0. */
+async function expectCleanExit(child: FixtureProcess): Promise<void> {
+  tell(child, 'stop');
+  child.process.stdin.end();
+  await child.exited;
+  expectNoCrash(child);
+  expect(child.lines).toContain('STOPPED');
+}
+
+it('a core worker whose idle pool connections and LISTEN connection are terminated keeps running and claims new jobs', async () => {
+  const appName = 'terminated-core-worker';
+  const child = children.start(CORE_APP, { TERMINATED_DATABASE_URL: db.url, TERMINATED_APP_NAME: appName, TERMINATED_MODE: 'worker' });
+  await waitForLine(child, 'READY', START_MS);
+  // A job first, so the pool holds idle connections, and LISTEN is up.
+  await expectProcessRuns(child, 'terminated', 'terminated.job');
+  const listening = await waitFor(async () => {
+    const pids = await backends(appName, "query ILIKE 'LISTEN%'");
+    return pids.length === 1 && pids;
+  }, 10_000, 'the LISTEN connection');
+  const idle = await waitFor(async () => {
+    const pids = await backends(appName, "state = 'idle' AND query NOT ILIKE 'LISTEN%'");
+    return pids.length > 0 && pids;
+  }, 10_000, 'idle pool connections');
+
+  await terminate([...idle, ...listening]);
+  await waitFor(() => child.lines.some((l) => l.startsWith('ERROR listen ')), 10_000, 'the worker to report the lost LISTEN connection');
+  expect(child.process.exitCode).toBeNull();
+  for (let i = 0; i < 3; i++) await expectProcessRuns(child, 'terminated', 'terminated.job');
+  // LISTEN is back on a new connection.
+  await waitFor(async () => {
+    const pids = await backends(appName, "query ILIKE 'LISTEN%'");
+    return pids.length === 1 && pids[0] !== listening[0];
+  }, 20_000, 'a new LISTEN connection');
+  await expectCleanExit(child);
+});
+
+it('installSchema whose connection is terminated while it waits for the install lock fails, and the process goes on', async () => {
+  const appName = 'terminated-core-install';
+  // The install lock (see lib/core/schema.ts), held by the test so the install waits for it.
+  const locker = new Client({ connectionString: db.url });
+  locker.on('error', () => undefined);
+  await locker.connect();
+  try {
+    await locker.query('BEGIN');
+    await locker.query('SELECT pg_advisory_xact_lock(7362515001)');
+    const child = children.start(CORE_APP, { TERMINATED_DATABASE_URL: db.url, TERMINATED_APP_NAME: appName, TERMINATED_MODE: 'install' });
+    const waiting = await waitFor(async () => {
+      const pids = await backends(appName, "wait_event_type = 'Lock'");
+      return pids.length === 1 && pids;
+    }, START_MS, 'installSchema to wait for the install lock');
+    await terminate(waiting);
+    const failed = await waitForLine(child, 'INSTALL-FAILED ', 10_000);
+    expect(failed).toMatch(/terminating connection due to administrator command|Connection terminated/);
+    await child.exited;
+    expectNoCrash(child);
+  } finally {
+    await locker.query('ROLLBACK').catch(() => undefined);
+    await locker.end();
+  }
+});
+
+describe.each([
+  ['the pool the module created', '0'],
+  ['a pool it was given, with no error listener', '1'],
+])('a Nest application on %s', (_name, givenPool) => {
+  it('survives its idle connections and an open @Transactional() transaction being terminated: the transaction fails clearly, the worker goes on', async () => {
+    const appName = `terminated-nest-${givenPool}`;
+    const child = children.start(NEST_APP, { TERMINATED_DATABASE_URL: db.url, TERMINATED_APP_NAME: appName, TERMINATED_GIVEN_POOL: givenPool });
+    await waitForLine(child, 'READY', START_MS);
+    await expectProcessRuns(child, 'terminated-nest', 'terminated.nest');
+    const idle = await waitFor(async () => {
+      const pids = await backends(appName, "state = 'idle'");
+      return pids.length > 0 && pids;
+    }, 10_000, 'idle connections');
+    await terminate(idle);
+    await expectProcessRuns(child, 'terminated-nest', 'terminated.nest');
+
+    const jobsBefore = await jobsIn('terminated-nest');
+    tell(child, 'tx');
+    const pid = Number((await waitForLine(child, 'TX-OPEN ', 10_000)).split(' ')[1]);
+    await terminate([pid]);
+    tell(child, 'go');
+    const failed = await waitForLine(child, 'TX-FAILED ', 10_000);
+    expect(failed).toMatch(/^TX-FAILED WorkhorseTransactionError: The transaction's database connection was lost \(.+\)/);
+    expect(child.lines).not.toContain('TX-COMMITTED');
+    // Nothing of the transaction was committed: the job it would have enqueued does not exist.
+    expect(await jobsIn('terminated-nest')).toBe(jobsBefore);
+
+    await expectProcessRuns(child, 'terminated-nest', 'terminated.nest');
+    await expectCleanExit(child);
+  });
+});
