@@ -12,8 +12,10 @@
  *   connections, then a @Transactional() method's open transaction, which fails with a
  *   WorkhorseTransactionError saying the connection was lost; the worker goes on.
  */
+import type { EventEmitter } from 'node:events';
 import { join } from 'node:path';
-import { Client } from 'pg';
+import { Client, Pool } from 'pg';
+import { CheckedOutClient } from '../../lib/core/checked-out-client';
 import { Queue } from '../../lib/core';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { FixtureProcesses, waitForLine, type FixtureProcess } from '../support/fixture-process';
@@ -177,4 +179,41 @@ describe.each([
     await expectProcessRuns(child, 'terminated-nest', 'terminated.nest');
     await expectCleanExit(child);
   });
+});
+
+it('a CheckedOutClient whose backend is terminated between queries fails its next query and is destroyed on release, with nothing emitted unheard', async () => {
+  const appName = 'terminated-checked-out';
+  // No `error` listener on the pool: whatever reaches it unheard is recorded (in a real process it would be fatal).
+  const pool = new Pool({ connectionString: db.url, max: 2, application_name: appName });
+  const unheard: unknown[] = [];
+  const record = (emitter: EventEmitter): void => {
+    const emit = emitter.emit.bind(emitter);
+    emitter.emit = (event: string | symbol, ...args: unknown[]): boolean => {
+      if (event === 'error' && emitter.listenerCount('error') === 0) {
+        unheard.push(args[0]);
+        return false;
+      }
+      return emit(event, ...args);
+    };
+  };
+  record(pool);
+  pool.on('connect', (client: EventEmitter) => record(client));
+  const breaks: Error[] = [];
+  try {
+    const checkedOut = await CheckedOutClient.take(pool, (error) => breaks.push(error));
+    const { rows } = await checkedOut.client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+    await terminate([rows[0].pid]);
+    await waitFor(() => checkedOut.broken, 10_000, 'the client to hear that its connection broke');
+    expect(checkedOut.broken?.message).toMatch(/terminating connection due to administrator command|Connection terminated/);
+    await expect(checkedOut.client.query('SELECT 1')).rejects.toThrow();
+    checkedOut.release();
+    checkedOut.release(); // once only
+    await waitFor(() => pool.totalCount === 0, 10_000, 'the broken client to be destroyed, not returned');
+    expect(breaks).toHaveLength(1);
+    // The pool works on with a new connection.
+    expect((await pool.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+    expect(unheard).toEqual([]);
+  } finally {
+    await pool.end();
+  }
 });
