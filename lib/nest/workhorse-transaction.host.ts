@@ -106,6 +106,11 @@ class Transaction {
 // reach (request-scoped, transient) still joins the transaction its caller runs in.
 const storage = new AsyncLocalStorage<Transaction>();
 
+/** True when this async context carries a transaction context (open or closed) that `outside` would leave. */
+export function inTransactionContext(): boolean {
+  return storage.getStore() !== undefined;
+}
+
 /** The host of the transaction active in this async context, if any (for `@Transactional()`). */
 export function activeTransactionHost(): WorkhorseTransactionHost | undefined {
   const tx = storage.getStore();
@@ -238,8 +243,7 @@ export class WorkhorseTransactionHost {
 
   /** Runs `fn` outside any transaction, whatever the caller's context. */
   outside<T>(fn: () => T): T {
-    // (Nothing to leave when no transaction context is active: the common case, for every job.)
-    return storage.getStore() === undefined ? fn() : storage.exit(fn);
+    return inTransactionContext() ? storage.exit(fn) : fn();
   }
 
   private current(): Transaction | undefined {

@@ -8,7 +8,7 @@ import { JOB_HANDLER_METADATA, ON_WORKHORSE_EVENT_METADATA, TRANSACTION_HOST, TR
 import { WorkhorseConfigurationError } from './workhorse-configuration.error';
 import { WorkhorseRegistry } from './workhorse.registry';
 import { WorkhorseScheduler } from './workhorse.scheduler';
-import { WorkhorseTransactionHost } from './workhorse-transaction.host';
+import { inTransactionContext, WorkhorseTransactionHost } from './workhorse-transaction.host';
 import { messages } from './workhorse.messages';
 
 type Method = (...args: unknown[]) => unknown;
@@ -115,6 +115,12 @@ export class WorkhorseExplorer implements OnModuleInit {
         return host.runWith(client, () => callMethod(instance, name, payload, ctx));
       };
     }
-    return (payload: unknown, ctx: HandlerContext): unknown => host.outside(() => callMethod(instance, name, payload, ctx));
+    // A job runs outside any transaction context. The worker calls this in none (the common case,
+    // every job), so the method is called directly, allocating nothing per job; `outside` (and its
+    // closure) is needed only when a caller's context leaked in, e.g. a `runOnce` from a transaction.
+    return (payload: unknown, ctx: HandlerContext): unknown =>
+      inTransactionContext()
+        ? host.outside(() => callMethod(instance, name, payload, ctx))
+        : (instance as Record<string, Method>)[name](payload, ctx);
   }
 }

@@ -10,8 +10,11 @@
  *   nest-empty    the same, plus `NestFactory.createApplicationContext` of an empty module
  *   workhorse     the benchmark's core worker (test/bench/systems/workhorse.js), started, idle
  *   workhorse-nest the benchmark's Nest worker (systems/workhorse-nest.js), started, idle
+ *   nest-core     an empty Nest application context and, beside it, the core worker started
+ *                 directly (not through our module): what any Nest-hosted worker built on the
+ *                 core worker costs at least
  *
- * and then, alternating, drains of `--jobs` preloaded no-op jobs at concurrency 50 by each
+ * and then, in rotated order, drains of `--jobs` preloaded no-op jobs at concurrency 50 by each
  * worker. Every line gives VmRSS and VmHWM (peak), and the physical size of V8's young ("new")
  * and old generations, at start (after a GC when the process was started with --expose-gc) and at
  * their largest during the drain. The medians per process kind close the output.
@@ -21,6 +24,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const v8 = require('node:v8');
 
+const KINDS = ['bare', 'nest-empty', 'workhorse', 'workhorse-nest', 'nest-core'];
 const mib = (bytes) => Math.round((bytes / 2 ** 20) * 10) / 10;
 const median = (values) => {
   const s = [...values].sort((a, b) => a - b);
@@ -38,6 +42,16 @@ function generations() {
   return { young: size('new_space'), old: size('old_space') };
 }
 
+/** `NestFactory.createApplicationContext` of a module that declares nothing. */
+async function emptyNestContext() {
+  require('reflect-metadata');
+  const { Module } = require('@nestjs/common');
+  const { NestFactory } = require('@nestjs/core');
+  class EmptyModule {}
+  Module({})(EmptyModule);
+  return NestFactory.createApplicationContext(EmptyModule, { logger: false });
+}
+
 /** One measured process: starts `kind`, drains `jobs` jobs if asked, prints one JSON line. */
 async function measure(kind, { libDir, url, jobs }) {
   let stop;
@@ -46,21 +60,14 @@ async function measure(kind, { libDir, url, jobs }) {
     const { Client } = require('pg');
     const client = new Client({ connectionString: url });
     await client.connect();
-    let app = null;
-    if (kind === 'nest-empty') {
-      require('reflect-metadata');
-      const { Module } = require('@nestjs/common');
-      const { NestFactory } = require('@nestjs/core');
-      class EmptyModule {}
-      Module({})(EmptyModule);
-      app = await NestFactory.createApplicationContext(EmptyModule, { logger: false });
-    }
+    const app = kind === 'nest-empty' ? await emptyNestContext() : null;
     stop = async () => {
       await app?.close();
       await client.end();
     };
   } else {
-    const system = require(path.join(__dirname, 'systems', `${kind}.js`));
+    const app = kind === 'nest-core' ? await emptyNestContext() : null;
+    const system = require(path.join(__dirname, 'systems', `${kind === 'nest-core' ? 'workhorse' : kind}.js`));
     let count = 0;
     let done;
     drained = jobs > 0 ? new Promise((resolve) => (done = resolve)) : drained;
@@ -73,7 +80,10 @@ async function measure(kind, { libDir, url, jobs }) {
       },
       onError: (message) => process.stderr.write(`${message}\n`),
     });
-    stop = () => worker.stop();
+    stop = async () => {
+      await worker.stop();
+      await app?.close();
+    };
   }
   await new Promise((resolve) => setTimeout(resolve, 300));
   if (typeof global.gc === 'function') global.gc();
@@ -122,11 +132,10 @@ async function main() {
   };
   try {
     await core.install({ libDir: lib.dir, url: server.url });
-    const idle = ['bare', 'nest-empty', 'workhorse', 'workhorse-nest'];
-    for (let rep = 0; rep < args.reps; rep++) for (const kind of idle) run(kind, 0);
-    const drains = ['workhorse', 'workhorse-nest'];
+    for (let rep = 0; rep < args.reps; rep++) for (const kind of KINDS) run(kind, 0);
+    const drains = ['workhorse', 'workhorse-nest', 'nest-core'];
     for (let rep = 0; rep < args.reps; rep++) {
-      for (const kind of rep % 2 ? [...drains].reverse() : drains) {
+      for (const kind of [...drains.slice(rep % drains.length), ...drains.slice(0, rep % drains.length)]) {
         await core.preload({ libDir: lib.dir, url: server.url, count: args.jobs, parallel: 2 });
         run(kind, args.jobs);
       }
@@ -137,7 +146,7 @@ async function main() {
   }
   process.stdout.write(`\nmedians, MiB (node ${process.version}${args.nodeFlags.length ? `, ${args.nodeFlags.join(' ')}` : ''}):\n`);
   for (const drained of [false, true]) {
-    for (const kind of ['bare', 'nest-empty', 'workhorse', 'workhorse-nest']) {
+    for (const kind of KINDS) {
       const of = lines.filter((l) => l.kind === kind && (l.drainedJobs > 0) === drained);
       if (of.length === 0) continue;
       const m = (pick) => median(of.map(pick));

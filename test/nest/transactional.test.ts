@@ -16,6 +16,7 @@ import {
   WorkhorseModule,
   WorkhorseTransactionError,
   WorkhorseTransactionHost,
+  WorkhorseWorker,
   type Queryable,
 } from 'nestjs-workhorse';
 import { WorkhorseAdmin } from '../../lib/nest/workhorse-admin.provider';
@@ -99,6 +100,23 @@ class MailHandlers {
   send(): void {}
 }
 
+/** Records the transaction it sees, and enqueues a follow-up through the Nest Queue. */
+@Injectable()
+class ReferralHandlers {
+  readonly seen: (Queryable | undefined)[] = [];
+
+  constructor(
+    private readonly tx: WorkhorseTransactionHost,
+    private readonly queue: Queue,
+  ) {}
+
+  @JobHandler('account.referral', { queue: 'referrals' })
+  async refer(payload: { id: string }): Promise<void> {
+    this.seen.push(this.tx.client);
+    await this.queue.enqueue('account.thanks', payload, { queue: 'thanks' });
+  }
+}
+
 let db: TestDatabase;
 let moduleRef: TestingModule;
 let service: AccountService;
@@ -115,7 +133,7 @@ beforeAll(async () => {
   await db.pool.query('CREATE TABLE accounts (id text PRIMARY KEY)');
   moduleRef = await startModule({
     imports: [WorkhorseModule.forRoot({ connectionString: db.url })],
-    providers: [AccountService, LedgerService, MailHandlers],
+    providers: [AccountService, LedgerService, MailHandlers, ReferralHandlers],
   });
   service = moduleRef.get(AccountService);
   host = moduleRef.get(WorkhorseTransactionHost);
@@ -276,6 +294,23 @@ describe('WorkhorseTransactionHost', () => {
       await leaked?.query('SELECT 1');
     });
     await expect(leaked?.query('SELECT 1')).rejects.toThrow('already ended');
+  });
+
+  it('runs a job handler outside the transaction of whoever started the pass: its writes commit on their own', async () => {
+    const handlers = moduleRef.get(ReferralHandlers);
+    const jobId = await moduleRef.get(Queue).enqueue('account.referral', { id: 'ref-1' }, { queue: 'referrals' });
+    const rollback = new Error('roll back the caller');
+    await expect(
+      host.run(async () => {
+        await host.query('INSERT INTO accounts (id) VALUES ($1)', ['ref-1']);
+        expect(await moduleRef.get(WorkhorseWorker).runOnce({ queues: ['referrals'] })).toBe(1);
+        throw rollback;
+      }),
+    ).rejects.toBe(rollback);
+    expect(await accountExists('ref-1')).toBe(false);
+    expect(handlers.seen).toEqual([undefined]);
+    expect(await stateOf(db.pool, jobId)).toBe('succeeded');
+    expect(await countJobs(db.pool, 'account.thanks')).toBe(1);
   });
 
   it('runWith makes a client the caller manages the current transaction, without ending it', async () => {
