@@ -18,9 +18,9 @@
  * and completes through one function, `complete_and_claim_v1`: a round with no completions in it
  * is a claim, one sent after handlers returned carries their completions.
  */
-import type { EventEmitter } from 'node:events';
 import { Client, Pool } from 'pg';
 import { Queue, Worker, type HandlerContext, type WorkerEvent, type WorkerOptions } from '../../lib/core';
+import { backendsOf, recordUnheardErrors, terminateBackends } from '../support/backends';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
 import { claimOne, forceExpire } from '../support/protocol';
@@ -81,38 +81,13 @@ function harness(appName: string, options: WorkerOptions, setup: (worker: Worker
   return h;
 }
 
-/**
- * An `error` that a pool or its client emits with nobody listening would kill a real process
- * (Jest catches it outside the test body, as an unhandled error): record it instead, so each
- * test can assert there was none.
- */
-function recordUnheardErrors(pool: Pool, unheard: unknown[]): void {
-  recordUnheard(pool, unheard);
-  pool.on('connect', (client: EventEmitter) => recordUnheard(client, unheard));
-}
-
-function recordUnheard(emitter: EventEmitter, unheard: unknown[]): void {
-  const emit = emitter.emit.bind(emitter);
-  emitter.emit = (event: string | symbol, ...args: unknown[]): boolean => {
-    if (event === 'error' && emitter.listenerCount('error') === 0) {
-      unheard.push(args[0]);
-      return false;
-    }
-    return emit(event, ...args);
-  };
-}
-
 /** Backends of one worker in this file's database, filtered by an SQL condition on pg_stat_activity. */
-async function backends(appName: string, condition: string): Promise<number[]> {
-  const { rows } = await db.pool.query<{ pid: number }>(
-    `SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = $2 AND (${condition})`,
-    [db.name, appName],
-  );
-  return rows.map((r) => r.pid);
+function backends(appName: string, condition: string): Promise<number[]> {
+  return backendsOf(db, appName, condition);
 }
 
-async function terminate(pids: number[]): Promise<void> {
-  await db.pool.query('SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid', [pids]);
+function terminate(pids: number[]): Promise<void> {
+  return terminateBackends(db, pids);
 }
 
 async function serverNow(): Promise<Date> {

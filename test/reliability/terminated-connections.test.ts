@@ -12,11 +12,11 @@
  *   connections, then a @Transactional() method's open transaction, which fails with a
  *   WorkhorseTransactionError saying the connection was lost; the worker goes on.
  */
-import type { EventEmitter } from 'node:events';
 import { join } from 'node:path';
 import { Client, Pool } from 'pg';
 import { CheckedOutClient } from '../../lib/core/checked-out-client';
 import { Queue } from '../../lib/core';
+import { backendsOf, recordUnheardErrors, terminateBackends } from '../support/backends';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { FixtureProcesses, waitForLine, type FixtureProcess } from '../support/fixture-process';
 import { stateOf } from '../support/job-state';
@@ -42,22 +42,17 @@ afterAll(async () => {
   await db?.drop();
 });
 
-/** Backends of the process that named itself `appName`, filtered by an SQL condition on pg_stat_activity. */
-async function backends(appName: string, condition = 'true'): Promise<number[]> {
-  const { rows } = await db.pool.query<{ pid: number }>(
-    `SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = $2 AND (${condition})`,
-    [db.name, appName],
-  );
-  return rows.map((r) => r.pid);
-}
-
 /** Ends the backends and waits until they are gone. */
 async function terminate(pids: number[]): Promise<void> {
-  await db.pool.query('SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid', [pids]);
+  await terminateBackends(db, pids);
   await waitFor(async () => {
     const { rows } = await db.pool.query('SELECT 1 FROM pg_stat_activity WHERE pid = ANY ($1::int[])', [pids]);
     return rows.length === 0;
   }, 10_000, 'the terminated backends to end');
+}
+
+function backends(appName: string, condition?: string): Promise<number[]> {
+  return backendsOf(db, appName, condition);
 }
 
 async function jobsIn(queueName: string): Promise<number> {
@@ -186,18 +181,7 @@ it('a CheckedOutClient whose backend is terminated between queries fails its nex
   // No `error` listener on the pool: whatever reaches it unheard is recorded (in a real process it would be fatal).
   const pool = new Pool({ connectionString: db.url, max: 2, application_name: appName });
   const unheard: unknown[] = [];
-  const record = (emitter: EventEmitter): void => {
-    const emit = emitter.emit.bind(emitter);
-    emitter.emit = (event: string | symbol, ...args: unknown[]): boolean => {
-      if (event === 'error' && emitter.listenerCount('error') === 0) {
-        unheard.push(args[0]);
-        return false;
-      }
-      return emit(event, ...args);
-    };
-  };
-  record(pool);
-  pool.on('connect', (client: EventEmitter) => record(client));
+  recordUnheardErrors(pool, unheard);
   const breaks: Error[] = [];
   try {
     const checkedOut = await CheckedOutClient.take(pool, (error) => breaks.push(error));
