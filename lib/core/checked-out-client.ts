@@ -48,13 +48,3 @@ export class CheckedOutClient {
     this.client.release(this.brokenWith ?? failure);
   }
 }
-
-/** Runs `work` with a client of `pool` that is listened to throughout, then releases it (destroyed if it broke). */
-export async function withCheckedOutClient<T>(pool: Pool, work: (client: PoolClient) => Promise<T>): Promise<T> {
-  const checkedOut = await CheckedOutClient.take(pool);
-  try {
-    return await work(checkedOut.client);
-  } finally {
-    checkedOut.release();
-  }
-}
