@@ -11,11 +11,18 @@
  * - a Nest application, with the pool it created and with a pool it was given: its idle
  *   connections, then a @Transactional() method's open transaction, which fails with a
  *   WorkhorseTransactionError saying the connection was lost; the worker goes on.
+ *
+ * In this process, on a pool without an `error` listener whose unheard errors are recorded (each
+ * would be fatal in a real process): a CheckedOutClient broken between queries, and the
+ * dashboard's overview whose read (on a checked-out client) is terminated.
  */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Client, Pool } from 'pg';
 import { CheckedOutClient } from '../../lib/core/checked-out-client';
-import { Queue } from '../../lib/core';
+import { Admin, Queue } from '../../lib/core';
+import { createDashboardHandler } from '../../lib/dashboard/handler';
 import { backendsOf, recordUnheardErrors, terminateBackends } from '../support/backends';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { FixtureProcesses, waitForLine, type FixtureProcess } from '../support/fixture-process';
@@ -198,6 +205,45 @@ it('a CheckedOutClient whose backend is terminated between queries fails its nex
     expect((await pool.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
     expect(unheard).toEqual([]);
   } finally {
+    await pool.end();
+  }
+});
+
+it("the dashboard's overview, its read's connection terminated while it waits for a lock, answers and goes on serving, with nothing emitted unheard", async () => {
+  const appName = 'terminated-dashboard';
+  // The application's pool, with no `error` listener: whatever reaches it unheard is recorded.
+  const pool = new Pool({ connectionString: db.url, max: 4, application_name: appName });
+  const unheard: unknown[] = [];
+  recordUnheardErrors(pool, unheard);
+  const reported: unknown[] = [];
+  const handler = createDashboardHandler({ admin: new Admin(pool), path: '/workhorse', authorize: () => true, onError: (e) => reported.push(e) });
+  const server = createServer((req, res) => void handler(req, res));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  // The overview reads finished jobs in a read-only transaction of its own (on a checked-out
+  // client); a lock on job_outcome holds that read until its backend is terminated.
+  const locker = new Client({ connectionString: db.url });
+  locker.on('error', () => undefined);
+  await locker.connect();
+  try {
+    await locker.query('BEGIN');
+    await locker.query('LOCK TABLE workhorse.job_outcome IN ACCESS EXCLUSIVE MODE');
+    const page = fetch(`${origin}/workhorse?window=1h`);
+    const reading = await waitFor(async () => {
+      const pids = await backends(appName, "wait_event_type = 'Lock' AND query ILIKE '%queue_activity_v1%'");
+      return pids.length > 0 && pids;
+    }, 10_000, "the overview's read to wait for the lock");
+    await terminate(reading);
+    await locker.query('ROLLBACK');
+    // The page fails with the lost connection (reported through the dashboard's onError)...
+    expect((await page).status).toBe(500);
+    expect(String(reported[0])).toMatch(/terminating connection due to administrator command|Connection terminated/);
+    // ...and the next one is served on a new connection.
+    expect((await fetch(`${origin}/workhorse?window=1h`)).status).toBe(200);
+    expect(unheard).toEqual([]);
+  } finally {
+    await locker.end();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
     await pool.end();
   }
 });
