@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // ChildOutcome is how one child job of RunChildren ended.
@@ -58,6 +60,7 @@ func RunChildren[R any](ctx context.Context, job *Job, key string, children []En
 		return nil, invalid("children", "must be an array of 1 to 1000 child job requests")
 	}
 	body := []byte{'['}
+	traced := traceSend(ctx)
 	for i := range children {
 		c := &children[i]
 		path := "children[" + strconv.Itoa(i) + "]."
@@ -71,6 +74,7 @@ func RunChildren[R any](ctx context.Context, job *Job, key string, children []En
 		if body, err = wireRequest(body, c.Type, c.Payload, &c.EnqueueOptions, path, i); err != nil {
 			return nil, err
 		}
+		traced.add(c.Queue, c.Type, len(body))
 	}
 	body = append(body, ']')
 	var outcomes []ChildOutcome[R]
@@ -78,12 +82,21 @@ func RunChildren[R any](ctx context.Context, job *Job, key string, children []En
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}
+	var span trace.Span
+	if traced != nil {
+		// The children store the trace context of this PRODUCER span, under the attempt's span.
+		ctx, span, body = traced.start(ctx, body)
+	}
+	var childIDs []string
 	err := queryAll(context.WithoutCancel(ctx), job.w.db, "SELECT status, child_id::text, state, result, error FROM workhorse.run_children_v1($1, $2, $3, $4, $5::jsonb)",
 		[]any{job.ID, job.WorkerID, job.FenceToken, key, string(body)}, func(r rows) error {
 			var id, state *string
 			var result, envelope []byte
 			if err := r.Scan(&s, &id, &state, &result, &envelope); err != nil {
 				return err
+			}
+			if span != nil && id != nil {
+				childIDs = append(childIDs, *id)
 			}
 			if s != "settled" {
 				return nil
@@ -101,6 +114,9 @@ func RunChildren[R any](ctx context.Context, job *Job, key string, children []En
 			outcomes = append(outcomes, o)
 			return nil
 		})
+	if span != nil {
+		endSend(span, childIDs, err)
+	}
 	if err := job.fenced(s, err); err != nil {
 		return nil, err
 	}

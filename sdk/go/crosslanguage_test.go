@@ -119,3 +119,72 @@ func TestEnqueuedInTypeScriptCrashedInPythonFinishedInGo(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A trace that starts in TypeScript goes on in Go: a job enqueued through the TypeScript core
+// under a span (its OpenTelemetry SDK and W3C propagator registered) runs in a Go worker in a
+// CONSUMER span linked to the TypeScript send span.
+func TestAJobEnqueuedUnderATypeScriptSpanRunsInALinkedGoSpan(t *testing.T) {
+	node, err := exec.LookPath("node")
+	root := testpg.RepoRoot()
+	if _, statErr := os.Stat(filepath.Join(root, "node_modules", "@opentelemetry", "sdk-trace-base")); err != nil || statErr != nil {
+		t.Skip("node and the repository's node_modules (npm ci) are needed to enqueue through the TypeScript core")
+	}
+	db := testpg.New(t)
+	script := filepath.Join(t.TempDir(), "enqueue-traced.js")
+	must(t, os.WriteFile(script, []byte(tracedTypeScriptEnqueue), 0o600))
+	out, err := exec.Command(node, "-r", filepath.Join(root, "test", "support", "ts-register.js"), script, root, db.URL).Output()
+	if err != nil {
+		t.Fatalf("enqueue through TypeScript: %v", err)
+	}
+	var sent struct{ ID, TraceID, SpanID string }
+	decode(t, out, &sent)
+
+	provider, exporter := newTracing(t)
+	w := newWorker(t, db, workhorse.WorkerOptions{Queues: []string{"from-ts"}, TracerProvider: provider})
+	must(t, workhorse.Handle(w, "email.send", func(ctx context.Context, job *workhorse.Job, _ any) (any, error) { return nil, nil }))
+	startWorker(t, w)
+	process := spanFor(t, exporter, "process from-ts", "messaging.message.id", sent.ID)
+	if len(process.Links) != 1 || process.Links[0].SpanContext.TraceID().String() != sent.TraceID || process.Links[0].SpanContext.SpanID().String() != sent.SpanID {
+		t.Errorf("the Go attempt links to %v, want the TypeScript send span %s/%s", process.Links, sent.TraceID, sent.SpanID)
+	}
+	wantAttributes(t, process, map[string]string{"workhorse.job.type": "email.send", "workhorse.job.outcome": "succeeded"})
+}
+
+// tracedTypeScriptEnqueue enqueues one job through the TypeScript core under a span, as an
+// application with the OpenTelemetry SDK does (docs/operations.md#tracing), and prints the job's
+// id and its send span's ids: `node -r ts-register.js FILE REPO_ROOT DATABASE_URL`.
+const tracedTypeScriptEnqueue = `
+const [root, url] = process.argv.slice(2);
+const from = (name) => require(require('node:path').join(root, 'node_modules', name));
+const api = from('@opentelemetry/api');
+const { AsyncLocalStorageContextManager } = from('@opentelemetry/context-async-hooks');
+const { W3CTraceContextPropagator } = from('@opentelemetry/core');
+const { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } = from('@opentelemetry/sdk-trace-base');
+const { Pool, Queue } = require(require('node:path').join(root, 'lib', 'core'));
+
+api.context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+api.propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+const exporter = new InMemorySpanExporter();
+api.trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }));
+
+async function main() {
+  const pool = new Pool({ connectionString: url });
+  try {
+    const id = await api.trace.getTracer('shop').startActiveSpan('checkout', async (span) => {
+      try {
+        return await new Queue(pool).enqueue('email.send', {}, { queue: 'from-ts' });
+      } finally {
+        span.end();
+      }
+    });
+    const send = exporter.getFinishedSpans().find((s) => s.name === 'send from-ts').spanContext();
+    process.stdout.write(JSON.stringify({ id, traceId: send.traceId, spanId: send.spanId }) + '\n');
+  } finally {
+    await pool.end();
+  }
+}
+main().catch((error) => {
+  process.stderr.write(String((error && error.stack) || error) + '\n');
+  process.exit(1);
+});
+`

@@ -6,7 +6,9 @@
 // claims and runs them under a lease with a fence token, with batched claims and completions,
 // batched heartbeats, LISTEN/NOTIFY wake-up with polling, retries, durable sleeps, cancellation
 // and a graceful drain; [Checkpoint] makes a stage run once per job; [Admin] reads what happened
-// and acts as an operator. It runs on pgx v5 ([Pgx]) or database/sql ([SQL]).
+// and acts as an operator. It runs on pgx v5 ([Pgx]) or database/sql ([SQL]). With an
+// OpenTelemetry tracer provider, enqueues under a span store its W3C trace context and each
+// attempt runs in a span linked to it, as in the TypeScript client (README, "Tracing").
 //
 //	pool, _ := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
 //	worker, _ := workhorse.NewWorker(workhorse.Pgx(pool), workhorse.WorkerOptions{Queues: []string{"orders"}})

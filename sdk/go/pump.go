@@ -57,6 +57,12 @@ const pumpSQL = "SELECT job_id::text, status, coalesce(queue, ''), coalesce(type
 	"coalesce(max_attempts, 0), coalesce(fence_token, 0), coalesce(execution_timeout_ms, 0), checkpoints, waits " +
 	"FROM workhorse.complete_and_claim_v1($1, $2::jsonb, $3::text[], $4, $5) WHERE status <> 'succeeded'"
 
+// pumpTracedSQL is pumpSQL with each claimed job's trace context, for a worker that traces (the
+// others do not fetch it).
+const pumpTracedSQL = "SELECT job_id::text, status, coalesce(queue, ''), coalesce(type, ''), payload, coalesce(attempt, 0), " +
+	"coalesce(max_attempts, 0), coalesce(fence_token, 0), coalesce(execution_timeout_ms, 0), checkpoints, waits, trace_context " +
+	"FROM workhorse.complete_and_claim_v1($1, $2::jsonb, $3::text[], $4, $5) WHERE status <> 'succeeded'"
+
 func (l *lane) wakeUp() {
 	select {
 	case l.wake <- struct{}{}:
@@ -180,7 +186,7 @@ func (w *Worker) pump(l *lane) {
 			poll, pollC = nil, nil
 		}
 		sentAt := time.Now()
-		statuses, claimed, err := w.roundTrip(completionItems(batch), want)
+		statuses, claimed, traceContexts, err := w.roundTrip(completionItems(batch), want)
 		if err != nil {
 			var retryLater bool
 			dry, retryLater = w.roundTripFailed(l, batch, err)
@@ -202,7 +208,11 @@ func (w *Worker) pump(l *lane) {
 			w.finish(c.run)
 		}
 		for i := range claimed {
-			w.start(&claimed[i], l, sentAt)
+			var traceContext []byte
+			if traceContexts != nil {
+				traceContext = traceContexts[i]
+			}
+			w.start(&claimed[i], l, sentAt, traceContext)
 		}
 		if want > 0 {
 			if len(claimed) < want {
@@ -261,33 +271,55 @@ func (w *Worker) roundTripFailed(l *lane, batch []completion, err error) (dry, r
 }
 
 // roundTrip sends one complete_and_claim_v1: the statuses of completions that did not succeed
-// (by job id; nil when all did) and the claimed jobs.
-func (w *Worker) roundTrip(items []byte, want int) (map[string]string, []claimRow, error) {
+// (by job id; nil when all did), the claimed jobs and, for a worker that traces, their stored
+// trace contexts (kept apart from the rows, which every job pays for).
+func (w *Worker) roundTrip(items []byte, want int) (map[string]string, []claimRow, [][]byte, error) {
 	var statuses map[string]string
 	var claimed []claimRow
+	var traceContexts [][]byte
 	if want > 0 {
 		claimed = make([]claimRow, 0, want)
 	}
-	err := queryAll(context.Background(), w.db, pumpSQL, []any{w.s.workerID, string(items), w.s.queuesArray, want, w.s.leaseMs},
-		func(r rows) error {
+	keep := func(c *claimRow, s string, attempt, maxAttempts int64) {
+		if s != "claimed" {
+			if statuses == nil {
+				statuses = map[string]string{}
+			}
+			statuses[c.jobID] = s
+			return
+		}
+		c.attempt, c.maxAttempts = int(attempt), int(maxAttempts)
+		claimed = append(claimed, *c)
+	}
+	statement, scan := pumpSQL, func(r rows) error {
+		var c claimRow
+		var s string
+		var attempt, maxAttempts int64
+		if err := r.Scan(&c.jobID, &s, &c.queue, &c.typ, &c.payload, &attempt, &maxAttempts, &c.fence, &c.timeoutMs, &c.checkpoints, &c.waits); err != nil {
+			return err
+		}
+		keep(&c, s, attempt, maxAttempts)
+		return nil
+	}
+	if w.tracer != nil {
+		traceContexts = make([][]byte, 0, want)
+		statement, scan = pumpTracedSQL, func(r rows) error {
 			var c claimRow
 			var s string
 			var attempt, maxAttempts int64
-			if err := r.Scan(&c.jobID, &s, &c.queue, &c.typ, &c.payload, &attempt, &maxAttempts, &c.fence, &c.timeoutMs, &c.checkpoints, &c.waits); err != nil {
+			var traceContext []byte
+			if err := r.Scan(&c.jobID, &s, &c.queue, &c.typ, &c.payload, &attempt, &maxAttempts, &c.fence, &c.timeoutMs, &c.checkpoints, &c.waits, &traceContext); err != nil {
 				return err
 			}
-			if s != "claimed" {
-				if statuses == nil {
-					statuses = map[string]string{}
-				}
-				statuses[c.jobID] = s
-				return nil
+			if s == "claimed" {
+				traceContexts = append(traceContexts, traceContext)
 			}
-			c.attempt, c.maxAttempts = int(attempt), int(maxAttempts)
-			claimed = append(claimed, c)
+			keep(&c, s, attempt, maxAttempts)
 			return nil
-		})
-	return statuses, claimed, err
+		}
+	}
+	err := queryAll(context.Background(), w.db, statement, []any{w.s.workerID, string(items), w.s.queuesArray, want, w.s.leaseMs}, scan)
+	return statuses, claimed, traceContexts, err
 }
 
 // completionItems is [{"jobId", "fence", "result"}] as JSON text, written directly: it runs for

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // EnqueueOptions are the options of one job; the zero value of each field is its default.
@@ -87,11 +89,13 @@ func (q *Queue) Enqueue(ctx context.Context, jobType string, payload any, opts *
 	if opts != nil {
 		o = *opts
 	}
-	wire, err := wireRequest(nil, jobType, payload, &o, "", 0)
+	body, err := wireRequest([]byte{'['}, jobType, payload, &o, "", 0)
 	if err != nil {
 		return "", err
 	}
-	ids, err := q.send(ctx, append(append([]byte{'['}, wire...), ']'))
+	traced := traceSend(ctx)
+	traced.add(o.Queue, jobType, len(body))
+	ids, err := q.send(ctx, traced, append(body, ']'))
 	var unknown *UnknownDependencyError
 	if errors.As(err, &unknown) {
 		// Named as the caller gave it: `dependsOn[0]`, not the batch's `requests[0].dependsOn[0]`.
@@ -115,6 +119,7 @@ func (q *Queue) EnqueueMany(ctx context.Context, requests []EnqueueRequest) ([]s
 	}
 	body := make([]byte, 0, 64*len(requests))
 	body = append(body, '[')
+	traced := traceSend(ctx)
 	for i := range requests {
 		if i > 0 {
 			body = append(body, ',')
@@ -124,13 +129,20 @@ func (q *Queue) EnqueueMany(ctx context.Context, requests []EnqueueRequest) ([]s
 		if body, err = wireRequest(body, r.Type, r.Payload, &r.EnqueueOptions, "requests["+strconv.Itoa(i)+"].", i); err != nil {
 			return nil, err
 		}
+		traced.add(r.Queue, r.Type, len(body))
 	}
-	return q.send(ctx, append(body, ']'))
+	return q.send(ctx, traced, append(body, ']'))
 }
 
-func (q *Queue) send(ctx context.Context, requests []byte) ([]string, error) {
+// send runs one enqueue statement; a traced one in a PRODUCER span whose trace context each
+// job stores (docs/operations.md#tracing).
+func (q *Queue) send(ctx context.Context, traced *tracedSend, requests []byte) ([]string, error) {
 	if err := q.schema.check(ctx, q.db); err != nil {
 		return nil, err
+	}
+	var span trace.Span
+	if traced != nil {
+		ctx, span, requests = traced.start(ctx, requests)
 	}
 	ids := make([]string, 0, 1)
 	err := queryAll(ctx, q.db, "SELECT job_id FROM workhorse.enqueue_many_v1($1::jsonb)", []any{string(requests)}, func(r rows) error {
@@ -139,6 +151,9 @@ func (q *Queue) send(ctx context.Context, requests []byte) ([]string, error) {
 		ids = append(ids, id)
 		return err
 	})
+	if span != nil {
+		endSend(span, ids, err)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -59,14 +59,18 @@ func (r *run) gaveUp() bool {
 
 // start begins a claimed job: the run is registered (its lease renewed from now on) and its
 // handler runs in a goroutine of its own.
-func (w *Worker) start(c *claimRow, l *lane, sentAt time.Time) {
+func (w *Worker) start(c *claimRow, l *lane, sentAt time.Time, traceContext []byte) {
 	job := &Job{
 		ID: c.jobID, Queue: c.queue, Type: c.typ, Attempt: c.attempt, MaxAttempts: c.maxAttempts,
 		WorkerID: w.s.workerID, FenceToken: c.fence, w: w, checkpointsJSON: c.checkpoints, waitsJSON: c.waits,
 	}
 	r := &run{job: job, lane: l, startedAt: time.Now()}
 	job.run = r
-	r.ctx, r.cancel = context.WithCancelCause(w.base)
+	base := w.base
+	if w.tracer != nil {
+		base, _ = startAttempt(base, w.tracer, job, traceContext)
+	}
+	r.ctx, r.cancel = context.WithCancelCause(base)
 	r.deadline.Store(sentAt.UnixMilli() + w.s.leaseMs)
 	r.renewing.Store(true)
 	l.mu.Lock()
@@ -136,6 +140,9 @@ func (w *Worker) finish(r *run) {
 		r.timer.Stop()
 	}
 	r.renewing.Store(false)
+	if span := r.span(); span != nil {
+		span.End()
+	}
 	w.mu.Lock()
 	if w.running[r.job.ID] == r {
 		delete(w.running, r.job.ID)
@@ -169,6 +176,7 @@ func (w *Worker) sleepRun(r *run, wakeAt time.Time) {
 		return
 	}
 	r.renewing.Store(false)
+	r.traceOutcome("parked")
 	r.cancel(&JobSleepingError{JobID: r.job.ID, WakeAt: wakeAt})
 	e := w.jobEvent(EventJobSleeping, r, false)
 	e.WakeAt = wakeAt
@@ -184,9 +192,11 @@ func (w *Worker) parkRun(r *run, reason error, waitingFor string) {
 	r.renewing.Store(false)
 	r.cancel(reason)
 	if _, canceled := reason.(*JobCanceledError); canceled {
+		r.traceOutcome("canceled")
 		w.emit(w.jobEvent(EventJobCanceled, r, true))
 		return
 	}
+	r.traceOutcome("parked")
 	e := w.jobEvent(EventJobBlocked, r, false)
 	e.WaitingFor = waitingFor
 	w.emit(e)
@@ -201,6 +211,7 @@ func (w *Worker) settleFailure(r *run, handlerErr error) error {
 	case outcomeSleeping:
 		return nil
 	case outcomeLost, outcomeAbandoned:
+		r.traceOutcome("lease_lost")
 		w.emit(w.jobEvent(EventJobLeaseLost, r, true))
 		return nil
 	case outcomeCanceled:
@@ -213,6 +224,9 @@ func (w *Worker) settleFailure(r *run, handlerErr error) error {
 	// A handler that returned its canceled context's error stopped because of the cause.
 	if errors.Is(handlerErr, context.Canceled) && context.Cause(r.ctx) != context.Canceled {
 		handlerErr = context.Cause(r.ctx)
+	}
+	if span := r.span(); span != nil {
+		recordFailure(span, handlerErr)
 	}
 	options := []byte{'{'}
 	add := func(field string) {
@@ -251,6 +265,7 @@ func (w *Worker) settleFailure(r *run, handlerErr error) error {
 		return err
 	}
 	if s == "retry_scheduled" && runAt != nil && delayMs != nil {
+		r.traceOutcome(s)
 		e := w.jobEvent(EventJobRetryScheduled, r, true)
 		e.Envelope, e.RunAt, e.Delay = &envelope, *runAt, time.Duration(*delayMs)*time.Millisecond
 		w.emit(e)
@@ -262,6 +277,13 @@ func (w *Worker) settleFailure(r *run, handlerErr error) error {
 
 // reportStatus reports how a job ended, as an event.
 func (w *Worker) reportStatus(r *run, s string, envelope *ErrorEnvelope) {
+	if w.tracer != nil {
+		if s == "stale" {
+			r.traceOutcome("lease_lost")
+		} else {
+			r.traceOutcome(s)
+		}
+	}
 	switch s {
 	case "succeeded":
 		w.emit(w.jobEvent(EventJobSucceeded, r, true))
@@ -287,6 +309,7 @@ func (w *Worker) release(r *run, reason string) error {
 		return err
 	}
 	if s == "released" {
+		r.traceOutcome(s)
 		e := w.jobEvent(EventJobReleased, r, false)
 		e.Reason = reason
 		w.emit(e)

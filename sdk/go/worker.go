@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // HandlerOptions are the per-type options of [Handle].
@@ -50,7 +52,9 @@ type Worker struct {
 	idleRounds atomic.Int32
 	// base is the parent of every handler's context: Run's context without its cancellation
 	// (a canceled Run drains; it does not cancel running handlers).
-	base     context.Context
+	base context.Context
+	// tracer records the attempts' spans; nil without a tracer provider (see attemptTracer).
+	tracer   trace.Tracer
 	stopCh   chan context.Context
 	stopped  chan struct{}
 	quit     chan struct{}
@@ -163,6 +167,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	w.base = context.WithoutCancel(ctx)
+	w.tracer = attemptTracer(w.s.tracerProvider)
 	services, stopServices := context.WithCancel(w.base)
 	w.claiming.Store(true)
 	w.startRegistration(services)

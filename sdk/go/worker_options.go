@@ -6,6 +6,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // WorkerOptions configure a Worker; the zero value of each field is its default.
@@ -43,6 +45,10 @@ type WorkerOptions struct {
 	// OnEvent receives what the worker reports (jobs claimed, ended, errors, ...). It is called
 	// from the worker's goroutines, several at once: keep it quick and safe for concurrent use.
 	OnEvent func(Event)
+	// TracerProvider records each attempt's span (docs/operations.md#tracing). Default: the
+	// global one (otel.SetTracerProvider), when the application installed one by Run; without
+	// one the worker records no span.
+	TracerProvider trace.TracerProvider
 }
 
 // settings are WorkerOptions checked, with the defaults filled in.
@@ -61,6 +67,7 @@ type settings struct {
 	workerID         string
 	unknownTypeDelay int64
 	onEvent          func(Event)
+	tracerProvider   trace.TracerProvider
 }
 
 func duration(value, byDefault time.Duration, field string, minMs, maxMs int64) (time.Duration, error) {
@@ -72,7 +79,7 @@ func duration(value, byDefault time.Duration, field string, minMs, maxMs int64) 
 }
 
 func checkWorkerOptions(o WorkerOptions) (settings, error) {
-	s := settings{listen: !o.NoListen, listenURL: o.ListenURL, onEvent: o.OnEvent}
+	s := settings{listen: !o.NoListen, listenURL: o.ListenURL, onEvent: o.OnEvent, tracerProvider: o.TracerProvider}
 	queues := o.Queues
 	if len(queues) == 0 {
 		queues = []string{"default"}

@@ -1,5 +1,6 @@
 """Worker behaviour beyond the conformance scenarios: LISTEN wake-up, heartbeats that keep a
-long handler's lease, execution timeouts, unknown types, handler retry policies, options."""
+long handler's lease, execution timeouts, unknown types, handler retry policies, errors whose
+retry hints cannot be read, options."""
 
 from __future__ import annotations
 
@@ -122,6 +123,38 @@ def test_the_handlers_retry_policy_applies_to_jobs_without_one(pool: ConnectionP
     assert retry[0].data is not None and retry[0].data["delaySource"] == "handler"
     error = retry[0].data["error"]
     assert isinstance(error, dict) and error["name"] == "ValueError" and "Traceback" in str(error["stack"])
+
+
+class Unreadable(Exception):
+    """An error whose retry hints raise when read (a property of the handler's own making)."""
+
+    @property
+    def retryable(self) -> bool:
+        raise RuntimeError("retryable cannot be read")
+
+    @property
+    def retry_delay_ms(self) -> int:
+        raise LookupError("retry_delay_ms cannot be read")
+
+
+def test_an_error_whose_retry_hints_raise_is_still_recorded_by_the_worker(pool: ConnectionPool[Any]) -> None:
+    queue, admin = Queue(pool), Admin(pool)
+    job_id = queue.enqueue("unreadable", {}, max_attempts=1)
+    # A minute's lease: a failure left to lease expiry would not be seen within the wait.
+    worker = Worker(queue, poll_ms=50, lease_ms=60_000)
+
+    @worker.handler("unreadable")
+    def unreadable(payload: Any, ctx: HandlerContext) -> None:
+        raise Unreadable("hints unreadable")
+
+    worker.start()
+    try:
+        wait_for(lambda: _state(admin, job_id) == "failed", 20, "the failure, recorded by the worker")
+    finally:
+        worker.stop()
+    job = admin.get_job(job_id)
+    assert job is not None and job.error is not None
+    assert job.error["name"] == "Unreadable" and job.error["message"] == "hints unreadable"
 
 
 def test_worker_options_and_registrations_are_checked(pool: ConnectionPool[Any]) -> None:

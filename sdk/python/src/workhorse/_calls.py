@@ -54,14 +54,24 @@ def _ids(rows: Sequence[p.Row]) -> list[str]:
     return [row[0] for row in rows]
 
 
-def enqueue(type: object, payload: object, options: Mapping[str, Any]) -> Call[list[str]]:
-    # Named as the caller gave it: `dependsOn[0]`, not the batch's `requests[0].dependsOn[0]`.
-    return Call(p.ENQUEUE_SQL, (json.dumps([to_wire_request(type, payload, options)]),), _ids, "requests[0].")
+#: An unknown dependency of a single enqueue is named as the caller gave it: `dependsOn[0]`, not
+#: the batch's `requests[0].dependsOn[0]`.
+SINGLE = "requests[0]."
 
 
-def enqueue_many(requests: object) -> Call[list[str]] | None:
-    wire = to_wire_batch(requests)
-    return Call(p.ENQUEUE_SQL, (json.dumps(wire),), _ids) if wire else None
+def enqueue_request(type: object, payload: object, options: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One enqueue call, checked, as the one-request batch ``enqueue_many_v1`` receives."""
+    return [to_wire_request(type, payload, options)]
+
+
+def enqueue_batch(requests: object) -> list[dict[str, Any]]:
+    """The requests of ``enqueue_many``, checked (the wire requests ``enqueue_many_v1`` receives)."""
+    return to_wire_batch(requests)
+
+
+def enqueue(requests: list[dict[str, Any]], field_prefix: str = "") -> Call[list[str]]:
+    """The enqueue statement of checked wire requests (which tracing may have given a ``traceContext``)."""
+    return Call(p.ENQUEUE_SQL, (json.dumps(requests),), _ids, field_prefix)
 
 
 # ---- Admin ------------------------------------------------------------------------------------

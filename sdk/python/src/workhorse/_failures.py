@@ -16,7 +16,15 @@ MAX_ERROR_TEXT = 64 * 1024
 def error_envelope(thrown: BaseException) -> ErrorEnvelope:
     """What a handler raised, as the stored ``{name, message, stack}``."""
     stack = "".join(traceback.format_exception(thrown))
-    return {"name": _storable(type(thrown).__name__), "message": _storable(str(thrown)), "stack": _storable(stack)}
+    return {"name": _storable(type(thrown).__name__), "message": _storable(_text_of(thrown)), "stack": _storable(stack)}
+
+
+def _text_of(thrown: BaseException) -> str:
+    """``str(thrown)``, or "" when that raises: the failure is recorded all the same."""
+    try:
+        return str(thrown)
+    except Exception:
+        return ""
 
 
 def _storable(text: str) -> str:
@@ -29,9 +37,9 @@ def fail_options(thrown: BaseException, outcome: str | None, retry: RetryPolicy 
     """The ``fail_v1`` options a raised error asks for: ``retryable = False`` fails at once, an
     integer ``retry_delay_ms`` chooses the next attempt's delay."""
     options: dict[str, Any] = {}
-    if getattr(thrown, "retryable", None) is False:
+    if _read(thrown, "retryable") is False:
         options["nonRetryable"] = True
-    delay = getattr(thrown, "retry_delay_ms", None)
+    delay = _read(thrown, "retry_delay_ms")
     if isinstance(delay, int) and not isinstance(delay, bool) and 0 <= delay <= DELAY_MS:
         options["retryDelayMs"] = delay
     if outcome == "timeout":
@@ -39,3 +47,12 @@ def fail_options(thrown: BaseException, outcome: str | None, retry: RetryPolicy 
     if retry is not None:
         options["retryPolicy"] = retry
     return options
+
+
+def _read(thrown: BaseException, name: str) -> object:
+    """An attribute of a raised error, or None when reading it raises anything at all (a property
+    of the handler's own making): the failure is recorded either way."""
+    try:
+        return getattr(thrown, name, None)
+    except Exception:
+        return None

@@ -7,11 +7,14 @@ handler must let through. Shared by the sync and async contexts (runs in the wor
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
 from . import _protocol as p
+from ._job_tracing import SendSpan, start_send
 from .errors import (
     ChildJobFailedError,
     HumanWaitTimeoutError,
@@ -50,20 +53,36 @@ def check_human_wait(context: object, choices: object, timeout_ms: object) -> tu
     return context_text, choices_text, check_timeout(timeout_ms)
 
 
-def child_request_text(type: object, payload: object, options: dict[str, Any]) -> str:
-    """One child job (``run_child``) as the JSON array ``run_children_v1`` receives."""
+@dataclass(frozen=True)
+class ChildRequests:
+    """The checked child jobs of a ``run_child(ren)`` call (the requests ``run_children_v1``
+    receives) and, under an OpenTelemetry span, the call's PRODUCER span (whose context the
+    requests carry). Made in the handler's thread or task, where its span is the active one."""
+
+    wire: list[dict[str, Any]]
+    span: SendSpan | None
+
+
+def child_request(type: object, payload: object, options: dict[str, Any]) -> ChildRequests:
+    """One child job (``run_child``)."""
     for key in ("depends_on", "on_dependency_failed", "on_dependency_canceled"):
         if key in options:
             raise WorkhorseValidationError(ENQUEUE_OPTIONS[key], "is not an option of a child job")
-    return to_json_text([to_wire_request(type, payload, options)], "children")
+    return _checked([to_wire_request(type, payload, options)])
 
 
 def check_key(key: object) -> str:
     return check_text(key, "key", 200, 1)
 
 
-def children_text(children: object) -> str:
-    return to_json_text(to_wire_children(children), "children")
+def child_requests(children: object) -> ChildRequests:
+    """The child jobs of ``run_children``."""
+    return _checked(to_wire_children(children))
+
+
+def _checked(wire: list[dict[str, Any]]) -> ChildRequests:
+    to_json_text(wire, "children")
+    return ChildRequests(wire, start_send(wire))
 
 
 class HandlerOrchestration:
@@ -93,14 +112,24 @@ class HandlerOrchestration:
         rows = await self._owner.statements.rows(p.DEPENDENCIES_SQL, (self._owner.job.job_id,))
         return [DependencyOutcome(r[0], r[1], p.parse_json(r[2]), p.parse_json(r[3])) for r in rows]
 
-    async def run_children(self, key: str, requests: str) -> list[ChildOutcome]:
-        rows = await self._call(p.RUN_CHILDREN_SQL, key, requests)
+    async def run_children(self, key: str, requests: ChildRequests) -> list[ChildOutcome]:
+        text = json.dumps(requests.wire, ensure_ascii=False, separators=(",", ":"))
+        span = requests.span
+        if span is None:
+            rows = await self._call(p.RUN_CHILDREN_SQL, key, text)
+        else:
+            try:
+                rows = await self._call(p.RUN_CHILDREN_SQL, key, text)
+            except BaseException as error:
+                span.failed(error)
+                raise
+            span.sent([r[1] for r in rows if r[1] is not None])
         status = rows[0][0]
         if status != "settled":
             raise self._parked(status, JobBlocked(self._owner.job.job_id))
         return [ChildOutcome(r[1], r[2], p.parse_json(r[3]), p.parse_json(r[4])) for r in rows]
 
-    async def run_child(self, key: str, request: str) -> Any:
+    async def run_child(self, key: str, request: ChildRequests) -> Any:
         outcome = (await self.run_children(key, request))[0]
         if outcome.state != "succeeded":
             raise ChildJobFailedError(outcome.job_id, outcome.state, cast(dict[str, Any], outcome.error or {}))

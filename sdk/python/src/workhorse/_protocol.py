@@ -56,7 +56,7 @@ SCHEMA_VERSION_SQL = "SELECT version FROM workhorse.schema_version"
 #: succeeded (nearly all) are left out of the answer, as the TypeScript worker does.
 PUMP_SQL = (
     "SELECT job_id::text, status, queue, type, payload::text, attempt, max_attempts, fence_token, execution_timeout_ms, "
-    "checkpoints::text, waits::text "
+    "checkpoints::text, waits::text, trace_context::text "
     "FROM workhorse.complete_and_claim_v1($1::text, $2::jsonb, $3::text[], $4::integer, $5::integer) "
     "WHERE status <> 'succeeded'"
 )

@@ -11,6 +11,7 @@ from typing import Any, Unpack
 from . import _calls as calls
 from . import _orchestration_calls as orchestration
 from ._drivers import AsyncDriver, driver_for
+from ._job_tracing import start_send
 from ._worker_base import WorkerBase
 from .context import AsyncHandlerContext
 from .types import (
@@ -53,12 +54,25 @@ class AsyncQueue:
 
     async def enqueue(self, type: str, payload: Any, *, conn: Any = None, **options: Unpack[EnqueueOptions]) -> str:
         """Enqueues one job and returns its id; see ``workhorse.Queue.enqueue``."""
-        return (await self.driver.run(calls.enqueue(type, payload, options), conn))[0]
+        return (await self._send(calls.enqueue_request(type, payload, options), conn, calls.SINGLE))[0]
 
     async def enqueue_many(self, requests: Sequence[EnqueueRequest], *, conn: Any = None) -> list[str]:
         """Enqueues up to 1000 jobs, all or nothing; see ``workhorse.Queue.enqueue_many``."""
-        call = calls.enqueue_many(requests)
-        return [] if call is None else await self.driver.run(call, conn)
+        wire = calls.enqueue_batch(requests)
+        return await self._send(wire, conn) if wire else []
+
+    async def _send(self, requests: list[dict[str, Any]], conn: Any, field_prefix: str = "") -> list[str]:
+        # Under an active OpenTelemetry span: a PRODUCER span, whose context the jobs store.
+        span = start_send(requests)
+        if span is None:
+            return await self.driver.run(calls.enqueue(requests, field_prefix), conn)
+        try:
+            ids = await self.driver.run(calls.enqueue(requests, field_prefix), conn)
+        except BaseException as error:
+            span.failed(error)
+            raise
+        span.sent(ids)
+        return ids
 
     async def send_signal(
         self, job_id: str, name: str, payload: JsonValue = None, *, idempotency_key: str | None = None, conn: Any = None

@@ -14,7 +14,7 @@ from typing import Any, Protocol, TypeVar, Unpack, cast
 
 from . import _protocol as p
 from ._drivers import Statements
-from ._handler_orchestration import HandlerOrchestration, check_human_wait, check_key, check_timeout, child_request_text, children_text
+from ._handler_orchestration import HandlerOrchestration, check_human_wait, check_key, check_timeout, child_request, child_requests
 from .errors import JobSleeping, LeaseLostError
 from .types import ChildJobSpec, ChildOutcome, DependencyOutcome, HumanDecision, JobOptions, JsonValue
 from .validation import check_datetime, check_int, check_text, to_json_text
@@ -229,14 +229,14 @@ class AsyncHandlerContext(_ContextBase):
         if it failed or was canceled. ``key`` names the call: a replay finds the child it
         started; another type or payload under the same key raises ``ChildJobConflictError``."""
         checked = check_key(key)
-        return await self._orchestration.run_child(checked, child_request_text(type, payload, dict(options)))
+        return await self._orchestration.run_child(checked, child_request(type, payload, dict(options)))
 
     async def run_children(self, key: str, children: Sequence[ChildJobSpec]) -> list[ChildOutcome]:
         """Starts 1 to 1000 child jobs (dicts with ``type``, ``payload`` and enqueue options) and
         waits for all of them as ``run_child`` does; returns every child's outcome in the order
         given, whether it succeeded or not."""
         checked = check_key(key)
-        return await self._orchestration.run_children(checked, children_text(children))
+        return await self._orchestration.run_children(checked, child_requests(children))
 
     async def wait_for_signal(self, name: str, *, timeout_ms: int | None = None) -> Any:
         """Waits for the signal ``name`` that ``queue.send_signal(job_id, name, payload)`` sends
@@ -315,12 +315,12 @@ class HandlerContext(_ContextBase):
     def run_child(self, key: str, type: str, payload: Any, **options: Unpack[JobOptions]) -> Any:
         """Starts a child job and waits for it; see ``AsyncHandlerContext.run_child``."""
         checked = check_key(key)
-        return self._call(self._orchestration.run_child(checked, child_request_text(type, payload, dict(options))))
+        return self._call(self._orchestration.run_child(checked, child_request(type, payload, dict(options))))
 
     def run_children(self, key: str, children: Sequence[ChildJobSpec]) -> list[ChildOutcome]:
         """Starts child jobs and waits for all of them; see ``AsyncHandlerContext.run_children``."""
         checked = check_key(key)
-        return self._call(self._orchestration.run_children(checked, children_text(children)))
+        return self._call(self._orchestration.run_children(checked, child_requests(children)))
 
     def wait_for_signal(self, name: str, *, timeout_ms: int | None = None) -> Any:
         """Waits for a signal; see ``AsyncHandlerContext.wait_for_signal``."""

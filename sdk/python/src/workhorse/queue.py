@@ -9,6 +9,7 @@ from psycopg_pool import ConnectionPool
 
 from . import _calls as calls
 from . import _orchestration_calls as orchestration
+from ._job_tracing import start_send
 from ._sync import Connection, SyncExecutor
 from .types import CompleteHumanWaitStatus, EnqueueOptions, EnqueueRequest, JsonValue, SendSignalStatus
 
@@ -47,14 +48,27 @@ class Queue:
         With ``idempotency_key`` an exact repeat, while the key lives, returns the first job's
         id and writes nothing; a different request under the same key raises
         ``IdempotencyConflictError``."""
-        return self._executor.run(calls.enqueue(type, payload, options), conn)[0]
+        return self._send(calls.enqueue_request(type, payload, options), conn, calls.SINGLE)[0]
 
     def enqueue_many(self, requests: Sequence[EnqueueRequest], *, conn: Connection | None = None) -> list[str]:
         """Enqueues up to 1000 jobs in one statement, all or nothing, and returns their ids in
         input order. Each request is a dict with ``type``, ``payload`` and any keyword option of
         ``enqueue``; its ``depends_on`` may also name an earlier request of the batch by index."""
-        call = calls.enqueue_many(requests)
-        return [] if call is None else self._executor.run(call, conn)
+        wire = calls.enqueue_batch(requests)
+        return self._send(wire, conn) if wire else []
+
+    def _send(self, requests: list[dict[str, Any]], conn: Connection | None, field_prefix: str = "") -> list[str]:
+        # Under an active OpenTelemetry span: a PRODUCER span, whose context the jobs store.
+        span = start_send(requests)
+        if span is None:
+            return self._executor.run(calls.enqueue(requests, field_prefix), conn)
+        try:
+            ids = self._executor.run(calls.enqueue(requests, field_prefix), conn)
+        except BaseException as error:
+            span.failed(error)
+            raise
+        span.sent(ids)
+        return ids
 
     def send_signal(
         self,
