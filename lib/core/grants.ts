@@ -1,4 +1,5 @@
 import type { Pool } from 'pg';
+import { CheckedOutClient } from './checked-out-client';
 import { applyConnectTimeout } from './connect-timeout';
 import { fromDatabaseError } from './database-errors';
 import { WorkhorseValidationError } from './errors';
@@ -105,7 +106,8 @@ export async function grantRole(pool: Pool, role: string, capabilities: Capabili
   }
   const granted = checkCapabilities(capabilities);
   applyConnectTimeout(pool);
-  const client = await pool.connect().catch((error: unknown) => Promise.reject(fromDatabaseError(error, pool)));
+  const checkedOut = await CheckedOutClient.take(pool).catch((error: unknown) => Promise.reject(fromDatabaseError(error, pool)));
+  const { client } = checkedOut;
   try {
     await client.query('BEGIN');
     await client.query(
@@ -118,7 +120,7 @@ export async function grantRole(pool: Pool, role: string, capabilities: Capabili
     await client.query('ROLLBACK').catch(() => undefined);
     throw fromDatabaseError(error, pool);
   } finally {
-    client.release();
+    checkedOut.release();
   }
 }
 

@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Pool, PoolClient } from 'pg';
+import { CheckedOutClient } from './checked-out-client';
 import { applyConnectTimeout, fromConnectTimeout } from './connect-timeout';
 import { SchemaNotInstalledError, SchemaVersionMismatchError } from './errors';
 
@@ -61,7 +62,9 @@ export interface InstallSchemaResult {
  */
 export async function installSchema(pool: Pool): Promise<InstallSchemaResult> {
   applyConnectTimeout(pool);
-  const client = await pool.connect().catch((error: unknown) => Promise.reject(fromConnectTimeout(error, pool)));
+  // Listened to while checked out: a connection killed mid-install fails the install, not the process.
+  const checkedOut = await CheckedOutClient.take(pool).catch((error: unknown) => Promise.reject(fromConnectTimeout(error, pool)));
+  const { client } = checkedOut;
   try {
     await client.query('BEGIN');
     await client.query('SELECT pg_advisory_xact_lock($1)', [INSTALL_LOCK_KEY]);
@@ -80,7 +83,7 @@ export async function installSchema(pool: Pool): Promise<InstallSchemaResult> {
     await client.query('ROLLBACK').catch(() => undefined);
     throw fromConnectTimeout(error, pool);
   } finally {
-    client.release();
+    checkedOut.release();
   }
 }
 

@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Pool, PoolClient, QueryResult, QueryResultRow } from 'pg';
 import { Observable } from 'rxjs';
+import { CheckedOutClient } from '../core/checked-out-client';
 import type { TransactionSource } from '../core/transaction-scope';
 import type { Queryable } from '../core/types';
 import { WorkhorseTransactionError } from './workhorse-transaction.error';
@@ -15,10 +16,8 @@ import { messages } from './workhorse.messages';
 class Transaction {
   private connecting: Promise<PoolClient> | null;
   private ended = false;
-  private broken: Error | null = null;
-  private readonly onConnectionError = (error: Error) => {
-    this.broken ??= error;
-  };
+  /** The connection taken from the pool (null for a bound client, or before the first query). */
+  private checkedOut: CheckedOutClient | null = null;
   /** What `host.client` hands out: queries through this transaction, nothing else. */
   readonly queryable: Queryable;
 
@@ -44,7 +43,15 @@ class Transaction {
 
   async query<R extends QueryResultRow>(text: string, values?: unknown[]): Promise<QueryResult<R>> {
     const client = await this.connection();
+    const lost = this.lost();
+    if (lost) throw lost;
     return client.query<R>(text, values);
+  }
+
+  /** The error to give once the connection broke (terminated backend, server restart): its writes are gone. */
+  private lost(): WorkhorseTransactionError | null {
+    const broken = this.checkedOut?.broken;
+    return broken ? new WorkhorseTransactionError(messages.transactionConnectionLost(broken.message), { cause: broken }) : null;
   }
 
   /** Commits or rolls back (if a connection was taken) and releases the connection; once. */
@@ -59,7 +66,7 @@ class Transaction {
       return; // BEGIN never succeeded: there is nothing to end, and its error already reached the caller.
     }
     let result: QueryResult | null = null;
-    let failure: Error | null = this.broken;
+    let failure: Error | null = this.lost();
     if (!failure) {
       try {
         result = await client.query(commit ? 'COMMIT' : 'ROLLBACK');
@@ -67,9 +74,8 @@ class Transaction {
         failure = error as Error;
       }
     }
-    client.off('error', this.onConnectionError);
     // A connection that failed is destroyed rather than returned to the pool.
-    client.release(failure ?? undefined);
+    this.checkedOut?.release(failure ?? undefined);
     if (!commit) return;
     if (failure) throw failure;
     // PostgreSQL answers COMMIT in an aborted transaction with a rollback, not an error.
@@ -82,18 +88,17 @@ class Transaction {
   }
 
   private async begin(pool: Pool): Promise<PoolClient> {
-    const client = await pool.connect();
-    // A checked-out client whose connection breaks between queries emits `error`; unheard, that
-    // would end the process. Remember it: the next query fails, and the client is destroyed.
-    client.on('error', this.onConnectionError);
+    // Listened to while checked out: a connection that breaks between queries fails the next
+    // query and the commit (never the process), and is destroyed rather than returned.
+    const checkedOut = await CheckedOutClient.take(pool);
     try {
-      await client.query('BEGIN');
+      await checkedOut.client.query('BEGIN');
     } catch (error) {
-      client.off('error', this.onConnectionError);
-      client.release(error as Error);
+      checkedOut.release(error as Error);
       throw error;
     }
-    return client;
+    this.checkedOut = checkedOut;
+    return checkedOut.client;
   }
 }
 

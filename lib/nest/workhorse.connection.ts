@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { Pool } from 'pg';
+import { CheckedOutClient } from '../core/checked-out-client';
 import { applyConnectTimeout, DEFAULT_CONNECT_TIMEOUT_MS } from '../core/connect-timeout';
 import { Admin } from '../core/admin';
 import { ConnectTimeoutError, SchemaNotInstalledError, SchemaVersionMismatchError } from '../core/errors';
@@ -86,7 +87,8 @@ async function prepareSchema(pool: Pool, mode: 'install' | 'verify', logger: Log
 async function applyQueuePolicies(pool: Pool, queues: Record<string, QueuePolicy>): Promise<void> {
   const entries = Object.entries(queues);
   if (entries.length === 0) return;
-  const client = await pool.connect();
+  const checkedOut = await CheckedOutClient.take(pool);
+  const { client } = checkedOut;
   try {
     await client.query('BEGIN');
     const admin = new Admin(pool);
@@ -96,6 +98,6 @@ async function applyQueuePolicies(pool: Pool, queues: Record<string, QueuePolicy
     await client.query('ROLLBACK').catch(() => undefined);
     throw new WorkhorseConfigurationError(messages.queuePoliciesFailed(error instanceof Error ? error.message : String(error)));
   } finally {
-    client.release();
+    checkedOut.release();
   }
 }

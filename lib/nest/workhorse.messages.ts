@@ -119,6 +119,9 @@ export const messages = {
   commitRolledBack: () =>
     'The transaction was rolled back instead of committed: a statement inside it failed (and the error was caught), ' +
     'so PostgreSQL discarded all of its writes. Let the error propagate, or use a SAVEPOINT around the statement.',
+  transactionConnectionLost: (reason: string) =>
+    `The transaction's database connection was lost (${reason}), so PostgreSQL rolled the transaction back and ` +
+    'none of its writes were committed. The connection is discarded; run the transaction again.',
   transactionalHandlerWithoutClient: (type: string) =>
     `The transactional handler for "${type}" received no transaction client (ctx.client) from the worker.`,
 

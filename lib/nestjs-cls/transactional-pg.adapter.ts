@@ -1,6 +1,7 @@
 import type { TransactionalAdapter, TransactionalAdapterOptions } from '@nestjs-cls/transactional';
 import type { InjectionToken } from '@nestjs/common';
 import type { Pool, PoolClient } from 'pg';
+import { CheckedOutClient } from '../core/checked-out-client';
 
 /** Options of one transaction: `@Transactional({ isolationLevel: 'serializable' })`. */
 export interface PgTransactionOptions {
@@ -65,14 +66,11 @@ export class TransactionalAdapterPg implements TransactionalAdapter<Pool, PgTran
   optionsFactory = (pool: Pool): TransactionalAdapterOptions<PgTransaction, PgTransactionOptions> => ({
     wrapWithTransaction: async (options, fn, setClient) => {
       const statement = beginStatement(options);
-      const client = await pool.connect();
-      // A connection that breaks while checked out emits `error`; unheard, it would end the process.
-      // The next query on it fails, and the client is then destroyed instead of returned.
+      // Listened to while checked out: a connection that breaks fails the next query and is then
+      // destroyed instead of returned; it never ends the process.
+      const checkedOut = await CheckedOutClient.take(pool);
+      const { client } = checkedOut;
       let broken: Error | undefined;
-      const onError = (error: Error) => {
-        broken ??= error;
-      };
-      client.on('error', onError);
       try {
         await client.query(statement);
         setClient(client);
@@ -81,12 +79,11 @@ export class TransactionalAdapterPg implements TransactionalAdapter<Pool, PgTran
         return result;
       } catch (error) {
         await client.query('ROLLBACK').catch((rollbackError: Error) => {
-          broken ??= rollbackError;
+          broken = rollbackError;
         });
         throw error;
       } finally {
-        client.off('error', onError);
-        client.release(broken);
+        checkedOut.release(broken);
       }
     },
     wrapWithNestedTransaction: async (_options, fn, setClient, client) => {

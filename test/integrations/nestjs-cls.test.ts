@@ -116,6 +116,17 @@ function prismaApp(url: string): Promise<TestingModule> {
   });
 }
 
+/**
+ * A pool of the test's own app, with the `error` listener pg asks its owner for (as test/support's
+ * pools): an idle connection ended by the database's `DROP ... WITH (FORCE)` (an app whose start
+ * outlived its hook on a loaded machine is still open then) must not crash the test process.
+ */
+function ownedPool(url: string): Pool {
+  const pool = new Pool({ connectionString: url, max: 4 });
+  pool.on('error', () => undefined);
+  return pool;
+}
+
 // ---- Drizzle
 
 const DRIZZLE = Symbol('drizzle');
@@ -145,7 +156,7 @@ class DrizzleShutdown implements OnModuleDestroy {
 @Module({})
 class DrizzleModule {
   static forUrl(url: string): DynamicModule {
-    const db = { provide: DRIZZLE, useFactory: () => drizzle(new Pool({ connectionString: url, max: 4 })) };
+    const db = { provide: DRIZZLE, useFactory: () => drizzle(ownedPool(url)) };
     return { module: DrizzleModule, providers: [db, DrizzleShutdown], exports: [DRIZZLE] };
   }
 }
@@ -185,7 +196,7 @@ class PoolShutdown implements OnModuleDestroy {
 @Module({})
 class PoolModule {
   static forUrl(url: string): DynamicModule {
-    const pool = { provide: Pool, useFactory: () => new Pool({ connectionString: url, max: 4 }) };
+    const pool = { provide: Pool, useFactory: () => ownedPool(url) };
     return { module: PoolModule, global: true, providers: [pool, PoolShutdown], exports: [Pool] };
   }
 }

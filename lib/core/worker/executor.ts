@@ -1,4 +1,5 @@
 import type { Pool, PoolClient } from 'pg';
+import { CheckedOutClient } from '../checked-out-client';
 import { HandlerContext, type ClaimedJob } from '../context';
 import { JobCanceledError } from '../errors';
 import { failpoint } from '../failpoints';
@@ -142,28 +143,23 @@ export class Executor {
   private async executeInTransaction(execution: Execution, fn: JobHandlerFn, payload: JsonValue): Promise<void> {
     const { job } = execution;
     const { interrupter } = this;
-    let client: PoolClient;
+    let checkedOut: CheckedOutClient;
     try {
-      client = await this.pool.connect();
+      // Listened to while checked out: a killed backend fails the attempt (reported as a worker
+      // error during "transaction"), never the process.
+      checkedOut = await CheckedOutClient.take(this.pool, (error) => this.hub.reportError('transaction', error));
     } catch (error) {
       if (interrupter.handlerDone(execution)) throw error;
       return;
     }
     if (execution.interruption === 'abandoned') {
       // Abandoned while it waited for a connection: the handler never runs.
-      client.release();
+      checkedOut.release();
       interrupter.handlerDone(execution);
       return;
     }
-    interrupter.transactions.set(execution, client);
-    // A checked-out client whose connection breaks emits `error`; without a listener that would
-    // crash the process. The failure reaches us through the next query instead.
-    let broken: Error | undefined;
-    const onClientError = (error: Error) => {
-      broken = error;
-      this.hub.reportError('transaction', error);
-    };
-    client.on('error', onClientError);
+    const { client } = checkedOut;
+    interrupter.transactions.set(execution, checkedOut);
     let status: string | null = null;
     let thrown: unknown = null;
     try {
@@ -196,9 +192,8 @@ export class Executor {
       thrown ??= error;
       status = null;
     } finally {
-      client.off('error', onClientError);
       // Given back to the pool, unless abandonment closed it; a broken connection is destroyed.
-      if (interrupter.transactions.delete(execution)) client.release(broken);
+      if (interrupter.transactions.delete(execution)) checkedOut.release();
     }
     if (status === 'succeeded' || status === 'stale') {
       this.recorder.reportOutcome(execution, status, null);

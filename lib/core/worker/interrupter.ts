@@ -1,4 +1,4 @@
-import type { PoolClient } from 'pg';
+import type { CheckedOutClient } from '../checked-out-client';
 import { JobBlocked, JobSleeping, type ExecutionOwner } from '../context';
 import { JobWaiting } from '../handler-waits';
 import { ExecutionTimeoutError, JobCanceledError, LeaseLostError, WorkerShutdownError } from '../errors';
@@ -31,7 +31,7 @@ export class Interrupter implements LeaseListener, ExecutionOwner {
   /** Handlers the worker abandoned that have not returned yet. */
   abandonedCount = 0;
   /** The transactions of transactional handlers running now (an abandoned one's connection is closed). */
-  readonly transactions = new Map<Execution, PoolClient>();
+  readonly transactions = new Map<Execution, CheckedOutClient>();
 
   constructor(
     private readonly executions: ReadonlyMap<string, Execution>,
@@ -134,11 +134,11 @@ export class Interrupter implements LeaseListener, ExecutionOwner {
     execution.interruption = 'abandoned';
     abort(execution, told);
     this.abandonedCount++;
-    const client = this.transactions.get(execution);
-    if (client) {
+    const checkedOut = this.transactions.get(execution);
+    if (checkedOut) {
       // Closing its connection rolls its transaction back and frees its locks; its queries fail.
       this.transactions.delete(execution);
-      client.release(new Error(`the worker abandoned the handler of job ${execution.job.jobId}`));
+      checkedOut.release(new Error(`the worker abandoned the handler of job ${execution.job.jobId}`));
     }
     const reason = interruption === null ? 'shutdown' : REASONS[interruption];
     this.hub.emit({ name: 'job.abandoned', ...endedFields(execution), reason, abandonedCount: this.abandonedCount });

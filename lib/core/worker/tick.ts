@@ -1,4 +1,5 @@
 import type { Pool, QueryResult } from 'pg';
+import { CheckedOutClient } from '../checked-out-client';
 import { failpoint } from '../failpoints';
 import { planSchedules } from '../schedules/planner';
 
@@ -28,11 +29,9 @@ export interface TickResult {
  * the same occurrences. BEGIN and the tick travel in one round trip.
  */
 export async function runTick(pool: Pool): Promise<TickResult> {
-  const client = await pool.connect();
-  // A checked-out client whose connection breaks emits `error`, which would crash the process
-  // without a listener; the failure reaches the caller through the query instead.
-  const ignore = (): void => undefined;
-  client.on('error', ignore);
+  // Listened to while checked out: a killed backend fails the tick (through its query), not the process.
+  const checkedOut = await CheckedOutClient.take(pool);
+  const { client } = checkedOut;
   let result: TickResult;
   let failure: Error | undefined;
   try {
@@ -45,9 +44,8 @@ export async function runTick(pool: Pool): Promise<TickResult> {
     await client.query('ROLLBACK').catch(() => undefined);
     throw error;
   } finally {
-    client.off('error', ignore);
     // A connection that failed mid-tick is not given back to the pool.
-    client.release(failure);
+    checkedOut.release(failure);
   }
   if (result.schedulesToPlan) await planSchedules(pool);
   return result;

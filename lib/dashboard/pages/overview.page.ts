@@ -1,4 +1,5 @@
 import type { Admin } from '../../core/admin';
+import { CheckedOutClient } from '../../core/checked-out-client';
 import type { HealthReport } from '../../core/operations/health';
 import type { PoolClient } from 'pg';
 import type { QueueActivity, QueueInfo } from '../../core/types';
@@ -70,7 +71,8 @@ function toActivity(rows: readonly QueueActivity[], since: Date, bucketSeconds: 
  * when the server canceled it for taking longer (a huge window, a lock held elsewhere).
  */
 async function readWithin<T>(admin: Admin, read: (client: PoolClient) => Promise<T>): Promise<T | null> {
-  const client = await admin.pool.connect();
+  const checkedOut = await CheckedOutClient.take(admin.pool);
+  const { client } = checkedOut;
   try {
     await client.query('BEGIN READ ONLY');
     await client.query(`SET LOCAL statement_timeout = ${ACTIVITY_BUDGET_MS}`);
@@ -82,7 +84,7 @@ async function readWithin<T>(admin: Admin, read: (client: PoolClient) => Promise
     if ((error as { code?: unknown }).code === QUERY_CANCELED) return null;
     throw error;
   } finally {
-    client.release();
+    checkedOut.release();
   }
 }
 
