@@ -7,27 +7,23 @@ it, or without an SDK's tracer provider, ``active()`` is None and nothing else h
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
 
-try:
+if TYPE_CHECKING:
     from opentelemetry import context as otel_context
     from opentelemetry import trace
-    from opentelemetry.trace import Link, NoOpTracerProvider, ProxyTracerProvider, SpanKind, Status, StatusCode
-
-    from ._trace_context import inject_trace_context, span_context_of
-
-    _INSTALLED = True
-except ImportError:
-    _INSTALLED = False
-
-if TYPE_CHECKING:
-    from opentelemetry.trace import Span, Tracer, TracerProvider
+    from opentelemetry.trace import Link, NoOpTracerProvider, ProxyTracerProvider, Span, SpanKind, Status, StatusCode, Tracer, TracerProvider
     from opentelemetry.util.types import AttributeValue
 
+    from ._trace_context import inject_trace_context, span_context_of
     from .context import ClaimedJob
+
+#: Whether OpenTelemetry's API is loaded here (see ``_loaded``).
+_LOADED = False
 
 #: The instrumentation scope of every span: the project's name, as the TypeScript and Go clients
 #: name theirs, so one filter finds every language's spans.
@@ -38,11 +34,33 @@ MESSAGING_SYSTEM = "workhorse"
 _cached: tuple[TracerProvider, JobTracing] | None = None
 
 
+def _loaded() -> bool:
+    """Loads OpenTelemetry's API here once the application has loaded it. Until then no SDK can
+    have set a tracer provider, and no span can be active (both go through
+    ``opentelemetry.trace``): there is nothing to trace, and a process that has the package but
+    does not use it skips the import (about 12 ms and its memory)."""
+    global _LOADED, otel_context, trace, Link, NoOpTracerProvider, ProxyTracerProvider, SpanKind, Status, StatusCode
+    global inject_trace_context, span_context_of
+    if _LOADED:
+        return True
+    if sys.modules.get("opentelemetry.trace") is None:
+        return False
+    from opentelemetry import context as otel_context
+    from opentelemetry import trace
+    from opentelemetry.trace import Link, NoOpTracerProvider, ProxyTracerProvider, SpanKind, Status, StatusCode
+
+    from ._trace_context import inject_trace_context, span_context_of
+
+    _LOADED = True
+    return True
+
+
 def active() -> JobTracing | None:
     """The tracing of the application's OpenTelemetry SDK, or None when OpenTelemetry is not
-    installed or no SDK registered a tracer provider: callers then skip tracing entirely."""
+    installed or loaded, or no SDK registered a tracer provider: callers then skip tracing
+    entirely. The other functions here are called only with a span this tracing made."""
     global _cached
-    if not _INSTALLED:
+    if not _loaded():
         return None
     provider = trace.get_tracer_provider()
     # The API's own providers until an SDK's is set: their spans would record nothing.
