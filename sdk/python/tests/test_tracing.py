@@ -25,7 +25,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from workhorse import Admin, HandlerContext, Queue, Worker
+from workhorse import Admin, HandlerContext, Queue, UnknownDependencyError, Worker
 from workhorse.aio import AsyncAdmin, AsyncHandlerContext, AsyncQueue, AsyncWorker
 
 from .support import SRC, wait_for
@@ -122,6 +122,24 @@ async def test_a_batch_shares_one_span_and_its_context(
     assert attributes["workhorse.job.type"] == "row.import"
     assert "messaging.destination.name" not in attributes and "messaging.message.id" not in attributes
     assert [_stored(db_url, i) for i in ids] == [{"traceparent": _traceparent(send)}] * 2
+
+
+@pytest.mark.parametrize("client", ["sync", "async"])
+async def test_a_refused_enqueue_ends_its_send_span_as_an_error(
+    client: str, pool: ConnectionPool[Any], apool: AsyncConnectionPool[Any], spans: InMemorySpanExporter
+) -> None:
+    missing = "00000000-0000-4000-8000-000000000000"
+    with trace.get_tracer("shop").start_as_current_span("checkout"):
+        with pytest.raises(UnknownDependencyError):
+            if client == "sync":
+                Queue(pool).enqueue("invoice", {}, depends_on=[missing])
+            else:
+                await AsyncQueue(apool).enqueue("invoice", {}, depends_on=[missing])
+    (send,) = _named(spans, "send default")
+    assert send.end_time is not None
+    assert send.status.status_code == StatusCode.ERROR
+    assert dict(send.attributes or {})["error.type"] == "UnknownDependencyError"
+    assert "messaging.message.id" not in dict(send.attributes or {})
 
 
 async def test_asyncpg_enqueues_carry_the_context_too(asyncpg_pool: Any, db_url: str, spans: InMemorySpanExporter) -> None:

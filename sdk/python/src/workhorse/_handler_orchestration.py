@@ -60,7 +60,7 @@ class ChildRequests:
     requests carry). Made in the handler's thread or task, where its span is the active one."""
 
     wire: list[dict[str, Any]]
-    span: SendSpan | None
+    span: SendSpan
 
 
 def child_request(type: object, payload: object, options: dict[str, Any]) -> ChildRequests:
@@ -114,16 +114,9 @@ class HandlerOrchestration:
 
     async def run_children(self, key: str, requests: ChildRequests) -> list[ChildOutcome]:
         text = json.dumps(requests.wire, ensure_ascii=False, separators=(",", ":"))
-        span = requests.span
-        if span is None:
+        with requests.span as send:
             rows = await self._call(p.RUN_CHILDREN_SQL, key, text)
-        else:
-            try:
-                rows = await self._call(p.RUN_CHILDREN_SQL, key, text)
-            except BaseException as error:
-                span.failed(error)
-                raise
-            span.sent([r[1] for r in rows if r[1] is not None])
+            send.sent([r[1] for r in rows if r[1] is not None])
         status = rows[0][0]
         if status != "settled":
             raise self._parked(status, JobBlocked(self._owner.job.job_id))

@@ -74,29 +74,41 @@ def active() -> JobTracing | None:
     return tracing
 
 
-def start_send(requests: Sequence[dict[str, Any]]) -> SendSpan | None:
+def start_send(requests: Sequence[dict[str, Any]]) -> SendSpan:
     """The PRODUCER span of an enqueue statement sending ``requests`` (the protocol's wire
-    requests, which get the span's ``traceContext``), or None when nothing is traced."""
+    requests, which get the span's ``traceContext``), or ``UNTRACED`` when nothing is traced."""
     tracing = active()
-    return None if tracing is None else tracing.start_send(requests)
+    send = None if tracing is None else tracing.start_send(requests)
+    return UNTRACED if send is None else send
 
 
 class SendSpan:
-    """The PRODUCER span of one enqueue statement (one job or a batch)."""
+    """The PRODUCER span of one enqueue statement (one job or a batch), or none (``UNTRACED``).
+    It wraps the statement: ``with start_send(requests) as send: ids = run(); send.sent(ids)``;
+    a raise inside marks it failed."""
 
-    def __init__(self, span: Span) -> None:
+    def __init__(self, span: Span | None) -> None:
         self._span = span
+
+    def __enter__(self) -> SendSpan:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, traceback: object) -> None:
+        if error is not None and self._span is not None:
+            record_error(self._span, error)
+            self._span.end()
 
     def sent(self, ids: Sequence[str | None]) -> None:
         """The statement returned these job ids."""
+        if self._span is None:
+            return
         if len(ids) == 1 and ids[0] is not None:
             self._span.set_attribute("messaging.message.id", ids[0])
         self._span.end()
 
-    def failed(self, error: BaseException) -> None:
-        """The statement failed: nothing was enqueued."""
-        record_error(self._span, error)
-        self._span.end()
+
+#: The enqueue of a caller outside any span, or of a process without an SDK: nothing recorded.
+UNTRACED = SendSpan(None)
 
 
 class JobTracing:

@@ -63,15 +63,9 @@ class AsyncQueue:
 
     async def _send(self, requests: list[dict[str, Any]], conn: Any, field_prefix: str = "") -> list[str]:
         # Under an active OpenTelemetry span: a PRODUCER span, whose context the jobs store.
-        span = start_send(requests)
-        if span is None:
-            return await self.driver.run(calls.enqueue(requests, field_prefix), conn)
-        try:
+        with start_send(requests) as send:
             ids = await self.driver.run(calls.enqueue(requests, field_prefix), conn)
-        except BaseException as error:
-            span.failed(error)
-            raise
-        span.sent(ids)
+            send.sent(ids)
         return ids
 
     async def send_signal(

@@ -59,15 +59,9 @@ class Queue:
 
     def _send(self, requests: list[dict[str, Any]], conn: Connection | None, field_prefix: str = "") -> list[str]:
         # Under an active OpenTelemetry span: a PRODUCER span, whose context the jobs store.
-        span = start_send(requests)
-        if span is None:
-            return self._executor.run(calls.enqueue(requests, field_prefix), conn)
-        try:
+        with start_send(requests) as send:
             ids = self._executor.run(calls.enqueue(requests, field_prefix), conn)
-        except BaseException as error:
-            span.failed(error)
-            raise
-        span.sent(ids)
+            send.sent(ids)
         return ids
 
     def send_signal(
