@@ -1,3 +1,6 @@
+/** The ESM-only packages the suite requires (their files under node_modules), for the transform below. */
+const ESM_ONLY_PACKAGES = '/node_modules/@nestjs/.+\\.js$';
+
 /** @type {import('jest').Config} */
 module.exports = {
   preset: 'ts-jest',
@@ -11,7 +14,13 @@ module.exports = {
   },
   transform: {
     '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.json' }],
+    // Nest 12's packages are ESM-only. Node 20.19+ loads them with require(esm), and so does the
+    // package in an application; Jest's own module loader can do that only on Node 24.9+, so on
+    // Node 20 it loads them through this transform to CommonJS (import.meta included). See
+    // docs/decisions.md, "Nest 12 under Jest on Node 20".
+    [ESM_ONLY_PACKAGES]: ['@swc/jest', { swcrc: false, module: { type: 'commonjs' }, jsc: { target: 'es2022', parser: { syntax: 'ecmascript' } } }],
   },
+  transformIgnorePatterns: ['/node_modules/(?!(@nestjs)/)'],
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   // The default output, then the skipped tests by name (a skipped test's name says why it skipped).

@@ -1,6 +1,7 @@
 /**
  * nestjs-workhorse/terminus: a `@nestjs/terminus` health indicator over `admin.health()`.
- * Needs `@nestjs/terminus` 11 (an optional peer dependency; 12 is ESM-only).
+ * Needs `@nestjs/terminus` 11 or 12 (an optional peer dependency; 12 is ESM-only, loaded with
+ * `require(esm)`).
  *
  * @example
  * import { WorkhorseHealthIndicator } from 'nestjs-workhorse/terminus';

@@ -14,7 +14,7 @@ export interface WorkhorseHealthCheckOptions {
 /**
  * A `@nestjs/terminus` health indicator over `admin.health()`: `up` below the `downAt` level,
  * `down` at it (Terminus then answers 503), with the status, the reasons and the per-queue
- * numbers as its details. Needs `@nestjs/terminus` 11 and `WorkhorseModule` imported.
+ * numbers as its details. Needs `@nestjs/terminus` 11 or 12 and `WorkhorseModule` imported.
  *
  * @example
  * // providers: [WorkhorseHealthIndicator], imports: [TerminusModule, WorkhorseModule.forRoot(...)]
