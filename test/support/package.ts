@@ -124,14 +124,21 @@ export function devVersion(name: string): string {
 }
 
 /**
- * Creates an application in `dir` that depends on the tarball and on `dependencies`, and
- * installs them from npm's cache.
+ * Creates an application in `dir` that depends on the tarball and on `dependencies` (with
+ * `manifestFields` in its package.json, such as `"type": "module"`), and installs them with a
+ * plain `npm install`, from npm's cache where it has them.
  */
-export async function installApp(dir: string, tarball: string, dependencies: Record<string, string>): Promise<void> {
+export async function installApp(
+  dir: string,
+  tarball: string,
+  dependencies: Record<string, string>,
+  manifestFields: { type?: 'module' } = {},
+): Promise<void> {
   const manifest = {
     name: 'workhorse-consumer-app',
     version: '0.0.0',
     private: true,
+    ...manifestFields,
     dependencies: { 'nestjs-workhorse': `file:${tarball}`, ...dependencies },
   };
   writeFileSync(join(dir, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
