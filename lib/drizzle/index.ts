@@ -17,9 +17,14 @@ import type { Queryable } from '../core/types';
 /**
  * A Drizzle database or transaction on the node-postgres driver: what `drizzle(pool)` returns,
  * or the `tx` that `db.transaction` passes to its callback.
+ *
+ * Its `execute` is matched by its result only: in an ESM application, the application's
+ * `drizzle-orm` is its ES module build and this package's (which `require`s it) its CommonJS
+ * build, whose `SQL` types TypeScript tells apart (they have private members). Drizzle itself
+ * accepts a statement built by either copy: it recognises its objects by their entity kind.
  */
 export interface DrizzleNodePgClient {
-  execute(query: SQL): PromiseLike<QueryResult>;
+  execute(query: never): PromiseLike<QueryResult>;
 }
 
 /** A Drizzle database that opens transactions (what {@link drizzleTransactionScope} needs). */
@@ -86,7 +91,7 @@ export function fromDrizzle(client: DrizzleNodePgClient): Queryable {
     async query(text, values = []) {
       let result: QueryResult;
       try {
-        result = await client.execute(toDrizzleSql(text, values));
+        result = await client.execute(toDrizzleSql(text, values) as never);
       } catch (error) {
         const cause = (error as { cause?: { code?: unknown } }).cause;
         throw typeof cause?.code === 'string' ? cause : error;
