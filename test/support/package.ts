@@ -6,8 +6,9 @@
  * The copy holds what a fresh clone would (the files git tracks, plus new files it does not
  * ignore), with this checkout's node_modules linked in for the build's compiler; so packing never
  * writes dist/ into the checkout the other tests run from. Applications install from npm's cache
- * (`--prefer-offline`: after `npm ci` every package they need is there), so the tests stay fast
- * and work without a network in CI.
+ * where it has the package (`--prefer-offline`: after `npm ci` it has our dev dependencies, Nest
+ * 12 among them), and from the registry otherwise (Nest 10 and 11, TypeScript 6, vitest, the
+ * optional packages' install lines), once per machine.
  */
 import { spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
