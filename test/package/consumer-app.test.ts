@@ -78,7 +78,8 @@ afterAll(() => {
  */
 function checkConsumer(app: string, options: Record<string, unknown>): string[] {
   const ts = require(join(app, 'node_modules/typescript')) as typeof import('typescript');
-  const dir = join(app, 'types-check');
+  // Under test/, which the application's tsconfig.build.json leaves out of its build.
+  const dir = join(app, 'test');
   mkdirSync(dir, { recursive: true });
   const consumer = join(dir, 'types-check.ts');
   copyFileSync(join(ROOT, 'test/fixtures/consumer-app/types-check.ts'), consumer);
