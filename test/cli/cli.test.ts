@@ -9,7 +9,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { getSchemaStatus, SCHEMA_VERSION, type JobSnapshot, type Page, type TimelineEntry } from '../../lib/core';
+import { getSchemaStatus, MIN_SCHEMA_VERSION, SCHEMA_VERSION, type JobSnapshot, type Page, type TimelineEntry } from '../../lib/core';
 import { createTestDatabase } from '../support/db';
 import { claimOne, complete, fail } from '../support/protocol';
 import { cli, cliConnections, documentOf, errorOf, useCliDatabase, viaJson, type CliRun, type Env, WORKER } from './cli-harness';
@@ -157,7 +157,7 @@ describe('schema install and status', () => {
       upToDate: true,
       changed: true,
     });
-    expect(await getSchemaStatus(db.pool)).toEqual({ installed: SCHEMA_VERSION, expected: SCHEMA_VERSION, upToDate: true });
+    expect(await getSchemaStatus(db.pool)).toEqual({ installed: SCHEMA_VERSION, expected: SCHEMA_VERSION, minimum: MIN_SCHEMA_VERSION, upToDate: true });
 
     expect(await cli(['schema', 'install'], env)).toEqual({
       code: 0,

@@ -1,0 +1,182 @@
+/**
+ * The migrator behind `installSchema`: installs the current schema into an empty database, or
+ * applies the pending migration steps to an installed one, one step per transaction, serialised
+ * against every other migrator by the row lock on `workhorse.schema_version` (docs/upgrading.md).
+ */
+import type { PoolClient } from 'pg';
+import { SchemaMigrationError, SchemaVersionMismatchError } from './errors';
+import { BASELINE_SCHEMA_VERSION, splitStatements, type MigrationStep } from './migration-steps';
+
+/** Only for fresh installs: no application role exists before the install grants one. */
+const INSTALL_LOCK_KEY = 7_362_515_001;
+
+/** What a migrator installs: the current schema's files, the steps that lead to it, and its version. */
+export interface SchemaSource {
+  /** The SQL of every top-level file (sql/*.sql), in the order they run. */
+  installSql: () => string[];
+  /** Every step this package ships, in version order. */
+  steps: () => MigrationStep[];
+  /** The version the files describe and the last step leads to. */
+  target: number;
+  /** The oldest installed version this package's calls still work with. */
+  minimum: number;
+}
+
+/** What {@link installSchema} did. */
+export interface InstallSchemaResult {
+  /** True when this call created the schema (from the top-level files, in one transaction). */
+  created: boolean;
+  /** The version installed before the call; null when the schema was absent. */
+  from: number | null;
+  /** The version installed now: the one this package ships. */
+  to: number;
+  /** The versions of the steps this call applied, in order (empty when created or up to date). */
+  applied: number[];
+}
+
+async function installedVersion(client: PoolClient): Promise<number | null> {
+  const present = await client.query<{ present: boolean }>("SELECT to_regclass('workhorse.schema_version') IS NOT NULL AS present");
+  if (!present.rows[0].present) return null;
+  const { rows } = await client.query<{ version: number }>('SELECT version FROM workhorse.schema_version');
+  return rows[0]?.version ?? null;
+}
+
+/** Creates the schema unless it exists; returns the version installed afterwards and whether this call made it. */
+async function installFresh(client: PoolClient, source: SchemaSource): Promise<{ created: boolean; version: number | null }> {
+  await client.query('BEGIN');
+  await client.query('SELECT pg_advisory_xact_lock($1)', [INSTALL_LOCK_KEY]);
+  const again = await installedVersion(client);
+  if (again !== null) {
+    await client.query('COMMIT');
+    return { created: false, version: again };
+  }
+  for (const sql of source.installSql()) await client.query(sql);
+  await client.query('INSERT INTO workhorse.schema_version (version) VALUES ($1)', [source.target]);
+  await client.query("INSERT INTO workhorse.schema_migration (version, name) VALUES ($1, 'install')", [source.target]);
+  await client.query('COMMIT');
+  return { created: true, version: source.target };
+}
+
+/**
+ * Begins a transaction as the schema's owner (so what a step creates belongs to the owner, as
+ * what the install created does) and takes the migration lock: the row of schema_version FOR
+ * UPDATE, which needs the UPDATE privilege no application role holds. Returns the version.
+ */
+async function lockVersion(client: PoolClient, step: MigrationStep): Promise<number> {
+  await client.query('BEGIN');
+  try {
+    const owner = await client.query<{ owner: string; member: boolean }>(
+      `SELECT r.rolname AS owner, pg_has_role(current_user, n.nspowner, 'MEMBER') AS member
+       FROM pg_namespace n JOIN pg_roles r ON r.oid = n.nspowner WHERE n.nspname = 'workhorse'`,
+    );
+    const { owner: ownerRole, member } = owner.rows[0];
+    if (!member) throw new Error(`the role ${ownerRole} owns the schema`);
+    await client.query(`SET LOCAL ROLE ${client.escapeIdentifier(ownerRole)}`);
+    const { rows } = await client.query<{ version: number }>('SELECT version FROM workhorse.schema_version FOR UPDATE');
+    return rows[0].version;
+  } catch (error) {
+    throw new SchemaMigrationError(
+      `Cannot migrate the workhorse schema to version ${step.version} as this role: ${(error as Error).message}. ` +
+        "Run the migration as the schema's owner (the role that installed it) or a superuser; application roles " +
+        '(producer, worker, operator) may not.',
+      step.version,
+      { cause: error },
+    );
+  }
+}
+
+async function recordStep(client: PoolClient, step: MigrationStep): Promise<void> {
+  await client.query('UPDATE workhorse.schema_version SET version = $1', [step.version]);
+  await client.query('INSERT INTO workhorse.schema_migration (version, name) VALUES ($1, $2) ON CONFLICT (version) DO NOTHING', [
+    step.version,
+    step.name,
+  ]);
+}
+
+function stepFailed(step: MigrationStep, from: number, error: unknown): SchemaMigrationError {
+  const kept = step.transactional
+    ? 'Nothing of this step was applied (it runs in one transaction)'
+    : 'The statements before the failing one may have been applied; the step is resumable';
+  return new SchemaMigrationError(
+    `Migration step ${step.file} (version ${from} to ${step.version}) failed: ${(error as Error).message}. ${kept}, ` +
+      `and the database stays at version ${from}: fix the cause and migrate again.`,
+    step.version,
+    { cause: error },
+  );
+}
+
+/** Applies one step unless another migrator did; says whether this call applied it. */
+async function applyStep(client: PoolClient, step: MigrationStep): Promise<boolean> {
+  const before = await lockVersion(client, step);
+  if (before >= step.version) {
+    await client.query('COMMIT');
+    return false;
+  }
+  if (step.transactional) {
+    try {
+      await client.query(step.sql);
+    } catch (error) {
+      throw stepFailed(step, before, error);
+    }
+    await recordStep(client, step);
+    await client.query('COMMIT');
+    return true;
+  }
+  // Outside a transaction, statement by statement: two migrators may both run it, which is
+  // why such a step must be idempotent (IF NOT EXISTS, dropping an INVALID index first).
+  await client.query('COMMIT');
+  try {
+    for (const statement of splitStatements(step.sql)) await client.query(statement);
+  } catch (error) {
+    throw stepFailed(step, before, error);
+  }
+  const after = await lockVersion(client, step);
+  if (after < step.version) await recordStep(client, step);
+  await client.query('COMMIT');
+  return after < step.version;
+}
+
+/**
+ * Installs or upgrades the schema on `client` to `source.target` (see {@link SchemaSource}).
+ * A database newer than the target is refused with a {@link SchemaVersionMismatchError}; one
+ * this package has no steps for, with a {@link SchemaMigrationError}. Either way nothing changes.
+ */
+export async function migrateSchema(client: PoolClient, source: SchemaSource): Promise<InstallSchemaResult> {
+  try {
+    let from = await installedVersion(client);
+    if (from === null) {
+      const fresh = await installFresh(client, source);
+      if (fresh.created) return { created: true, from: null, to: source.target, applied: [] };
+      from = fresh.version ?? source.target;
+    }
+    if (from > source.target) throw new SchemaVersionMismatchError(from, source.target, source.minimum);
+    if (from === source.target) return { created: false, from, to: source.target, applied: [] };
+    if (from < BASELINE_SCHEMA_VERSION) {
+      throw new SchemaMigrationError(
+        `The workhorse schema in this database is version ${from}, older than version ${BASELINE_SCHEMA_VERSION}, the first ` +
+          'one that can be migrated: no release ever installed it with an upgrade path. Nothing was changed.',
+        null,
+      );
+    }
+    const steps = source.steps().filter((step) => step.version > from! && step.version <= source.target);
+    const missing: number[] = [];
+    for (let version = from + 1; version <= source.target; version++) {
+      if (!steps.some((step) => step.version === version)) missing.push(version);
+    }
+    if (missing.length > 0) {
+      throw new SchemaMigrationError(
+        `Cannot migrate the workhorse schema from version ${from} to ${source.target}: this package lacks the step ` +
+          `file(s) for version ${missing.join(', ')} (sql/migrations/NNNN_*.sql). Reinstall the package; nothing was changed.`,
+        missing[0],
+      );
+    }
+    const applied: number[] = [];
+    for (const step of steps) {
+      if (await applyStep(client, step)) applied.push(step.version);
+    }
+    return { created: false, from, to: source.target, applied };
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  }
+}
