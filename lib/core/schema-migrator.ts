@@ -2,13 +2,22 @@
  * The migrator behind `installSchema`: installs the current schema into an empty database, or
  * applies the pending migration steps to an installed one, one step per transaction, serialised
  * against every other migrator by the row lock on `workhorse.schema_version` (docs/upgrading.md).
+ *
+ * A migrator that finds the lock taken does not queue for it: it polls (SKIP LOCKED, then a short
+ * pause). A blocked `SELECT ... FOR UPDATE` would hold a snapshot, and `CREATE INDEX
+ * CONCURRENTLY` in the lock holder's no-transaction step waits for every older snapshot to end:
+ * the two would wait for each other forever.
  */
-import type { PoolClient } from 'pg';
+import type { Pool, PoolClient } from 'pg';
+import { CheckedOutClient } from './checked-out-client';
 import { SchemaMigrationError, SchemaVersionMismatchError } from './errors';
 import { BASELINE_SCHEMA_VERSION, splitStatements, type MigrationStep } from './migration-steps';
 
 /** Only for fresh installs: no application role exists before the install grants one. */
 const INSTALL_LOCK_KEY = 7_362_515_001;
+
+/** How long a migrator waits before it looks at the migration lock again. */
+const LOCK_POLL_MS = 100;
 
 /** What a migrator installs: the current schema's files, the steps that lead to it, and its version. */
 export interface SchemaSource {
@@ -57,31 +66,46 @@ async function installFresh(client: PoolClient, source: SchemaSource): Promise<{
   return { created: true, version: source.target };
 }
 
+/** The role that owns the schema, after checking that this session may act as it. */
+async function schemaOwner(client: PoolClient, step: MigrationStep): Promise<string> {
+  const { rows } = await client.query<{ owner: string; member: boolean }>(
+    `SELECT r.rolname AS owner, pg_has_role(current_user, n.nspowner, 'MEMBER') AS member
+     FROM pg_namespace n JOIN pg_roles r ON r.oid = n.nspowner WHERE n.nspname = 'workhorse'`,
+  );
+  if (!rows[0].member) throw refusedRole(step, new Error(`the role ${rows[0].owner} owns the schema`));
+  return rows[0].owner;
+}
+
+function refusedRole(step: MigrationStep, error: unknown): SchemaMigrationError {
+  return new SchemaMigrationError(
+    `Cannot migrate the workhorse schema to version ${step.version} as this role: ${(error as Error).message}. ` +
+      "Run the migration as the schema's owner (the role that installed it) or a superuser; application roles " +
+      '(producer, worker, operator) may not.',
+    step.version,
+    { cause: error },
+  );
+}
+
 /**
  * Begins a transaction as the schema's owner (so what a step creates belongs to the owner, as
  * what the install created does) and takes the migration lock: the row of schema_version FOR
- * UPDATE, which needs the UPDATE privilege no application role holds. Returns the version.
+ * UPDATE, which needs the UPDATE privilege no application role holds. Waits while another
+ * migrator holds it. Returns the version, with the transaction open.
  */
 async function lockVersion(client: PoolClient, step: MigrationStep): Promise<number> {
-  await client.query('BEGIN');
-  try {
-    const owner = await client.query<{ owner: string; member: boolean }>(
-      `SELECT r.rolname AS owner, pg_has_role(current_user, n.nspowner, 'MEMBER') AS member
-       FROM pg_namespace n JOIN pg_roles r ON r.oid = n.nspowner WHERE n.nspname = 'workhorse'`,
-    );
-    const { owner: ownerRole, member } = owner.rows[0];
-    if (!member) throw new Error(`the role ${ownerRole} owns the schema`);
-    await client.query(`SET LOCAL ROLE ${client.escapeIdentifier(ownerRole)}`);
-    const { rows } = await client.query<{ version: number }>('SELECT version FROM workhorse.schema_version FOR UPDATE');
-    return rows[0].version;
-  } catch (error) {
-    throw new SchemaMigrationError(
-      `Cannot migrate the workhorse schema to version ${step.version} as this role: ${(error as Error).message}. ` +
-        "Run the migration as the schema's owner (the role that installed it) or a superuser; application roles " +
-        '(producer, worker, operator) may not.',
-      step.version,
-      { cause: error },
-    );
+  for (;;) {
+    await client.query('BEGIN');
+    const owner = await schemaOwner(client, step);
+    let rows: { version: number }[];
+    try {
+      await client.query(`SET LOCAL ROLE ${client.escapeIdentifier(owner)}`);
+      ({ rows } = await client.query<{ version: number }>('SELECT version FROM workhorse.schema_version FOR UPDATE SKIP LOCKED'));
+    } catch (error) {
+      throw refusedRole(step, error);
+    }
+    if (rows.length > 0) return rows[0].version;
+    await client.query('COMMIT');
+    await new Promise((resolve) => setTimeout(resolve, LOCK_POLL_MS));
   }
 }
 
@@ -106,42 +130,66 @@ function stepFailed(step: MigrationStep, from: number, error: unknown): SchemaMi
 }
 
 /** Applies one step unless another migrator did; says whether this call applied it. */
-async function applyStep(client: PoolClient, step: MigrationStep): Promise<boolean> {
+async function applyStep(client: PoolClient, pool: Pool, step: MigrationStep): Promise<boolean> {
+  if (!step.transactional) return applyOutsideTransaction(client, pool, step);
   const before = await lockVersion(client, step);
   if (before >= step.version) {
     await client.query('COMMIT');
     return false;
   }
-  if (step.transactional) {
-    try {
-      await client.query(step.sql);
-    } catch (error) {
-      throw stepFailed(step, before, error);
-    }
-    await recordStep(client, step);
-    await client.query('COMMIT');
-    return true;
-  }
-  // Outside a transaction, statement by statement: two migrators may both run it, which is
-  // why such a step must be idempotent (IF NOT EXISTS, dropping an INVALID index first).
-  await client.query('COMMIT');
   try {
-    for (const statement of splitStatements(step.sql)) await client.query(statement);
+    await client.query(step.sql);
   } catch (error) {
     throw stepFailed(step, before, error);
   }
-  const after = await lockVersion(client, step);
-  if (after < step.version) await recordStep(client, step);
+  await recordStep(client, step);
   await client.query('COMMIT');
-  return after < step.version;
+  return true;
 }
 
 /**
- * Installs or upgrades the schema on `client` to `source.target` (see {@link SchemaSource}).
+ * A no-transaction step: a second connection holds the migration lock while this one runs the
+ * statements one by one (as the schema's owner), then the holder records the step and commits.
+ * A run that dies half-way leaves the version where it was; the step's statements are written
+ * to be run again (IF NOT EXISTS, dropping an INVALID index first).
+ */
+async function applyOutsideTransaction(client: PoolClient, pool: Pool, step: MigrationStep): Promise<boolean> {
+  const holder = await CheckedOutClient.take(pool);
+  let failure: Error | undefined;
+  try {
+    const before = await lockVersion(holder.client, step);
+    if (before >= step.version) {
+      await holder.client.query('COMMIT');
+      return false;
+    }
+    const owner = await schemaOwner(client, step);
+    try {
+      await client.query(`SET ROLE ${client.escapeIdentifier(owner)}`);
+      for (const statement of splitStatements(step.sql)) await client.query(statement);
+    } catch (error) {
+      throw stepFailed(step, before, error);
+    } finally {
+      await client.query('RESET ROLE').catch(() => undefined);
+    }
+    await recordStep(holder.client, step);
+    await holder.client.query('COMMIT');
+    return true;
+  } catch (error) {
+    failure = error as Error;
+    await holder.client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    holder.release(failure);
+  }
+}
+
+/**
+ * Installs or upgrades the schema on `client` to `source.target` (see {@link SchemaSource}); a
+ * no-transaction step takes a second connection from `pool` to hold the lock.
  * A database newer than the target is refused with a {@link SchemaVersionMismatchError}; one
  * this package has no steps for, with a {@link SchemaMigrationError}. Either way nothing changes.
  */
-export async function migrateSchema(client: PoolClient, source: SchemaSource): Promise<InstallSchemaResult> {
+export async function migrateSchema(pool: Pool, client: PoolClient, source: SchemaSource): Promise<InstallSchemaResult> {
   try {
     let from = await installedVersion(client);
     if (from === null) {
@@ -172,7 +220,7 @@ export async function migrateSchema(client: PoolClient, source: SchemaSource): P
     }
     const applied: number[] = [];
     for (const step of steps) {
-      if (await applyStep(client, step)) applied.push(step.version);
+      if (await applyStep(client, pool, step)) applied.push(step.version);
     }
     return { created: false, from, to: source.target, applied };
   } catch (error) {

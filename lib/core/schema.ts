@@ -101,7 +101,7 @@ export async function installSchema(pool: Pool): Promise<InstallSchemaResult> {
   // Listened to while checked out: a connection killed mid-install fails the install, not the process.
   const checkedOut = await CheckedOutClient.take(pool).catch((error: unknown) => Promise.reject(fromConnectTimeout(error, pool)));
   try {
-    return await migrateSchema(checkedOut.client, SHIPPED);
+    return await migrateSchema(pool, checkedOut.client, SHIPPED);
   } catch (error) {
     throw fromConnectTimeout(error, pool);
   } finally {

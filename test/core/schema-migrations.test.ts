@@ -86,7 +86,7 @@ function sourceWithSteps(extra: Record<string, string>): SchemaSource {
 async function migrateWith(pool: Pool, source: SchemaSource) {
   const client = await pool.connect();
   try {
-    return await migrateSchema(client, source);
+    return await migrateSchema(pool, client, source);
   } finally {
     client.release();
   }
@@ -202,13 +202,13 @@ describe('concurrent migrators', () => {
         '-- workhorse:no-transaction\nCREATE INDEX CONCURRENTLY IF NOT EXISTS migration_probe_id ON workhorse.migration_probe (id);',
     });
     const migrators = Array.from({ length: 5 }, () => {
-      const pool = poolFor(db.url, 1);
+      const pool = poolFor(db.url, 2);
       pools.push(pool);
       return pool;
     });
     const results = await Promise.all(migrators.map((pool) => migrateWith(pool, source)));
     expect(results.every((r) => r.from === BASELINE_VERSION && r.to === 7 && !r.created)).toBe(true);
-    // Every transactional step by exactly one migrator; a no-transaction step may have run in several.
+    // Every step by exactly one migrator, the no-transaction one too (its lock is held on a second connection).
     const applied = results.flatMap((r) => r.applied);
     expect(applied.filter((v) => v === 5)).toHaveLength(1);
     expect(applied.filter((v) => v === 6)).toHaveLength(1);
@@ -325,7 +325,9 @@ describe('the migration lock and application roles', () => {
           expect([lock, await sqlstateOf(client, `SELECT version FROM workhorse.schema_version ${lock}`)]).toEqual([lock, '42501']);
         }
         for (const mode of ['ROW SHARE', 'ROW EXCLUSIVE', 'SHARE', 'EXCLUSIVE', 'ACCESS EXCLUSIVE']) {
+          await client.query('BEGIN');
           expect([mode, await sqlstateOf(client, `LOCK TABLE workhorse.schema_version IN ${mode} MODE`)]).toEqual([mode, '42501']);
+          await client.query('ROLLBACK');
         }
         expect(await sqlstateOf(client, 'UPDATE workhorse.schema_version SET version = 5')).toBe('42501');
       } finally {
