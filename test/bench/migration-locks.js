@@ -111,6 +111,7 @@ function startProbe(url) {
     }
   })();
   return {
+    rounds: () => rounds,
     reset() {
       const result = { worst, rounds };
       worst = 0;
@@ -161,7 +162,10 @@ async function main() {
     ];
     const before = await relfilenodes(pool);
     const probe = startProbe(url);
-    await new Promise((r) => setTimeout(r, 500));
+    // Warm the probe up (connections, plans), then take its worst round trip with no migration.
+    while (probe.rounds() < 50) await new Promise((r) => setTimeout(r, 50));
+    probe.reset();
+    await new Promise((r) => setTimeout(r, 3000));
     const idle = probe.reset();
     const results = [];
     for (const step of steps) {
@@ -179,6 +183,7 @@ async function main() {
       const { worst, rounds } = probe.reset();
       results.push({ step: step.file, shipped: step.shipped, transactional: step.transactional, ms, probeWorstMs: worst, probeRounds: rounds });
       log(`${step.file}: ${ms.toFixed(1)} ms, probe worst ${worst.toFixed(1)} ms over ${rounds} rounds`);
+      await new Promise((r) => setTimeout(r, 1000));
     }
     await probe.end();
     const after = await relfilenodes(pool);
@@ -188,7 +193,7 @@ async function main() {
               pg_size_pretty(pg_database_size(current_database())) AS size, version() AS server`,
     );
     process.stdout.write(
-      `${JSON.stringify({ ...sizes.rows[0], probeIdleWorstMs: idle.worst, results, rewrittenTables: rewritten }, null, 2)}\n`,
+      `${JSON.stringify({ ...sizes.rows[0], probeIdle: idle, results, rewrittenTables: rewritten }, null, 2)}\n`,
     );
   } finally {
     await pool.end();

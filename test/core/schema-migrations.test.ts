@@ -24,11 +24,13 @@ import { MIGRATIONS_DIR, SQL_DIR } from '../../lib/core/schema';
 import { migrateSchema, type SchemaSource } from '../../lib/core/schema-migrator';
 import { BASELINE_VERSION, baselineSql, installBaseline } from '../support/baseline';
 import { workhorseCatalog } from '../support/catalog';
+import { fencedBlocks } from '../support/markdown';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectRejects } from '../support/expect-rejects';
 import { clientFor, LoginRoles, poolFor, sqlstateOf } from '../support/roles';
 
 const INSTALL_LOCK_KEY = 7_362_515_001;
+const ROOT = join(__dirname, '..', '..');
 
 const databases: TestDatabase[] = [];
 const pools: Pool[] = [];
@@ -305,6 +307,30 @@ describe('refusals', () => {
       { version: 5, name: 'migration_log' },
       { version: 6, name: 'concurrent' },
     ]);
+  });
+});
+
+describe("docs/upgrading.md's no-transaction step", () => {
+  it('replaces an INVALID index an interrupted run left, and runs again harmlessly', async () => {
+    const [example] = fencedBlocks(ROOT, 'docs/upgrading.md').filter((block) => block.language === 'sql');
+    expect(example.code.split('\n')[0]).toBe('-- workhorse:no-transaction');
+    const db = await baselineDatabase();
+    const source = sourceWithSteps({ '0006_lease_index.sql': example.code });
+    expect(source.steps()[1]).toMatchObject({ version: 6, transactional: false });
+    // What an interrupted CREATE INDEX CONCURRENTLY leaves: the index, marked invalid.
+    await db.pool.query('CREATE INDEX job_runtime_lease_idx ON workhorse.job_runtime (lease_expires_at)');
+    await db.pool.query("UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'workhorse.job_runtime_lease_idx'::regclass");
+    await expect(migrateWith(db.pool, source)).resolves.toMatchObject({ from: BASELINE_VERSION, to: 6, applied: [5, 6] });
+    const valid = () => db.pool.query("SELECT indisvalid FROM pg_index WHERE indexrelid = 'workhorse.job_runtime_lease_idx'::regclass");
+    expect((await valid()).rows).toEqual([{ indisvalid: true }]);
+    // Run again from scratch (as a second migrator that lost the race would): nothing breaks.
+    const client = await db.pool.connect();
+    try {
+      for (const statement of splitStatements(example.code)) await client.query(statement);
+    } finally {
+      client.release();
+    }
+    expect((await valid()).rows).toEqual([{ indisvalid: true }]);
   });
 });
 
