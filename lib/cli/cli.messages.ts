@@ -57,8 +57,10 @@ export const messages = {
     'The database holds a newer workhorse schema than this package ships: a service there probably runs a newer\n' +
     `nestjs-workhorse. Upgrade this package to the release that ships schema version ${installed}; a schema is never\n` +
     'downgraded.',
-  schemaWorkers: (workers: readonly { version: string; count: number }[]) =>
-    workers.length === 0
+  schemaWorkers: (workers: readonly { version: string; count: number }[] | null) =>
+    workers === null
+      ? 'Live workers: not visible to this role (listing them needs the operator capability).'
+      : workers.length === 0
       ? 'Live workers: none.'
       : `Live workers: ${workers.map((w) => `${w.count} on ${w.version}`).join(', ')}.`,
   schemaInstalled: (version: number) => `Installed the workhorse schema, version ${version}.`,

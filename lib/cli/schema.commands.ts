@@ -7,11 +7,14 @@ import { listWorkers } from '../core/operations/live-workers';
 import { getSchemaStatus, installSchema, pendingMigrationSteps, type SchemaStatus } from '../core/schema';
 import type { MigrationStepInfo } from '../core/migration-steps';
 import { EXIT, type ExitCode } from './cli.errors';
+import { sqlState } from './database-connection';
 import { messages } from './cli.messages';
 import type { CommandContext, CommandGroup, RunnableCommand } from './command';
 
 /** `schema status --json` names the situation, so scripts need not compare numbers. */
 type SchemaSituation = 'up-to-date' | 'not-installed' | 'older' | 'newer';
+
+const INSUFFICIENT_PRIVILEGE = '42501';
 
 /** Live workers (not gone) running one package version. */
 interface WorkerVersionCount {
@@ -33,11 +36,21 @@ function describeStatus(status: SchemaStatus, pending: readonly MigrationStepInf
     : messages.schemaNewer(status.installed, status.expected);
 }
 
-/** The registry's live workers grouped by the version they run (none when the schema is absent). */
-async function workerVersions({ pool }: CommandContext, status: SchemaStatus): Promise<WorkerVersionCount[]> {
+/**
+ * The registry's live workers grouped by the version they run (none when the schema is absent;
+ * null when this role may not list them: listing needs the operator capability).
+ */
+async function workerVersions({ pool }: CommandContext, status: SchemaStatus): Promise<WorkerVersionCount[] | null> {
   if (status.installed === null) return [];
+  let workers: Awaited<ReturnType<typeof listWorkers>>;
+  try {
+    workers = await listWorkers(pool);
+  } catch (error) {
+    if (sqlState(error) === INSUFFICIENT_PRIVILEGE) return null;
+    throw error;
+  }
   const counts = new Map<string, number>();
-  for (const worker of await listWorkers(pool)) {
+  for (const worker of workers) {
     if (worker.status !== 'gone') counts.set(worker.version, (counts.get(worker.version) ?? 0) + 1);
   }
   return [...counts].map(([version, count]) => ({ version, count })).sort((a, b) => a.version.localeCompare(b.version));

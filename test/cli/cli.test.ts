@@ -9,7 +9,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { getSchemaStatus, MIN_SCHEMA_VERSION, SCHEMA_VERSION, type JobSnapshot, type Page, type TimelineEntry } from '../../lib/core';
+import { getSchemaStatus, grantRole, MIN_SCHEMA_VERSION, SCHEMA_VERSION, type JobSnapshot, type Page, type TimelineEntry } from '../../lib/core';
 import { BASELINE_VERSION, installBaseline } from '../support/baseline';
 import { createTestDatabase } from '../support/db';
 import { claimOne, complete, fail } from '../support/protocol';
@@ -128,7 +128,7 @@ describe('help and the command line', () => {
 });
 
 describe('schema migrate, install and status', () => {
-  const { db } = useTestDatabase({ installSchema: false, checkInvariants: false });
+  const { db, roles } = useTestDatabase({ installSchema: false, checkInvariants: false });
   let env: Env;
 
   beforeAll(async () => {
@@ -234,6 +234,17 @@ describe('schema migrate, install and status', () => {
           `This package's workers and producers also work with version ${BASELINE_VERSION} meanwhile (they accept ${MIN_SCHEMA_VERSION} to ${SCHEMA_VERSION}).\n` +
           'Live workers: 1 on 0.10.0, 2 on 0.9.0.\n',
       );
+
+      // A role that may not list workers (a producer) still gets the schema's status.
+      const producer = await roles.create(old.url, 'wh_cli_producer');
+      await grantRole(old.pool, producer.name, 'producer');
+      const asProducer = await cli(['schema', 'status', '--json'], { DATABASE_URL: producer.url });
+      expect(documentOf(asProducer, 3)).toMatchObject({ installed: BASELINE_VERSION, status: 'older', pending, workers: null });
+      expect((await cli(['schema', 'status'], { DATABASE_URL: producer.url })).stdout).toMatch(
+        /\nLive workers: not visible to this role \(listing them needs the operator capability\)\.\n$/,
+      );
+      // Nor may it migrate: the schema's owner does.
+      expect(errorOf(await cli(['schema', 'migrate'], { DATABASE_URL: producer.url }), 1)).toMatch(/Run the migration as the schema's owner/);
 
       expect(await cli(['schema', 'migrate'], oldEnv)).toEqual({
         code: 0,
