@@ -18,6 +18,7 @@
  */
 const { execFileSync } = require('node:child_process');
 const path = require('node:path');
+const { parseArgs: parseArgsOf } = require('node:util');
 const { performance } = require('node:perf_hooks');
 const { startServer } = require('./lib/server');
 require('../support/ts-register.js');
@@ -32,9 +33,11 @@ const ROOT = path.resolve(__dirname, '..', '..');
 const log = (m) => process.stderr.write(`[migration-locks] ${m}\n`);
 
 function parseArgs(argv) {
-  const args = { finished: 1_000_000, live: 100_000 };
-  for (let i = 0; i < argv.length; i += 2) args[argv[i].replace(/^--/, '')] = Number(argv[i + 1]);
-  return args;
+  const { values } = parseArgsOf({
+    args: argv,
+    options: { finished: { type: 'string', default: '1000000' }, live: { type: 'string', default: '100000' } },
+  });
+  return { finished: Number(values.finished), live: Number(values.live) };
 }
 
 function git(args) {
