@@ -50,20 +50,33 @@ async function installedVersion(client: PoolClient): Promise<number | null> {
   return rows[0]?.version ?? null;
 }
 
-/** Creates the schema unless it exists; returns the version installed afterwards and whether this call made it. */
+/**
+ * Creates the schema unless it exists; returns the version installed afterwards and whether this
+ * call made it. The lock is taken for the session, before the transaction begins: a transaction
+ * that began before another installer committed would still see this session's cached "no such
+ * schema" (catalog caches take in other sessions' changes at the start of a transaction, not
+ * when an advisory lock is granted), and would try to create the schema a second time.
+ */
 async function installFresh(client: PoolClient, source: SchemaSource): Promise<{ created: boolean; version: number | null }> {
-  await client.query('BEGIN');
-  await client.query('SELECT pg_advisory_xact_lock($1)', [INSTALL_LOCK_KEY]);
-  const again = await installedVersion(client);
-  if (again !== null) {
+  await client.query('SELECT pg_advisory_lock($1)', [INSTALL_LOCK_KEY]);
+  try {
+    await client.query('BEGIN');
+    const again = await installedVersion(client);
+    if (again !== null) {
+      await client.query('COMMIT');
+      return { created: false, version: again };
+    }
+    for (const sql of source.installSql()) await client.query(sql);
+    await client.query('INSERT INTO workhorse.schema_version (version) VALUES ($1)', [source.target]);
+    await client.query("INSERT INTO workhorse.schema_migration (version, name) VALUES ($1, 'install')", [source.target]);
     await client.query('COMMIT');
-    return { created: false, version: again };
+    return { created: true, version: source.target };
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    await client.query('SELECT pg_advisory_unlock($1)', [INSTALL_LOCK_KEY]).catch(() => undefined);
   }
-  for (const sql of source.installSql()) await client.query(sql);
-  await client.query('INSERT INTO workhorse.schema_version (version) VALUES ($1)', [source.target]);
-  await client.query("INSERT INTO workhorse.schema_migration (version, name) VALUES ($1, 'install')", [source.target]);
-  await client.query('COMMIT');
-  return { created: true, version: source.target };
 }
 
 /** The role that owns the schema, after checking that this session may act as it. */
