@@ -3,8 +3,9 @@
 // Builds the package into dist/, as `npm run build` and `npm pack` (prepack) do:
 //  1. removes dist/, so a file deleted or renamed in lib/ never lingers in a published tarball;
 //  2. compiles lib/ with tsconfig.build.json (JavaScript and declarations);
-//  3. copies sql/*.sql into dist/sql/, where dist/lib/core/*.js finds the SQL at ../../sql,
-//     exactly as lib/core/*.ts does in the repository. The tarball ships the SQL only there.
+//  3. copies sql/*.sql and sql/migrations/*.sql into dist/sql/, where dist/lib/core/*.js finds
+//     the SQL at ../../sql, exactly as lib/core/*.ts does in the repository. The tarball ships
+//     the SQL only there.
 // It writes nothing to stdout (tsc's diagnostics and its own line go to stderr), because as the
 // prepack script its stdout would land inside the JSON that `npm pack --json` prints.
 const { execFileSync } = require('node:child_process');
@@ -26,7 +27,8 @@ try {
   process.exit(typeof error.status === 'number' && error.status !== 0 ? error.status : 1);
 }
 
-const files = fs.readdirSync(from).filter((name) => name.endsWith('.sql')).sort();
+const sqlIn = (dir) => fs.readdirSync(dir).filter((name) => name.endsWith('.sql')).sort();
+const files = sqlIn(from);
 if (files.length === 0) {
   console.error(`build: no .sql files in ${from}`);
   process.exit(1);
@@ -35,4 +37,10 @@ fs.mkdirSync(to, { recursive: true });
 for (const name of files) {
   fs.copyFileSync(path.join(from, name), path.join(to, name));
 }
-console.error(`build: compiled lib/ and copied ${files.length} SQL file(s) to ${path.relative(root, to)}`);
+// The migration steps (sql/migrations/NNNN_<slug>.sql), which upgrade an installed schema.
+const steps = fs.existsSync(path.join(from, 'migrations')) ? sqlIn(path.join(from, 'migrations')) : [];
+fs.mkdirSync(path.join(to, 'migrations'), { recursive: true });
+for (const name of steps) {
+  fs.copyFileSync(path.join(from, 'migrations', name), path.join(to, 'migrations', name));
+}
+console.error(`build: compiled lib/ and copied ${files.length} SQL file(s) and ${steps.length} migration step(s) to ${path.relative(root, to)}`);

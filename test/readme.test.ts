@@ -1,7 +1,7 @@
 /**
  * The README stays true to the code: every ```ts block of README.md (and of docs/workers.md,
  * docs/testing.md, docs/integrations.md, docs/dashboard.md, docs/security.md, docs/operations.md,
- * docs/orchestration.md and docs/schedules.md) is
+ * docs/orchestration.md, docs/schedules.md and docs/upgrading.md) is
  * type-checked with the TypeScript compiler, with `nestjs-workhorse` resolving to lib/ through
  * the paths of tsconfig.json, and any diagnostic fails. Besides, the two newcomer commands stand
  * near the top, every `npm run` script the documents mention exists, and every relative link
@@ -19,8 +19,8 @@ import { fencedBlocks as blocksOf, namedFile, type Block } from './support/markd
 
 const ROOT = resolve(__dirname, '..');
 const fencedBlocks = (document: string): Block[] => blocksOf(ROOT, document);
-const CHECKED_DOCUMENTS = ['README.md', 'docs/workers.md', 'docs/testing.md', 'docs/integrations.md', 'docs/dashboard.md', 'docs/security.md', 'docs/operations.md', 'docs/orchestration.md', 'docs/schedules.md'];
-const LINKED_DOCUMENTS = ['README.md', 'docs/README.md', 'docs/workers.md', 'docs/integrations.md', 'docs/dashboard.md', 'docs/security.md', 'docs/operations.md', 'docs/orchestration.md', 'docs/schedules.md', 'docs/cli.md'];
+const CHECKED_DOCUMENTS = ['README.md', 'docs/workers.md', 'docs/testing.md', 'docs/integrations.md', 'docs/dashboard.md', 'docs/security.md', 'docs/operations.md', 'docs/orchestration.md', 'docs/schedules.md', 'docs/upgrading.md'];
+const LINKED_DOCUMENTS = ['README.md', 'docs/README.md', 'docs/workers.md', 'docs/integrations.md', 'docs/dashboard.md', 'docs/security.md', 'docs/operations.md', 'docs/orchestration.md', 'docs/schedules.md', 'docs/cli.md', 'docs/upgrading.md', 'docs/protocol.md'];
 /** Where the blocks live, virtually: inside the repository, so node_modules and paths resolve. */
 const VIRTUAL_ROOT = join(ROOT, '.readme-blocks');
 

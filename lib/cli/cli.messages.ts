@@ -2,6 +2,7 @@
  * Every message `workhorse` shows a person, apart from the help texts (which sit next to the
  * commands they describe). Each error says what is wrong and what to do about it.
  */
+import { BASELINE_SCHEMA_VERSION, type MigrationStepInfo } from '../core/migration-steps';
 import type { CancelResult, JobState } from '../core/types';
 import type { CompleteHumanWaitStatus } from '../core/waits';
 
@@ -37,18 +38,35 @@ export const messages = {
   // ---- schema -----------------------------------------------------------------------------------
   schemaUpToDate: (version: number) => `Installed: version ${version}. This package: version ${version}. Up to date.`,
   schemaAbsent: () => 'No workhorse schema in this database. Run `workhorse schema install`.',
-  schemaOlder: (installed: number, expected: number) =>
-    `Installed: version ${installed}. This package: version ${expected}. Out of date.\n` +
-    'The database holds an older workhorse schema than this package needs, and during 0.x there is no upgrade path. Either:\n' +
-    `  - use the nestjs-workhorse release that ships schema version ${installed}, or\n` +
-    '  - drop the schema and install it again, which DELETES every queued job and its history:\n' +
-    '      psql "$DATABASE_URL" -c \'DROP SCHEMA workhorse CASCADE\' && workhorse schema install',
+  schemaOlder: (installed: number, expected: number, minimum: number, pending: readonly MigrationStepInfo[]) =>
+    pending.length === 0
+      ? `Installed: version ${installed}. This package: version ${expected}. Out of date.\n` +
+        `The database holds a workhorse schema older than version ${BASELINE_SCHEMA_VERSION}, the first one that can be migrated;\n` +
+        'this package cannot upgrade it.'
+      : `Installed: version ${installed}. This package: version ${expected}. Out of date.\n` +
+    `The database holds an older workhorse schema: ${pending.length} migration step${pending.length === 1 ? '' : 's'} to apply.\n` +
+    pending
+      .map((step) => `  ${String(step.version).padStart(4, '0')} ${step.name} (${step.transactional ? 'one transaction' : 'no transaction, resumable'})\n`)
+      .join('') +
+    'Run `workhorse schema migrate` as the schema\'s owner; queued jobs, schedules and history are kept.\n' +
+    (installed >= minimum
+      ? `This package's workers and producers also work with version ${installed} meanwhile (they accept ${minimum} to ${expected}).`
+      : `Until then this package's workers refuse to start (they accept versions ${minimum} to ${expected}).`),
   schemaNewer: (installed: number, expected: number) =>
     `Installed: version ${installed}. This package: version ${expected}. Out of date.\n` +
     'The database holds a newer workhorse schema than this package ships: a service there probably runs a newer\n' +
-    `nestjs-workhorse. Upgrade this package to the release that ships schema version ${installed}; do not drop the\n` +
-    'schema while that service uses it.',
+    `nestjs-workhorse. Upgrade this package to the release that ships schema version ${installed}; a schema is never\n` +
+    'downgraded.',
+  schemaWorkers: (workers: readonly { version: string; count: number }[] | null) =>
+    workers === null
+      ? 'Live workers: not visible to this role (listing them needs the operator capability).'
+      : workers.length === 0
+      ? 'Live workers: none.'
+      : `Live workers: ${workers.map((w) => `${w.count} on ${w.version}`).join(', ')}.`,
   schemaInstalled: (version: number) => `Installed the workhorse schema, version ${version}.`,
+  schemaMigrated: (from: number, to: number, applied: readonly number[]) =>
+    `Migrated the workhorse schema from version ${from} to ${to} (applied step${applied.length === 1 ? '' : 's'} ${applied.join(', ')}). ` +
+    'Queued jobs, schedules and history are kept.',
   schemaAlreadyInstalled: (version: number) =>
     `The workhorse schema is already installed (version ${version}, the version this package ships). Nothing to do.`,
   schemaMissingForJobs: () => 'No workhorse schema in this database. Run `workhorse schema install` first.',

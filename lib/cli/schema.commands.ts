@@ -1,14 +1,26 @@
 /**
- * `workhorse schema install` and `workhorse schema status`: put the protocol's tables and
- * functions into a database, and say whether a database holds the version this package needs.
+ * `workhorse schema migrate` (alias `install`) and `workhorse schema status`: put the protocol's
+ * tables and functions into a database or upgrade them step by step, and say where a database
+ * stands against this package (pending steps, and which releases its live workers run).
  */
-import { getSchemaStatus, installSchema, type SchemaStatus } from '../core/schema';
+import { listWorkers } from '../core/operations/live-workers';
+import { getSchemaStatus, installSchema, pendingMigrationSteps, type SchemaStatus } from '../core/schema';
+import type { MigrationStepInfo } from '../core/migration-steps';
 import { EXIT, type ExitCode } from './cli.errors';
+import { sqlState } from './database-connection';
 import { messages } from './cli.messages';
-import type { CommandContext, CommandGroup } from './command';
+import type { CommandContext, CommandGroup, RunnableCommand } from './command';
 
 /** `schema status --json` names the situation, so scripts need not compare numbers. */
 type SchemaSituation = 'up-to-date' | 'not-installed' | 'older' | 'newer';
+
+const INSUFFICIENT_PRIVILEGE = '42501';
+
+/** Live workers (not gone) running one package version. */
+interface WorkerVersionCount {
+  version: string;
+  count: number;
+}
 
 function situation(status: SchemaStatus): SchemaSituation {
   if (status.installed === null) return 'not-installed';
@@ -16,55 +28,95 @@ function situation(status: SchemaStatus): SchemaSituation {
   return status.installed < status.expected ? 'older' : 'newer';
 }
 
-function describeStatus(status: SchemaStatus): string {
+function describeStatus(status: SchemaStatus, pending: readonly MigrationStepInfo[]): string {
   if (status.installed === null) return messages.schemaAbsent();
   if (status.upToDate) return messages.schemaUpToDate(status.installed);
   return status.installed < status.expected
-    ? messages.schemaOlder(status.installed, status.expected)
+    ? messages.schemaOlder(status.installed, status.expected, status.minimum, pending)
     : messages.schemaNewer(status.installed, status.expected);
 }
 
-async function status({ pool, output }: CommandContext): Promise<ExitCode> {
+/**
+ * The registry's live workers grouped by the version they run (none when the schema is absent;
+ * null when this role may not list them: listing needs the operator capability).
+ */
+async function workerVersions({ pool }: CommandContext, status: SchemaStatus): Promise<WorkerVersionCount[] | null> {
+  if (status.installed === null) return [];
+  let workers: Awaited<ReturnType<typeof listWorkers>>;
+  try {
+    workers = await listWorkers(pool);
+  } catch (error) {
+    if (sqlState(error) === INSUFFICIENT_PRIVILEGE) return null;
+    throw error;
+  }
+  const counts = new Map<string, number>();
+  for (const worker of workers) {
+    if (worker.status !== 'gone') counts.set(worker.version, (counts.get(worker.version) ?? 0) + 1);
+  }
+  return [...counts].map(([version, count]) => ({ version, count })).sort((a, b) => a.version.localeCompare(b.version));
+}
+
+async function status(context: CommandContext): Promise<ExitCode> {
+  const { pool, output } = context;
   const current = await getSchemaStatus(pool);
-  if (output.json) output.document({ ...current, status: situation(current) });
-  else output.text(describeStatus(current));
+  const pending = pendingMigrationSteps(current.installed);
+  const workers = await workerVersions(context, current);
+  if (output.json) {
+    output.document({ ...current, status: situation(current), pending, workers });
+  } else {
+    output.text(describeStatus(current, pending));
+    output.text(messages.schemaWorkers(workers));
+  }
   return current.upToDate ? EXIT.ok : EXIT.schemaNotReady;
 }
 
-async function install({ pool, output }: CommandContext): Promise<ExitCode> {
-  const before = await getSchemaStatus(pool);
-  // Refuses another installed version (SchemaVersionMismatchError) without changing anything.
-  await installSchema(pool);
-  const changed = before.installed === null;
+async function migrate({ pool, output }: CommandContext): Promise<ExitCode> {
+  // Refuses a newer version (SchemaVersionMismatchError) without changing anything.
+  const result = await installSchema(pool);
+  const changed = result.created || result.applied.length > 0;
   if (output.json) {
-    output.document({ installed: before.expected, expected: before.expected, upToDate: true, changed });
+    output.document({ installed: result.to, expected: result.to, upToDate: true, changed, ...result });
+  } else if (result.created) {
+    output.text(messages.schemaInstalled(result.to));
+  } else if (result.from !== null && result.applied.length > 0) {
+    output.text(messages.schemaMigrated(result.from, result.to, result.applied));
   } else {
-    output.text(changed ? messages.schemaInstalled(before.expected) : messages.schemaAlreadyInstalled(before.expected));
+    output.text(messages.schemaAlreadyInstalled(result.to));
   }
   return EXIT.ok;
 }
 
+const MIGRATE_DESCRIPTION =
+  'Installs the workhorse schema (tables, indexes and the versioned SQL functions) if the database has\n' +
+  "none, or upgrades it to this package's version by applying each pending step (sql/migrations) in\n" +
+  'its own transaction. Queued jobs, schedules and history are kept. Run it as the role that owns the\n' +
+  'schema. Running it again does nothing; several migrators at once take turns and each step is applied\n' +
+  'once. A database newer than this package is refused and left unchanged: a schema is never downgraded.';
+
+function migrateCommand(name: string, summary: string): RunnableCommand {
+  return {
+    name,
+    summary,
+    description: MIGRATE_DESCRIPTION,
+    examples: [`DATABASE_URL=postgres://owner@db:5432/app workhorse schema ${name}`, `workhorse schema ${name} --json`],
+    run: migrate,
+  };
+}
+
 export const schemaCommands: CommandGroup = {
   name: 'schema',
-  summary: 'Install the workhorse schema, or check which version a database holds.',
+  summary: 'Install or upgrade the workhorse schema, or check which version a database holds.',
   subcommands: [
-    {
-      name: 'install',
-      summary: 'Install the workhorse schema (tables and SQL functions) if it is absent.',
-      description:
-        'Installs the workhorse schema (tables, indexes and the versioned SQL functions) into the database\n' +
-        'if it is absent. Running it again does nothing; several installers at once take turns. A database\n' +
-        'that holds another schema version is refused and left unchanged.',
-      examples: ['DATABASE_URL=postgres://app@db:5432/app workhorse schema install', 'workhorse schema install --json'],
-      run: install,
-    },
+    migrateCommand('migrate', "Install the workhorse schema, or upgrade it to this package's version."),
+    migrateCommand('install', 'The same as `schema migrate`: install the schema if it is absent, upgrade it if it is older.'),
     {
       name: 'status',
-      summary: "Compare the database's schema version with this package's.",
+      summary: "Compare the database's schema version with this package's; list pending steps and live workers.",
       description:
-        "Compares the schema version installed in the database with the version this package ships,\n" +
-        'and says what to do if they differ. Changes nothing. Exits 0 when they match and 3 when the\n' +
-        'schema is absent or another version, so deploy scripts can gate on it.',
+        "Compares the schema version installed in the database with the version this package ships, lists\n" +
+        'the migration steps `schema migrate` would apply (and whether each runs in one transaction), and\n' +
+        'counts the live workers by the package version they run. Changes nothing. Exits 0 when the schema\n' +
+        'is up to date and 3 when it is absent, older or newer, so deploy scripts can gate on it.',
       examples: ['workhorse schema status', 'workhorse schema status --json'],
       run: status,
     },

@@ -49,17 +49,42 @@ export class SchemaNotInstalledError extends WorkhorseError {
   }
 }
 
-/** The database holds another version of the schema than this package ships. */
+/**
+ * The database holds a schema version this package cannot work with: newer than the package
+ * (raised by `installSchema`, which never downgrades, and by `verifySchema`), or older than the
+ * oldest version its calls still exist in (`verifySchema`; `installSchema` migrates it). Nothing
+ * is changed. `minimum`..`expected` is the range this package accepts.
+ */
 export class SchemaVersionMismatchError extends WorkhorseError {
   constructor(
     readonly installed: number,
     readonly expected: number,
+    readonly minimum: number = expected,
   ) {
     super(
-      `The workhorse schema in this database is version ${installed}, but this package needs version ${expected}. ` +
-        'During 0.x there is no upgrade path: either install the package release that matches the database, ' +
-        'or (losing every queued job and its history) run `DROP SCHEMA workhorse CASCADE` and install again.',
+      installed > expected
+        ? `The workhorse schema in this database is version ${installed}, newer than this package (version ${expected}): ` +
+            'upgrade the package to the release that ships it. A schema is never downgraded.'
+        : `The workhorse schema in this database is version ${installed}, older than this package needs ` +
+            `(version ${minimum} to ${expected}): run \`npx workhorse schema migrate\` or call installSchema(pool) as the ` +
+            "schema's owner, then start again. Queued jobs, schedules and history are kept.",
     );
+  }
+}
+
+/**
+ * An upgrade of the schema could not be made: the database is older than the first version
+ * that can be migrated, this package lacks a step file, the role may not migrate, or a step
+ * failed. `version` is the step it stopped at (null when none ran); the message says what was
+ * applied and what to do.
+ */
+export class SchemaMigrationError extends WorkhorseError {
+  constructor(
+    message: string,
+    readonly version: number | null,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
   }
 }
 

@@ -29,6 +29,7 @@ export {
   RetryAfterError,
   ScheduleNotFoundError,
   SchemaNotInstalledError,
+  SchemaMigrationError,
   SchemaVersionMismatchError,
   SignalTimeoutError,
   UnknownDependencyError,
@@ -64,7 +65,17 @@ export type {
 export { DEFAULT_SCHEDULE_NAMESPACE } from './schedules/admin-operations';
 export { planSchedules } from './schedules/planner';
 export type * from './schedules/types';
-export { getSchemaStatus, installSchema, SCHEMA_VERSION, verifySchema, type InstallSchemaResult, type SchemaStatus } from './schema';
+export {
+  getSchemaStatus,
+  installSchema,
+  MIN_SCHEMA_VERSION,
+  pendingMigrationSteps,
+  SCHEMA_VERSION,
+  verifySchema,
+  type InstallSchemaResult,
+  type SchemaStatus,
+} from './schema';
+export type { MigrationStepInfo } from './migration-steps';
 export { DEFAULT_CONNECT_TIMEOUT_MS } from './connect-timeout';
 export { TransactionScope, type TransactionSource } from './transaction-scope';
 export * from './types';

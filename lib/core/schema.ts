@@ -4,28 +4,58 @@ import type { Pool, PoolClient } from 'pg';
 import { CheckedOutClient } from './checked-out-client';
 import { applyConnectTimeout, fromConnectTimeout } from './connect-timeout';
 import { SchemaNotInstalledError, SchemaVersionMismatchError } from './errors';
+import { readMigrationSteps, type MigrationStep, type MigrationStepInfo } from './migration-steps';
+import { migrateSchema, type InstallSchemaResult, type SchemaSource } from './schema-migrator';
+
+export type { InstallSchemaResult } from './schema-migrator';
 
 /**
- * The schema version this package ships. It changes whenever `sql/` changes in a way an
- * installed database must see; during 0.x there is no migration between versions. (The Go SDK's
- * tests read it from this line.)
+ * The schema version this package ships: the number of its last migration step
+ * (sql/migrations/NNNN_*.sql; a test keeps the two equal). (The Go SDK's tests read it from this line.)
  */
-export const SCHEMA_VERSION = 4;
+export const SCHEMA_VERSION = 5;
+
+/**
+ * The oldest installed schema version this package works with: every function its calls use
+ * exists from this version on. A worker of this release starts against any version from here to
+ * {@link SCHEMA_VERSION}, so workers can be rolled before or after the migration.
+ */
+export const MIN_SCHEMA_VERSION = 4;
 
 /** Where the protocol's `.sql` files live: `sql/` in the repository, `dist/sql/` when built. */
 export const SQL_DIR = join(__dirname, '..', '..', 'sql');
 
-// One key for every installer of this schema, so two processes starting at once take turns.
-const INSTALL_LOCK_KEY = 7_362_515_001;
+/** The migration steps: `sql/migrations/` (`dist/sql/migrations/` when built). */
+export const MIGRATIONS_DIR = join(SQL_DIR, 'migrations');
 
 export interface SchemaStatus {
   /** The version installed in the database, or null when the schema is absent. */
   installed: number | null;
   /** The version this package ships. */
   expected: number;
+  /** The oldest installed version this package works with. */
+  minimum: number;
   /** True when `installed === expected`. */
   upToDate: boolean;
 }
+
+let shippedSteps: MigrationStep[] | undefined;
+
+function steps(): MigrationStep[] {
+  shippedSteps ??= readMigrationSteps(MIGRATIONS_DIR);
+  return shippedSteps;
+}
+
+const SHIPPED: SchemaSource = {
+  installSql: () =>
+    readdirSync(SQL_DIR)
+      .filter((name) => name.endsWith('.sql'))
+      .sort()
+      .map((file) => readFileSync(join(SQL_DIR, file), 'utf8')),
+  steps,
+  target: SCHEMA_VERSION,
+  minimum: MIN_SCHEMA_VERSION,
+};
 
 /** Reads the installed schema version; never writes. */
 export async function getSchemaStatus(pool: Pool | PoolClient): Promise<SchemaStatus> {
@@ -37,50 +67,42 @@ export async function getSchemaStatus(pool: Pool | PoolClient): Promise<SchemaSt
     const row = await pool.query<{ version: number }>('SELECT version FROM workhorse.schema_version');
     installed = row.rows[0]?.version ?? null;
   }
-  return { installed, expected: SCHEMA_VERSION, upToDate: installed === SCHEMA_VERSION };
-}
-
-/** What {@link installSchema} did. */
-export interface InstallSchemaResult {
-  /** True when this call created the schema; false when the right version was already there. */
-  created: boolean;
-  /** The schema version now installed (the one this package ships). */
-  version: number;
+  return { installed, expected: SCHEMA_VERSION, minimum: MIN_SCHEMA_VERSION, upToDate: installed === SCHEMA_VERSION };
 }
 
 /**
- * Installs the `workhorse` schema (tables, indexes and the versioned SQL functions) if it is
- * absent, and says whether it did. Calling it again for the same version does nothing, and
- * concurrent callers are serialised by an advisory lock. A database that holds another version
- * is refused with a {@link SchemaVersionMismatchError} that says what to do; nothing is changed.
- * A database that does not answer fails with a `ConnectTimeoutError` after the pool's connect
- * timeout (10 s unless the pool sets `connectionTimeoutMillis`).
+ * The steps {@link installSchema} would apply to a database at `installed`, in order (none for
+ * an absent schema, which is installed whole, or a version at or past this package's).
+ */
+export function pendingMigrationSteps(installed: number | null): MigrationStepInfo[] {
+  if (installed === null) return [];
+  return steps()
+    .filter((step) => step.version > installed && step.version <= SCHEMA_VERSION)
+    .map(({ version, name, transactional }) => ({ version, name, transactional }));
+}
+
+/**
+ * Installs the `workhorse` schema if it is absent, or upgrades it to the version this package
+ * ships by applying each pending migration step (sql/migrations/) in its own transaction, and
+ * says what it did. Run it as the schema's owner. Calling it again does nothing; concurrent
+ * callers are serialised by a lock no application role can take, so each step is applied once.
+ * Queued jobs, schedules and history are kept. A database newer than this package is refused
+ * with a {@link SchemaVersionMismatchError} and one it cannot upgrade with a
+ * `SchemaMigrationError`; neither changes anything. A database that does not answer fails with a
+ * `ConnectTimeoutError` after the pool's connect timeout (10 s unless the pool sets
+ * `connectionTimeoutMillis`).
  *
  * @example
  * const pool = new Pool({ connectionString: process.env.DATABASE_URL });
- * const { created } = await installSchema(pool);
+ * const { created, from, applied } = await installSchema(pool);
  */
 export async function installSchema(pool: Pool): Promise<InstallSchemaResult> {
   applyConnectTimeout(pool);
   // Listened to while checked out: a connection killed mid-install fails the install, not the process.
   const checkedOut = await CheckedOutClient.take(pool).catch((error: unknown) => Promise.reject(fromConnectTimeout(error, pool)));
-  const { client } = checkedOut;
   try {
-    await client.query('BEGIN');
-    await client.query('SELECT pg_advisory_xact_lock($1)', [INSTALL_LOCK_KEY]);
-    const status = await getSchemaStatus(client);
-    if (status.installed === null) {
-      for (const file of sqlFiles()) {
-        await client.query(readFileSync(join(SQL_DIR, file), 'utf8'));
-      }
-      await client.query('INSERT INTO workhorse.schema_version (version) VALUES ($1)', [SCHEMA_VERSION]);
-    } else if (!status.upToDate) {
-      throw new SchemaVersionMismatchError(status.installed, SCHEMA_VERSION);
-    }
-    await client.query('COMMIT');
-    return { created: status.installed === null, version: SCHEMA_VERSION };
+    return await migrateSchema(pool, checkedOut.client, SHIPPED);
   } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
     throw fromConnectTimeout(error, pool);
   } finally {
     checkedOut.release();
@@ -88,18 +110,15 @@ export async function installSchema(pool: Pool): Promise<InstallSchemaResult> {
 }
 
 /**
- * Refuses to go on unless the installed schema is the version this package ships: for
- * processes that must not change the database (`schema: 'verify'`).
+ * Refuses to go on unless the installed schema is one this package works with
+ * ({@link MIN_SCHEMA_VERSION} to {@link SCHEMA_VERSION}): for processes that must not change
+ * the database (`schema: 'verify'`). An older one says to migrate, a newer one to upgrade the package.
  */
 export async function verifySchema(pool: Pool): Promise<void> {
   applyConnectTimeout(pool);
   const status = await getSchemaStatus(pool).catch((error: unknown) => Promise.reject(fromConnectTimeout(error, pool)));
   if (status.installed === null) throw new SchemaNotInstalledError(SCHEMA_VERSION);
-  if (!status.upToDate) throw new SchemaVersionMismatchError(status.installed, SCHEMA_VERSION);
-}
-
-function sqlFiles(): string[] {
-  return readdirSync(SQL_DIR)
-    .filter((name) => name.endsWith('.sql'))
-    .sort();
+  if (status.installed < MIN_SCHEMA_VERSION || status.installed > SCHEMA_VERSION) {
+    throw new SchemaVersionMismatchError(status.installed, SCHEMA_VERSION, MIN_SCHEMA_VERSION);
+  }
 }

@@ -37,9 +37,11 @@ export interface WorkhorseModuleOptions {
   /** Settings of the pool the module creates (with `connectionString` only), e.g. `{ max: 20 }`. */
   poolConfig?: Omit<PoolConfig, 'connectionString'>;
   /**
-   * `'install'` (default): install the `workhorse` schema at start-up if it is absent.
-   * `'verify'`: change nothing, and refuse to start unless the schema is installed in the
-   * version this package needs (for deployments that migrate separately).
+   * `'install'` (default): install the `workhorse` schema at start-up if it is absent, and
+   * migrate it if it is older than this package's (`installSchema`; the pool's role must own
+   * the schema). `'verify'`: change nothing, and refuse to start unless the installed schema is
+   * one this package works with, `MIN_SCHEMA_VERSION` to `SCHEMA_VERSION` (for deployments that
+   * migrate separately, with `workhorse schema migrate`).
    */
   schema?: 'install' | 'verify';
   /**

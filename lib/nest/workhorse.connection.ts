@@ -3,7 +3,7 @@ import { Pool } from 'pg';
 import { CheckedOutClient } from '../core/checked-out-client';
 import { applyConnectTimeout, DEFAULT_CONNECT_TIMEOUT_MS } from '../core/connect-timeout';
 import { Admin } from '../core/admin';
-import { ConnectTimeoutError, SchemaNotInstalledError, SchemaVersionMismatchError } from '../core/errors';
+import { ConnectTimeoutError, SchemaMigrationError, SchemaNotInstalledError, SchemaVersionMismatchError } from '../core/errors';
 import { installSchema, verifySchema } from '../core/schema';
 import type { QueuePolicy } from '../core/types';
 import { WorkhorseConfigurationError } from './workhorse-configuration.error';
@@ -66,8 +66,9 @@ export class WorkhorseConnection {
 async function prepareSchema(pool: Pool, mode: 'install' | 'verify', logger: Logger): Promise<void> {
   try {
     if (mode === 'install') {
-      const { created, version } = await installSchema(pool);
-      if (created) logger.log(messages.schemaInstalled(version));
+      const { created, from, to, applied } = await installSchema(pool);
+      if (created) logger.log(messages.schemaInstalled(to));
+      else if (from !== null && applied.length > 0) logger.log(messages.schemaMigrated(from, to, applied));
     } else {
       await verifySchema(pool);
     }
@@ -75,7 +76,7 @@ async function prepareSchema(pool: Pool, mode: 'install' | 'verify', logger: Log
     // Typed and self-explanatory already (which host, how long, what to check).
     if (error instanceof ConnectTimeoutError) throw error;
     if (error instanceof SchemaNotInstalledError) throw new WorkhorseConfigurationError(messages.schemaNotInstalled(error.message));
-    if (error instanceof SchemaVersionMismatchError) {
+    if (error instanceof SchemaVersionMismatchError || error instanceof SchemaMigrationError) {
       throw new WorkhorseConfigurationError(messages.schemaMismatch(mode, error.message));
     }
     const detail = error instanceof Error ? error.message : String(error);

@@ -52,7 +52,7 @@ export const messages = {
     `Namespace "${namespace}" has ${keys.length} active schedule(s) this application does not declare (${keys.join(', ')}); ` +
     'they go on firing. Set syncSchedules: true to disable them, or give this application its own scheduleNamespace.',
   badSchemaMode: (value: unknown) =>
-    `${MODULE}: schema must be 'install' (create the schema if it is absent) or 'verify' (only check it), got ${describe(value)}.`,
+    `${MODULE}: schema must be 'install' (create the schema if it is absent, migrate it if it is older) or 'verify' (only check it), got ${describe(value)}.`,
   badWorker: (value: unknown) =>
     `${MODULE}: worker must be an object of worker settings (even {}) to run a worker in this process, ` +
     `or false / absent for a process that only enqueues, got ${describe(value)}.`,
@@ -77,6 +77,8 @@ export const messages = {
   schemaMismatch: (mode: string, detail: string) => `${MODULE} (schema: '${mode}') refuses to start: ${detail}`,
   schemaInstalled: (version: number) =>
     `Installed the workhorse schema (version ${version}) in this database: its tables and SQL functions live in the "workhorse" schema.`,
+  schemaMigrated: (from: number, to: number, applied: readonly number[]) =>
+    `Migrated the workhorse schema from version ${from} to ${to} (step${applied.length === 1 ? '' : 's'} ${applied.join(', ')}); queued jobs, schedules and history are kept.`,
   schemaUnreachable: (mode: string, detail: string) =>
     `${MODULE} could not ${mode} the workhorse schema: ${detail}. Check connectionString / pool and that the database is up.`,
 

@@ -9,7 +9,8 @@ import { copyFileSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { getSchemaStatus, SCHEMA_VERSION, type JobSnapshot, type Page, type TimelineEntry } from '../../lib/core';
+import { getSchemaStatus, grantRole, MIN_SCHEMA_VERSION, SCHEMA_VERSION, type JobSnapshot, type Page, type TimelineEntry } from '../../lib/core';
+import { BASELINE_VERSION, installBaseline } from '../support/baseline';
 import { createTestDatabase } from '../support/db';
 import { claimOne, complete, fail } from '../support/protocol';
 import { cli, cliConnections, documentOf, errorOf, useCliDatabase, viaJson, type CliRun, type Env, WORKER } from './cli-harness';
@@ -49,9 +50,10 @@ describe('help and the command line', () => {
   const helps: [string[], string, RegExp[]][] = [
     [['--help'], 'Usage: workhorse <command> [options]', [/schema install/, /schema status/, /jobs get ID/, /jobs list/, /jobs timeline ID/, /jobs cancel ID/, /jobs dead-letters/, /jobs redrive \[ID\]/, /queues list/, /queues pause Q/, /queues resume Q/, /DATABASE_URL/, /Exit codes:/]],
     [['-h'], 'Usage: workhorse <command> [options]', [/jobs cancel ID/]],
-    [['schema', '--help'], 'Usage: workhorse schema <command> [options]', [/install/, /status/]],
+    [['schema', '--help'], 'Usage: workhorse schema <command> [options]', [/migrate/, /install/, /status/]],
     [['schema', 'install', '--help'], 'Usage: workhorse schema install [options]', [/--json/, /--database-url URL/]],
-    [['schema', 'status', '--help'], 'Usage: workhorse schema status [options]', [/Exits 0 when they match and 3/]],
+    [['schema', 'migrate', '--help'], 'Usage: workhorse schema migrate [options]', [/pending step/, /never downgraded/, /--json/]],
+    [['schema', 'status', '--help'], 'Usage: workhorse schema status [options]', [/migration steps/, /live workers/, /Exits 0 when the schema\n?\s*is up to date and 3/]],
     [['jobs', '--help'], 'Usage: workhorse jobs <command> [options]', [/get ID/, /list/, /timeline ID/, /cancel ID/, /dead-letters/, /redrive \[ID\]/]],
     [['jobs', 'get', '--help'], 'Usage: workhorse jobs get ID [options]', [/Arguments:\n {2}ID/]],
     [['jobs', 'list', '--help'], 'Usage: workhorse jobs list [options]', [/--queue Q/, /--type T/, /--state S/, /comma list/, /--limit N/, /--cursor C/]],
@@ -125,8 +127,8 @@ describe('help and the command line', () => {
   });
 });
 
-describe('schema install and status', () => {
-  const { db } = useTestDatabase({ installSchema: false, checkInvariants: false });
+describe('schema migrate, install and status', () => {
+  const { db, roles } = useTestDatabase({ installSchema: false, checkInvariants: false });
   let env: Env;
 
   beforeAll(async () => {
@@ -137,12 +139,15 @@ describe('schema install and status', () => {
     expect(documentOf(await cli(['schema', 'status', '--json'], env), 3)).toEqual({
       installed: null,
       expected: SCHEMA_VERSION,
+      minimum: MIN_SCHEMA_VERSION,
       upToDate: false,
       status: 'not-installed',
+      pending: [],
+      workers: [],
     });
     expect(await cli(['schema', 'status'], env)).toEqual({
       code: 3,
-      stdout: 'No workhorse schema in this database. Run `workhorse schema install`.\n',
+      stdout: 'No workhorse schema in this database. Run `workhorse schema install`.\nLive workers: none.\n',
       stderr: '',
     });
     // Job commands say what is missing instead of quoting "schema does not exist".
@@ -156,32 +161,103 @@ describe('schema install and status', () => {
       expected: SCHEMA_VERSION,
       upToDate: true,
       changed: true,
+      created: true,
+      from: null,
+      to: SCHEMA_VERSION,
+      applied: [],
     });
-    expect(await getSchemaStatus(db.pool)).toEqual({ installed: SCHEMA_VERSION, expected: SCHEMA_VERSION, upToDate: true });
+    expect(await getSchemaStatus(db.pool)).toEqual({ installed: SCHEMA_VERSION, expected: SCHEMA_VERSION, minimum: MIN_SCHEMA_VERSION, upToDate: true });
 
-    expect(await cli(['schema', 'install'], env)).toEqual({
-      code: 0,
-      stdout: `The workhorse schema is already installed (version ${SCHEMA_VERSION}, the version this package ships). Nothing to do.\n`,
-      stderr: '',
-    });
-    expect(documentOf(await cli(['schema', 'install', '--json'], env))).toMatchObject({ changed: false, upToDate: true });
+    for (const command of ['install', 'migrate']) {
+      expect(await cli(['schema', command], env)).toEqual({
+        code: 0,
+        stdout: `The workhorse schema is already installed (version ${SCHEMA_VERSION}, the version this package ships). Nothing to do.\n`,
+        stderr: '',
+      });
+      expect(documentOf(await cli(['schema', command, '--json'], env))).toMatchObject({ changed: false, upToDate: true, applied: [] });
+    }
 
     expect(await cli(['schema', 'status'], env)).toEqual({
       code: 0,
-      stdout: `Installed: version ${SCHEMA_VERSION}. This package: version ${SCHEMA_VERSION}. Up to date.\n`,
+      stdout: `Installed: version ${SCHEMA_VERSION}. This package: version ${SCHEMA_VERSION}. Up to date.\nLive workers: none.\n`,
       stderr: '',
     });
     // --database-url instead of the environment, and before the command's name.
     expect(documentOf(await cli(['--database-url', db.url, 'schema', 'status', '--json'], {}))).toEqual({
       installed: SCHEMA_VERSION,
       expected: SCHEMA_VERSION,
+      minimum: MIN_SCHEMA_VERSION,
       upToDate: true,
       status: 'up-to-date',
+      pending: [],
+      workers: [],
     });
     expect(await cliConnections(db)).toBe(0);
   });
 
-  it('explains a version mismatch either way, and install refuses it without changing anything', async () => {
+  it('lists the steps an older schema lacks and the live workers by version, migrates it, and is up to date after', async () => {
+    const old = await createTestDatabase({ installSchema: false });
+    try {
+      const oldEnv = { DATABASE_URL: old.url };
+      await installBaseline(old.pool);
+      // Live workers of two releases, and one that is gone (not counted).
+      const report = (id: string, version: string, secondsAgo: number) =>
+        old.pool.query('SELECT workhorse.report_worker_v1($1, $2, 0)', [
+          id,
+          { host: 'h', pid: 1, queues: ['default'], concurrency: 1, version, startedAt: new Date().toISOString(), periodMs: 1000 },
+        ]).then(() => old.pool.query("UPDATE workhorse.worker_registry SET last_seen_at = now() - $2 * interval '1 second' WHERE worker_id = $1", [id, secondsAgo]));
+      await report('a', '0.9.0', 0);
+      await report('b', '0.9.0', 0);
+      await report('c', '0.10.0', 0);
+      await report('d', '0.8.0', 60);
+
+      const pending = [{ version: 5, name: 'migration_log', transactional: true }];
+      expect(documentOf(await cli(['schema', 'status', '--json'], oldEnv), 3)).toEqual({
+        installed: BASELINE_VERSION,
+        expected: SCHEMA_VERSION,
+        minimum: MIN_SCHEMA_VERSION,
+        upToDate: false,
+        status: 'older',
+        pending,
+        workers: [
+          { version: '0.10.0', count: 1 },
+          { version: '0.9.0', count: 2 },
+        ],
+      });
+      const text = await cli(['schema', 'status'], oldEnv);
+      expect(text).toMatchObject({ code: 3, stderr: '' });
+      expect(text.stdout).toBe(
+        `Installed: version ${BASELINE_VERSION}. This package: version ${SCHEMA_VERSION}. Out of date.\n` +
+          'The database holds an older workhorse schema: 1 migration step to apply.\n' +
+          '  0005 migration_log (one transaction)\n' +
+          "Run `workhorse schema migrate` as the schema's owner; queued jobs, schedules and history are kept.\n" +
+          `This package's workers and producers also work with version ${BASELINE_VERSION} meanwhile (they accept ${MIN_SCHEMA_VERSION} to ${SCHEMA_VERSION}).\n` +
+          'Live workers: 1 on 0.10.0, 2 on 0.9.0.\n',
+      );
+
+      // A role that may not list workers (a producer) still gets the schema's status.
+      const producer = await roles.create(old.url, 'wh_cli_producer');
+      await grantRole(old.pool, producer.name, 'producer');
+      const asProducer = await cli(['schema', 'status', '--json'], { DATABASE_URL: producer.url });
+      expect(documentOf(asProducer, 3)).toMatchObject({ installed: BASELINE_VERSION, status: 'older', pending, workers: null });
+      expect((await cli(['schema', 'status'], { DATABASE_URL: producer.url })).stdout).toMatch(
+        /\nLive workers: not visible to this role \(listing them needs the operator capability\)\.\n$/,
+      );
+      // Nor may it migrate: the schema's owner does.
+      expect(errorOf(await cli(['schema', 'migrate'], { DATABASE_URL: producer.url }), 1)).toMatch(/Run the migration as the schema's owner/);
+
+      expect(await cli(['schema', 'migrate'], oldEnv)).toEqual({
+        code: 0,
+        stdout: `Migrated the workhorse schema from version ${BASELINE_VERSION} to ${SCHEMA_VERSION} (applied step 5). Queued jobs, schedules and history are kept.\n`,
+        stderr: '',
+      });
+      expect(documentOf(await cli(['schema', 'status', '--json'], oldEnv))).toMatchObject({ installed: SCHEMA_VERSION, status: 'up-to-date', pending: [] });
+    } finally {
+      await old.drop();
+    }
+  });
+
+  it('explains a newer schema, and migrate refuses it without changing anything', async () => {
     const other = await createTestDatabase();
     try {
       const otherEnv = { DATABASE_URL: other.url };
@@ -190,8 +266,11 @@ describe('schema install and status', () => {
       expect(documentOf(await cli(['schema', 'status', '--json'], otherEnv), 3)).toEqual({
         installed: newer,
         expected: SCHEMA_VERSION,
+        minimum: MIN_SCHEMA_VERSION,
         upToDate: false,
         status: 'newer',
+        pending: [],
+        workers: [],
       });
       const newerText = await cli(['schema', 'status'], otherEnv);
       expect(newerText).toMatchObject({ code: 3, stderr: '' });
@@ -199,18 +278,12 @@ describe('schema install and status', () => {
       expect(newerText.stdout).toMatch(/newer workhorse schema than this package ships/);
       expect(newerText.stdout).toMatch(new RegExp(`Upgrade this package to the release that ships schema version ${newer}`));
 
-      const line = errorOf(await cli(['schema', 'install'], otherEnv), 1);
-      expect(line).toMatch(new RegExp(`is version ${newer}, but this package needs version ${SCHEMA_VERSION}`));
+      for (const command of ['migrate', 'install']) {
+        const line = errorOf(await cli(['schema', command], otherEnv), 1);
+        expect(line).toMatch(new RegExp(`is version ${newer}, newer than this package \\(version ${SCHEMA_VERSION}\\): upgrade the package`));
+      }
       expect((await other.pool.query('SELECT version FROM workhorse.schema_version')).rows).toEqual([{ version: newer }]);
-
-      const older = SCHEMA_VERSION - 1;
-      await other.pool.query('UPDATE workhorse.schema_version SET version = $1', [older]);
-      expect(documentOf(await cli(['schema', 'status', '--json'], otherEnv), 3)).toMatchObject({ installed: older, status: 'older' });
-      const olderText = await cli(['schema', 'status'], otherEnv);
-      expect(olderText.stdout).toMatch(new RegExp(`^Installed: version ${older}\\. This package: version ${SCHEMA_VERSION}\\. Out of date\\.\n`));
-      expect(olderText.stdout).toMatch(/no upgrade path/);
-      expect(olderText.stdout).toMatch(/DROP SCHEMA workhorse CASCADE/);
-      expect(olderText.stdout).toMatch(/DELETES every queued job/);
+      expect((await other.pool.query('SELECT version, name FROM workhorse.schema_migration')).rows).toEqual([{ version: SCHEMA_VERSION, name: 'install' }]);
     } finally {
       await other.drop();
     }
@@ -525,7 +598,15 @@ describe('bin/workhorse.js as a real process', () => {
   it('`node bin/workhorse.js schema status --json` works and exits with the status code', async () => {
     const env = { ...process.env, DATABASE_URL: db.url };
     const before = await run(join(ROOT, 'bin', 'workhorse.js'), ['schema', 'status', '--json'], env);
-    expect(JSON.parse(before.stdout)).toEqual({ installed: null, expected: SCHEMA_VERSION, upToDate: false, status: 'not-installed' });
+    expect(JSON.parse(before.stdout)).toEqual({
+      installed: null,
+      expected: SCHEMA_VERSION,
+      minimum: MIN_SCHEMA_VERSION,
+      upToDate: false,
+      status: 'not-installed',
+      pending: [],
+      workers: [],
+    });
     expect(before).toMatchObject({ code: 3, stderr: '' });
 
     expect((await cli(['schema', 'install'], env)).code).toBe(0);
@@ -534,7 +615,7 @@ describe('bin/workhorse.js as a real process', () => {
     const checkout = sourceCheckout(true);
     const after = await run(join(checkout, 'bin', 'workhorse.js'), ['schema', 'status', '--json'], env);
     expect(after).toMatchObject({ code: 0, stderr: '' });
-    expect(JSON.parse(after.stdout)).toEqual({ installed: SCHEMA_VERSION, expected: SCHEMA_VERSION, upToDate: true, status: 'up-to-date' });
+    expect(JSON.parse(after.stdout)).toMatchObject({ installed: SCHEMA_VERSION, expected: SCHEMA_VERSION, upToDate: true, status: 'up-to-date', pending: [] });
 
     const missing = await run(join(checkout, 'bin', 'workhorse.js'), ['jobs', 'get', randomUUID()], env);
     expect(missing.code).toBe(1);

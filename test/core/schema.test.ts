@@ -4,6 +4,7 @@ import {
   getSchemaStatus,
   installSchema,
   Queue,
+  MIN_SCHEMA_VERSION,
   SCHEMA_VERSION,
   SchemaNotInstalledError,
   SchemaVersionMismatchError,
@@ -113,12 +114,12 @@ describe('schema', () => {
     it('creates the schema, its tables and functions on a fresh database', async () => {
       const fresh = await freshDatabase(false);
       expect(await schemaExists(fresh.pool)).toBe(false);
-      expect(await getSchemaStatus(fresh.pool)).toEqual({ installed: null, expected: SCHEMA_VERSION, upToDate: false });
+      expect(await getSchemaStatus(fresh.pool)).toEqual({ installed: null, expected: SCHEMA_VERSION, minimum: MIN_SCHEMA_VERSION, upToDate: false });
 
       // It says that it created the schema.
-      await expect(installSchema(fresh.pool)).resolves.toEqual({ created: true, version: SCHEMA_VERSION });
+      await expect(installSchema(fresh.pool)).resolves.toEqual({ created: true, from: null, to: SCHEMA_VERSION, applied: [] });
 
-      expect(await getSchemaStatus(fresh.pool)).toEqual({ installed: SCHEMA_VERSION, expected: SCHEMA_VERSION, upToDate: true });
+      expect(await getSchemaStatus(fresh.pool)).toEqual({ installed: SCHEMA_VERSION, expected: SCHEMA_VERSION, minimum: MIN_SCHEMA_VERSION, upToDate: true });
       await expect(verifySchema(fresh.pool)).resolves.toBeUndefined();
       const tables = await fresh.pool.query<{ name: string; present: boolean }>(
         "SELECT t AS name, to_regclass('workhorse.' || t) IS NOT NULL AS present FROM unnest($1::text[]) AS t",
@@ -139,8 +140,8 @@ describe('schema', () => {
     it('does nothing when called again for the same version', async () => {
       const id = await new Queue(db.pool).enqueue('schema.again', { keep: true });
       const before = await catalog(db.pool);
-      await expect(installSchema(db.pool)).resolves.toEqual({ created: false, version: SCHEMA_VERSION });
-      await expect(installSchema(db.pool)).resolves.toEqual({ created: false, version: SCHEMA_VERSION });
+      await expect(installSchema(db.pool)).resolves.toEqual({ created: false, from: SCHEMA_VERSION, to: SCHEMA_VERSION, applied: [] });
+      await expect(installSchema(db.pool)).resolves.toEqual({ created: false, from: SCHEMA_VERSION, to: SCHEMA_VERSION, applied: [] });
       expect(await catalog(db.pool)).toEqual(before);
       const kept = await db.pool.query('SELECT payload FROM workhorse.job WHERE id = $1', [id]);
       expect(kept.rows).toEqual([{ payload: { keep: true } }]);
@@ -164,7 +165,7 @@ describe('schema', () => {
       expect(counts.rows[0].n).toBe(1);
     });
 
-    it('refuses a database that holds another schema version, says what to do, and changes nothing', async () => {
+    it('refuses a database that holds a newer schema version, says what to do, and changes nothing', async () => {
       const other = await freshDatabase(true);
       const id = await new Queue(other.pool).enqueue('schema.mismatch', { keep: 1 });
       const installed = SCHEMA_VERSION + 41;
@@ -181,13 +182,13 @@ describe('schema', () => {
         expect(mismatch).toMatchObject({ installed, expected: SCHEMA_VERSION });
         expect(mismatch.message).toContain(`version ${installed}`);
         expect(mismatch.message).toContain(`version ${SCHEMA_VERSION}`);
-        // The two ways out: the matching release, or dropping the schema and installing again.
-        expect(mismatch.message).toMatch(/install the package release that matches/);
-        expect(mismatch.message).toContain('DROP SCHEMA workhorse CASCADE');
+        // The way out: a newer package. Never a downgrade, never a drop.
+        expect(mismatch.message).toMatch(/newer than this package .*upgrade the package/);
+        expect(mismatch.message).not.toContain('DROP SCHEMA');
       }
 
       expect(await catalog(other.pool)).toEqual(before);
-      expect(await getSchemaStatus(other.pool)).toEqual({ installed, expected: SCHEMA_VERSION, upToDate: false });
+      expect(await getSchemaStatus(other.pool)).toEqual({ installed, expected: SCHEMA_VERSION, minimum: MIN_SCHEMA_VERSION, upToDate: false });
       const kept = await other.pool.query('SELECT payload FROM workhorse.job WHERE id = $1', [id]);
       expect(kept.rows).toEqual([{ payload: { keep: 1 } }]);
     });
@@ -243,7 +244,7 @@ describe('schema', () => {
 
     it('getSchemaStatus reads without writing', async () => {
       const status = await getSchemaStatus(db.pool);
-      expect(status).toEqual({ installed: SCHEMA_VERSION, expected: SCHEMA_VERSION, upToDate: true });
+      expect(status).toEqual({ installed: SCHEMA_VERSION, expected: SCHEMA_VERSION, minimum: MIN_SCHEMA_VERSION, upToDate: true });
       // A read-only transaction would refuse any write.
       const client = await db.pool.connect();
       try {

@@ -15,6 +15,7 @@ import {
   type WorkhorseModuleOptions,
   type WorkhorseOptionsFactory,
 } from 'nestjs-workhorse';
+import { BASELINE_VERSION, installBaseline } from '../support/baseline';
 import { createTestDatabase, databaseUrl } from '../support/db';
 import { stateOf } from '../support/job-state';
 import { quietNestLogs, startModule } from './support';
@@ -183,6 +184,37 @@ describe("schema: 'install' | 'verify'", () => {
       }
     } finally {
       logs.mockRestore();
+    }
+  });
+});
+
+describe("schema: 'install' | 'verify' on the baseline schema (version 4)", () => {
+  it("'verify' starts on it and changes nothing; 'install' migrates it, and says so once", async () => {
+    const old = await createTestDatabase({ installSchema: false });
+    const logs = jest.spyOn(Logger.prototype, 'log');
+    const schemaLines = () => logs.mock.calls.map(([message]) => String(message)).filter((line) => line.includes('workhorse schema'));
+    try {
+      await installBaseline(old.pool);
+      const version = async () => (await old.pool.query('SELECT version FROM workhorse.schema_version')).rows[0].version as number;
+      const verified = await startModule({ imports: [WorkhorseModule.forRoot({ connectionString: old.url, schema: 'verify' })] });
+      const jobId = await verified.get(Queue).enqueue('ping', {});
+      await verified.close();
+      expect(await version()).toBe(BASELINE_VERSION);
+      expect(schemaLines()).toEqual([]);
+
+      const migrated = await startModule({ imports: [WorkhorseModule.forRoot({ connectionString: old.url })] });
+      await migrated.close();
+      expect(await version()).toBe(SCHEMA_VERSION);
+      expect(await stateOf(old.pool, jobId)).toBe('ready');
+      expect(schemaLines()).toEqual([
+        `Migrated the workhorse schema from version ${BASELINE_VERSION} to ${SCHEMA_VERSION} (step 5); queued jobs, schedules and history are kept.`,
+      ]);
+      const again = await startModule({ imports: [WorkhorseModule.forRoot({ connectionString: old.url })] });
+      await again.close();
+      expect(schemaLines()).toHaveLength(1);
+    } finally {
+      logs.mockRestore();
+      await old.drop();
     }
   });
 });

@@ -71,12 +71,14 @@ describe('the tarball (npm pack --dry-run --json, from a checkout without dist/)
     expect(paths.filter((path) => path.startsWith('dist/lib/dashboard/assets/'))).toEqual(assets.map((name) => `dist/lib/dashboard/assets/${name}`));
   });
 
-  it('ships the SQL exactly once, as the files of sql/ byte for byte, where the compiled code reads it', () => {
-    const sources = readdirSync(join(ROOT, 'sql')).filter((name) => name.endsWith('.sql')).sort();
+  it('ships the SQL exactly once, as the files of sql/ and sql/migrations/ byte for byte, where the compiled code reads it', () => {
+    const sqlIn = (dir: string) => readdirSync(join(ROOT, dir)).filter((name) => name.endsWith('.sql')).sort();
+    const sources = [...sqlIn('sql'), ...sqlIn('sql/migrations').map((name) => `migrations/${name}`)];
     expect(sources.length).toBeGreaterThan(0);
+    expect(sources.filter((name) => name.startsWith('migrations/')).length).toBeGreaterThan(0);
     const shipped = packed.files.filter((file) => file.path.endsWith('.sql'));
-    // dist/lib/core/schema.js reads ../../sql, that is dist/sql.
-    expect(shipped.map((file) => file.path).sort()).toEqual(sources.map((name) => `dist/sql/${name}`));
+    // dist/lib/core/schema.js reads ../../sql, that is dist/sql (and dist/sql/migrations).
+    expect(shipped.map((file) => file.path).sort()).toEqual(sources.map((name) => `dist/sql/${name}`).sort());
     for (const file of shipped) {
       expect([file.path, file.size]).toEqual([file.path, statSync(join(ROOT, 'sql', file.path.slice('dist/sql/'.length))).size]);
     }
@@ -84,7 +86,7 @@ describe('the tarball (npm pack --dry-run --json, from a checkout without dist/)
 
   it('holds nothing but the build, the executable and the documents a package page shows', () => {
     const allowed =
-      /^(package\.json|README\.md|LICENSE|bin\/workhorse\.js|dist\/lib\/.+\.(js|d\.ts)|dist\/lib\/dashboard\/assets\/[^/]+\.css|dist\/sql\/[^/]+\.sql)$/;
+      /^(package\.json|README\.md|LICENSE|bin\/workhorse\.js|dist\/lib\/.+\.(js|d\.ts)|dist\/lib\/dashboard\/assets\/[^/]+\.css|dist\/sql\/(migrations\/)?[^/]+\.sql)$/;
     expect(paths.filter((path) => !allowed.test(path))).toEqual([]);
     // Spelled out, the things that must never be in it.
     const forbidden = /^(lib|test|sample-app|docs|scripts|sql|\.ci|node_modules|dist\/test|dist\/sample-app)\/|\.tgz$|\.map$|\.tsbuildinfo$|^tsconfig|^jest\.config/;

@@ -110,7 +110,7 @@ describe('an application role with the least-privilege grants', () => {
   });
 
   it('lets installSchema and verifySchema run as the role once the schema is installed (they write nothing)', async () => {
-    await expect(installSchema(appPool)).resolves.toEqual({ created: false, version: SCHEMA_VERSION });
+    await expect(installSchema(appPool)).resolves.toEqual({ created: false, from: SCHEMA_VERSION, to: SCHEMA_VERSION, applied: [] });
     await expect(verifySchema(appPool)).resolves.toBeUndefined();
   });
 

@@ -25,6 +25,7 @@ import { Admin } from '../../lib/core';
 import { createDashboardHandler } from '../../lib/dashboard/handler';
 import { backendsOf, recordUnheardErrors, terminateBackends } from '../support/backends';
 import { FixtureProcesses, waitForLine, type FixtureProcess } from '../support/fixture-process';
+import { createTestDatabase } from '../support/db';
 import { stateOf } from '../support/job-state';
 import { useTestDatabase } from '../support/test-database';
 import { waitFor } from '../support/wait';
@@ -118,16 +119,18 @@ it('a core worker whose idle pool connections and LISTEN connection are terminat
 
 it('installSchema whose connection is terminated while it waits for the install lock fails, and the process goes on', async () => {
   const appName = 'terminated-core-install';
-  // The install lock (see lib/core/schema.ts), held by the test so the install waits for it.
-  const locker = new Client({ connectionString: db.url });
+  // The fresh-install lock (see lib/core/schema-migrator.ts), held by the test so the install of
+  // an empty database waits for it.
+  const empty = await createTestDatabase({ installSchema: false });
+  const locker = new Client({ connectionString: empty.url });
   locker.on('error', () => undefined);
   await locker.connect();
   try {
     await locker.query('BEGIN');
     await locker.query('SELECT pg_advisory_xact_lock(7362515001)');
-    const child = children.start(CORE_APP, { TERMINATED_DATABASE_URL: db.url, TERMINATED_APP_NAME: appName, TERMINATED_MODE: 'install' });
+    const child = children.start(CORE_APP, { TERMINATED_DATABASE_URL: empty.url, TERMINATED_APP_NAME: appName, TERMINATED_MODE: 'install' });
     const waiting = await waitFor(async () => {
-      const pids = await backends(appName, "wait_event_type = 'Lock'");
+      const pids = await backendsOf(empty, appName, "wait_event_type = 'Lock'");
       return pids.length === 1 && pids;
     }, START_MS, 'installSchema to wait for the install lock');
     await terminate(waiting);
@@ -138,6 +141,7 @@ it('installSchema whose connection is terminated while it waits for the install 
   } finally {
     await locker.query('ROLLBACK').catch(() => undefined);
     await locker.end();
+    await empty.drop();
   }
 });
 
