@@ -294,3 +294,12 @@ CREATE TABLE workhorse.attempt_history (
 ) PARTITION BY RANGE (finished_at);
 CREATE INDEX attempt_history_job_idx ON workhorse.attempt_history (job_id, id);
 CREATE TABLE workhorse.attempt_history_default PARTITION OF workhorse.attempt_history DEFAULT;
+
+-- The migration log: one row per applied step of sql/migrations/, or one 'install' row for a
+-- fresh install (the version it installed). workhorse.schema_version holds the installed version.
+CREATE TABLE workhorse.schema_migration (
+  version integer PRIMARY KEY,
+  name text NOT NULL,
+  applied_at timestamptz NOT NULL DEFAULT now(),
+  applied_by name NOT NULL DEFAULT session_user
+);
