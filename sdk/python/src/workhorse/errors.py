@@ -106,23 +106,40 @@ class SchemaNotInstalledError(WorkhorseError):
     def __init__(self, expected: int) -> None:
         super().__init__(
             f"The workhorse schema is not installed in this database (this SDK needs version {expected}). "
-            "Install it once with `npx workhorse schema install` (or installSchema(pool) of the TypeScript "
-            "package, or workhorse.install_schema(conn, sql_dir) with the repository's sql/ folder), then start again."
+            "Install it once with `python -m workhorse schema migrate` (or workhorse.install_schema(conn), "
+            "or `npx workhorse schema migrate`), then start again."
         )
         self.expected = expected
 
 
 class SchemaVersionMismatchError(WorkhorseError):
-    """The database holds a schema version this SDK does not know."""
+    """The database holds a schema version outside the range this SDK speaks
+    (``minimum``..``expected``): a newer one (upgrade the SDK; a schema is never downgraded) or
+    an older one (migrate it)."""
 
-    def __init__(self, installed: int, expected: int) -> None:
-        super().__init__(
-            f"The workhorse schema in this database is version {installed}, but this SDK speaks version "
-            f"{expected} of the protocol only. Install the SDK release that matches the database (during 0.x "
-            "there is no upgrade path between schema versions)."
-        )
+    def __init__(self, installed: int, expected: int, minimum: int | None = None) -> None:
+        low = expected if minimum is None else minimum
+        speaks = f"version {expected}" if low == expected else f"versions {low} to {expected}"
+        if installed > expected:
+            advice = (
+                f"The database is newer than this package: upgrade the package to a release that speaks version "
+                f"{installed} (a schema is never downgraded)."
+            )
+        else:
+            advice = (
+                "Migrate it with `python -m workhorse schema migrate` (or workhorse.install_schema(conn), or "
+                "`npx workhorse schema migrate`), then start again."
+            )
+        super().__init__(f"The workhorse schema in this database is version {installed}, but this SDK speaks {speaks}. {advice}")
         self.installed = installed
         self.expected = expected
+        self.minimum = low
+
+
+class SchemaMigrationError(WorkhorseError):
+    """The schema cannot be migrated by this package (a version older than the first one that
+    can be migrated, a step missing from the package, a connection inside a transaction);
+    nothing was changed by the refused step."""
 
 
 class JobCanceledError(WorkhorseError):
