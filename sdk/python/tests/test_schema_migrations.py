@@ -170,7 +170,7 @@ def test_a_newer_database_is_refused_and_left_unchanged(db_url: str) -> None:
     with psycopg.connect(db_url) as conn:
         conn.execute("UPDATE workhorse.schema_version SET version = %s", (newer,))
     before = catalog(db_url), migration_log(db_url)
-    with pytest.raises(SchemaVersionMismatchError, match="newer than this package: upgrade the package") as refused:
+    with pytest.raises(SchemaVersionMismatchError, match=r"newer than this package \(version \d+\): upgrade the package") as refused:
         migrate(db_url)
     assert (refused.value.installed, refused.value.expected, refused.value.minimum) == (newer, SCHEMA_VERSION, MIN_SCHEMA_VERSION)
     assert installed(db_url) == newer
@@ -184,7 +184,7 @@ def test_a_newer_database_is_refused_and_left_unchanged(db_url: str) -> None:
 def test_a_schema_older_than_the_baseline_is_refused(db_url: str) -> None:
     with psycopg.connect(db_url) as conn:
         conn.execute("UPDATE workhorse.schema_version SET version = 3")
-    with pytest.raises(SchemaMigrationError, match="older than version 4, the oldest one that can be migrated"):
+    with pytest.raises(SchemaMigrationError, match="older than version 4, the first one that can be migrated"):
         migrate(db_url)
     assert installed(db_url) == 3
 
@@ -265,8 +265,9 @@ def test_a_no_transaction_step_runs_its_statements_outside_a_transaction(db_url:
 def test_a_failing_step_changes_nothing(db_url: str, tmp_path: Path) -> None:
     version = SCHEMA_VERSION + 1
     folder = step_folder(tmp_path, {f"{version:04d}_broken.sql": "CREATE TABLE workhorse.half_done (id int);\nSELECT 1 / 0;\n"})
-    with pytest.raises(psycopg.errors.DivisionByZero):
+    with pytest.raises(SchemaMigrationError, match=f"Migration step {version:04d}_broken.sql .* failed: division by zero. Nothing of this step was applied") as failed:
         migrate(db_url, sql_dir=folder)
+    assert failed.value.version == version and isinstance(failed.value.__cause__, psycopg.errors.DivisionByZero)
     assert installed(db_url) == SCHEMA_VERSION
     assert rows(db_url, "SELECT to_regclass('workhorse.half_done') IS NULL") == [(True,)]
     assert [row[0] for row in migration_log(db_url)] == [SCHEMA_VERSION]
@@ -282,7 +283,7 @@ def test_the_clients_accept_the_range_and_say_what_to_do_outside_it(db_url: str)
             if advice is None:
                 assert Queue(pool).enqueue("a", 1)
                 continue
-            with pytest.raises(SchemaVersionMismatchError, match=f"version {version}, but this SDK speaks versions {MIN_SCHEMA_VERSION} to {SCHEMA_VERSION}") as refused:
+            with pytest.raises(SchemaVersionMismatchError, match=f"is version {version}, (older|newer) than this package") as refused:
                 Queue(pool).enqueue("a", 1)
             assert advice in str(refused.value)
 
@@ -291,18 +292,18 @@ def test_the_cli_reports_status_and_migrates_as_the_typescript_cli_does(empty_db
     code, out, _ = run_cli("schema", "status", "--json", "--database-url", empty_db_url)
     assert (code, json.loads(out)) == (
         3,
-        {"installed": None, "expected": SCHEMA_VERSION, "minimum": MIN_SCHEMA_VERSION, "upToDate": False, "status": "not-installed", "pending": []},
+        {"installed": None, "expected": SCHEMA_VERSION, "minimum": MIN_SCHEMA_VERSION, "upToDate": False, "status": "not-installed", "pending": [], "workers": []},
     )
     code, out, _ = run_cli("schema", "migrate", "--json", "--database-url", empty_db_url)
-    assert (code, json.loads(out)) == (0, {"created": True, "from": None, "to": SCHEMA_VERSION, "applied": []})
+    assert (code, json.loads(out)) == (0, migrate_document(created=True, from_version=None, applied=[]))
     assert run_cli("schema", "status", "--database-url", empty_db_url) == (
         0,
-        f"Installed: version {SCHEMA_VERSION}. This package: version {SCHEMA_VERSION}. Up to date.\n",
+        f"Installed: version {SCHEMA_VERSION}. This package: version {SCHEMA_VERSION}. Up to date.\nLive workers: none.\n",
         "",
     )
     assert run_cli("schema", "migrate", "--database-url", empty_db_url)[:2] == (
         0,
-        f"The workhorse schema is up to date (version {SCHEMA_VERSION}, the version this package ships). Nothing to do.\n",
+        f"The workhorse schema is already installed (version {SCHEMA_VERSION}, the version this package ships). Nothing to do.\n",
     )
 
     code, out, _ = run_cli("schema", "status", "--json", "--database-url", baseline_db_url)
@@ -312,12 +313,51 @@ def test_the_cli_reports_status_and_migrates_as_the_typescript_cli_does(empty_db
         "minimum": MIN_SCHEMA_VERSION,
         "upToDate": False,
         "status": "older",
-        "pending": [{"version": 5, "name": "migration_log"}],
+        "pending": [{"version": 5, "name": "migration_log", "transactional": True}],
+        "workers": [],
     }
     code, out, _ = run_cli("schema", "status", "--database-url", baseline_db_url)
-    assert code == 3 and "Pending steps: 0005_migration_log." in out and "python -m workhorse schema migrate" in out
-    code, out, _ = run_cli("schema", "migrate", "--database-url", baseline_db_url)
-    assert (code, out) == (0, f"Migrated the workhorse schema from version 4 to version {SCHEMA_VERSION} (applied steps 5).\n")
+    assert code == 3 and out == (
+        f"Installed: version 4. This package: version {SCHEMA_VERSION}. Out of date.\n"
+        "The database holds an older workhorse schema: 1 migration step to apply.\n"
+        "  0005 migration_log (one transaction)\n"
+        "Run `python -m workhorse schema migrate` as the schema's owner; queued jobs, schedules and history are kept.\n"
+        f"This package's workers and producers also work with version 4 meanwhile (they accept 4 to {SCHEMA_VERSION}).\n"
+        "Live workers: none.\n"
+    )
+    code, out, _ = run_cli("schema", "migrate", "--json", "--database-url", baseline_db_url)
+    assert (code, json.loads(out)) == (0, migrate_document(created=False, from_version=4, applied=[5]))
+
+
+def migrate_document(*, created: bool, from_version: int | None, applied: list[int]) -> dict[str, Any]:
+    """`schema migrate --json`, as the TypeScript CLI writes it."""
+    return {
+        "installed": SCHEMA_VERSION,
+        "expected": SCHEMA_VERSION,
+        "upToDate": True,
+        "changed": created or bool(applied),
+        "created": created,
+        "from": from_version,
+        "to": SCHEMA_VERSION,
+        "applied": applied,
+    }
+
+
+
+def test_the_cli_counts_live_workers_by_version(db_url: str) -> None:
+    from psycopg_pool import ConnectionPool
+
+    from workhorse import Worker
+
+    with ConnectionPool(db_url, min_size=1, max_size=4) as pool:
+        worker = Worker(Queue(pool), poll_ms=50, tick_ms=100)
+        worker.start()
+        try:
+            code, out, _ = run_cli("schema", "status", "--json", "--database-url", db_url)
+        finally:
+            worker.stop()
+    workers = json.loads(out)["workers"]
+    assert code == 0 and len(workers) == 1 and workers[0]["count"] == 1 and workers[0]["version"].startswith("python/")
 
 
 def test_the_cli_needs_a_database() -> None:
@@ -365,7 +405,7 @@ def test_the_wheel_alone_installs_and_migrates_the_schema(empty_db_url: str, tmp
     assert where.stdout.startswith(str(venv))
     migrated = subprocess.run([python, "-m", "workhorse", "schema", "migrate", "--json"], cwd=elsewhere, env=env, capture_output=True, text=True)
     assert (migrated.returncode, migrated.stderr) == (0, "")
-    assert json.loads(migrated.stdout) == {"created": True, "from": None, "to": SCHEMA_VERSION, "applied": []}
+    assert json.loads(migrated.stdout) == migrate_document(created=True, from_version=None, applied=[])
     status = subprocess.run([python, "-m", "workhorse", "schema", "status"], cwd=elsewhere, env=env, capture_output=True, text=True)
     assert status.returncode == 0 and "Up to date." in status.stdout
     assert installed(empty_db_url) == SCHEMA_VERSION

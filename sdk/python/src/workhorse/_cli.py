@@ -1,6 +1,7 @@
 """``python -m workhorse schema migrate|status``: the schema commands of the TypeScript CLI
 (docs/cli.md), with the SQL this package ships, so a Python-only deployment needs neither Node
-nor a checkout. Same reports, ``--json`` documents and exit codes as ``workhorse schema``."""
+nor a checkout. The same reports (naming this command), ``--json`` documents and exit codes as
+``workhorse schema``; ``status`` also counts the registry's live workers by version."""
 
 from __future__ import annotations
 
@@ -8,11 +9,15 @@ import argparse
 import json
 import os
 import sys
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 import psycopg
 
+from . import _calls as calls
+from ._schema_files import BASELINE_VERSION
+from ._sync import _value
 from .errors import WorkhorseError
 from .schema import MigrationResult, SchemaStatus, install_schema, schema_status
 
@@ -58,7 +63,11 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
         with psycopg.connect(url, connect_timeout=_CONNECT_TIMEOUT_S, application_name="workhorse-cli", autocommit=True) as conn:
             if args.command == "status":
                 status = schema_status(conn)
-                out.write(_json(_status_document(status)) if args.json else _describe_status(status) + "\n")
+                workers = _worker_versions(conn, status)
+                if args.json:
+                    out.write(_json({**_status_document(status), "workers": workers}))
+                else:
+                    out.write(f"{_describe_status(status)}\n{_describe_workers(workers)}\n")
                 return EXIT_OK if status.up_to_date else EXIT_SCHEMA_NOT_READY
             result = install_schema(conn)
             out.write(_json(_migration_document(result)) if args.json else _describe_migration(result) + "\n")
@@ -72,6 +81,14 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
     return EXIT_FAILURE
 
 
+def _worker_versions(conn: psycopg.Connection[Any], status: SchemaStatus) -> list[dict[str, Any]]:
+    """The registry's live workers (not gone) counted by the version they run."""
+    if status.installed is None:
+        return []
+    counts = Counter(worker.version for worker in _value(conn, calls.list_workers()) if worker.status != "gone")
+    return [{"version": version, "count": count} for version, count in sorted(counts.items())]
+
+
 def _status_document(status: SchemaStatus) -> dict[str, Any]:
     return {
         "installed": status.installed,
@@ -79,7 +96,7 @@ def _status_document(status: SchemaStatus) -> dict[str, Any]:
         "minimum": status.minimum,
         "upToDate": status.up_to_date,
         "status": status.situation,
-        "pending": [{"version": step.version, "name": step.name} for step in status.pending],
+        "pending": [{"version": step.version, "name": step.name, "transactional": step.transactional} for step in status.pending],
     }
 
 
@@ -90,22 +107,65 @@ def _describe_status(status: SchemaStatus) -> str:
     if status.situation == "up-to-date":
         return f"{head} Up to date."
     if status.situation == "newer":
-        return f"{head} Out of date.\nThe database is newer than this package: upgrade the package (a schema is never downgraded)."
-    steps = ", ".join(f"{step.version:04d}_{step.name}" for step in status.pending)
-    return f"{head} Out of date.\nPending steps: {steps}.\nRun `{_MIGRATE}` to apply them."
+        return (
+            f"{head} Out of date.\n"
+            "The database holds a newer workhorse schema than this package ships: a service there probably runs a newer\n"
+            f"release. Upgrade this package to the release that ships schema version {status.installed}; a schema is never\n"
+            "downgraded."
+        )
+    if not status.pending:
+        return (
+            f"{head} Out of date.\n"
+            f"The database holds a workhorse schema older than version {BASELINE_VERSION}, the first one that can be migrated;\n"
+            "this package cannot upgrade it."
+        )
+    count = len(status.pending)
+    steps = "".join(
+        f"  {step.version:04d} {step.name} ({'one transaction' if step.transactional else 'no transaction, resumable'})\n"
+        for step in status.pending
+    )
+    meanwhile = (
+        f"This package's workers and producers also work with version {status.installed} meanwhile (they accept {status.minimum} to {status.expected})."
+        if status.installed >= status.minimum
+        else f"Until then this package's workers refuse to start (they accept versions {status.minimum} to {status.expected})."
+    )
+    return (
+        f"{head} Out of date.\n"
+        f"The database holds an older workhorse schema: {count} migration step{'' if count == 1 else 's'} to apply.\n"
+        f"{steps}Run `{_MIGRATE}` as the schema's owner; queued jobs, schedules and history are kept.\n{meanwhile}"
+    )
+
+
+def _describe_workers(workers: Sequence[Mapping[str, Any]]) -> str:
+    if not workers:
+        return "Live workers: none."
+    return "Live workers: " + ", ".join(f"{w['count']} on {w['version']}" for w in workers) + "."
 
 
 def _migration_document(result: MigrationResult) -> dict[str, Any]:
-    return {"created": result.created, "from": result.from_version, "to": result.to_version, "applied": list(result.applied)}
+    return {
+        "installed": result.to_version,
+        "expected": result.to_version,
+        "upToDate": True,
+        "changed": result.created or bool(result.applied),
+        "created": result.created,
+        "from": result.from_version,
+        "to": result.to_version,
+        "applied": list(result.applied),
+    }
 
 
 def _describe_migration(result: MigrationResult) -> str:
     if result.created:
         return f"Installed the workhorse schema, version {result.to_version}."
     if result.applied:
+        count = len(result.applied)
         steps = ", ".join(str(version) for version in result.applied)
-        return f"Migrated the workhorse schema from version {result.from_version} to version {result.to_version} (applied steps {steps})."
-    return f"The workhorse schema is up to date (version {result.to_version}, the version this package ships). Nothing to do."
+        return (
+            f"Migrated the workhorse schema from version {result.from_version} to {result.to_version} "
+            f"(applied step{'' if count == 1 else 's'} {steps}). Queued jobs, schedules and history are kept."
+        )
+    return f"The workhorse schema is already installed (version {result.to_version}, the version this package ships). Nothing to do."
 
 
 def _json(document: Mapping[str, Any]) -> str:

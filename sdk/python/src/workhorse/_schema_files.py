@@ -31,6 +31,10 @@ class SchemaStep:
     sql: str
 
     @property
+    def file(self) -> str:
+        return f"{self.version:04d}_{self.name}.sql"
+
+    @property
     def transactional(self) -> bool:
         first_line = self.sql.split("\n", 1)[0].rstrip()
         return first_line != NO_TRANSACTION_MARKER

@@ -106,40 +106,47 @@ class SchemaNotInstalledError(WorkhorseError):
     def __init__(self, expected: int) -> None:
         super().__init__(
             f"The workhorse schema is not installed in this database (this SDK needs version {expected}). "
-            "Install it once with `python -m workhorse schema migrate` (or workhorse.install_schema(conn), "
-            "or `npx workhorse schema migrate`), then start again."
+            "Run `python -m workhorse schema migrate` (or `npx workhorse schema migrate`) or call "
+            "workhorse.install_schema(conn) once, then start again."
         )
         self.expected = expected
 
 
 class SchemaVersionMismatchError(WorkhorseError):
-    """The database holds a schema version outside the range this SDK speaks
-    (``minimum``..``expected``): a newer one (upgrade the SDK; a schema is never downgraded) or
-    an older one (migrate it)."""
+    """The database holds a schema version outside the range this SDK works with
+    (``minimum``..``expected``): newer than the package (``install_schema`` never downgrades),
+    or older than the oldest version its calls still exist in (``install_schema`` migrates it).
+    Nothing is changed."""
 
     def __init__(self, installed: int, expected: int, minimum: int | None = None) -> None:
         low = expected if minimum is None else minimum
-        speaks = f"version {expected}" if low == expected else f"versions {low} to {expected}"
         if installed > expected:
-            advice = (
-                f"The database is newer than this package: upgrade the package to a release that speaks version "
-                f"{installed} (a schema is never downgraded)."
+            message = (
+                f"The workhorse schema in this database is version {installed}, newer than this package (version {expected}): "
+                "upgrade the package to the release that ships it. A schema is never downgraded."
             )
         else:
-            advice = (
-                "Migrate it with `python -m workhorse schema migrate` (or workhorse.install_schema(conn), or "
-                "`npx workhorse schema migrate`), then start again."
+            message = (
+                f"The workhorse schema in this database is version {installed}, older than this package needs (version {low} "
+                f"to {expected}): run `python -m workhorse schema migrate` (or `npx workhorse schema migrate`) or call "
+                "workhorse.install_schema(conn) as the schema's owner, then start again. Queued jobs, schedules and history "
+                "are kept."
             )
-        super().__init__(f"The workhorse schema in this database is version {installed}, but this SDK speaks {speaks}. {advice}")
+        super().__init__(message)
         self.installed = installed
         self.expected = expected
         self.minimum = low
 
 
 class SchemaMigrationError(WorkhorseError):
-    """The schema cannot be migrated by this package (a version older than the first one that
-    can be migrated, a step missing from the package, a connection inside a transaction);
-    nothing was changed by the refused step."""
+    """An upgrade of the schema could not be made: the database is older than the first version
+    that can be migrated, the package lacks a step, the role may not migrate, a step failed, or
+    the connection is inside a transaction. ``version`` is the step it stopped at (None when
+    none ran); the message says what was kept and what to do."""
+
+    def __init__(self, message: str, version: int | None = None) -> None:
+        super().__init__(message)
+        self.version = version
 
 
 class JobCanceledError(WorkhorseError):

@@ -35,6 +35,8 @@ class PendingStep:
 
     version: int
     name: str
+    #: False for a step marked ``-- workhorse:no-transaction``, which runs statement by statement.
+    transactional: bool
 
 
 @dataclass(frozen=True)
@@ -122,13 +124,14 @@ def schema_status(conn: psycopg.Connection[Any], *, sql_dir: str | Path | None =
         situation = "newer"
     else:
         situation = "older"
-        pending = source.pending(installed)
+        # Older than the baseline: no step leads from there (install_schema refuses it).
+        pending = source.pending(installed) if installed >= BASELINE_VERSION else ()
     return SchemaStatus(
         installed=installed,
         expected=source.target,
         minimum=MIN_SCHEMA_VERSION,
         situation=situation,
-        pending=tuple(PendingStep(step.version, step.name) for step in pending),
+        pending=tuple(PendingStep(step.version, step.name, step.transactional) for step in pending),
     )
 
 
@@ -157,17 +160,39 @@ def _migrate(conn: psycopg.Connection[Any], source: SchemaFiles) -> MigrationRes
         raise SchemaVersionMismatchError(installed, target, MIN_SCHEMA_VERSION)
     if installed < BASELINE_VERSION:
         raise SchemaMigrationError(
-            f"the workhorse schema in this database is version {installed}, older than version {BASELINE_VERSION}, "
-            "the oldest one that can be migrated; a schema that old cannot be upgraded in place"
+            f"The workhorse schema in this database is version {installed}, older than version {BASELINE_VERSION}, the first "
+            "one that can be migrated: no release ever installed it with an upgrade path. Nothing was changed."
         )
-    applied = [step.version for step in source.pending(installed) if _apply(conn, step)]
+    applied: list[int] = []
+    for step in source.pending(installed):
+        try:
+            if _apply(conn, step):
+                applied.append(step.version)
+        except psycopg.errors.InsufficientPrivilege as error:
+            raise SchemaMigrationError(
+                f"Cannot migrate the workhorse schema to version {step.version} as this role: {error}. Run the migration as "
+                "the schema's owner (the role that installed it) or a superuser; application roles (producer, worker, "
+                "operator) may not.",
+                step.version,
+            ) from error
+        except psycopg.Error as error:
+            kept = (
+                "Nothing of this step was applied (it runs in one transaction)"
+                if step.transactional
+                else "The statements before the failing one may have been applied; the step is resumable"
+            )
+            raise SchemaMigrationError(
+                f"Migration step {step.file} (version {step.version - 1} to {step.version}) failed: {error}. {kept}, and the "
+                f"database stays at version {step.version - 1}: fix the cause and migrate again.",
+                step.version,
+            ) from error
     return MigrationResult(created=False, from_version=installed, to_version=target, applied=tuple(applied))
 
 
 def _locked_version(conn: psycopg.Connection[Any]) -> int:
     row = conn.execute(_LOCK_VERSION).fetchone()
     if row is None:
-        raise SchemaMigrationError("workhorse.schema_version has no row: the schema is damaged")
+        raise SchemaMigrationError("workhorse.schema_version has no row: the schema is damaged", None)
     return int(row[0])
 
 
