@@ -14,6 +14,16 @@ CREATE TABLE workhorse.schema_version (
   only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row)
 );
 
+-- How the installed version came about: one row per migration step an upgrade applied
+-- (sql/migrations/NNNN_*.sql), or one row named 'install' for the version a fresh install
+-- created. Written by the migrator (installSchema), in the transaction of each step.
+CREATE TABLE workhorse.schema_migration (
+  version integer PRIMARY KEY,
+  name text NOT NULL,
+  applied_at timestamptz NOT NULL DEFAULT now(),
+  applied_by name NOT NULL DEFAULT session_user
+);
+
 -- The three sequences count in blocks of 1000: a statement that writes a batch (up to 1000 rows:
 -- a claim, a batch of completions, a batch enqueue) draws one value v and gives its rows v,
 -- v + 1, ... v + 999 in batch order; a statement that writes one row uses v itself. Every value
@@ -294,12 +304,3 @@ CREATE TABLE workhorse.attempt_history (
 ) PARTITION BY RANGE (finished_at);
 CREATE INDEX attempt_history_job_idx ON workhorse.attempt_history (job_id, id);
 CREATE TABLE workhorse.attempt_history_default PARTITION OF workhorse.attempt_history DEFAULT;
-
--- The migration log: one row per applied step of sql/migrations/, or one 'install' row for a
--- fresh install (the version it installed). workhorse.schema_version holds the installed version.
-CREATE TABLE workhorse.schema_migration (
-  version integer PRIMARY KEY,
-  name text NOT NULL,
-  applied_at timestamptz NOT NULL DEFAULT now(),
-  applied_by name NOT NULL DEFAULT session_user
-);
