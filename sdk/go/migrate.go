@@ -89,8 +89,11 @@ func migrate(ctx context.Context, conn *pgx.Conn, files schemaFiles) (MigrationR
 			created = true
 			return nil
 		})
-		if err != nil || created {
-			return MigrationResult{Created: created, To: target, Applied: []int{}}, err
+		if err != nil {
+			return MigrationResult{}, err
+		}
+		if created {
+			return MigrationResult{Created: true, To: target, Applied: []int{}}, nil
 		}
 	}
 	if installed > target {
