@@ -17,6 +17,7 @@
 //	})
 //	_ = worker.Run(ctx) // until ctx is canceled; then it drains
 //
-// The database must hold the workhorse schema of version [SchemaVersion] (installed by
-// `npx workhorse schema install` or the Nest module); every client refuses another version.
+// The database must hold a workhorse schema of version [MinSchemaVersion] through
+// [SchemaVersion]; [InstallSchema] installs it, or upgrades it, with the SQL embedded in this
+// module, and every client refuses a version outside that range.
 package workhorse

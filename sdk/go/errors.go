@@ -115,17 +115,43 @@ type SchemaNotInstalledError struct{ Expected int }
 
 func (e *SchemaNotInstalledError) Error() string {
 	return fmt.Sprintf("the workhorse schema is not installed in this database (this SDK needs version %d); "+
-		"install it with `npx workhorse schema install` (or installSchema from the TypeScript package), then start again", e.Expected)
+		"call workhorse.InstallSchema(ctx, pool) (or run `npx workhorse schema migrate` or "+
+		"`python -m workhorse schema migrate`) once, then start again", e.Expected)
 }
 
-// SchemaVersionMismatchError says the database holds a schema version this SDK does not know.
-type SchemaVersionMismatchError struct{ Installed, Expected int }
+// SchemaVersionMismatchError says the database holds a schema version this SDK cannot work
+// with (it accepts Minimum through Expected): newer than the SDK (InstallSchema never
+// downgrades), or older than the oldest version its calls still exist in (InstallSchema
+// migrates it). Nothing is changed.
+type SchemaVersionMismatchError struct{ Installed, Expected, Minimum int }
 
 func (e *SchemaVersionMismatchError) Error() string {
-	return fmt.Sprintf("the workhorse schema in this database is version %d, but this SDK speaks version %d; "+
-		"during 0.x there is no upgrade path: use the SDK release that matches the database, "+
-		"or (losing every queued job and its history) run `DROP SCHEMA workhorse CASCADE` and install again", e.Installed, e.Expected)
+	if e.Installed > e.Expected {
+		return fmt.Sprintf("the workhorse schema in this database is version %d, newer than this package (version %d): "+
+			"upgrade the package to the release that ships it; a schema is never downgraded", e.Installed, e.Expected)
+	}
+	minimum := e.Minimum
+	if minimum == 0 {
+		minimum = e.Expected
+	}
+	return fmt.Sprintf("the workhorse schema in this database is version %d, older than this package needs (version %d to %d): "+
+		"call workhorse.InstallSchema(ctx, pool) (or run `npx workhorse schema migrate` or `python -m workhorse schema migrate`) "+
+		"as the schema's owner, then start again; queued jobs, schedules and history are kept", e.Installed, minimum, e.Expected)
 }
+
+// SchemaMigrationError says an upgrade of the schema could not be made: the database is older
+// than the first version that can be migrated, the module lacks a step, the role may not
+// migrate, or a step failed (Err, the driver's error). Version is the step it stopped at (0
+// when none ran); the message says what was kept and what to do.
+type SchemaMigrationError struct {
+	Reason  string
+	Version int
+	Err     error
+}
+
+func (e *SchemaMigrationError) Error() string { return e.Reason }
+
+func (e *SchemaMigrationError) Unwrap() error { return e.Err }
 
 // JobCanceledError is the cause of a handler's context when an operator canceled the job.
 type JobCanceledError struct{ JobID string }

@@ -5,9 +5,35 @@ import (
 	"sync/atomic"
 )
 
-// SchemaVersion is the version of the workhorse schema this SDK speaks. It is the TypeScript
-// package's SCHEMA_VERSION (lib/core/schema.ts); a test keeps the two equal.
-const SchemaVersion = 4
+// SchemaVersion is the version of the workhorse schema this SDK installs and migrates to: the
+// highest step in its embedded sql/migrations/ (a test keeps the two equal).
+const SchemaVersion = 5
+
+// MinSchemaVersion is the oldest schema version whose functions every call of this SDK still
+// finds, so a database not yet migrated keeps serving this release during a rolling deploy.
+// The clients accept MinSchemaVersion through SchemaVersion.
+const MinSchemaVersion = 4
+
+// SchemaSituation names how the installed schema compares with this SDK's.
+type SchemaSituation string
+
+const (
+	SchemaUpToDate     SchemaSituation = "up-to-date"
+	SchemaNotInstalled SchemaSituation = "not-installed"
+	SchemaOlder        SchemaSituation = "older"
+	SchemaNewer        SchemaSituation = "newer"
+)
+
+// PendingStep is a migration step the database has not had yet.
+type PendingStep struct {
+	// Version is the version the step leads to (from Version-1).
+	Version int `json:"version"`
+	// Name is the step file's slug: migration_log for 0005_migration_log.sql.
+	Name string `json:"name"`
+	// Transactional is false for a step marked `-- workhorse:no-transaction`, which runs
+	// statement by statement outside a transaction and is resumable.
+	Transactional bool `json:"transactional"`
+}
 
 // SchemaStatus is what GetSchemaStatus reads.
 type SchemaStatus struct {
@@ -15,14 +41,38 @@ type SchemaStatus struct {
 	Installed int
 	// Expected is SchemaVersion.
 	Expected int
+	// Minimum is MinSchemaVersion, the oldest version this SDK's clients work with.
+	Minimum int
+	// Pending lists the steps InstallSchema would apply, in order (none for an absent or newer schema).
+	Pending []PendingStep
 }
 
-// UpToDate reports whether the installed schema is the one this SDK speaks.
+// UpToDate reports whether the installed schema is the one this SDK installs.
 func (s SchemaStatus) UpToDate() bool { return s.Installed == s.Expected }
 
-// GetSchemaStatus reads the installed schema version; it never writes.
+// Situation says whether the schema is up to date, absent, older or newer than this SDK's.
+func (s SchemaStatus) Situation() SchemaSituation {
+	switch {
+	case s.Installed == 0:
+		return SchemaNotInstalled
+	case s.Installed == s.Expected:
+		return SchemaUpToDate
+	case s.Installed < s.Expected:
+		return SchemaOlder
+	default:
+		return SchemaNewer
+	}
+}
+
+// GetSchemaStatus reads the installed schema version and lists the steps InstallSchema would
+// apply; it never writes.
+//
+//	status, err := workhorse.GetSchemaStatus(ctx, workhorse.Pgx(pool))
+//	if err == nil && status.Situation() == workhorse.SchemaOlder {
+//		log.Printf("pending steps: %v", status.Pending)
+//	}
 func GetSchemaStatus(ctx context.Context, db DB) (SchemaStatus, error) {
-	status := SchemaStatus{Expected: SchemaVersion}
+	status := SchemaStatus{Expected: SchemaVersion, Minimum: MinSchemaVersion, Pending: []PendingStep{}}
 	var present bool
 	if err := queryRow(ctx, db, "SELECT to_regclass('workhorse.schema_version') IS NOT NULL", nil, &present); err != nil {
 		return status, err
@@ -35,12 +85,26 @@ func GetSchemaStatus(ctx context.Context, db DB) (SchemaStatus, error) {
 	if err == errNoRow {
 		return status, nil
 	}
+	if err != nil {
+		return status, err
+	}
 	status.Installed = int(version)
-	return status, err
+	// Older than the baseline, no step leads from there (InstallSchema refuses it).
+	if status.Situation() == SchemaOlder && status.Installed >= baselineVersion {
+		files, err := loadSchemaFiles(embeddedSchema())
+		if err != nil {
+			return status, err
+		}
+		for _, step := range files.pending(status.Installed) {
+			status.Pending = append(status.Pending, PendingStep{Version: step.version, Name: step.name, Transactional: step.transactional()})
+		}
+	}
+	return status, nil
 }
 
 // VerifySchema returns a *SchemaNotInstalledError or *SchemaVersionMismatchError (each says
-// what to do) unless the database holds the schema version this SDK speaks.
+// what to do) unless the database holds a schema version this SDK works with
+// (MinSchemaVersion through SchemaVersion).
 func VerifySchema(ctx context.Context, db DB) error {
 	status, err := GetSchemaStatus(ctx, db)
 	if err != nil {
@@ -49,8 +113,8 @@ func VerifySchema(ctx context.Context, db DB) error {
 	if status.Installed == 0 {
 		return &SchemaNotInstalledError{Expected: SchemaVersion}
 	}
-	if !status.UpToDate() {
-		return &SchemaVersionMismatchError{Installed: status.Installed, Expected: SchemaVersion}
+	if status.Installed < MinSchemaVersion || status.Installed > SchemaVersion {
+		return &SchemaVersionMismatchError{Installed: status.Installed, Expected: SchemaVersion, Minimum: MinSchemaVersion}
 	}
 	return nil
 }

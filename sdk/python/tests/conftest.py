@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -16,9 +16,6 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 from workhorse import install_schema
 
 from .pg_server import postgres_server
-
-REPO = Path(__file__).resolve().parents[3]
-SQL_DIR = REPO / "sql"
 
 
 @pytest.fixture(scope="session")
@@ -32,20 +29,33 @@ def database_url(server: str, name: str) -> str:
     return urlunsplit(parts._replace(path=f"/{name}"))
 
 
+@contextmanager
+def fresh_database(server: str) -> Iterator[str]:
+    """An empty database (no workhorse schema), dropped afterwards."""
+    name = f"wh_py_{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(server, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield database_url(server, name)
+    finally:
+        with psycopg.connect(server, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 @pytest.fixture
 def db_url(server_url: str) -> Iterator[str]:
-    """A fresh database with the schema installed, dropped after the test."""
-    name = f"wh_py_{uuid.uuid4().hex[:16]}"
-    with psycopg.connect(server_url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    url = database_url(server_url, name)
-    try:
+    """A fresh database with the schema installed (from the package's SQL), dropped after the test."""
+    with fresh_database(server_url) as url:
         with psycopg.connect(url) as conn:
-            install_schema(conn, SQL_DIR)
+            install_schema(conn)
         yield url
-    finally:
-        with psycopg.connect(server_url, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def empty_db_url(server_url: str) -> Iterator[str]:
+    """A fresh database without the workhorse schema, dropped after the test."""
+    with fresh_database(server_url) as url:
+        yield url
 
 
 @pytest.fixture

@@ -17,11 +17,11 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
 
 
-def test_the_readme_has_its_quickstarts_and_the_orchestration_and_tracing_examples() -> None:
-    assert len(BLOCKS) == 4
+def test_the_readme_has_its_schema_example_quickstarts_and_the_orchestration_and_tracing_examples() -> None:
+    assert len(BLOCKS) == 5
 
 
-@pytest.mark.parametrize("code", BLOCKS, ids=["sync", "asyncio", "orchestration", "tracing"])
+@pytest.mark.parametrize("code", BLOCKS, ids=["schema", "sync", "asyncio", "orchestration", "tracing"])
 def test_a_readme_block_runs_and_prints_what_it_says(code: str, db_url: str) -> None:
     result = subprocess.run(
         [sys.executable, "-c", code],

@@ -3,7 +3,7 @@
 // throw-away server it starts itself from PostgreSQL's binaries (WORKHORSE_PG_BIN, Debian's
 // /usr/lib/postgresql/<version>/bin, or the embedded server of the repository's node_modules)
 // and stops when the tests end. Every test gets a database of its own, copied from a template
-// in which the repository's sql/*.sql is installed as the TypeScript installSchema does.
+// in which the SDK's embedded SQL (sdk/go/sql) is installed as a fresh InstallSchema does.
 package testpg
 
 import (
@@ -20,7 +20,6 @@ import (
 	"runtime"
 	"sort"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -181,8 +180,13 @@ func createTemplate() (string, error) {
 	return name, nil
 }
 
-// InstallSchema installs the repository's sql/*.sql into the database at url, in one
-// transaction, and records the TypeScript package's schema version, as installSchema does.
+// SQLDir is the SQL the Go SDK embeds (sdk/go/sql, a copy of the repository's sql/).
+func SQLDir() string { return filepath.Join(RepoRoot(), "sdk", "go", "sql") }
+
+// InstallSchema installs the SDK's embedded SQL into the database at url as a fresh install of
+// workhorse.InstallSchema does (every top-level file in one transaction, the highest step's
+// version and its 'install' log row), without importing the SDK (its internal tests use this
+// package).
 func InstallSchema(url string) error {
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, url)
@@ -190,12 +194,12 @@ func InstallSchema(url string) error {
 		return err
 	}
 	defer conn.Close(ctx)
-	files, err := filepath.Glob(filepath.Join(RepoRoot(), "sql", "*.sql"))
+	files, err := filepath.Glob(filepath.Join(SQLDir(), "*.sql"))
 	if err != nil || len(files) == 0 {
-		return fmt.Errorf("no sql/*.sql under %s", RepoRoot())
+		return fmt.Errorf("no .sql files in %s", SQLDir())
 	}
 	sort.Strings(files)
-	version, err := TypeScriptSchemaVersion()
+	version, err := HighestStep()
 	if err != nil {
 		return err
 	}
@@ -213,25 +217,23 @@ func InstallSchema(url string) error {
 			return fmt.Errorf("%s: %w", filepath.Base(file), err)
 		}
 	}
-	if _, err := tx.Exec(ctx, "INSERT INTO workhorse.schema_version (version) VALUES ("+strconv.Itoa(version)+")"); err != nil {
+	if _, err := tx.Exec(ctx, "INSERT INTO workhorse.schema_version (version) VALUES ($1)", version); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, "INSERT INTO workhorse.schema_migration (version, name) VALUES ($1, 'install')", version); err != nil {
 		return err
 	}
 	return tx.Commit(ctx)
 }
 
-// TypeScriptSchemaVersion reads SCHEMA_VERSION from lib/core/schema.ts.
-func TypeScriptSchemaVersion() (int, error) {
-	text, err := os.ReadFile(filepath.Join(RepoRoot(), "lib", "core", "schema.ts"))
-	if err != nil {
-		return 0, err
+// HighestStep is the version of the last step in the SDK's sql/migrations (NNNN_<slug>.sql).
+func HighestStep() (int, error) {
+	steps, err := filepath.Glob(filepath.Join(SQLDir(), "migrations", "[0-9][0-9][0-9][0-9]_*.sql"))
+	if err != nil || len(steps) == 0 {
+		return 0, fmt.Errorf("no migration steps in %s", filepath.Join(SQLDir(), "migrations"))
 	}
-	const marker = "export const SCHEMA_VERSION = "
-	i := strings.Index(string(text), marker)
-	if i < 0 {
-		return 0, fmt.Errorf("lib/core/schema.ts has no %q", marker)
-	}
-	rest := string(text[i+len(marker):])
-	return strconv.Atoi(rest[:strings.IndexByte(rest, ';')])
+	sort.Strings(steps)
+	return strconv.Atoi(filepath.Base(steps[len(steps)-1])[:4])
 }
 
 // startServer starts a throw-away PostgreSQL server (no durability: test data only) on a free

@@ -22,6 +22,7 @@ from .errors import (
     LeaseLostError,
     NonRetryableError,
     RetryAfterError,
+    SchemaMigrationError,
     SchemaNotInstalledError,
     SchemaVersionMismatchError,
     SignalTimeoutError,
@@ -32,7 +33,7 @@ from .errors import (
     WorkhorseValidationError,
 )
 from .queue import Queue
-from .schema import SCHEMA_VERSION, install_schema, verify_schema
+from .schema import MIN_SCHEMA_VERSION, SCHEMA_VERSION, MigrationResult, PendingStep, SchemaStatus, install_schema, schema_status, verify_schema
 from .types import (
     JOB_STATES,
     CancelResult,
@@ -69,6 +70,7 @@ from .worker import Worker
 
 __all__ = [
     "JOB_STATES",
+    "MIN_SCHEMA_VERSION",
     "SCHEMA_VERSION",
     "AbortSignal",
     "Admin",
@@ -106,14 +108,18 @@ __all__ = [
     "JobWaiting",
     "JsonValue",
     "LeaseLostError",
+    "MigrationResult",
     "NonRetryableError",
     "Page",
+    "PendingStep",
     "Queue",
     "QueueInfo",
     "RedriveResult",
     "RetryAfterError",
     "RetryPolicy",
+    "SchemaMigrationError",
     "SchemaNotInstalledError",
+    "SchemaStatus",
     "SchemaVersionMismatchError",
     "SendSignalStatus",
     "SignalTimeoutError",
@@ -128,5 +134,6 @@ __all__ = [
     "WorkhorseError",
     "WorkhorseValidationError",
     "install_schema",
+    "schema_status",
     "verify_schema",
 ]

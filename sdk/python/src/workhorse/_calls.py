@@ -16,8 +16,12 @@ from .errors import SchemaNotInstalledError, SchemaVersionMismatchError
 from .types import JOB_STATES, CancelResult, DrainResult, JobSnapshot, Page, QueueInfo, RedriveResult, TimelineEntry, WorkerInfo
 from .validation import check_datetime, check_int, check_job_id, check_name, check_text, fail, to_wire_batch, to_wire_request
 
-#: The schema (and protocol) version this SDK speaks (``workhorse.schema_version``).
-SCHEMA_VERSION = 4
+#: The schema version this SDK installs and migrates to (``workhorse.schema_version``): the
+#: highest step in its ``sql/migrations/``.
+SCHEMA_VERSION = 5
+#: The oldest schema version whose functions every call of this SDK still finds, so a database
+#: not yet migrated keeps serving this release during a rolling deploy.
+MIN_SCHEMA_VERSION = 4
 
 R = TypeVar("R")
 
@@ -32,11 +36,12 @@ class Call(Generic[R]):
 
 
 def check_schema_version(installed: int | None) -> None:
-    """Refuses a database whose schema this SDK does not speak, with what to do about it."""
+    """Refuses a database whose schema version is outside the range this SDK speaks, with what
+    to do about it."""
     if installed is None:
         raise SchemaNotInstalledError(SCHEMA_VERSION)
-    if installed != SCHEMA_VERSION:
-        raise SchemaVersionMismatchError(installed, SCHEMA_VERSION)
+    if not MIN_SCHEMA_VERSION <= installed <= SCHEMA_VERSION:
+        raise SchemaVersionMismatchError(installed, SCHEMA_VERSION, MIN_SCHEMA_VERSION)
 
 
 def schema_present() -> Call[bool]:

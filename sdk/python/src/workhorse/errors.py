@@ -106,23 +106,47 @@ class SchemaNotInstalledError(WorkhorseError):
     def __init__(self, expected: int) -> None:
         super().__init__(
             f"The workhorse schema is not installed in this database (this SDK needs version {expected}). "
-            "Install it once with `npx workhorse schema install` (or installSchema(pool) of the TypeScript "
-            "package, or workhorse.install_schema(conn, sql_dir) with the repository's sql/ folder), then start again."
+            "Run `python -m workhorse schema migrate` (or `npx workhorse schema migrate`) or call "
+            "workhorse.install_schema(conn) once, then start again."
         )
         self.expected = expected
 
 
 class SchemaVersionMismatchError(WorkhorseError):
-    """The database holds a schema version this SDK does not know."""
+    """The database holds a schema version outside the range this SDK works with
+    (``minimum``..``expected``): newer than the package (``install_schema`` never downgrades),
+    or older than the oldest version its calls still exist in (``install_schema`` migrates it).
+    Nothing is changed."""
 
-    def __init__(self, installed: int, expected: int) -> None:
-        super().__init__(
-            f"The workhorse schema in this database is version {installed}, but this SDK speaks version "
-            f"{expected} of the protocol only. Install the SDK release that matches the database (during 0.x "
-            "there is no upgrade path between schema versions)."
-        )
+    def __init__(self, installed: int, expected: int, minimum: int | None = None) -> None:
+        low = expected if minimum is None else minimum
+        if installed > expected:
+            message = (
+                f"The workhorse schema in this database is version {installed}, newer than this package (version {expected}): "
+                "upgrade the package to the release that ships it. A schema is never downgraded."
+            )
+        else:
+            message = (
+                f"The workhorse schema in this database is version {installed}, older than this package needs (version {low} "
+                f"to {expected}): run `python -m workhorse schema migrate` (or `npx workhorse schema migrate`) or call "
+                "workhorse.install_schema(conn) as the schema's owner, then start again. Queued jobs, schedules and history "
+                "are kept."
+            )
+        super().__init__(message)
         self.installed = installed
         self.expected = expected
+        self.minimum = low
+
+
+class SchemaMigrationError(WorkhorseError):
+    """An upgrade of the schema could not be made: the database is older than the first version
+    that can be migrated, the package lacks a step, the role may not migrate, a step failed, or
+    the connection is inside a transaction. ``version`` is the step it stopped at (None when
+    none ran); the message says what was kept and what to do."""
+
+    def __init__(self, message: str, version: int | None = None) -> None:
+        super().__init__(message)
+        self.version = version
 
 
 class JobCanceledError(WorkhorseError):

@@ -1,0 +1,386 @@
+-- Internal helpers shared by the protocol functions. Not part of the versioned API.
+
+-- Refuses input with SQLSTATE P1001; the offending field travels in the error's COLUMN field so
+-- clients can name it without parsing the message.
+CREATE FUNCTION workhorse.raise_invalid(p_field text, p_message text)
+RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE EXCEPTION USING ERRCODE = 'P1001', MESSAGE = p_field || ': ' || p_message, COLUMN = p_field;
+END
+$$;
+
+-- Names: a letter or digit first, then letters, digits and . _ : / -, at most 128 characters.
+CREATE FUNCTION workhorse.is_valid_name(p_value text)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT p_value IS NOT NULL AND length(p_value) <= 128 AND p_value ~ '^[A-Za-z0-9][A-Za-z0-9._:/-]*$'
+$$;
+
+CREATE FUNCTION workhorse.check_name(p_value jsonb, p_field text)
+RETURNS text
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF jsonb_typeof(p_value) IS DISTINCT FROM 'string' THEN
+    PERFORM workhorse.raise_invalid(p_field, 'must be a string');
+  END IF;
+  IF NOT workhorse.is_valid_name(p_value #>> '{}') THEN
+    PERFORM workhorse.raise_invalid(p_field,
+      'must be 1 to 128 characters: a letter or digit, then letters, digits or . _ : / -');
+  END IF;
+  RETURN p_value #>> '{}';
+END
+$$;
+
+-- An integer in [p_min, p_max], given as a JSON number.
+CREATE FUNCTION workhorse.check_int(p_value jsonb, p_field text, p_min bigint, p_max bigint)
+RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+  v numeric;
+BEGIN
+  IF jsonb_typeof(p_value) IS DISTINCT FROM 'number' THEN
+    PERFORM workhorse.raise_invalid(p_field, format('must be an integer from %s to %s', p_min, p_max));
+  END IF;
+  v := (p_value #>> '{}')::numeric;
+  IF v <> trunc(v) OR v < p_min OR v > p_max THEN
+    PERFORM workhorse.raise_invalid(p_field, format('must be an integer from %s to %s', p_min, p_max));
+  END IF;
+  RETURN v::bigint;
+END
+$$;
+
+CREATE FUNCTION workhorse.check_uuid(p_value jsonb, p_field text)
+RETURNS uuid
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF jsonb_typeof(p_value) IS DISTINCT FROM 'string'
+     OR (p_value #>> '{}') !~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN
+    PERFORM workhorse.raise_invalid(p_field, 'must be a job id (a UUID string)');
+  END IF;
+  RETURN (p_value #>> '{}')::uuid;
+END
+$$;
+
+-- The size of a JSON value as compact JSON text (the measure clients use: JSON.stringify),
+-- exact once it is over p_limit, and no more than that at or under it. PostgreSQL renders jsonb
+-- with a space after each `,` and `:`; those are not counted (the count of ", " and ": " pairs
+-- may include some inside strings, which only errs towards accepting).
+CREATE FUNCTION workhorse.json_text_bytes(p_value jsonb, p_limit bigint)
+RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_text text := p_value::text;
+  v_bytes bigint := octet_length(v_text);
+BEGIN
+  IF v_bytes > p_limit THEN
+    v_bytes := v_bytes - (length(v_text) - length(replace(v_text, ', ', ',')))
+                       - (length(v_text) - length(replace(v_text, '": ', '":')));
+  END IF;
+  IF v_bytes > p_limit THEN
+    -- jsonb writes numbers out in full (1e308 as 309 digits); count each as its shortest form,
+    -- as JSON.stringify does.
+    SELECT v_bytes - coalesce(sum(length(n.v::text) - length(((n.v::text)::numeric::float8)::text)), 0)
+      INTO v_bytes
+    FROM jsonb_path_query(p_value, 'lax $.**') AS n (v)
+    WHERE jsonb_typeof(n.v) = 'number'
+      -- Only numbers a double can hold (those a JavaScript client can send at all).
+      AND abs((n.v::text)::numeric) <= 1.7976931348623157e308
+      AND (abs((n.v::text)::numeric) >= 4.9e-324 OR (n.v::text)::numeric = 0);
+  END IF;
+  RETURN v_bytes;
+END
+$$;
+
+-- JSON values stored for users (payloads, results, checkpoint values, errors): at most 1 MiB of
+-- compact JSON text (json_text_bytes).
+CREATE FUNCTION workhorse.check_json_size(p_value jsonb, p_field text, p_limit integer DEFAULT 1048576)
+RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF p_value IS NOT NULL AND workhorse.json_text_bytes(p_value, p_limit) > p_limit THEN
+    PERFORM workhorse.raise_invalid(p_field, format('is larger than the %s limit (%s bytes of JSON)',
+      CASE WHEN p_limit = 1048576 THEN '1 MiB' ELSE (p_limit / 1024) || ' KiB' END, p_limit));
+  END IF;
+END
+$$;
+
+-- A timestamp given as ISO 8601 text with a time zone, checked field by field so that a bad
+-- value is refused with P1001 instead of failing the cast (no exception block: those open a
+-- subtransaction per call).
+CREATE FUNCTION workhorse.check_timestamp(p_value jsonb, p_field text)
+RETURNS timestamptz
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_parts text[];
+  v_year integer;
+  v_month integer;
+  v_day integer;
+BEGIN
+  IF jsonb_typeof(p_value) IS DISTINCT FROM 'string' THEN
+    PERFORM workhorse.raise_invalid(p_field, 'must be an ISO 8601 timestamp with a time zone, such as 2030-01-01T00:00:00Z');
+  END IF;
+  v_parts := regexp_match(p_value #>> '{}',
+    '^(\d{4})-(\d{2})-(\d{2})[T ]([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{1,6})?)?(Z|[+-](0\d|1[0-5])(:?[0-5]\d)?)$');
+  IF v_parts IS NULL THEN
+    PERFORM workhorse.raise_invalid(p_field, 'must be an ISO 8601 timestamp with a time zone, such as 2030-01-01T00:00:00Z');
+  END IF;
+  v_year := v_parts[1]::integer;
+  v_month := v_parts[2]::integer;
+  v_day := v_parts[3]::integer;
+  IF v_year < 1 OR v_month NOT BETWEEN 1 AND 12 OR v_day < 1
+     OR v_day > extract(day FROM make_date(v_year, v_month, 1) + interval '1 month - 1 day') THEN
+    PERFORM workhorse.raise_invalid(p_field, 'is not a calendar date');
+  END IF;
+  RETURN (p_value #>> '{}')::timestamptz;
+END
+$$;
+
+-- Worker identity and lease length, shared by every owner-side function.
+CREATE FUNCTION workhorse.check_worker(p_worker_id text)
+RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF p_worker_id IS NULL OR length(p_worker_id) = 0 OR length(p_worker_id) > 200 THEN
+    PERFORM workhorse.raise_invalid('workerId', 'must be a string of 1 to 200 characters');
+  END IF;
+END
+$$;
+
+CREATE FUNCTION workhorse.check_lease(p_lease_ms integer)
+RETURNS interval
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF p_lease_ms IS NULL OR p_lease_ms < 1000 OR p_lease_ms > 86400000 THEN
+    PERFORM workhorse.raise_invalid('leaseMs', 'must be an integer from 1000 to 86400000');
+  END IF;
+  RETURN p_lease_ms * interval '1 millisecond';
+END
+$$;
+
+-- Normalises a retry policy, filling defaults. Exponential with jitter is the default:
+-- 1 s, doubling, capped at 1 hour, each delay drawn from [50%, 100%] of its nominal value.
+CREATE FUNCTION workhorse.normalize_retry_policy(p_policy jsonb, p_field text)
+RETURNS jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_kind text;
+  v_key text;
+  v_out jsonb;
+BEGIN
+  IF p_policy IS NULL OR p_policy = 'null'::jsonb THEN
+    RETURN '{"kind":"exponential","initialMs":1000,"multiplier":2,"maxMs":3600000,"jitter":true}'::jsonb;
+  END IF;
+  IF jsonb_typeof(p_policy) <> 'object' THEN
+    PERFORM workhorse.raise_invalid(p_field, 'must be an object such as {"kind":"exponential"} or {"kind":"fixed","delayMs":5000}');
+  END IF;
+  v_kind := p_policy ->> 'kind';
+  IF v_kind = 'fixed' THEN
+    FOR v_key IN SELECT jsonb_object_keys(p_policy) LOOP
+      IF v_key NOT IN ('kind', 'delayMs') THEN
+        PERFORM workhorse.raise_invalid(p_field || '.' || v_key, 'is not an option of a fixed retry policy (kind, delayMs)');
+      END IF;
+    END LOOP;
+    v_out := jsonb_build_object('kind', 'fixed', 'delayMs',
+      CASE WHEN p_policy ? 'delayMs'
+           THEN workhorse.check_int(p_policy -> 'delayMs', p_field || '.delayMs', 0, 604800000)
+           ELSE 1000 END);
+  ELSIF v_kind = 'exponential' THEN
+    FOR v_key IN SELECT jsonb_object_keys(p_policy) LOOP
+      IF v_key NOT IN ('kind', 'initialMs', 'multiplier', 'maxMs', 'jitter') THEN
+        PERFORM workhorse.raise_invalid(p_field || '.' || v_key,
+          'is not an option of an exponential retry policy (kind, initialMs, multiplier, maxMs, jitter)');
+      END IF;
+    END LOOP;
+    IF p_policy ? 'multiplier' AND (jsonb_typeof(p_policy -> 'multiplier') <> 'number'
+        OR (p_policy ->> 'multiplier')::numeric < 1 OR (p_policy ->> 'multiplier')::numeric > 10) THEN
+      PERFORM workhorse.raise_invalid(p_field || '.multiplier', 'must be a number from 1 to 10');
+    END IF;
+    IF p_policy ? 'jitter' AND jsonb_typeof(p_policy -> 'jitter') <> 'boolean' THEN
+      PERFORM workhorse.raise_invalid(p_field || '.jitter', 'must be true or false');
+    END IF;
+    v_out := jsonb_build_object(
+      'kind', 'exponential',
+      'initialMs', CASE WHEN p_policy ? 'initialMs'
+                        THEN workhorse.check_int(p_policy -> 'initialMs', p_field || '.initialMs', 0, 604800000)
+                        ELSE 1000 END,
+      'multiplier', coalesce(p_policy -> 'multiplier', '2'::jsonb),
+      'maxMs', CASE WHEN p_policy ? 'maxMs'
+                    THEN workhorse.check_int(p_policy -> 'maxMs', p_field || '.maxMs', 0, 604800000)
+                    ELSE 3600000 END,
+      'jitter', coalesce(p_policy -> 'jitter', 'true'::jsonb));
+    IF (v_out ->> 'maxMs')::bigint < (v_out ->> 'initialMs')::bigint THEN
+      PERFORM workhorse.raise_invalid(p_field || '.maxMs', 'must not be smaller than initialMs');
+    END IF;
+  ELSE
+    PERFORM workhorse.raise_invalid(p_field || '.kind', 'must be "exponential" or "fixed"');
+  END IF;
+  RETURN v_out;
+END
+$$;
+
+-- The delay before the next attempt after attempt number p_attempt failed.
+CREATE FUNCTION workhorse.retry_delay_ms(p_policy jsonb, p_attempt integer)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  v_delay numeric;
+BEGIN
+  IF p_policy ->> 'kind' = 'fixed' THEN
+    RETURN (p_policy ->> 'delayMs')::bigint;
+  END IF;
+  v_delay := least((p_policy ->> 'maxMs')::numeric,
+                   (p_policy ->> 'initialMs')::numeric
+                     * power((p_policy ->> 'multiplier')::numeric, least(greatest(p_attempt - 1, 0), 60)));
+  IF (p_policy ->> 'jitter')::boolean THEN
+    v_delay := v_delay * (0.5 + random() * 0.5);
+  END IF;
+  RETURN round(v_delay)::bigint;
+END
+$$;
+
+-- The ownership rule: the row is active, worker id and fence token match, and neither the lease,
+-- nor the attempt's execution timeout, nor the job's deadline has run out at p_now. Past its
+-- deadline a job is over for its worker, as for the claim (which never starts it): a late write
+-- changes nothing and maintenance fails the job with DeadlineExceeded.
+CREATE FUNCTION workhorse.owns(r workhorse.job_runtime, p_worker_id text, p_fence bigint, p_now timestamptz)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT r.state = 'active' AND r.worker_id = p_worker_id AND r.fence_token = p_fence
+         AND r.lease_expires_at > p_now AND (r.attempt_deadline IS NULL OR r.attempt_deadline > p_now)
+         AND (r.deadline IS NULL OR r.deadline > p_now)
+$$;
+
+-- Locks a job's runtime row and returns it only if the caller still owns the job (see owns). The
+-- clock is read after the lock is granted, so a lease that ran out while we waited counts as lost.
+-- p_past_timeout lets the owner report its own timed-out attempt (the worker aborts the handler at
+-- the execution timeout, so its report necessarily arrives just after it) while the lease holds,
+-- the job's deadline has not passed and recovery has not taken the job.
+CREATE FUNCTION workhorse.lock_owned(p_job_id uuid, p_worker_id text, p_fence bigint, p_past_timeout boolean DEFAULT false)
+RETURNS workhorse.job_runtime
+LANGUAGE plpgsql AS $$
+DECLARE
+  r workhorse.job_runtime;
+  v_now timestamptz;
+BEGIN
+  SELECT * INTO r FROM workhorse.job_runtime WHERE job_id = p_job_id FOR UPDATE;
+  v_now := clock_timestamp();
+  IF NOT FOUND OR NOT (CASE WHEN p_past_timeout
+                            THEN r.state = 'active' AND r.worker_id = p_worker_id AND r.fence_token = p_fence
+                                 AND r.lease_expires_at > v_now AND (r.deadline IS NULL OR r.deadline > v_now)
+                            ELSE workhorse.owns(r, p_worker_id, p_fence, v_now) END) THEN
+    RETURN NULL;
+  END IF;
+  RETURN r;
+END
+$$;
+
+-- Ends a live job: deletes its runtime row and writes its outcome, the closing row of its open
+-- attempt (with outcome p_attempt_outcome) and the terminal event, all in the caller's
+-- transaction. An attempt is open while a worker runs it (`active`) and while the job sleeps
+-- (`resuming` outside `active`: the sleep columns say who ran it last and since when); every
+-- other live job has closed all the attempts it started.
+-- Then (unless p_follow is false: settle_blocked, which settles in a loop of its own) the jobs
+-- that wait on this one are counted down (settle_dependents) and its live children are
+-- canceled (cancel_children); each costs one index probe for a job that has none.
+CREATE FUNCTION workhorse.finish_job(
+  r workhorse.job_runtime, p_state text, p_result jsonb, p_error jsonb, p_attempt_outcome text, p_now timestamptz,
+  p_follow boolean DEFAULT true)
+RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  DELETE FROM workhorse.job_runtime WHERE job_id = r.job_id;
+  INSERT INTO workhorse.job_outcome (job_id, queue, state, result, error, final_attempt, fence_token, worker_id, finished_at, progress)
+  VALUES (r.job_id, r.queue, p_state, p_result, p_error, r.current_attempt, r.fence_token, r.worker_id, p_now, r.progress);
+  IF r.state = 'active' OR r.resuming THEN
+    INSERT INTO workhorse.attempt_history (job_id, attempt, outcome, worker_id, fence_token, started_at, finished_at, error)
+    VALUES (r.job_id, r.current_attempt, p_attempt_outcome, coalesce(r.worker_id, r.sleep_worker_id), r.fence_token,
+            coalesce(r.attempt_started_at, r.sleep_attempt_started_at), p_now,
+            CASE WHEN p_attempt_outcome <> 'succeeded' THEN p_error END);
+  END IF;
+  INSERT INTO workhorse.job_event (job_id, at, kind, attempt, worker_id, fence_token, data)
+  VALUES (r.job_id, p_now, p_state, r.current_attempt, r.worker_id, r.fence_token,
+          CASE WHEN p_error IS NOT NULL THEN jsonb_build_object('error', p_error) END);
+  IF p_follow THEN
+    IF EXISTS (SELECT 1 FROM workhorse.job_dependency e WHERE e.prerequisite_id = r.job_id) THEN
+      PERFORM workhorse.settle_dependents(ARRAY[r.job_id], p_now);
+    END IF;
+    IF EXISTS (SELECT 1 FROM workhorse.job_dependency e WHERE e.dependent_id = r.job_id AND e.kind = 'child') THEN
+      PERFORM workhorse.cancel_children(r.job_id, p_now);
+    END IF;
+  END IF;
+END
+$$;
+
+-- The error envelope of a job ended by a cancel request.
+CREATE FUNCTION workhorse.cancel_error(p_reason text)
+RETURNS jsonb
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT jsonb_build_object('name', 'Canceled', 'message', coalesce(p_reason, 'canceled on request'))
+$$;
+
+-- Fails a live job whose deadline has passed, whatever its state, with DeadlineExceeded and no
+-- retry; an open attempt closes as `deadline`. Every function that finds a job past its
+-- deadline ends it this way, so the outcome is the same whoever gets there first.
+CREATE FUNCTION workhorse.fail_past_deadline(r workhorse.job_runtime, p_now timestamptz)
+RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM workhorse.finish_job(r, 'failed', NULL,
+    jsonb_build_object('name', 'DeadlineExceeded',
+      'message', format('the job did not finish by its deadline (%s)',
+                        to_char(r.deadline AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))),
+    'deadline', p_now);
+END
+$$;
+
+-- Moves a live job back to waiting: ready now (behind the jobs already waiting) or scheduled
+-- for later. The owner columns are cleared. p_resuming: the attempt stays open and the next
+-- claim continues it (a durable sleep); the sleep columns keep who ran it and since when.
+-- p_extra_attempts grows the job's attempt budget (by one for an attempt given back by a release).
+CREATE FUNCTION workhorse.requeue_job(
+  p_job_id uuid, p_run_at timestamptz, p_now timestamptz, p_last_error jsonb, p_extra_attempts integer,
+  p_resuming boolean DEFAULT false)
+RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_state text := CASE WHEN p_run_at <= p_now THEN 'ready' ELSE 'scheduled' END;
+BEGIN
+  -- (Every right-hand side reads the row as it was: the sleep columns get the old owner.)
+  UPDATE workhorse.job_runtime
+     SET state = v_state,
+         seq = CASE WHEN v_state = 'ready' THEN nextval('workhorse.job_seq') ELSE seq END,
+         run_at = greatest(p_run_at, p_now),
+         max_attempts = max_attempts + p_extra_attempts,
+         resuming = p_resuming,
+         sleep_worker_id = CASE WHEN p_resuming THEN worker_id END,
+         sleep_attempt_started_at = CASE WHEN p_resuming THEN attempt_started_at END,
+         worker_id = NULL, lease_expires_at = NULL, heartbeat_at = NULL, attempt_started_at = NULL,
+         attempt_deadline = NULL, cancel_requested_at = NULL, cancel_reason = NULL,
+         last_error = coalesce(p_last_error, last_error)
+   WHERE job_id = p_job_id;
+  RETURN v_state;
+END
+$$;
+
+-- The retry policy for a failed attempt of a job, and where it comes from: the job's own, else
+-- the handler's (p_handler_policy, as the worker that reports the failure gave it, else the one
+-- registered for the job's queue and type: see handler_policy), else the default. `counted` is
+-- the number of attempts that count against the job's budget so far (released ones do not),
+-- which sets an exponential delay.
+CREATE FUNCTION workhorse.retry_policy_of(
+  r workhorse.job_runtime, p_handler_policy jsonb, OUT policy jsonb, OUT source text, OUT counted integer)
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  SELECT coalesce(j.retry_policy, p_handler_policy, h.retry_policy),
+         CASE WHEN j.retry_policy IS NOT NULL THEN 'job'
+              WHEN coalesce(p_handler_policy, h.retry_policy) IS NOT NULL THEN 'handler'
+              ELSE 'default' END,
+         r.current_attempt - (r.max_attempts - j.max_attempts)
+    INTO policy, source, counted
+  FROM workhorse.job j
+  LEFT JOIN workhorse.handler_policy h ON h.queue = j.queue AND h.type = j.type
+  WHERE j.id = r.job_id;
+  policy := coalesce(policy, workhorse.normalize_retry_policy(NULL, 'retryPolicy'));
+END
+$$;

@@ -1,0 +1,144 @@
+-- Operator side: cancellation and reads. Reads see one snapshot, so a job is reported on exactly
+-- one side of the runtime/outcome split.
+
+-- Cancels a job. A job that is not running ends `canceled` at once; for a running job the
+-- request is recorded and its worker is told on its next heartbeat (it stops the handler and
+-- acknowledges). A job whose deadline has passed is failed with DeadlineExceeded instead (as
+-- maintenance would) and answers `already_terminal`. Returns `canceled`, `cancel_requested`,
+-- `already_terminal` or `not_found`. p_actor (who asked, e.g. an operator of the dashboard) is
+-- recorded with the reason: in the `cancel_requested` event of a running job, in the
+-- cancellation envelope of any other.
+CREATE FUNCTION workhorse.cancel_v1(p_job_id uuid, p_reason text DEFAULT NULL, p_actor text DEFAULT NULL)
+RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+  r workhorse.job_runtime;
+  v_now timestamptz;
+BEGIN
+  IF p_reason IS NOT NULL AND length(p_reason) > 1000 THEN
+    PERFORM workhorse.raise_invalid('reason', 'must be at most 1000 characters');
+  END IF;
+  IF p_actor IS NOT NULL AND length(p_actor) > 200 THEN
+    PERFORM workhorse.raise_invalid('actor', 'must be at most 200 characters');
+  END IF;
+  -- A parent's live descendants first, in the order their own ends lock them (046_orchestration.sql).
+  PERFORM workhorse.lock_descendants(p_job_id);
+  SELECT * INTO r FROM workhorse.job_runtime WHERE job_id = p_job_id FOR UPDATE;
+  IF NOT FOUND THEN
+    IF EXISTS (SELECT 1 FROM workhorse.job_outcome WHERE job_id = p_job_id) THEN
+      RETURN 'already_terminal';
+    END IF;
+    RETURN 'not_found';
+  END IF;
+  v_now := clock_timestamp();
+  -- A job past its deadline failed then, whether or not maintenance has written it down yet.
+  IF r.deadline IS NOT NULL AND r.deadline <= v_now THEN
+    PERFORM workhorse.fail_past_deadline(r, v_now);
+    RETURN 'already_terminal';
+  END IF;
+  IF r.state = 'active' THEN
+    IF r.cancel_requested_at IS NULL THEN
+      UPDATE workhorse.job_runtime SET cancel_requested_at = v_now, cancel_reason = p_reason WHERE job_id = p_job_id;
+      INSERT INTO workhorse.job_event (job_id, at, kind, attempt, worker_id, fence_token, data)
+      VALUES (p_job_id, v_now, 'cancel_requested', r.current_attempt, r.worker_id, r.fence_token,
+              jsonb_build_object('reason', p_reason) || jsonb_strip_nulls(jsonb_build_object('actor', p_actor)));
+    END IF;
+    RETURN 'cancel_requested';
+  END IF;
+  -- A sleeping job's open attempt closes as `canceled` too.
+  PERFORM workhorse.finish_job(r, 'canceled', NULL,
+    workhorse.cancel_error(p_reason) || jsonb_strip_nulls(jsonb_build_object('actor', p_actor)), 'canceled', v_now);
+  RETURN 'canceled';
+END
+$$;
+
+-- A job's snapshot, whichever side of the split it is on. Reads see one snapshot, so a job is
+-- reported on exactly one side. The view is inlined by the planner: a filter on `id` becomes
+-- primary-key probes of each table.
+CREATE VIEW workhorse.job_snapshot AS
+  SELECT j.id, j.queue, j.type, j.payload, j.priority::integer AS priority, j.max_attempts, j.retry_policy, j.tags,
+         coalesce(r.state, o.state) AS state,
+         coalesce(r.current_attempt, o.final_attempt) AS current_attempt,
+         coalesce(r.run_at, j.run_at) AS run_at,
+         j.created_at, o.finished_at, o.result,
+         coalesce(o.error, r.last_error) AS error,
+         r.worker_id, r.lease_expires_at, r.cancel_requested_at,
+         coalesce(r.progress, o.progress) AS progress,
+         (SELECT d.source_job_id FROM workhorse.job_redrive d WHERE d.new_job_id = j.id) AS redriven_from,
+         ARRAY(SELECT d.new_job_id FROM workhorse.job_redrive d WHERE d.source_job_id = j.id ORDER BY d.created_at) AS redriven_to,
+         j.seq, j.deadline, j.execution_timeout_ms
+  FROM workhorse.job j
+  LEFT JOIN workhorse.job_runtime r ON r.job_id = j.id
+  LEFT JOIN workhorse.job_outcome o ON o.job_id = j.id;
+
+-- One job's snapshot; no row when the id is unknown. (PL/pgSQL, whose plans are kept per
+-- connection: a SECURITY DEFINER SQL function is planned again on every call before
+-- PostgreSQL 18, which made this read ten times slower.)
+CREATE FUNCTION workhorse.get_job_v1(p_job_id uuid)
+RETURNS SETOF workhorse.job_snapshot
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  RETURN QUERY SELECT * FROM workhorse.job_snapshot WHERE id = p_job_id;
+END
+$$;
+
+-- One job's snapshot for the producer that enqueued it: no row when the id is unknown or the job
+-- was enqueued by another login role (so a producer cannot learn whether other jobs exist).
+CREATE FUNCTION workhorse.get_own_job_v1(p_job_id uuid)
+RETURNS SETOF workhorse.job_snapshot
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  RETURN QUERY
+  SELECT s.* FROM workhorse.job_snapshot s
+  WHERE s.id = p_job_id
+    AND EXISTS (SELECT 1 FROM workhorse.job j WHERE j.id = p_job_id AND j.enqueued_by = session_user);
+END
+$$;
+
+-- Pages through jobs newest first in creation order (keyset on job_query.seq: stable while jobs
+-- are added), optionally filtered by queue, type and current states. p_before_seq is the `seq`
+-- of the last row of the previous page. The listing of list_jobs_v2 (080_operator_reads.sql)
+-- without its time window and scan bound, and without its continuation row.
+CREATE FUNCTION workhorse.list_jobs_v1(
+  p_queue text DEFAULT NULL, p_type text DEFAULT NULL, p_states text[] DEFAULT NULL,
+  p_limit integer DEFAULT 50, p_before_seq bigint DEFAULT NULL)
+RETURNS SETOF workhorse.job_snapshot
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  RETURN QUERY SELECT * FROM workhorse.list_jobs_v2(p_queue, p_type, p_states, p_limit, p_before_seq) AS s WHERE s.id IS NOT NULL;
+END
+$$;
+
+-- A job's history, events and closed attempts merged in the order they were written. p_after_id
+-- is the id of the last entry of the previous page.
+CREATE FUNCTION workhorse.get_timeline_v1(p_job_id uuid, p_after_id bigint DEFAULT 0, p_limit integer DEFAULT 100)
+RETURNS TABLE (
+  id bigint, at timestamptz, source text, kind text, attempt integer, worker_id text,
+  fence_token bigint, data jsonb)
+LANGUAGE plpgsql STABLE AS $$
+#variable_conflict use_column
+BEGIN
+  IF p_limit IS NULL OR p_limit < 1 OR p_limit > 1000 THEN
+    PERFORM workhorse.raise_invalid('limit', 'must be an integer from 1 to 1000');
+  END IF;
+  RETURN QUERY
+  SELECT t.id, t.at, t.source, t.kind, t.attempt, t.worker_id, t.fence_token, t.data
+  FROM (
+    (SELECT e.id, e.at, 'event'::text AS source, e.kind, e.attempt, e.worker_id, e.fence_token,
+            -- enqueue_many_v1 stores no data for a job that was ready at once (see there).
+            CASE WHEN e.kind = 'enqueued' AND e.data IS NULL
+                 THEN jsonb_build_object('state', 'ready', 'runAt', e.at) ELSE e.data END
+     FROM workhorse.job_event e
+     WHERE e.job_id = p_job_id AND e.id > coalesce(p_after_id, 0)
+     ORDER BY e.id LIMIT p_limit)
+    UNION ALL
+    (SELECT a.id, a.finished_at, 'attempt'::text, a.outcome, a.attempt, a.worker_id, a.fence_token,
+            jsonb_build_object('startedAt', a.started_at, 'finishedAt', a.finished_at, 'error', a.error)
+     FROM workhorse.attempt_history a
+     WHERE a.job_id = p_job_id AND a.id > coalesce(p_after_id, 0)
+     ORDER BY a.id LIMIT p_limit)
+  ) AS t
+  ORDER BY t.id
+  LIMIT p_limit;
+END
+$$;

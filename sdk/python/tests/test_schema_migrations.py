@@ -1,0 +1,411 @@
+"""install_schema, schema_status and ``python -m workhorse schema``: a fresh install, the upgrade
+from the baseline release (schema version 4, the ``sql/`` of commit a46ad78), refusals that change
+nothing, concurrent migrators, and the package installed from its wheel alone."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from workhorse import (
+    MIN_SCHEMA_VERSION,
+    SCHEMA_VERSION,
+    Admin,
+    MigrationResult,
+    Queue,
+    SchemaMigrationError,
+    SchemaVersionMismatchError,
+    install_schema,
+    schema_status,
+)
+from workhorse._cli import main as cli
+from workhorse._schema_files import load_schema_files
+from workhorse._sql_statements import split_statements
+
+from .conftest import fresh_database
+
+REPO = Path(__file__).resolve().parents[3]
+PACKAGE_SQL = Path(__file__).resolve().parents[1] / "src" / "workhorse" / "sql"
+BASELINE_COMMIT = "a46ad78"
+IN_CI = os.environ.get("CI") == "true"
+
+
+def in_checkout(what: str) -> None:
+    """Skips outside the repository's checkout (an unpacked sdist), never in CI."""
+    if not (REPO / ".git").exists() and not IN_CI:
+        pytest.skip(f"{what} needs the repository's checkout")
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {path.relative_to(root).as_posix(): path.read_bytes() for path in sorted(root.rglob("*.sql"))}
+
+
+@pytest.fixture(scope="session")
+def baseline_sql(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The baseline release's sql/ (schema version 4), written from git history."""
+    in_checkout("the baseline schema")
+    names = subprocess.run(["git", "-C", str(REPO), "ls-tree", "--name-only", f"{BASELINE_COMMIT}:sql"], check=True, capture_output=True, text=True).stdout.split()
+    folder = tmp_path_factory.mktemp("baseline-sql")
+    for name in names:
+        text = subprocess.run(["git", "-C", str(REPO), "show", f"{BASELINE_COMMIT}:sql/{name}"], check=True, capture_output=True).stdout
+        (folder / name).write_bytes(text)
+    assert len(names) > 10 and "010_tables.sql" in names
+    return folder
+
+
+def install_baseline(url: str, sql: Path) -> None:
+    """As the baseline's installSchema did: every file in one transaction, then version 4."""
+    with psycopg.connect(url) as conn:
+        for file in sorted(sql.glob("*.sql")):
+            conn.execute(file.read_bytes())
+        conn.execute("INSERT INTO workhorse.schema_version (version) VALUES (4)")
+
+
+@pytest.fixture
+def baseline_db_url(server_url: str, baseline_sql: Path) -> Iterator[str]:
+    with fresh_database(server_url) as url:
+        install_baseline(url, baseline_sql)
+        yield url
+
+
+def rows(url: str, sql: str) -> list[tuple[Any, ...]]:
+    with psycopg.connect(url) as conn:
+        return conn.execute(sql.encode()).fetchall()
+
+
+def installed(url: str) -> int:
+    return int(rows(url, "SELECT version FROM workhorse.schema_version")[0][0])
+
+
+def migration_log(url: str) -> list[tuple[Any, ...]]:
+    return rows(url, "SELECT version, name, applied_by::text FROM workhorse.schema_migration ORDER BY version")
+
+
+def migrate(url: str, **options: Any) -> MigrationResult:
+    with psycopg.connect(url) as conn:
+        return install_schema(conn, **options)
+
+
+def run_cli(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = cli(list(args), stdout=out, stderr=err, env={})
+    return code, out.getvalue(), err.getvalue()
+
+
+# The catalog a migrated database must share with a fresh one (issue 29: tables, columns,
+# indexes, constraints, functions and their definitions, grants, owners).
+CATALOG = [
+    "SELECT c.relname, c.relkind, pg_get_userbyid(c.relowner), c.relacl::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'workhorse' ORDER BY 1",
+    "SELECT table_name, column_name, data_type, is_nullable, column_default FROM information_schema.columns WHERE table_schema = 'workhorse' ORDER BY 1, 2",
+    "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'workhorse' ORDER BY 1",
+    "SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid) FROM pg_constraint WHERE connamespace = 'workhorse'::regnamespace ORDER BY 1, 2",
+    "SELECT p.oid::regprocedure::text, pg_get_functiondef(p.oid), p.proacl::text FROM pg_proc p WHERE p.pronamespace = 'workhorse'::regnamespace ORDER BY 1",
+]
+
+
+def catalog(url: str) -> list[list[tuple[Any, ...]]]:
+    return [rows(url, query) for query in CATALOG]
+
+
+def test_the_package_ships_the_repository_sql_byte_for_byte() -> None:
+    if not (REPO / "sql").is_dir():
+        in_checkout("comparing the shipped SQL with sql/")
+    assert tree(PACKAGE_SQL) == tree(REPO / "sql"), "run `node scripts/copy-sdk-sql.js` after changing sql/"
+
+
+def test_the_schema_version_is_the_highest_step_the_package_ships() -> None:
+    files = load_schema_files()
+    assert SCHEMA_VERSION == files.target == files.steps[-1].version
+    assert [step.version for step in files.steps] == list(range(5, SCHEMA_VERSION + 1))
+    assert 4 <= MIN_SCHEMA_VERSION <= SCHEMA_VERSION
+
+
+def test_a_fresh_install_records_one_install_row_and_a_second_run_does_nothing(empty_db_url: str) -> None:
+    with psycopg.connect(empty_db_url) as conn:
+        assert schema_status(conn).situation == "not-installed"
+        assert install_schema(conn) == MigrationResult(created=True, from_version=None, to_version=SCHEMA_VERSION, applied=())
+        assert not conn.autocommit
+    assert installed(empty_db_url) == SCHEMA_VERSION
+    assert migration_log(empty_db_url) == [(SCHEMA_VERSION, "install", "postgres")]
+    assert migrate(empty_db_url) == MigrationResult(created=False, from_version=SCHEMA_VERSION, to_version=SCHEMA_VERSION, applied=())
+    assert migration_log(empty_db_url) == [(SCHEMA_VERSION, "install", "postgres")]
+
+
+def test_an_upgrade_from_the_baseline_keeps_the_jobs_logs_each_step_and_ends_in_the_fresh_catalog(
+    baseline_db_url: str, empty_db_url: str, server_url: str
+) -> None:
+    # This release's clients work with the baseline schema before it is migrated.
+    from psycopg_pool import ConnectionPool
+
+    with ConnectionPool(baseline_db_url, min_size=1, max_size=2) as pool:
+        job_id = Queue(pool).enqueue("report.build", {"n": 1})
+    with psycopg.connect(baseline_db_url) as conn:
+        status = schema_status(conn)
+        assert (status.installed, status.situation, [(s.version, s.name) for s in status.pending]) == (4, "older", [(5, "migration_log")])
+        assert install_schema(conn) == MigrationResult(created=False, from_version=4, to_version=SCHEMA_VERSION, applied=tuple(range(5, SCHEMA_VERSION + 1)))
+        assert schema_status(conn).situation == "up-to-date"
+    assert installed(baseline_db_url) == SCHEMA_VERSION
+    assert [row[:2] for row in migration_log(baseline_db_url)] == [(5, "migration_log")]
+    with ConnectionPool(baseline_db_url, min_size=1, max_size=2) as pool:
+        job = Admin(pool).get_job(job_id)
+        assert job is not None and job.state == "ready" and job.payload == {"n": 1}
+    migrate(empty_db_url)
+    assert catalog(baseline_db_url) == catalog(empty_db_url)
+
+
+def test_a_newer_database_is_refused_and_left_unchanged(db_url: str) -> None:
+    newer = SCHEMA_VERSION + 1
+    with psycopg.connect(db_url) as conn:
+        conn.execute("UPDATE workhorse.schema_version SET version = %s", (newer,))
+    before = catalog(db_url), migration_log(db_url)
+    with pytest.raises(SchemaVersionMismatchError, match=r"newer than this package \(version \d+\): upgrade the package") as refused:
+        migrate(db_url)
+    assert (refused.value.installed, refused.value.expected, refused.value.minimum) == (newer, SCHEMA_VERSION, MIN_SCHEMA_VERSION)
+    assert installed(db_url) == newer
+    assert (catalog(db_url), migration_log(db_url)) == before
+    code, out, err = run_cli("schema", "migrate", "--database-url", db_url)
+    assert (code, out) == (1, "") and "upgrade the package" in err and err.startswith("workhorse: ") and err.count("\n") == 1
+    code, out, _ = run_cli("schema", "status", "--json", "--database-url", db_url)
+    assert code == 3 and json.loads(out)["status"] == "newer"
+
+
+def test_a_schema_older_than_the_baseline_is_refused(db_url: str) -> None:
+    with psycopg.connect(db_url) as conn:
+        conn.execute("UPDATE workhorse.schema_version SET version = 3")
+    with pytest.raises(SchemaMigrationError, match="older than version 4, the first one that can be migrated"):
+        migrate(db_url)
+    assert installed(db_url) == 3
+
+
+def test_a_connection_inside_a_transaction_is_refused(db_url: str) -> None:
+    with psycopg.connect(db_url) as conn:
+        conn.execute("SELECT 1")
+        with pytest.raises(SchemaMigrationError, match="outside any transaction"):
+            install_schema(conn)
+
+
+def test_concurrent_migrators_apply_each_step_once(baseline_db_url: str) -> None:
+    results = run_at_once(baseline_db_url, 4)
+    assert sorted(result.applied for result in results) == [(), (), (), tuple(range(5, SCHEMA_VERSION + 1))]
+    assert [row[0] for row in migration_log(baseline_db_url)] == list(range(5, SCHEMA_VERSION + 1))
+    assert installed(baseline_db_url) == SCHEMA_VERSION
+
+
+def test_concurrent_fresh_installs_install_once(empty_db_url: str) -> None:
+    results = run_at_once(empty_db_url, 3)
+    assert sorted(result.created for result in results) == [False, False, True]
+    assert migration_log(empty_db_url) == [(SCHEMA_VERSION, "install", "postgres")]
+
+
+def run_at_once(url: str, count: int) -> list[MigrationResult]:
+    """Runs install_schema in `count` threads, each on its own connection, started together."""
+    connections = [psycopg.connect(url) for _ in range(count)]
+    start = threading.Barrier(count)
+    results: list[MigrationResult] = []
+    errors: list[BaseException] = []
+
+    def run(conn: psycopg.Connection[Any]) -> None:
+        try:
+            start.wait()
+            results.append(install_schema(conn))
+        except BaseException as error:  # reported below, in the test's thread
+            errors.append(error)
+
+    threads = [threading.Thread(target=run, args=(conn,)) for conn in connections]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+    finally:
+        for conn in connections:
+            conn.close()
+    assert errors == [] and len(results) == count
+    return results
+
+
+def step_folder(tmp_path: Path, steps: dict[str, str]) -> Path:
+    """The package's SQL plus extra steps, for testing what the shipped steps do not show."""
+    folder = tmp_path / "sql"
+    shutil.copytree(PACKAGE_SQL, folder)
+    for name, text in steps.items():
+        (folder / "migrations" / name).write_text(text, encoding="utf-8")
+    return folder
+
+
+def test_a_no_transaction_step_runs_its_statements_outside_a_transaction(db_url: str, tmp_path: Path) -> None:
+    version = SCHEMA_VERSION + 1
+    folder = step_folder(
+        tmp_path,
+        {
+            f"{version:04d}_job_type_index.sql": "-- workhorse:no-transaction\n"
+            "-- An index built without blocking writes; resumable: an INVALID one from an interrupted run is dropped first.\n"
+            "DROP INDEX CONCURRENTLY IF EXISTS workhorse.job_type_test_idx;\n"
+            "CREATE INDEX CONCURRENTLY IF NOT EXISTS job_type_test_idx ON workhorse.job (type) WHERE type <> ';';\n"
+        },
+    )
+    assert migrate(db_url, sql_dir=folder).applied == (version,)
+    assert rows(db_url, "SELECT indisvalid FROM pg_index WHERE indexrelid = 'workhorse.job_type_test_idx'::regclass") == [(True,)]
+    assert [row[:2] for row in migration_log(db_url)][-1] == (version, "job_type_index")
+    assert installed(db_url) == version
+
+
+def test_a_failing_step_changes_nothing(db_url: str, tmp_path: Path) -> None:
+    version = SCHEMA_VERSION + 1
+    folder = step_folder(tmp_path, {f"{version:04d}_broken.sql": "CREATE TABLE workhorse.half_done (id int);\nSELECT 1 / 0;\n"})
+    with pytest.raises(SchemaMigrationError, match=f"Migration step {version:04d}_broken.sql .* failed: division by zero. Nothing of this step was applied") as failed:
+        migrate(db_url, sql_dir=folder)
+    assert failed.value.version == version and isinstance(failed.value.__cause__, psycopg.errors.DivisionByZero)
+    assert installed(db_url) == SCHEMA_VERSION
+    assert rows(db_url, "SELECT to_regclass('workhorse.half_done') IS NULL") == [(True,)]
+    assert [row[0] for row in migration_log(db_url)] == [SCHEMA_VERSION]
+
+
+def test_the_clients_accept_the_range_and_say_what_to_do_outside_it(db_url: str) -> None:
+    from psycopg_pool import ConnectionPool
+
+    for version, advice in ((MIN_SCHEMA_VERSION, None), (MIN_SCHEMA_VERSION - 1, "python -m workhorse schema migrate"), (SCHEMA_VERSION + 1, "upgrade the package")):
+        with psycopg.connect(db_url) as conn:
+            conn.execute("UPDATE workhorse.schema_version SET version = %s", (version,))
+        with ConnectionPool(db_url, min_size=1, max_size=2) as pool:
+            if advice is None:
+                assert Queue(pool).enqueue("a", 1)
+                continue
+            with pytest.raises(SchemaVersionMismatchError, match=f"is version {version}, (older|newer) than this package") as refused:
+                Queue(pool).enqueue("a", 1)
+            assert advice in str(refused.value)
+
+
+def test_the_cli_reports_status_and_migrates_as_the_typescript_cli_does(empty_db_url: str, baseline_db_url: str) -> None:
+    code, out, _ = run_cli("schema", "status", "--json", "--database-url", empty_db_url)
+    assert (code, json.loads(out)) == (
+        3,
+        {"installed": None, "expected": SCHEMA_VERSION, "minimum": MIN_SCHEMA_VERSION, "upToDate": False, "status": "not-installed", "pending": [], "workers": []},
+    )
+    code, out, _ = run_cli("schema", "migrate", "--json", "--database-url", empty_db_url)
+    assert (code, json.loads(out)) == (0, migrate_document(created=True, from_version=None, applied=[]))
+    assert run_cli("schema", "status", "--database-url", empty_db_url) == (
+        0,
+        f"Installed: version {SCHEMA_VERSION}. This package: version {SCHEMA_VERSION}. Up to date.\nLive workers: none.\n",
+        "",
+    )
+    assert run_cli("schema", "migrate", "--database-url", empty_db_url)[:2] == (
+        0,
+        f"The workhorse schema is already installed (version {SCHEMA_VERSION}, the version this package ships). Nothing to do.\n",
+    )
+
+    code, out, _ = run_cli("schema", "status", "--json", "--database-url", baseline_db_url)
+    assert code == 3 and json.loads(out) == {
+        "installed": 4,
+        "expected": SCHEMA_VERSION,
+        "minimum": MIN_SCHEMA_VERSION,
+        "upToDate": False,
+        "status": "older",
+        "pending": [{"version": 5, "name": "migration_log", "transactional": True}],
+        "workers": [],
+    }
+    code, out, _ = run_cli("schema", "status", "--database-url", baseline_db_url)
+    assert code == 3 and out == (
+        f"Installed: version 4. This package: version {SCHEMA_VERSION}. Out of date.\n"
+        "The database holds an older workhorse schema: 1 migration step to apply.\n"
+        "  0005 migration_log (one transaction)\n"
+        "Run `python -m workhorse schema migrate` as the schema's owner; queued jobs, schedules and history are kept.\n"
+        f"This package's workers and producers also work with version 4 meanwhile (they accept 4 to {SCHEMA_VERSION}).\n"
+        "Live workers: none.\n"
+    )
+    code, out, _ = run_cli("schema", "migrate", "--json", "--database-url", baseline_db_url)
+    assert (code, json.loads(out)) == (0, migrate_document(created=False, from_version=4, applied=[5]))
+
+
+def migrate_document(*, created: bool, from_version: int | None, applied: list[int]) -> dict[str, Any]:
+    """`schema migrate --json`, as the TypeScript CLI writes it."""
+    return {
+        "installed": SCHEMA_VERSION,
+        "expected": SCHEMA_VERSION,
+        "upToDate": True,
+        "changed": created or bool(applied),
+        "created": created,
+        "from": from_version,
+        "to": SCHEMA_VERSION,
+        "applied": applied,
+    }
+
+
+
+def test_the_cli_counts_live_workers_by_version(db_url: str) -> None:
+    from psycopg_pool import ConnectionPool
+
+    from workhorse import Worker
+
+    with ConnectionPool(db_url, min_size=1, max_size=4) as pool:
+        worker = Worker(Queue(pool), poll_ms=50, tick_ms=100)
+        worker.start()
+        try:
+            code, out, _ = run_cli("schema", "status", "--json", "--database-url", db_url)
+        finally:
+            worker.stop()
+    workers = json.loads(out)["workers"]
+    assert code == 0 and len(workers) == 1 and workers[0]["count"] == 1 and workers[0]["version"].startswith("python/")
+
+
+def test_the_cli_needs_a_database() -> None:
+    code, out, err = run_cli("schema", "status")
+    assert (code, out) == (2, "") and "set DATABASE_URL or pass --database-url" in err
+
+
+def test_statements_split_at_semicolons_outside_quotes_bodies_and_comments() -> None:
+    script = (
+        "-- a; comment\nCREATE INDEX CONCURRENTLY a ON t (x);\n"
+        "/* a /* nested; */ block; */ SELECT 'it''s; quoted', \"semi;colon\" FROM t;\n"
+        "CREATE FUNCTION f() RETURNS int LANGUAGE sql AS $body$ SELECT 1; $body$;\n"
+        "SELECT E'\\'; still quoted', $$;$$;  -- trailing\n;;"
+    )
+    assert split_statements(script) == [
+        "-- a; comment\nCREATE INDEX CONCURRENTLY a ON t (x)",
+        "/* a /* nested; */ block; */ SELECT 'it''s; quoted', \"semi;colon\" FROM t",
+        "CREATE FUNCTION f() RETURNS int LANGUAGE sql AS $body$ SELECT 1; $body$",
+        "SELECT E'\\'; still quoted', $$;$$",
+    ]
+
+
+@pytest.mark.timeout(600)
+def test_the_wheel_alone_installs_and_migrates_the_schema(empty_db_url: str, tmp_path: Path) -> None:
+    # Built from a copy, so the build writes nothing into the checkout.
+    source = tmp_path / "source"
+    shutil.copytree(Path(__file__).resolve().parents[1], source, ignore=shutil.ignore_patterns(".venv", "build", "*.egg-info", "__pycache__", ".mypy_cache"))
+    wheels = tmp_path / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--disable-pip-version-check", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(source)], check=True)
+    (wheel,) = wheels.glob("workhorse-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        shipped = {name.removeprefix("workhorse/sql/") for name in archive.namelist() if name.startswith("workhorse/sql/")}
+    assert shipped == set(tree(PACKAGE_SQL)) and "migrations/0005_migration_log.sql" in shipped
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    constraints = Path(__file__).resolve().parents[1] / "requirements-test.txt"
+    subprocess.run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", "-c", str(constraints), str(wheel)], check=True)
+    elsewhere = tmp_path / "app"
+    elsewhere.mkdir()
+    env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "DATABASE_URL")}
+    env["DATABASE_URL"] = empty_db_url
+    where = subprocess.run([python, "-c", "import workhorse; print(workhorse.__file__)"], cwd=elsewhere, env=env, check=True, capture_output=True, text=True)
+    assert where.stdout.startswith(str(venv))
+    migrated = subprocess.run([python, "-m", "workhorse", "schema", "migrate", "--json"], cwd=elsewhere, env=env, capture_output=True, text=True)
+    assert (migrated.returncode, migrated.stderr) == (0, "")
+    assert json.loads(migrated.stdout) == migrate_document(created=True, from_version=None, applied=[])
+    status = subprocess.run([python, "-m", "workhorse", "schema", "status"], cwd=elsewhere, env=env, capture_output=True, text=True)
+    assert status.returncode == 0 and "Up to date." in status.stdout
+    assert installed(empty_db_url) == SCHEMA_VERSION
