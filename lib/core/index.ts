@@ -46,6 +46,7 @@ export {
   type RecurringOperation,
   type WorkerErrorDuring,
   type WorkerEvent,
+  type WorkerGroupInfo,
   type WorkerEventListener,
   type WorkerEventName,
   type WorkerEventOf,
@@ -69,7 +70,16 @@ export { DEFAULT_CONNECT_TIMEOUT_MS } from './connect-timeout';
 export { TransactionScope, type TransactionSource } from './transaction-scope';
 export * from './types';
 export { LIMITS } from './validation';
-export { toErrorEnvelope, Worker, type HandlerOptions, type JobHandlerFn, type WorkerOptions } from './worker';
+export {
+  toErrorEnvelope,
+  Worker,
+  type HandlerOptions,
+  type JobHandlerFn,
+  type QueueDepthScope,
+  type WorkerGroupOptions,
+  type WorkerMetricsOptions,
+  type WorkerOptions,
+} from './worker';
 export type {
   CompleteHumanWaitOptions,
   CompleteHumanWaitStatus,

@@ -7,13 +7,17 @@
  */
 export { toErrorEnvelope } from './error-envelope';
 export { EventLog, type WorkhorseLogger } from './event-log';
-export { Worker } from './worker';
+export { Worker, type WorkerGroupStatus } from './worker';
 export {
   checkHandlerOptions,
   checkWorkerOptions,
   type HandlerOptions,
   type HandlerSettings,
   type JobHandlerFn,
+  type QueueDepthScope,
+  type WorkerGroupOptions,
+  type WorkerGroupSettings,
+  type WorkerMetricsOptions,
   type WorkerOptions,
   type WorkerSettings,
 } from './worker-options';
