@@ -10,6 +10,7 @@ export { EventLog, type WorkhorseLogger } from './event-log';
 export { Worker, type WorkerGroupStatus } from './worker';
 export {
   checkHandlerOptions,
+  checkMetricsOptions,
   checkWorkerOptions,
   type HandlerOptions,
   type HandlerSettings,

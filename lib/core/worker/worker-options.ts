@@ -234,7 +234,7 @@ export function checkWorkerOptions(options: unknown = {}): WorkerSettings {
     workerId,
     unknownTypeDelayMs: checkInteger(o.unknownTypeDelayMs ?? 5000, 'unknownTypeDelayMs', 0, 604_800_000),
     logger: checkLogger(o.logger),
-    queueDepth: checkMetrics(o.metrics),
+    queueDepth: checkMetricsOptions(o.metrics),
   };
 }
 
@@ -275,7 +275,11 @@ function checkGroups(o: Record<string, unknown>): WorkerGroupSettings[] {
   });
 }
 
-function checkMetrics(metrics: unknown): QueueDepthScope {
+/**
+ * Checks the `metrics` option (of a worker, or of the Nest module) and returns the queue depth
+ * gauge's scope. Throws a {@link WorkhorseValidationError} naming the bad field.
+ */
+export function checkMetricsOptions(metrics: unknown): QueueDepthScope {
   if (metrics === undefined) return 'own';
   const o = checkKeys(metrics, ['queueDepth'], 'metrics', 'metrics.');
   const scope = o.queueDepth ?? 'own';
