@@ -224,7 +224,7 @@ export class WorkhorseWorker implements OnApplicationBootstrap, BeforeApplicatio
   /** `metrics.queueDepth: 'all'` in a process without a worker: the gauge of every queue, with an SDK. */
   private observeWithoutWorker(): void {
     const meter = this.options.metrics?.queueDepth === 'all' ? activeMeter() : null;
-    if (meter) this.stopObserving = observeQueueDepth(meter, this.queue.pool, 'all');
+    if (meter) this.stopObserving = observeQueueDepth(meter, this.queue.pool, [], true);
   }
 
   /** Subscribes to the worker's events that someone here wants now (see the class comment). */

@@ -235,7 +235,7 @@ export class Worker {
     this.registration.start();
     const meter = activeMeter();
     const { queueDepth } = this.settings;
-    if (meter && queueDepth !== false) this.stopObserving = observeQueueDepth(meter, this.pool, queueDepth === 'all' ? 'all' : this.queues);
+    if (meter && queueDepth !== false) this.stopObserving = observeQueueDepth(meter, this.pool, this.queues, queueDepth === 'all');
     const groups = this.settings.groups.map(groupInfo);
     this.hub.emit({ name: 'worker.started', workerId: this.workerId, queues: [...this.queues], concurrency: this.concurrency, groups });
     this.wake();
