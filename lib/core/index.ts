@@ -77,6 +77,7 @@ export {
   type JobHandlerFn,
   type QueueDepthScope,
   type WorkerGroupOptions,
+  type WorkerGroupStatus,
   type WorkerMetricsOptions,
   type WorkerOptions,
 } from './worker';
