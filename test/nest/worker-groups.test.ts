@@ -53,7 +53,7 @@ class Watchers {
 }
 
 let moduleRef: TestingModule | null = null;
-const { db, pool } = useTestDatabase({
+const { db, pool, admin } = useTestDatabase({
   beforeDrop: async () => {
     await moduleRef?.close();
   },
@@ -68,6 +68,11 @@ beforeAll(() => {
 afterAll(() => {
   jest.restoreAllMocks();
 });
+
+/** Cancels every ready job: what a test left over is not the next test's work. */
+async function cancelReady(): Promise<void> {
+  for (const job of (await admin.listJobs({ states: ['ready'], limit: 1000 })).items) await admin.cancel(job.id);
+}
 
 async function statesOf(ids: string[]): Promise<Record<string, number>> {
   const counts: Record<string, number> = {};
@@ -121,6 +126,34 @@ it("a flooded group never delays another group's job; events name the group; shu
   expect(after.succeeded).toBeGreaterThanOrEqual(2);
   expect(after.active ?? 0).toBe(0);
   expect((after.succeeded ?? 0) + (after.ready ?? 0)).toBe(20);
+  await cancelReady();
+});
+
+it("runOnce runs one pass over every group's queues and the handlers' at the groups' concurrency added up", async () => {
+  moduleRef = await startModule({
+    imports: [
+      WorkhorseModule.forRoot({
+        connectionString: db.url,
+        worker: [
+          { queues: ['emails'], concurrency: 1 },
+          { queues: ['reports'], concurrency: 2 },
+        ],
+      }),
+    ],
+    providers: [Handlers, Watchers],
+  });
+  const worker = moduleRef.get(WorkhorseWorker);
+  worker.pause();
+  const queue = moduleRef.get(Queue);
+  const audit = await queue.enqueue('audit.write', {});
+  const reports = await queue.enqueueMany(Array.from({ length: 4 }, () => ({ type: 'report.build', payload: {} })));
+  // 3 slots in all (1 + 2), over the groups' queues and the handlers' (audit, which no group lists).
+  expect(await worker.runOnce()).toBe(3);
+  expect(await stateOf(pool, audit)).toBe('succeeded');
+  expect(await statesOf(reports)).toEqual({ succeeded: 2, ready: 2 });
+  await moduleRef.close();
+  moduleRef = null;
+  await cancelReady();
 });
 
 it("metrics: { queueDepth: 'all' } makes a process without a worker report every queue, one that no worker serves included", async () => {
