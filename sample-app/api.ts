@@ -7,7 +7,7 @@ import type { ConsoleLogger, INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AppModule } from './app.module';
 import { openSampleDatabase } from './database/sample-database';
-import { logDashboard, runEntryPoint } from './entry-point';
+import { logEndpoints, runEntryPoint } from './entry-point';
 import { readSampleConfig } from './sample-config';
 import { createSampleLogger } from './sample-logger';
 
@@ -25,6 +25,7 @@ async function main(): Promise<void> {
         applicationName: 'sample-api',
         worker: false,
         dashboard: { operatorToken: config.operatorToken },
+        queueDepth: 'all',
       }),
       { logger, abortOnError: false },
     );
@@ -32,7 +33,7 @@ async function main(): Promise<void> {
     await app.listen(config.httpPort, config.httpHost);
     const url = await app.getUrl();
     logger.log(`Listening on ${url}; no worker in this process (run npm run start:worker)`, 'Sample');
-    logDashboard(logger, url, config);
+    logEndpoints(logger, url, config);
   } catch (error) {
     // Closing first lets a worker that already started drain while the database is still there.
     await app?.close().catch(() => undefined);

@@ -1,5 +1,5 @@
 import { Module, type DynamicModule } from '@nestjs/common';
-import { WorkhorseModule, type WorkhorseWorkerOptions } from 'nestjs-workhorse';
+import { WorkhorseModule, type QueueDepthScope, type WorkhorseWorkerOptions } from 'nestjs-workhorse';
 import { SampleDashboardModule } from './dashboard/sample-dashboard.module';
 import { OperationsModule } from './operations/operations.module';
 import { OrdersModule } from './orders/orders.module';
@@ -21,6 +21,12 @@ export interface AppOptions {
    * a request see job data and make changes (read-only without it); `false` for none.
    */
   dashboard: { operatorToken: string } | false;
+  /**
+   * The queues of the `workhorse.queue.depth` gauge at `GET /metrics`: `'all'` in the HTTP
+   * processes (a queue no worker serves shows up too), `false` where nothing serves the metrics.
+   * Default `'own'`. With several API replicas, give `'all'` to one (docs/operations.md#metrics).
+   */
+  queueDepth?: QueueDepthScope;
 }
 
 /** Where the operator dashboard is served. */
@@ -42,6 +48,7 @@ export class AppModule {
           poolConfig: { max: 10, application_name: options.applicationName },
           schema: 'install',
           worker: options.worker,
+          metrics: { queueDepth: options.queueDepth ?? 'own' },
         }),
         OrdersModule.register({ labelDelayMs: options.labelDelayMs ?? 0 }),
         OperationsModule,

@@ -146,7 +146,7 @@ class Demo {
     process.stdout.write(`${formatTimeline(await timeline(admin, jobId))}\n\n`);
 
     const { rows: calls } = await this.pool.query<ProviderCallRow>(
-      'SELECT operation, reference, pid FROM provider_calls WHERE order_id = $1 ORDER BY id',
+      'SELECT operation, reference, pid FROM sample_provider_calls WHERE order_id = $1 ORDER BY id',
       [orderId],
     );
     const charges = calls.filter((call) => call.operation === 'charge');

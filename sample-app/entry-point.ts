@@ -26,8 +26,13 @@ export function runEntryPoint(main: () => Promise<void>, logger: () => LoggerSer
   });
 }
 
-/** Tells where the dashboard is, and how to become its operator. */
-export function logDashboard(logger: LoggerService, url: string, config: SampleConfig): void {
+/**
+ * Tells what an HTTP process serves besides the orders: the health check, the metrics, the
+ * dashboard and how to become its operator.
+ */
+export function logEndpoints(logger: LoggerService, url: string, config: SampleConfig): void {
+  logger.log(`Health: GET ${url}/health (Terminus over admin.health: 503 once the queue is critical; a readiness check, not liveness)`, 'Sample');
+  logger.log(`Metrics: GET ${url}/metrics (Prometheus text; the queue depth of every queue)`, 'Sample');
   logger.log(`Dashboard: ${url}${DASHBOARD_PATH}/ (read-only; job data hidden)`, 'Sample');
   logger.log(`As operator (job data, redrive, pause): open ${url}/operator?token=${config.operatorToken} once in the browser`, 'Sample');
 }

@@ -9,7 +9,7 @@ import type { ConsoleLogger, INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AppModule } from './app.module';
 import { openSampleDatabase } from './database/sample-database';
-import { logDashboard, runEntryPoint, workerOptions } from './entry-point';
+import { logEndpoints, runEntryPoint, workerOptions } from './entry-point';
 import { readSampleConfig } from './sample-config';
 import { createSampleLogger } from './sample-logger';
 
@@ -28,6 +28,7 @@ async function main(): Promise<void> {
         worker: workerOptions(config),
         labelDelayMs: config.labelDelayMs,
         dashboard: { operatorToken: config.operatorToken },
+        queueDepth: 'all',
       }),
       { logger, abortOnError: false },
     );
@@ -36,7 +37,7 @@ async function main(): Promise<void> {
     await app.listen(config.httpPort, config.httpHost);
     const url = await app.getUrl();
     logger.log(`Listening on ${url} with a worker in this process`, 'Sample');
-    logDashboard(logger, url, config);
+    logEndpoints(logger, url, config);
     logger.log(
       `Try: curl -s -X POST ${url}/orders -H 'content-type: application/json' ` +
         `-d '{"customer":"Ada Lovelace","item":"Loom cards","amountCents":4200}'`,

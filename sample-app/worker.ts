@@ -30,6 +30,8 @@ async function main(): Promise<void> {
         worker: workerOptions(config),
         labelDelayMs: config.labelDelayMs,
         dashboard: false,
+        // No HTTP server, so no GET /metrics to read a gauge from.
+        queueDepth: false,
       }),
       { logger, abortOnError: false },
     );

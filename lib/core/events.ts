@@ -44,8 +44,17 @@ interface JobEventBase {
   /** The job's type (the handler name). */
   type: string;
   queue: string;
+  /** The worker group that claimed it (`groups`; by default named after its queues). */
+  group: string;
   attempt: number;
   workerId: string;
+}
+
+/** A worker group as `worker.started` describes it. */
+export interface WorkerGroupInfo {
+  name: string;
+  queues: string[];
+  concurrency: number;
 }
 
 /**
@@ -53,7 +62,15 @@ interface JobEventBase {
  * `worker.on(listener)` (core) or `WorkhorseWorker.events$` / `@OnWorkhorseEvent(name)` (Nest).
  */
 export type WorkerEvent =
-  | { name: 'worker.started'; workerId: string; queues: string[]; concurrency: number }
+  | {
+      name: 'worker.started';
+      workerId: string;
+      /** Every group's queues. */
+      queues: string[];
+      /** Every group's concurrency, added up. */
+      concurrency: number;
+      groups: WorkerGroupInfo[];
+    }
   | ({ name: 'job.claimed' } & JobEventBase)
   | ({ name: 'job.succeeded'; durationMs: number } & JobEventBase)
   | ({ name: 'job.retry_scheduled'; durationMs: number; error: ErrorEnvelope; runAt: Date; delayMs: number } & JobEventBase)

@@ -47,6 +47,7 @@ export {
   type RecurringOperation,
   type WorkerErrorDuring,
   type WorkerEvent,
+  type WorkerGroupInfo,
   type WorkerEventListener,
   type WorkerEventName,
   type WorkerEventOf,
@@ -80,7 +81,17 @@ export { DEFAULT_CONNECT_TIMEOUT_MS } from './connect-timeout';
 export { TransactionScope, type TransactionSource } from './transaction-scope';
 export * from './types';
 export { LIMITS } from './validation';
-export { toErrorEnvelope, Worker, type HandlerOptions, type JobHandlerFn, type WorkerOptions } from './worker';
+export {
+  toErrorEnvelope,
+  Worker,
+  type HandlerOptions,
+  type JobHandlerFn,
+  type QueueDepthScope,
+  type WorkerGroupOptions,
+  type WorkerGroupStatus,
+  type WorkerMetricsOptions,
+  type WorkerOptions,
+} from './worker';
 export type {
   CompleteHumanWaitOptions,
   CompleteHumanWaitStatus,

@@ -18,7 +18,8 @@ export class Notifier {
   constructor(
     config: ClientConfig,
     private readonly queues: ReadonlySet<string>,
-    private readonly wake: () => void,
+    /** A queue it listens for gained ready work; without a queue: something may have arrived meanwhile. */
+    private readonly wake: (queue?: string) => void,
     private readonly onError: (error: Error) => void,
     /** The listener is connected (again). */
     private readonly onConnected: () => void = () => undefined,
@@ -32,7 +33,7 @@ export class Notifier {
       async (client) => {
         client.on('notification', (message) => {
           if (message.channel === NOTIFY_CHANNEL && message.payload !== undefined && this.queues.has(message.payload)) {
-            this.wake();
+            this.wake(message.payload);
           }
         });
         await client.query(`LISTEN ${NOTIFY_CHANNEL}`);

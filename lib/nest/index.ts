@@ -9,7 +9,14 @@ export { OnWorkhorseEvent } from './on-workhorse-event.decorator';
 export { Transactional } from './transactional.decorator';
 export { WorkhorseConfigurationError } from './workhorse-configuration.error';
 export { WORKHORSE_EVENT_NAMES } from './workhorse.constants';
-export type { JobHandlerOptions, JobHandlerSchedule, WorkhorseModuleOptions, WorkhorseWorkerOptions } from './workhorse-module-options.interface';
+export type {
+  JobHandlerOptions,
+  JobHandlerSchedule,
+  WorkhorseMetricsOptions,
+  WorkhorseModuleOptions,
+  WorkhorseWorkerGroupOptions,
+  WorkhorseWorkerOptions,
+} from './workhorse-module-options.interface';
 export { WorkhorseModule } from './workhorse.module';
 export {
   WORKHORSE_MODULE_OPTIONS,

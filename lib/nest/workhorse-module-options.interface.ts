@@ -2,17 +2,40 @@ import type { ScheduleDefinition } from '../core/schedules/types';
 import type { TransactionSource } from '../core/transaction-scope';
 import type { QueuePolicy, RetryPolicy } from '../core/types';
 import type { Pool, PoolConfig } from 'pg';
-import type { WorkerOptions } from '../core/worker';
+import type { WorkerGroupOptions, WorkerMetricsOptions, WorkerOptions } from '../core/worker';
 
 /**
- * Options of this process's worker: exactly the core `WorkerOptions`. `queues` is merged with
- * the queues that the discovered `@JobHandler`s declare.
+ * Options of this process's worker: the core `WorkerOptions`, but for `metrics` (an option of
+ * the module here, as a process without a worker may report them). Without `groups`, `queues`
+ * is merged with the queues that the discovered `@JobHandler`s declare; each group claims
+ * exactly its own queues.
  *
  * @example
  * const worker: WorkhorseWorkerOptions = { concurrency: 20, leaseMs: 60_000, shutdownTimeoutMs: 20_000 };
  * WorkhorseModule.forRoot({ connectionString: process.env.DATABASE_URL, worker });
  */
-export type WorkhorseWorkerOptions = WorkerOptions;
+export type WorkhorseWorkerOptions = Omit<WorkerOptions, 'metrics'>;
+
+/**
+ * One group of this process's worker (the list form of `worker`): its queues and its
+ * concurrency, so that a flood in one group never takes the slots of another.
+ *
+ * @example
+ * const worker: WorkhorseWorkerGroupOptions[] = [{ queues: ['emails'], concurrency: 50 }, { queues: ['reports'], concurrency: 2 }];
+ * WorkhorseModule.forRoot({ connectionString: process.env.DATABASE_URL, worker });
+ */
+export type WorkhorseWorkerGroupOptions = WorkerGroupOptions;
+
+/**
+ * Metrics besides the jobs' (with an OpenTelemetry SDK registered): `queueDepth` is the scope of
+ * the `workhorse.queue.depth` gauge, `'own'` (default: the worker's queues; nothing in a process
+ * without a worker), `'all'` (every queue of the database, from one process of the deployment)
+ * or `false`. See docs/operations.md#metrics.
+ *
+ * @example
+ * WorkhorseModule.forRoot({ connectionString: process.env.DATABASE_URL, metrics: { queueDepth: 'all' } });
+ */
+export type WorkhorseMetricsOptions = WorkerMetricsOptions;
 
 /**
  * Options of `WorkhorseModule.forRoot` (and what a `forRootAsync` factory returns).
@@ -46,9 +69,13 @@ export interface WorkhorseModuleOptions {
   schema?: 'install' | 'verify';
   /**
    * Worker settings. Absent or `false`: this process runs no worker (a web-only process still
-   * enqueues). An object (even `{}`) starts a worker on application bootstrap.
+   * enqueues). An object (even `{}`) starts a worker on application bootstrap; a list of groups
+   * (`[{ queues: ['emails'], concurrency: 50 }, { queues: ['reports'], concurrency: 2 }]`, the
+   * same as `{ groups: [...] }`) starts one whose slots are split between them.
    */
-  worker?: WorkhorseWorkerOptions | false;
+  worker?: WorkhorseWorkerOptions | WorkhorseWorkerGroupOptions[] | false;
+  /** Metrics besides the jobs' (the queue depth gauge's scope); see {@link WorkhorseMetricsOptions}. */
+  metrics?: WorkhorseMetricsOptions;
   /** Give every HTTP request its own transaction (see `WorkhorseTransactionInterceptor`). Default false. */
   requestTransactions?: boolean;
   /**

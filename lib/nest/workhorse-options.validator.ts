@@ -2,7 +2,7 @@ import { InvalidCronError, UnknownTimeZoneError, WorkhorseValidationError } from
 import { checkQueuePolicy } from '../core/queue-policy';
 import { toWireSchedules } from '../core/schedules/definition';
 import { checkName } from '../core/validation';
-import { checkWorkerOptions } from '../core/worker';
+import { checkMetricsOptions, checkWorkerOptions } from '../core/worker';
 import { WorkhorseConfigurationError } from './workhorse-configuration.error';
 import type { WorkhorseModuleOptions } from './workhorse-module-options.interface';
 import { messages } from './workhorse.messages';
@@ -13,6 +13,7 @@ const OPTION_KEYS = [
   'poolConfig',
   'schema',
   'worker',
+  'metrics',
   'requestTransactions',
   'transaction',
   'schedules',
@@ -61,8 +62,9 @@ export function validateModuleOptions(options: unknown): WorkhorseModuleOptions 
     if ((poolConfig as Record<string, unknown>).connectionString !== undefined) fail(messages.poolConfigConnectionString());
   }
   if (schema !== undefined && schema !== 'install' && schema !== 'verify') fail(messages.badSchemaMode(schema));
-  if (worker !== undefined && worker !== false && !isPlainObject(worker)) fail(messages.badWorker(worker));
+  if (worker !== undefined && worker !== false && !isPlainObject(worker) && !Array.isArray(worker)) fail(messages.badWorker(worker));
   if (worker) checkWorker(worker);
+  checkMetrics(options.metrics);
   if (requestTransactions !== undefined && typeof requestTransactions !== 'boolean') {
     fail(messages.badRequestTransactions(requestTransactions));
   }
@@ -111,11 +113,26 @@ function checkQueues(queues: unknown): void {
   }
 }
 
-function checkWorker(worker: unknown): void {
+// The list form is the core's `groups`: its errors are named as the user wrote them (`worker[1].queues`).
+function checkWorker(worker: object): void {
+  if (!Array.isArray(worker) && 'metrics' in worker) throw new WorkhorseConfigurationError(messages.workerMetrics());
   try {
-    checkWorkerOptions(worker);
+    checkWorkerOptions(Array.isArray(worker) ? { groups: worker } : worker);
   } catch (error) {
-    if (error instanceof WorkhorseValidationError) throw new WorkhorseConfigurationError(messages.badWorkerOption(error.message));
+    if (error instanceof WorkhorseValidationError) {
+      const detail = Array.isArray(worker) ? error.message.replace(/^groups(?=\[|:)/, '') : `.${error.message}`;
+      throw new WorkhorseConfigurationError(messages.badWorkerOption(detail));
+    }
+    throw error;
+  }
+}
+
+function checkMetrics(metrics: unknown): void {
+  if (metrics === undefined) return;
+  try {
+    checkMetricsOptions(metrics);
+  } catch (error) {
+    if (error instanceof WorkhorseValidationError) throw new WorkhorseConfigurationError(messages.badMetrics(error.message));
     throw error;
   }
 }

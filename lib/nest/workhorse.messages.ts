@@ -54,9 +54,14 @@ export const messages = {
   badSchemaMode: (value: unknown) =>
     `${MODULE}: schema must be 'install' (create the schema if it is absent, migrate it if it is older) or 'verify' (only check it), got ${describe(value)}.`,
   badWorker: (value: unknown) =>
-    `${MODULE}: worker must be an object of worker settings (even {}) to run a worker in this process, ` +
+    `${MODULE}: worker must be an object of worker settings (even {}) or a list of worker groups ` +
+    `([{ queues: ['emails'], concurrency: 50 }, ...]) to run a worker in this process, ` +
     `or false / absent for a process that only enqueues, got ${describe(value)}.`,
-  badWorkerOption: (detail: string) => `${MODULE}: worker.${detail}`,
+  badWorkerOption: (detail: string) => `${MODULE}: worker${detail}`,
+  workerMetrics: () =>
+    `${MODULE}: metrics is an option of the module, not of the worker (a process without a worker may report them too): ` +
+    "forRoot({ metrics: { queueDepth: 'all' }, worker: { ... } }).",
+  badMetrics: (detail: string) => `${MODULE}: ${detail}.`,
   badQueues: (value: unknown) =>
     `${MODULE}: queues must be an object of policies by queue name, such as { billing: { concurrency: 5 } }, got ${describe(value)}.`,
   badQueuePolicy: (queue: string, field: string, message: string) => {
@@ -131,6 +136,9 @@ export const messages = {
   workerWithoutHandlers: (queues: readonly string[]) =>
     `The worker found no @JobHandler methods; it will claim jobs from ${queues.join(', ')} only to release them. ` +
     'Add handlers, or set worker: false in a process that should only enqueue.',
+  queuesOfNoGroup: (queues: readonly string[]) =>
+    `No worker group of this process claims queue(s) ${queues.join(', ')}, which @JobHandler methods declare: ` +
+    'their jobs run only where another process serves them. Add the queues to a group if this process should run them.',
   workerCrashed: (error: unknown) => `The worker stopped unexpectedly: ${error instanceof Error ? error.message : String(error)}`,
   subscriberFailed: (target: string, event: string, error: unknown) =>
     `@OnWorkhorseEvent('${event}') ${target} threw: ${error instanceof Error ? error.message : String(error)}. ` +

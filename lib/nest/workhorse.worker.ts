@@ -8,9 +8,11 @@ import {
 import { Observable, Subject } from 'rxjs';
 import type { WorkerEvent, WorkerEventName } from '../core/events';
 import { Queue } from '../core/queue';
-import { Worker, type WorkerOptions } from '../core/worker';
+import { activeMeter } from '../core/telemetry/job-metrics';
+import { observeQueueDepth } from '../core/telemetry/queue-depth';
+import { Worker, type WorkerGroupStatus, type WorkerOptions } from '../core/worker';
 import { EventLog } from '../core/worker/event-log';
-import type { WorkhorseModuleOptions } from './workhorse-module-options.interface';
+import type { WorkhorseModuleOptions, WorkhorseWorkerGroupOptions, WorkhorseWorkerOptions } from './workhorse-module-options.interface';
 import { WORKHORSE_MODULE_OPTIONS } from './workhorse.module-definition';
 import { WorkhorseRegistry } from './workhorse.registry';
 import { WorkhorseScheduler } from './workhorse.scheduler';
@@ -23,7 +25,11 @@ import { messages } from './workhorse.messages';
  * const claimed = await worker.runOnce({ queues: ['reports'], signal: AbortSignal.timeout(30_000) });
  */
 export interface RunOnceOptions {
-  /** Queues to claim from besides the handlers' own (default: the configured worker's `queues`). */
+  /**
+   * Queues to claim from besides the handlers' own (default: the configured worker's queues, all
+   * its groups'). A pass is one group of the configured worker's concurrency (every group's,
+   * added up): it drains, it does not isolate.
+   */
   queues?: string[];
   /**
    * Aborting it stops the pass at once: running handlers see their `ctx.signal` abort, nothing
@@ -37,7 +43,9 @@ export interface RunOnceOptions {
  * options it starts claiming on application bootstrap (after every module is initialised),
  * and on shutdown it stops claiming and lets running handlers finish (bounded by
  * `shutdownTimeoutMs`) before the module closes its pool. Without `worker` options it does
- * nothing: a web-only process enqueues but never claims.
+ * nothing: a web-only process enqueues but never claims (it reports the queue depth of every
+ * queue, though, with `metrics: { queueDepth: 'all' }`). With a list of groups, it runs one
+ * core worker whose slots are split between them (`groups`); every job event names its `group`.
  *
  * `events$` streams every worker event (the core `WorkerEvent` union); filter it with
  * `ofWorkhorseEvent(...)`. It completes when the application shuts down.
@@ -64,6 +72,8 @@ export class WorkhorseWorker implements OnApplicationBootstrap, BeforeApplicatio
   private readonly events = new Subject<WorkerEvent>();
   private worker: Worker | null = null;
   private running: Promise<void> | null = null;
+  /** Stops the queue depth gauge of a process without a worker (`metrics.queueDepth: 'all'`). */
+  private stopObserving: (() => void) | null = null;
   /** Subscribers of events$ now. */
   private streamed = 0;
   /** The core workers alive now (this process's and runOnce passes'), each with its unsubscribe function. */
@@ -101,9 +111,14 @@ export class WorkhorseWorker implements OnApplicationBootstrap, BeforeApplicatio
     return this.worker?.isRunning ?? false;
   }
 
-  /** The queues the worker claims from (empty when it does not run). */
+  /** The queues the worker claims from, every group's (empty when it does not run). */
   get queues(): readonly string[] {
     return this.worker?.queues ?? [];
+  }
+
+  /** The worker's groups, with the jobs each executes now (empty when it does not run). */
+  get groups(): WorkerGroupStatus[] {
+    return this.worker?.groups ?? [];
   }
 
   /** Jobs the worker executes now (each holds a slot). */
@@ -129,9 +144,14 @@ export class WorkhorseWorker implements OnApplicationBootstrap, BeforeApplicatio
   /** Syncs the application's schedules (see `WorkhorseScheduler`), then starts the worker if configured. */
   async onApplicationBootstrap(): Promise<void> {
     await this.scheduler.syncOnBootstrap();
-    if (!this.options.worker) return;
-    const worker = this.createWorker(this.options.worker);
+    if (!this.options.worker) {
+      this.observeWithoutWorker();
+      return;
+    }
+    const worker = this.createWorker({ ...workerOptionsOf(this.options.worker), metrics: this.options.metrics });
     if (this.registry.handlers.length === 0) this.logger.warn(messages.workerWithoutHandlers(worker.queues));
+    const unserved = [...new Set(this.registry.handlers.map((handler) => handler.queue ?? 'default'))].filter((q) => !worker.queues.includes(q));
+    if (unserved.length > 0) this.logger.warn(messages.queuesOfNoGroup(unserved));
     this.worker = worker;
     this.running = worker
       .run()
@@ -140,6 +160,8 @@ export class WorkhorseWorker implements OnApplicationBootstrap, BeforeApplicatio
   }
 
   async beforeApplicationShutdown(): Promise<void> {
+    this.stopObserving?.();
+    this.stopObserving = null;
     if (this.worker) {
       await this.worker.stop();
       await this.running;
@@ -154,12 +176,13 @@ export class WorkhorseWorker implements OnApplicationBootstrap, BeforeApplicatio
    * (see `drainWorkhorse` in `nestjs-workhorse/testing`); its events go to `events$` too.
    */
   async runOnce(options: RunOnceOptions = {}): Promise<number> {
-    const configured = this.options.worker || {};
+    const { groups, ...configured } = this.options.worker ? workerOptionsOf(this.options.worker) : {};
     // Its own id, as it may run beside this process's worker and leases name their owner; no LISTEN
     // connection for a single pass; and an abort stops it at once.
     const worker = this.createWorker({
       ...configured,
-      queues: options.queues ?? configured.queues,
+      queues: options.queues ?? (groups ? groups.flatMap((group) => group.queues) : configured.queues),
+      concurrency: groups ? Math.min(1000, groups.reduce((sum, group) => sum + (group.concurrency ?? 10), 0)) : configured.concurrency,
       listen: false,
       workerId: undefined,
       shutdownTimeoutMs: 0,
@@ -176,11 +199,19 @@ export class WorkhorseWorker implements OnApplicationBootstrap, BeforeApplicatio
     }
   }
 
-  /** A core worker over the discovered handlers, claiming from the configured queues and the handlers' queues. */
+  /**
+   * A core worker over the discovered handlers. Without groups it claims from the configured
+   * queues and the handlers' queues; each group claims exactly its own.
+   */
   private createWorker(options: WorkerOptions): Worker {
-    const queues = new Set(options.queues ?? []);
-    for (const handler of this.registry.handlers) queues.add(handler.queue ?? 'default');
-    const worker = new Worker(this.queue, { ...options, queues: queues.size > 0 ? [...queues] : undefined });
+    let worker: Worker;
+    if (options.groups) {
+      worker = new Worker(this.queue, options);
+    } else {
+      const queues = new Set(options.queues ?? []);
+      for (const handler of this.registry.handlers) queues.add(handler.queue ?? 'default');
+      worker = new Worker(this.queue, { ...options, queues: queues.size > 0 ? [...queues] : undefined });
+    }
     for (const handler of this.registry.handlers) {
       const options = { transactional: handler.transactional, retry: handler.retry };
       if (handler.definition) worker.handle(handler.definition, handler.fn, options);
@@ -188,6 +219,12 @@ export class WorkhorseWorker implements OnApplicationBootstrap, BeforeApplicatio
     }
     this.listen(worker);
     return worker;
+  }
+
+  /** `metrics.queueDepth: 'all'` in a process without a worker: the gauge of every queue, with an SDK. */
+  private observeWithoutWorker(): void {
+    const meter = this.options.metrics?.queueDepth === 'all' ? activeMeter() : null;
+    if (meter) this.stopObserving = observeQueueDepth(meter, this.queue.pool, [], true);
   }
 
   /** Subscribes to the worker's events that someone here wants now (see the class comment). */
@@ -227,4 +264,9 @@ export class WorkhorseWorker implements OnApplicationBootstrap, BeforeApplicatio
   // Problems, start, stop, drains and cancellations are logged through Nest's Logger (the core's EventLog).
   private readonly eventLog = new EventLog(this.logger);
   private readonly logged: readonly WorkerEventName[] = this.eventLog.names;
+}
+
+/** The module's `worker` option as core options: a list of groups is `{ groups }`. */
+function workerOptionsOf(worker: WorkhorseWorkerOptions | WorkhorseWorkerGroupOptions[]): WorkhorseWorkerOptions {
+  return Array.isArray(worker) ? { groups: worker } : worker;
 }

@@ -33,7 +33,7 @@ export class OrderSagaService {
   @Transactional()
   async shipped(orderId: string, notice: ShipmentNotice): Promise<{ status: SendSignalStatus }> {
     const order = await this.sagaOrder(orderId);
-    await this.tx.query('UPDATE orders SET tracking_id = $2 WHERE id = $1', [order.id, notice.trackingId]);
+    await this.tx.query('UPDATE sample_orders SET tracking_id = $2 WHERE id = $1', [order.id, notice.trackingId]);
     const status = await this.queue.sendSignal(order.jobId, SHIPPED_SIGNAL, notice, { idempotencyKey: `shipped:${notice.trackingId}` });
     if (status === 'finished') throw new ConflictException(`order ${orderId} is complete; its saga takes no more signals`);
     return { status };

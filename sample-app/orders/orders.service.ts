@@ -47,7 +47,7 @@ export class OrdersService {
     const orderId = randomUUID();
     const jobId = await this.queue.enqueue<FulfillOrderPayload>(order.lines ? ORDER_SAGA : ORDER_FULFILL, { orderId });
     await this.tx.query(
-      'INSERT INTO orders (id, customer, item, amount_cents, lines, job_id) VALUES ($1, $2, $3, $4, $5, $6)',
+      'INSERT INTO sample_orders (id, customer, item, amount_cents, lines, job_id) VALUES ($1, $2, $3, $4, $5, $6)',
       [orderId, order.customer, order.item, order.amountCents, order.lines ? JSON.stringify(order.lines) : null, jobId],
     );
     return { orderId, jobId };
@@ -55,7 +55,7 @@ export class OrdersService {
 
   async find(orderId: string): Promise<Order | null> {
     const { rows } = await this.tx.query<OrderRow>(
-      'SELECT id, customer, item, amount_cents, lines, job_id, created_at FROM orders WHERE id = $1',
+      'SELECT id, customer, item, amount_cents, lines, job_id, created_at FROM sample_orders WHERE id = $1',
       [orderId],
     );
     const row = rows[0];

@@ -5,13 +5,17 @@ import { WorkhorseTransactionHost } from 'nestjs-workhorse';
  * The sample's own tables. A real application would create them with its migrations; the sample
  * creates them at start-up, if absent, so that it runs on an empty database.
  *
- * - `orders`: one row per order, with the job that was enqueued with it (`order.fulfill`, or
+ * - `sample_orders`: one row per order, with the job that was enqueued with it (`order.fulfill`, or
  *   `order.saga` for an order with `lines`) and, once the warehouse reported it, its tracking id.
- * - `provider_calls`: one row per call that really reached a (fake) provider, so tests and the
+ * - `sample_provider_calls`: one row per call that really reached a (fake) provider, so tests and the
  *   demo can count the charges across processes, including one that was killed.
+ *
+ * Prefixed `sample_`: the README's Quickstart creates a table `orders` of its own, and both may
+ * run on one database (the embedded one, say), where an `orders` table of another shape would
+ * make every order of the sample fail.
  */
 const CREATE_TABLES = `
-  CREATE TABLE IF NOT EXISTS orders (
+  CREATE TABLE IF NOT EXISTS sample_orders (
     id           uuid PRIMARY KEY,
     customer     text NOT NULL,
     item         text NOT NULL,
@@ -19,7 +23,7 @@ const CREATE_TABLES = `
     job_id       uuid NOT NULL UNIQUE,
     created_at   timestamptz NOT NULL DEFAULT now()
   );
-  CREATE TABLE IF NOT EXISTS provider_calls (
+  CREATE TABLE IF NOT EXISTS sample_provider_calls (
     id              bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     provider        text NOT NULL,
     operation       text NOT NULL,
@@ -29,9 +33,9 @@ const CREATE_TABLES = `
     pid             integer NOT NULL,
     called_at       timestamptz NOT NULL DEFAULT now()
   );
-  CREATE INDEX IF NOT EXISTS provider_calls_order_id ON provider_calls (order_id);
-  ALTER TABLE orders ADD COLUMN IF NOT EXISTS lines jsonb;
-  ALTER TABLE orders ADD COLUMN IF NOT EXISTS tracking_id text;
+  CREATE INDEX IF NOT EXISTS sample_provider_calls_order_id ON sample_provider_calls (order_id);
+  ALTER TABLE sample_orders ADD COLUMN IF NOT EXISTS lines jsonb;
+  ALTER TABLE sample_orders ADD COLUMN IF NOT EXISTS tracking_id text;
 `;
 
 @Injectable()

@@ -43,7 +43,7 @@ describe('waitForHuman and completeHumanWait', () => {
     // The worker reports the park as `job.blocked`, waiting for a human.
     await waitFor(() => bed.blockedEvents.length > 0, 5_000, 'the job.blocked event');
     expect(bed.blockedEvents).toEqual([
-      { name: 'job.blocked', jobId, type: 'wait.human', queue: q, attempt: 1, workerId: `w-${q}`, waitingFor: 'human' },
+      { name: 'job.blocked', jobId, type: 'wait.human', queue: q, group: q, attempt: 1, workerId: `w-${q}`, waitingFor: 'human' },
     ]);
 
     const page = await admin.listHumanWaits({ queue: q });

@@ -45,7 +45,7 @@ describe('waitForSignal and sendSignal', () => {
     // The worker reports the park as `job.blocked`, waiting for a signal.
     await waitFor(() => bed.blockedEvents.length > 0, 5_000, 'the job.blocked event');
     expect(bed.blockedEvents).toEqual([
-      { name: 'job.blocked', jobId, type: 'wait.signal', queue: q, attempt: 1, workerId: `w-${q}`, waitingFor: 'signal' },
+      { name: 'job.blocked', jobId, type: 'wait.signal', queue: q, group: q, attempt: 1, workerId: `w-${q}`, waitingFor: 'signal' },
     ]);
     expect(await admin.getJob(jobId)).toMatchObject({ state: 'blocked', currentAttempt: 1, workerId: null });
 

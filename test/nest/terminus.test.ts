@@ -29,6 +29,13 @@ class HealthController {
   strict() {
     return this.health.check([() => this.workhorse.isHealthy('queue', { downAt: 'warn' })]);
   }
+
+  // docs/operations.md: "no workers at all" fails at the first ready job.
+  @Get('ready')
+  @HealthCheck()
+  ready() {
+    return this.health.check([() => this.workhorse.isHealthy('queue', { thresholds: { readyWithoutWorkers: { critical: 1 } } })]);
+  }
 }
 
 const { db } = useTestDatabase({
@@ -53,6 +60,7 @@ beforeAll(async () => {
 it('is up (200) while the queue is ok or only warns, and down (503) with the reasons at the downAt level', async () => {
   const ok = await fetch(`${url}/health`);
   expect(ok.status).toBe(200);
+  expect((await fetch(`${url}/health/ready`)).status).toBe(200);
   expect(await ok.json()).toMatchObject({ status: 'ok', info: { queue: { status: 'up', level: 'ok', reasons: [] } } });
 
   // A ready job and no worker registered: warn.
@@ -60,6 +68,12 @@ it('is up (200) while the queue is ok or only warns, and down (503) with the rea
   const warn = await fetch(`${url}/health`);
   expect(warn.status).toBe(200);
   expect(await warn.json()).toMatchObject({ info: { queue: { status: 'up', level: 'warn' } } });
+
+  const ready = await fetch(`${url}/health/ready`);
+  expect(ready.status).toBe(503);
+  expect(await ready.json()).toMatchObject({
+    error: { queue: { status: 'down', level: 'critical', reasons: [{ code: 'ready_without_workers', level: 'critical', value: 1 }] } },
+  });
 
   const strict = await fetch(`${url}/health/strict`);
   expect(strict.status).toBe(503);

@@ -66,7 +66,7 @@ describe('npm run demo', () => {
   });
 
   it('left one order whose job succeeded at attempt 2, after attempt 1 expired with the killed worker', async () => {
-    const orders = await db.pool.query<{ id: string; job_id: string }>('SELECT id, job_id FROM orders');
+    const orders = await db.pool.query<{ id: string; job_id: string }>('SELECT id, job_id FROM sample_orders');
     expect(orders.rows).toHaveLength(1);
     const [{ id: orderId, job_id: jobId }] = orders.rows;
 
@@ -83,7 +83,7 @@ describe('npm run demo', () => {
     ]);
 
     const calls = await db.pool.query<{ operation: string; n: number }>(
-      'SELECT operation, count(*)::int AS n FROM provider_calls WHERE order_id = $1 GROUP BY operation ORDER BY operation',
+      'SELECT operation, count(*)::int AS n FROM sample_provider_calls WHERE order_id = $1 GROUP BY operation ORDER BY operation',
       [orderId],
     );
     expect(calls.rows).toEqual([

@@ -6,13 +6,15 @@
  */
 import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import type { JobSnapshot, TimelineEntry } from 'nestjs-workhorse';
+import { Admin, Queue, type JobSnapshot, type TimelineEntry } from 'nestjs-workhorse';
 import { AppModule } from '../../sample-app/app.module';
 import { useTestDatabase } from '../support/test-database';
 import { waitFor } from '../support/wait';
 
 const APPLICATION_NAME = 'sample-e2e';
 const ORDER = { customer: 'Ada Lovelace', item: 'Loom cards', amountCents: 4200 };
+/** The table of README.md's Quickstart (its "Create the table" step). */
+const QUICKSTART_ORDERS = 'CREATE TABLE IF NOT EXISTS orders (id text PRIMARY KEY, amount_cents integer NOT NULL)';
 
 interface OrderResponse {
   order: { id: string; customer: string; item: string; amountCents: number; jobId: string; createdAt: string };
@@ -30,18 +32,21 @@ describe('sample app over HTTP', () => {
 
   const counts = async () => {
     const { rows } = await db.pool.query<{ orders: number; jobs: number }>(
-      "SELECT (SELECT count(*)::int FROM orders) AS orders, (SELECT count(*)::int FROM workhorse.job WHERE type = 'order.fulfill') AS jobs",
+      "SELECT (SELECT count(*)::int FROM sample_orders) AS orders, (SELECT count(*)::int FROM workhorse.job WHERE type = 'order.fulfill') AS jobs",
     );
     return rows[0];
   };
 
   beforeAll(async () => {
+    // The README Quickstart's own table, in the same database: the sample's tables must not collide with it.
+    await db.pool.query(QUICKSTART_ORDERS);
     app = await NestFactory.create(
       AppModule.register({
         databaseUrl: db.url,
         applicationName: APPLICATION_NAME,
         worker: { concurrency: 2, pollMs: 50 },
         dashboard: false,
+        queueDepth: 'all',
       }),
       { logger: false, abortOnError: false },
     );
@@ -49,11 +54,11 @@ describe('sample app over HTTP', () => {
     url = await app.getUrl();
   });
 
-  it('creates its tables at start-up', async () => {
+  it("creates its tables at start-up, under names of their own beside the Quickstart's orders table", async () => {
     const { rows } = await db.pool.query<{ name: string }>(
       "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1",
     );
-    expect(rows.map((row) => row.name)).toEqual(['orders', 'provider_calls']);
+    expect(rows.map((row) => row.name)).toEqual(['orders', 'sample_orders', 'sample_provider_calls']);
   });
 
   it('places an order, the worker fulfils it, and GET /orders/:id shows the job succeeded with its result', async () => {
@@ -90,7 +95,7 @@ describe('sample app over HTTP', () => {
     ]);
 
     const calls = await db.pool.query<{ operation: string; reference: string; idempotency_key: string }>(
-      'SELECT operation, reference, idempotency_key FROM provider_calls WHERE order_id = $1 ORDER BY id',
+      'SELECT operation, reference, idempotency_key FROM sample_provider_calls WHERE order_id = $1 ORDER BY id',
       [orderId],
     );
     const result = shown.job?.result as { chargeId: string; labelId: string };
@@ -133,14 +138,14 @@ describe('sample app over HTTP', () => {
     await db.pool.query(`
       CREATE FUNCTION refuse_order() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN RAISE EXCEPTION 'orders are closed'; END $$;
-      CREATE TRIGGER refuse_order BEFORE INSERT ON orders FOR EACH ROW EXECUTE FUNCTION refuse_order();`);
+      CREATE TRIGGER refuse_order BEFORE INSERT ON sample_orders FOR EACH ROW EXECUTE FUNCTION refuse_order();`);
     try {
       const before = await counts();
       const response = await post(ORDER);
       expect(response.status).toBe(500);
       expect(await counts()).toEqual(before);
     } finally {
-      await db.pool.query('DROP TRIGGER refuse_order ON orders; DROP FUNCTION refuse_order()');
+      await db.pool.query('DROP TRIGGER refuse_order ON sample_orders; DROP FUNCTION refuse_order()');
     }
   });
 
@@ -168,6 +173,12 @@ describe('sample app over HTTP', () => {
     expect(value('workhorse_jobs_succeeded_total')).toBeGreaterThanOrEqual(1);
     expect(text).toMatch(/^workhorse_job_run_time_count\{[^}]*queue="orders"/m);
     expect(text).toMatch(/^workhorse_queue_depth\{[^}]*queue="orders",state="ready"[^}]*\} 0/m);
+
+    // A queue no worker serves (queueDepth: 'all', as in main.ts and api.ts) shows up too.
+    const stuck = await new Queue(db.pool).enqueue('nobody.serves', {}, { queue: 'sample-stuck' });
+    const again = await (await fetch(`${url}/metrics`)).text();
+    expect(again).toMatch(/^workhorse_queue_depth\{[^}]*queue="sample-stuck",state="ready"[^}]*\} 1/m);
+    await new Admin(db.pool).cancel(stuck);
   });
 
   it('closes everything: no HTTP server, no connection of the app left', async () => {

@@ -45,7 +45,7 @@ describe('the order saga over HTTP', () => {
   }
 
   async function calls(orderId: string): Promise<string[]> {
-    const { rows } = await db.pool.query<{ operation: string }>('SELECT operation FROM provider_calls WHERE order_id = $1 ORDER BY id', [
+    const { rows } = await db.pool.query<{ operation: string }>('SELECT operation FROM sample_provider_calls WHERE order_id = $1 ORDER BY id', [
       orderId,
     ]);
     return rows.map((row) => row.operation);

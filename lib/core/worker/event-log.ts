@@ -35,7 +35,7 @@ export class EventLog {
     // How each event is logged (null: not at all). A new event of the union must get an entry
     // here, or this does not compile.
     this.lines = {
-      'worker.started': (e) => logger.log(messages.workerStarted(e.workerId, e.queues, e.concurrency)),
+      'worker.started': (e) => logger.log(messages.workerStarted(e.workerId, e.groups)),
       'worker.stopped': (e) => logger.log(messages.workerStopped(e.workerId)),
       'worker.draining': (e) => logger.warn(messages.workerDraining(e.workerId, e.activeCount)),
       'worker.error': (e) => this.error(e.during, e.error),

@@ -75,11 +75,12 @@ export function isLetGo(execution: Execution): boolean {
 }
 
 /** The fields every job event carries. */
-export function jobFields(job: ClaimedJob) {
-  return { jobId: job.jobId, type: job.type, queue: job.queue, attempt: job.attempt, workerId: job.workerId };
+export function jobFields(execution: Execution) {
+  const { job } = execution;
+  return { jobId: job.jobId, type: job.type, queue: job.queue, group: execution.lane.group, attempt: job.attempt, workerId: job.workerId };
 }
 
 /** jobFields and how long the job ran here, for the events of a job that is over for this worker. */
 export function endedFields(execution: Execution) {
-  return { ...jobFields(execution.job), durationMs: Date.now() - execution.startedAt };
+  return { ...jobFields(execution), durationMs: Date.now() - execution.startedAt };
 }

@@ -74,7 +74,7 @@ export class Executor {
     };
     this.executions.set(jobId, execution);
     lane.active++;
-    if (this.hub.wants('job.claimed')) this.hub.emit({ name: 'job.claimed', ...jobFields(job) });
+    if (this.hub.wants('job.claimed')) this.hub.emit({ name: 'job.claimed', ...jobFields(execution) });
     this.metrics?.claimed(queue, type, jobId, attempt, claimedAt);
     if (timeoutMs !== null) this.interrupter.startTimeout(execution, timeoutMs, sentAt);
     this.execute(execution, payload);

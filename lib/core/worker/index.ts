@@ -7,13 +7,18 @@
  */
 export { toErrorEnvelope } from './error-envelope';
 export { EventLog, type WorkhorseLogger } from './event-log';
-export { Worker } from './worker';
+export { Worker, type WorkerGroupStatus } from './worker';
 export {
   checkHandlerOptions,
+  checkMetricsOptions,
   checkWorkerOptions,
   type HandlerOptions,
   type HandlerSettings,
   type JobHandlerFn,
+  type QueueDepthScope,
+  type WorkerGroupOptions,
+  type WorkerGroupSettings,
+  type WorkerMetricsOptions,
   type WorkerOptions,
   type WorkerSettings,
 } from './worker-options';

@@ -86,7 +86,7 @@ export class Interrupter implements LeaseListener, ExecutionOwner {
     if (e.interruption !== null) return;
     e.renewing = false;
     this.interrupt(e, 'sleeping', new JobSleeping(e.job.jobId, wakeAt));
-    this.hub.emit({ name: 'job.sleeping', ...jobFields(e.job), wakeAt });
+    this.hub.emit({ name: 'job.sleeping', ...jobFields(e), wakeAt });
   }
 
   parked(execution: object, reason: Error): void {
@@ -96,8 +96,8 @@ export class Interrupter implements LeaseListener, ExecutionOwner {
     // Let go of as a sleeping job is: the database holds its new state, nothing is left to record.
     this.interrupt(e, 'sleeping', reason);
     // (A pending cancel ended the job instead: no `job.blocked` then.)
-    if (reason instanceof JobBlocked) this.hub.emit({ name: 'job.blocked', ...jobFields(e.job), waitingFor: reason.waitingFor });
-    else if (reason instanceof JobWaiting) this.hub.emit({ name: 'job.blocked', ...jobFields(e.job), waitingFor: reason.waitFor });
+    if (reason instanceof JobBlocked) this.hub.emit({ name: 'job.blocked', ...jobFields(e), waitingFor: reason.waitingFor });
+    else if (reason instanceof JobWaiting) this.hub.emit({ name: 'job.blocked', ...jobFields(e), waitingFor: reason.waitFor });
   }
 
   // ---- abandoning --------------------------------------------------------------------------------

@@ -40,6 +40,8 @@ export class Lane {
   readonly budget = new ClaimBudget();
 
   constructor(
+    /** The name of the worker group whose slots these are (its jobs' events say `group`). */
+    readonly group: string,
     /** How many handlers it may run at once. */
     readonly slots: number,
     private readonly pump: LanePump,

@@ -118,7 +118,7 @@ export class OutcomeRecorder {
     const status = await this.statements.release(execution.job, reason);
     if (status === 'released') {
       execution.span?.setAttribute('workhorse.job.outcome', 'released');
-      this.hub.emit({ name: 'job.released', ...jobFields(execution.job), reason });
+      this.hub.emit({ name: 'job.released', ...jobFields(execution), reason });
     } else {
       this.reportOutcome(execution, status, null);
     }

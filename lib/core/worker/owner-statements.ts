@@ -90,12 +90,12 @@ export class OwnerStatements {
 
   /**
    * One `complete_and_claim_v1` round trip: records `items` (JSON text of
-   * `[{"jobId", "fence", "result"}]`) and claims up to `limit` jobs. Prepared once per connection
+   * `[{"jobId", "fence", "result"}]`) and claims up to `limit` jobs from `queues` (a group's). Prepared once per connection
    * where the path allows; a connection that refuses the prepared statement ran nothing, so the
    * same round trip is sent again unprepared, and so are all later ones.
    */
-  async roundTrip(items: string, limit: number): Promise<RoundTripRow[]> {
-    const { workerId, queues, leaseMs } = this.settings;
+  async roundTrip(items: string, limit: number, queues: readonly string[]): Promise<RoundTripRow[]> {
+    const { workerId, leaseMs } = this.settings;
     const values = [workerId, items, queues, limit, leaseMs];
     if (this.prepare) {
       try {

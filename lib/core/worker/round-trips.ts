@@ -6,8 +6,7 @@ import type { Executor } from './executor';
 import { completionItems, Lane } from './lane';
 import { MAX_ROUND, type OwnerStatements, type RoundTripRow } from './owner-statements';
 import type { OutcomeRecorder } from './outcome-recorder';
-import type { WorkerSettings } from './worker-options';
-
+import type { WorkerGroupSettings, WorkerSettings } from './worker-options';
 
 const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -21,6 +20,9 @@ const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  * records the completions of its own jobs and claims for its own free slots only, so lanes
  * never wait for one another. Polling (with an idle backoff) stands in for notifications that
  * do not come.
+ *
+ * A worker has one RoundTrips per group (`groups`): each claims from its group's queues for its
+ * group's slots only, and polls on its own, so a flood in one group never takes another's slots.
  */
 export class RoundTrips {
   readonly lanes: readonly Lane[];
@@ -30,6 +32,7 @@ export class RoundTrips {
 
   constructor(
     private readonly settings: WorkerSettings,
+    readonly group: WorkerGroupSettings,
     private readonly statements: OwnerStatements,
     private readonly executor: Executor,
     private readonly hub: EventHub,
@@ -37,10 +40,10 @@ export class RoundTrips {
     private readonly isClaiming: () => boolean,
   ) {
     this.recorder = executor.recorder;
-    const { concurrency, roundTrips } = settings;
+    const { concurrency, roundTrips } = group;
     this.lanes = Array.from(
       { length: roundTrips },
-      (_, i) => new Lane(Math.floor(concurrency / roundTrips) + (i < concurrency % roundTrips ? 1 : 0), this),
+      (_, i) => new Lane(group.name, Math.floor(concurrency / roundTrips) + (i < concurrency % roundTrips ? 1 : 0), this),
     );
   }
 
@@ -72,7 +75,7 @@ export class RoundTrips {
   /** For `runOnce`: one claim of up to `limit` jobs, started at once in the first lane. */
   async claimOnce(limit: number): Promise<number> {
     const sentAt = Date.now();
-    const rows = await this.statements.roundTrip('[]', Math.min(limit, MAX_ROUND));
+    const rows = await this.statements.roundTrip('[]', Math.min(limit, MAX_ROUND), this.group.queues);
     const claimedAt = Date.now();
     for (const row of rows) this.executor.start(row, this.lanes[0], sentAt, claimedAt);
     return rows.length;
@@ -92,7 +95,7 @@ export class RoundTrips {
       let rows: RoundTripRow[];
       try {
         if (batch.length > 0) failpoint('before-complete');
-        rows = await this.statements.roundTrip(completionItems(batch), Math.max(want, 0));
+        rows = await this.statements.roundTrip(completionItems(batch), Math.max(want, 0), this.group.queues);
         if (batch.length > 0) failpoint('after-complete');
       } catch (error) {
         const typed = fromPgError(error);

@@ -2,7 +2,7 @@
  * The lines a worker logs about itself and its jobs (see {@link EventLog}). Every line about a
  * job starts with `Job <id> (<type>) attempt <n>`, so one search finds all of a job's lines.
  */
-import type { AbandonReason } from '../events';
+import type { AbandonReason, WorkerGroupInfo } from '../events';
 import type { ErrorEnvelope } from '../types';
 
 const ABANDON_CAUSES: Record<Exclude<AbandonReason, 'shutdown'>, string> = {
@@ -19,8 +19,12 @@ function errorText(error: ErrorEnvelope): string {
 const job = (jobId: string, type: string, attempt: number) => `Job ${jobId} (${type}) attempt ${attempt}`;
 
 export const workerLogMessages = {
-  workerStarted: (workerId: string, queues: readonly string[], concurrency: number) =>
-    `Worker ${workerId} started on queue(s) ${queues.join(', ')} with concurrency ${concurrency}.`,
+  workerStarted: (workerId: string, groups: readonly WorkerGroupInfo[]) =>
+    groups.length === 1
+      ? `Worker ${workerId} started on queue(s) ${groups[0].queues.join(', ')} with concurrency ${groups[0].concurrency}.`
+      : `Worker ${workerId} started with ${groups.length} groups: ` +
+        groups.map((g) => `${g.name} (queue(s) ${g.queues.join(', ')}, concurrency ${g.concurrency})`).join('; ') +
+        '.',
   workerStopped: (workerId: string) => `Worker ${workerId} stopped.`,
   workerDraining: (workerId: string, activeCount: number) =>
     `Worker ${workerId} drains (an operator asked): it claims no more jobs and finishes the ${activeCount} it holds; stop its process once \`workhorse workers list\` shows it drained.`,

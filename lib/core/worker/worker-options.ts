@@ -30,6 +30,42 @@ export interface HandlerOptions {
   retry?: RetryPolicy;
 }
 
+/**
+ * One group of a worker's slots (`groups`): its own queues and its own concurrency, so a flood
+ * in one group never takes the slots of another.
+ *
+ * @example
+ * const groups: WorkerGroupOptions[] = [{ queues: ['emails'], concurrency: 50 }, { name: 'reports', queues: ['reports'], concurrency: 2 }];
+ * new Worker(queue, { groups });
+ */
+export interface WorkerGroupOptions {
+  /**
+   * Names the group in its jobs' events (`group`). Default: its queues joined by commas
+   * (`emails`, `emails,sms`).
+   */
+  name?: string;
+  /** Queues the group claims from (1 to 100); a queue belongs to one group of a worker. */
+  queues: string[];
+  /** Handlers of the group running at once, 1 to 1000, default 10. */
+  concurrency?: number;
+  /** Claim-and-complete round trips of the group in flight at once, 1 to 4, default 1 (see `WorkerOptions.roundTrips`). */
+  roundTrips?: number;
+}
+
+/**
+ * How much of the system a worker's `workhorse.queue.depth` gauge describes: `'own'` (default)
+ * its own queues, `'all'` those and every other queue of the database (one process of the
+ * deployment should, so that a queue no worker serves shows up), `false` none. Either needs the
+ * operator capability.
+ */
+export type QueueDepthScope = 'own' | 'all' | false;
+
+/** What a worker reports as metrics besides its jobs' (see docs/operations.md#metrics). */
+export interface WorkerMetricsOptions {
+  /** The queues of the `workhorse.queue.depth` gauge, default `'own'`. */
+  queueDepth?: QueueDepthScope;
+}
+
 export interface WorkerOptions {
   /** Queues to claim from, default `['default']`. */
   queues?: string[];
@@ -77,13 +113,33 @@ export interface WorkerOptions {
    * line about a job names its id, type and attempt; see docs/operations.md#logs for the levels.
    */
   logger?: WorkhorseLogger;
+  /**
+   * Groups of slots, each with its own queues and concurrency, in place of `queues`,
+   * `concurrency` and `roundTrips` (1 to 20 groups). The groups share everything else: the pool,
+   * leases and heartbeats, LISTEN, maintenance, the registry row and shutdown. See
+   * docs/workers.md#worker-groups.
+   */
+  groups?: WorkerGroupOptions[];
+  /** Metrics besides the jobs' (the queue depth gauge's scope). */
+  metrics?: WorkerMetricsOptions;
+}
+
+/** A {@link WorkerGroupOptions} once checked, with its name and defaults filled in. */
+export interface WorkerGroupSettings {
+  readonly name: string;
+  readonly queues: readonly string[];
+  readonly concurrency: number;
+  readonly roundTrips: number;
 }
 
 /** {@link WorkerOptions} once checked, with every default filled in. */
 export interface WorkerSettings {
+  /** Every group's queues. */
   readonly queues: readonly string[];
+  /** Every group's concurrency, added up. */
   readonly concurrency: number;
-  readonly roundTrips: number;
+  /** The groups (one, named after its queues, when the options give none). */
+  readonly groups: readonly WorkerGroupSettings[];
   readonly leaseMs: number;
   readonly heartbeatMs: number;
   readonly pollMs: number;
@@ -94,6 +150,7 @@ export interface WorkerSettings {
   readonly workerId: string;
   readonly unknownTypeDelayMs: number;
   readonly logger: WorkhorseLogger | null;
+  readonly queueDepth: QueueDepthScope;
 }
 
 /** {@link HandlerOptions} once checked. */
@@ -116,7 +173,11 @@ const WORKER_OPTION_KEYS = [
   'workerId',
   'unknownTypeDelayMs',
   'logger',
+  'groups',
+  'metrics',
 ] as const satisfies readonly (keyof WorkerOptions)[];
+
+const GROUP_OPTION_KEYS = ['name', 'queues', 'concurrency', 'roundTrips'] as const satisfies readonly (keyof WorkerGroupOptions)[];
 
 // Fails to compile (naming the missing option) when WorkerOptions gains an option the list misses.
 type MissingOption = Exclude<keyof WorkerOptions, (typeof WORKER_OPTION_KEYS)[number]>;
@@ -129,10 +190,10 @@ function fail(field: string, message: string): never {
   throw new WorkhorseValidationError(field, message);
 }
 
-function checkKeys(options: unknown, known: readonly string[], what: string): Record<string, unknown> {
-  if (typeof options !== 'object' || options === null || Array.isArray(options)) fail('options', 'must be an object');
+function checkKeys(options: unknown, known: readonly string[], what: string, path = ''): Record<string, unknown> {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) fail(path === '' ? 'options' : path.slice(0, -1), 'must be an object');
   for (const key of Object.keys(options)) {
-    if (!known.includes(key)) fail(key, `is not a ${what} option (${known.join(', ')})`);
+    if (!known.includes(key)) fail(`${path}${key}`, `is not a ${what} option (${known.join(', ')})`);
   }
   return options as Record<string, unknown>;
 }
@@ -147,11 +208,9 @@ function checkKeys(options: unknown, known: readonly string[], what: string): Re
  */
 export function checkWorkerOptions(options: unknown = {}): WorkerSettings {
   const o = checkKeys(options, WORKER_OPTION_KEYS, 'worker');
-  const queues = o.queues ?? ['default'];
-  if (!Array.isArray(queues) || queues.length === 0 || queues.length > 100) fail('queues', 'must list 1 to 100 queue names');
-  const concurrency = checkInteger(o.concurrency ?? 10, 'concurrency', 1, 1000);
-  const roundTrips = checkInteger(o.roundTrips ?? 1, 'roundTrips', 1, 4);
-  if (roundTrips > concurrency) fail('roundTrips', `must be at most concurrency (${concurrency})`);
+  const groups = o.groups === undefined ? [checkGroup(o, '', false)] : checkGroups(o);
+  const queues = groups.flatMap((group) => group.queues);
+  if (queues.length > 100) fail('groups', 'must list at most 100 queues in all');
   const leaseMs = checkInteger(o.leaseMs ?? 30_000, 'leaseMs', 1000, 86_400_000);
   const heartbeatMs = checkInteger(o.heartbeatMs ?? Math.floor(leaseMs / 3), 'heartbeatMs', 100, 86_400_000);
   // A lease renewed no more often than it lasts lapses between two renewals: every job would be
@@ -163,9 +222,9 @@ export function checkWorkerOptions(options: unknown = {}): WorkerSettings {
   // Every statement of the worker carries its id: one the database cannot store fails them all.
   const workerId = checkText(o.workerId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, 'workerId', 1, 200);
   return {
-    queues: [...new Set(queues.map((q: unknown, i) => checkName(q, `queues[${i}]`)))],
-    concurrency,
-    roundTrips,
+    queues,
+    concurrency: groups.reduce((sum, group) => sum + group.concurrency, 0),
+    groups,
     leaseMs,
     heartbeatMs,
     pollMs: checkInteger(o.pollMs ?? 1000, 'pollMs', 10, 600_000),
@@ -176,7 +235,57 @@ export function checkWorkerOptions(options: unknown = {}): WorkerSettings {
     workerId,
     unknownTypeDelayMs: checkInteger(o.unknownTypeDelayMs ?? 5000, 'unknownTypeDelayMs', 0, 604_800_000),
     logger: checkLogger(o.logger),
+    queueDepth: checkMetricsOptions(o.metrics),
   };
+}
+
+// The fields of one group, at `path` (`groups[1].` or, for the options without groups, ''). A
+// group needs its queues; the options without groups default to ['default'].
+function checkGroup(o: Record<string, unknown>, path: string, named: boolean): WorkerGroupSettings {
+  const list = o.queues ?? (named ? undefined : ['default']);
+  if (!Array.isArray(list) || list.length === 0 || list.length > 100) fail(`${path}queues`, 'must list 1 to 100 queue names');
+  const queues = [...new Set(list.map((q: unknown, i) => checkName(q, `${path}queues[${i}]`)))];
+  const concurrency = checkInteger(o.concurrency ?? 10, `${path}concurrency`, 1, 1000);
+  const roundTrips = checkInteger(o.roundTrips ?? 1, `${path}roundTrips`, 1, 4);
+  if (roundTrips > concurrency) fail(`${path}roundTrips`, `must be at most concurrency (${concurrency})`);
+  const name = named && o.name !== undefined ? checkName(o.name, `${path}name`) : queues.join(',');
+  return { name, queues, concurrency, roundTrips };
+}
+
+// A queue in two groups would give its jobs to whichever group claims first, so neither group's
+// concurrency would bound them: each queue belongs to one group, and each group has its own name.
+function checkGroups(o: Record<string, unknown>): WorkerGroupSettings[] {
+  for (const key of ['queues', 'concurrency', 'roundTrips'] as const) {
+    if (o[key] !== undefined) fail(key, 'cannot be given with groups: give it to each group');
+  }
+  const list = o.groups;
+  if (!Array.isArray(list) || list.length === 0 || list.length > 20) fail('groups', 'must list 1 to 20 groups');
+  const groupOf = new Map<string, string>();
+  const names = new Set<string>();
+  return list.map((entry: unknown, i) => {
+    const path = `groups[${i}].`;
+    const group = checkGroup(checkKeys(entry, GROUP_OPTION_KEYS, 'worker group', path), path, true);
+    for (const queue of group.queues) {
+      const other = groupOf.get(queue);
+      if (other !== undefined) fail(`${path}queues`, `lists "${queue}", which group "${other}" claims already: a queue belongs to one group`);
+      groupOf.set(queue, group.name);
+    }
+    if (names.has(group.name)) fail(`${path}name`, `"${group.name}" names another group already: give each group its own name`);
+    names.add(group.name);
+    return group;
+  });
+}
+
+/**
+ * Checks the `metrics` option (of a worker, or of the Nest module) and returns the queue depth
+ * gauge's scope. Throws a {@link WorkhorseValidationError} naming the bad field.
+ */
+export function checkMetricsOptions(metrics: unknown): QueueDepthScope {
+  if (metrics === undefined) return 'own';
+  const o = checkKeys(metrics, ['queueDepth'], 'metrics', 'metrics.');
+  const scope = o.queueDepth ?? 'own';
+  if (scope !== 'own' && scope !== 'all' && scope !== false) fail('metrics.queueDepth', "must be 'own', 'all' or false");
+  return scope;
 }
 
 function checkLogger(logger: unknown): WorkhorseLogger | null {

@@ -1,6 +1,6 @@
 import type { Pool } from 'pg';
 import { WorkerStateError, WorkhorseValidationError } from '../errors';
-import type { WorkerEventListener, WorkerEventName, WorkerEventOf } from '../events';
+import type { WorkerEventListener, WorkerEventName, WorkerEventOf, WorkerGroupInfo } from '../events';
 import { definedHandler, isJobDefinition, type JobDefinition } from '../job-definition';
 import { Notifier } from '../notifier';
 import { verifySchema } from '../schema';
@@ -19,9 +19,15 @@ import { observeQueueDepth } from '../telemetry/queue-depth';
 import { RoundTrips } from './round-trips';
 import { waitForSchema } from './schema-wait';
 import { Ticker } from './ticker';
-import { checkHandlerOptions, checkWorkerOptions, type HandlerOptions, type JobHandlerFn, type WorkerOptions, type WorkerSettings } from './worker-options';
+import { checkHandlerOptions, checkWorkerOptions, type HandlerOptions, type JobHandlerFn, type WorkerGroupSettings, type WorkerOptions, type WorkerSettings } from './worker-options';
 
 type Lifecycle = 'idle' | 'starting' | 'running' | 'stopping';
+
+/** A group of a worker's slots now (see `WorkerOptions.groups`). */
+export interface WorkerGroupStatus extends WorkerGroupInfo {
+  /** Jobs of the group that the worker executes now (each holds one of the group's slots). */
+  activeCount: number;
+}
 
 /**
  * Claims jobs from PostgreSQL and runs the handler registered for each job's type.
@@ -33,6 +39,10 @@ type Lifecycle = 'idle' | 'starting' | 'running' | 'stopping';
  * Its parts: {@link RoundTrips} (claims and completions), {@link Executor} (runs handlers and
  * records how their jobs ended), {@link Heartbeater} (leases), {@link Ticker} (maintenance),
  * {@link Notifier} (LISTEN), {@link EventHub} (events); this class is their lifecycle.
+ *
+ * Its slots may be split into groups (`groups`), each with its own queues and concurrency and
+ * its own round trips: a flood in one group never takes the slots of another. Everything else
+ * (handlers, leases, LISTEN, maintenance, the registry, shutdown) is the worker's, shared.
  *
  * @example
  * const worker = new Worker(queue, { concurrency: 10 }).handle('email.send', async (payload: { to: string }) => {
@@ -48,7 +58,10 @@ export class Worker {
   private readonly pool: Pool;
   private readonly hub: EventHub;
   private readonly executor: Executor;
-  private readonly roundTrips: RoundTrips;
+  /** One per group, in the order of `groups`. */
+  private readonly trips: readonly RoundTrips[];
+  /** The group of each queue (a queue belongs to one group). */
+  private readonly tripsOf = new Map<string, RoundTrips>();
   private readonly ticker: Ticker;
   private heartbeater: Heartbeater | null = null;
   private registration: Registration | null = null;
@@ -78,7 +91,8 @@ export class Worker {
     }
     const statements = new OwnerStatements(this.pool, this.settings);
     this.executor = new Executor(this.pool, this.settings, statements, this.hub);
-    this.roundTrips = new RoundTrips(this.settings, statements, this.executor, this.hub, () => this.claiming);
+    this.trips = this.settings.groups.map((group) => new RoundTrips(this.settings, group, statements, this.executor, this.hub, () => this.claiming));
+    for (const trips of this.trips) for (const queue of trips.group.queues) this.tripsOf.set(queue, trips);
     this.ticker = new Ticker(this.pool, this.settings.tickMs, this.hub, this.workerId, this.queues, () =>
       [...this.executor.handlers].map(([type, handler]) => ({ type, retry: handler.settings.retry })),
     );
@@ -125,6 +139,14 @@ export class Worker {
       : this.hub.on(namesOrListener, listener as (event: WorkerEventOf<WorkerEventName>) => void);
   }
 
+  /** The worker's groups (one, named after its queues, unless `groups` was given), with the jobs each executes now. */
+  get groups(): WorkerGroupStatus[] {
+    return this.trips.map(({ group, lanes }) => ({
+      ...groupInfo(group),
+      activeCount: lanes.reduce((sum, lane) => sum + lane.active, 0),
+    }));
+  }
+
   /** Number of jobs this worker executes now (each holds a slot). */
   get activeCount(): number {
     return this.executor.executions.size;
@@ -160,7 +182,7 @@ export class Worker {
   /** Claims again after {@link pause}. */
   resume(): void {
     this.paused = false;
-    this.roundTrips.wake();
+    this.wake();
   }
 
   /**
@@ -202,7 +224,7 @@ export class Worker {
       this.notifier = new Notifier(
         config,
         new Set(this.queues),
-        () => this.roundTrips.hint(),
+        (queue) => this.hint(queue),
         (e) => this.hub.reportError('listen', e),
         () => this.hub.reportSuccess('listen'),
       );
@@ -212,15 +234,17 @@ export class Worker {
     this.registration = new Registration(this.pool, this, this.settings.heartbeatMs, this.hub, () => this.onDrainRequested());
     this.registration.start();
     const meter = activeMeter();
-    if (meter) this.stopObserving = observeQueueDepth(meter, this.pool, this.queues);
-    this.hub.emit({ name: 'worker.started', workerId: this.workerId, queues: [...this.queues], concurrency: this.concurrency });
-    this.roundTrips.wake();
+    const { queueDepth } = this.settings;
+    if (meter && queueDepth !== false) this.stopObserving = observeQueueDepth(meter, this.pool, this.queues, queueDepth === 'all');
+    const groups = this.settings.groups.map(groupInfo);
+    this.hub.emit({ name: 'worker.started', workerId: this.workerId, queues: [...this.queues], concurrency: this.concurrency, groups });
+    this.wake();
     await stopped;
   }
 
   /**
-   * One pass for scripts and tests: a maintenance tick, one claim of up to `concurrency` jobs,
-   * and those jobs run to the end. Resolves with how many jobs it ran; rejects with
+   * One pass for scripts and tests: a maintenance tick, one claim per group of up to its
+   * `concurrency` jobs, and those jobs run to the end. Resolves with how many jobs it ran; rejects with
    * {@link SchemaNotInstalledError} or {@link SchemaVersionMismatchError} before anything else
    * when the database holds no or another schema.
    */
@@ -235,10 +259,10 @@ export class Worker {
     this.startServices();
     try {
       await this.ticker.tick();
-      const claimed = await this.roundTrips.claimOnce(this.concurrency);
+      const claimed = await Promise.all(this.trips.map((trips) => trips.claimOnce(trips.group.concurrency)));
       await Promise.all([...this.executor.executions.values()].map(whenFinished));
-      await this.roundTrips.flush();
-      return claimed;
+      await this.flush();
+      return claimed.reduce((sum, n) => sum + n, 0);
     } finally {
       await this.stopServices();
       this.lifecycle = 'idle';
@@ -267,10 +291,28 @@ export class Worker {
     return this.lifecycle === 'running' && !this.paused && !this.drainRequested && this.resolveRun !== null;
   }
 
+  private wake(): void {
+    for (const trips of this.trips) trips.wake();
+  }
+
+  /** A notification for `queue` wakes its group; one without a queue (after a reconnect) every group. */
+  private hint(queue?: string): void {
+    if (queue === undefined) for (const trips of this.trips) trips.hint();
+    else this.tripsOf.get(queue)?.hint();
+  }
+
+  private stopPolling(): void {
+    for (const trips of this.trips) trips.stopPolling();
+  }
+
+  private async flush(): Promise<void> {
+    for (const trips of this.trips) await trips.flush();
+  }
+
   private onDrainRequested(): void {
     if (this.drainRequested) return;
     this.drainRequested = true;
-    this.roundTrips.stopPolling();
+    this.stopPolling();
     this.hub.emit({ name: 'worker.draining', workerId: this.workerId, activeCount: this.activeCount });
     // Report as soon as the last job is done, so the registry shows the worker as drained.
     void Promise.all([...this.executor.executions.values()].map(whenFinished)).then(() => this.registration?.reportNow());
@@ -306,7 +348,7 @@ export class Worker {
 
   private async drain(): Promise<void> {
     this.lifecycle = 'stopping';
-    this.roundTrips.stopPolling();
+    this.stopPolling();
     await this.ticker.stop();
     const all = Promise.all([...this.executor.executions.values()].map(whenFinished));
     let timer: NodeJS.Timeout | undefined;
@@ -318,7 +360,7 @@ export class Worker {
     ]);
     clearTimeout(timer);
     if (timedOut) await this.executor.interrupter.abandonAll();
-    await this.roundTrips.flush();
+    await this.flush();
     await this.registration?.stop();
     this.registration = null;
     this.stopObserving?.();
@@ -330,4 +372,8 @@ export class Worker {
     this.resolveRun?.();
     this.resolveRun = null;
   }
+}
+
+function groupInfo(group: WorkerGroupSettings): WorkerGroupInfo {
+  return { name: group.name, queues: [...group.queues], concurrency: group.concurrency };
 }
