@@ -145,6 +145,11 @@ describe('options', () => {
       [{ secret: 'short' }, 'secret'],
       [{ trustedOrigins: ['https://ops.example.com/path'] }, 'trustedOrigins'],
       [{ actor: 'me' }, 'actor'],
+      [{ allowedHosts: 'ops.example.com' }, 'allowedHosts'],
+      [{ allowedHosts: ['https://ops.example.com'] }, 'allowedHosts'],
+      [{ allowedHosts: ['ops.example.com:8443'] }, 'allowedHosts'],
+      [{ allowedHosts: [''] }, 'allowedHosts'],
+      [{ allowedHosts: ['*'] }, 'allowedHosts'],
       [{ pathPrefix: '/x' }, 'pathPrefix'],
     ];
     for (const [change, field] of cases) {
