@@ -27,8 +27,9 @@ const LOOPBACK = /^(?:localhost|127(?:\.\d{1,3}){3}|\[::1\])$/;
 
 /** The host name of a request (lower case, no port, no trailing dot), or null without a well-formed `Host`. */
 export function hostNameOf(request: IncomingMessage): string | null {
-  const header = request.headers.host;
-  if (header === undefined || !HOST_HEADER.test(header)) return null;
+  // HTTP/2 names the host in its :authority pseudo-header (Node's compatibility API keeps it there).
+  const header = request.headers.host ?? request.headers[':authority'];
+  if (typeof header !== 'string' || !HOST_HEADER.test(header)) return null;
   const name = header.toLowerCase().replace(/:\d+$/, '');
   return name.endsWith('.') ? name.slice(0, -1) : name;
 }

@@ -7,7 +7,8 @@
  * (the bare mount's redirect and a 405 included) asks `authorize` first, and nothing the
  * dashboard answers may be stored by a cache.
  */
-import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
+import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { connect as connectHttp2, createServer as createHttp2Server } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { createDashboardHandler, type DashboardAction, type DashboardOptions } from '../../lib/dashboard/handler';
 import { FormClient } from './form-client';
@@ -158,5 +159,30 @@ describe('answers for readers only', () => {
     expect(paused.status).toBe(303);
     expect(paused.headers.get('cache-control')).toBe('no-store');
     await admin.resumeQueue(SECRET_QUEUE);
+  });
+});
+
+describe('over HTTP/2', () => {
+  it('reads the host from :authority, and refuses another name', async () => {
+    const handler = createDashboardHandler({ admin, path: '/workhorse', authorize: () => true, allowedHosts: ['ops.example.test'] });
+    // Node's HTTP/2 compatibility API hands the handler request and response objects of the same shape.
+    const server = createHttp2Server((request, response) => void handler(request as unknown as IncomingMessage, response as unknown as ServerResponse));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const session = connectHttp2(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    const status = (authority: string) =>
+      new Promise<number>((resolve, reject) => {
+        const stream = session.request({ ':path': '/workhorse/queues', ':authority': authority });
+        stream.on('response', (headers) => resolve(Number(headers[':status'])));
+        stream.on('error', reject);
+        stream.resume();
+        stream.end();
+      });
+    try {
+      expect(await status('ops.example.test')).toBe(200);
+      expect(await status('rebound.attacker.test')).toBe(421);
+    } finally {
+      session.close();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });
