@@ -1,14 +1,15 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { WorkhorseValidationError } from '../core/errors';
+import { AllowedHosts, hostNameOf } from './allowed-hosts';
 import { loadAssets, type AssetFile, type DashboardAsset } from './assets';
-import { isDashboardMutation, type DashboardAction } from './dashboard-actions';
+import { DASHBOARD_ACTIONS, isDashboardMutation, type DashboardAction } from './dashboard-actions';
 import { DASHBOARD_MESSAGES } from './dashboard.messages';
 import { resolveDashboardOptions, type DashboardOptions, type ResolvedDashboardOptions } from './dashboard-options';
 import { CSRF_FIELD, CsrfTokens } from './csrf';
 import { html, type Html } from './html';
 import { DashboardHttpError, isEncrypted, isSameOrigin, locate, readForm, type DashboardLocation } from './http-request';
 import { layout } from './layout';
-import { matchPage, type DashboardPage, type PageContext, type PageView, type QueryValue } from './page';
+import { actionOf, matchPage, type DashboardPage, type PageContext, type PageView, type QueryValue } from './page';
 import { DASHBOARD_PAGES } from './pages';
 
 /**
@@ -30,6 +31,8 @@ const PAGE_HEADERS: Record<string, string> = {
 };
 
 const ACTOR_MAX = 200;
+
+const ERROR_TITLES: Partial<Record<number, string>> = { 403: 'Not allowed', 404: 'Not found', 421: 'Not served on this host' };
 
 interface Cached {
   expires: number;
@@ -61,12 +64,14 @@ class Dashboard {
   private readonly assets: ReadonlyMap<AssetFile, DashboardAsset>;
   private readonly assetsByName: ReadonlyMap<string, DashboardAsset>;
   private readonly cache = new Map<string, Cached>();
+  private readonly hosts: AllowedHosts;
 
   constructor(
     private readonly options: ResolvedDashboardOptions,
     private readonly pages: readonly DashboardPage[],
   ) {
     this.csrf = new CsrfTokens(options.secret);
+    this.hosts = new AllowedHosts(options.allowedHosts);
     this.assets = loadAssets();
     this.assetsByName = new Map([...this.assets.values()].map((asset) => [asset.name, asset]));
   }
@@ -87,19 +92,13 @@ class Dashboard {
 
   private async serve(request: IncomingMessage, response: ServerResponse, location: DashboardLocation): Promise<void> {
     const method = request.method ?? 'GET';
-    if (location.bare) {
-      // Relative links need the trailing slash: /workhorse -> /workhorse/ (relative, so proxies' prefixes survive).
-      const last = this.options.path.slice(this.options.path.lastIndexOf('/') + 1);
-      response.setHeader('Location', `${last}/${location.query.size > 0 ? `?${location.query}` : ''}`);
-      this.send(response, 308, 'text/plain; charset=utf-8', 'Moved');
-      return;
-    }
-    if (!['GET', 'HEAD', 'POST'].includes(method)) {
-      response.setHeader('Allow', 'GET, HEAD, POST');
-      throw new DashboardHttpError(405, DASHBOARD_MESSAGES.methodNotAllowed);
-    }
+    const host = hostNameOf(request);
+    const verdict = this.hosts.verdict(host);
+    if (verdict === 'refused') throw new DashboardHttpError(421, DASHBOARD_MESSAGES.hostRefused(host));
     const decisions = new Map<DashboardAction, Promise<boolean>>();
     const can = (action: DashboardAction): Promise<boolean> => {
+      // A page asks only for actions of the closed list: anything else is a defect, never a question for the hook.
+      if (!DASHBOARD_ACTIONS.includes(action)) return Promise.reject(new Error(`the dashboard asked about an unknown action ${String(action)}`));
       let decision = decisions.get(action);
       if (!decision) {
         decision = Promise.resolve(this.options.authorize(request, action)).then((allowed) => allowed === true);
@@ -107,7 +106,22 @@ class Dashboard {
       }
       return decision;
     };
+    // Every answer but the wrong host's is for readers only: the bare mount's redirect and a 405 too.
     if (!(await can('read'))) throw new DashboardHttpError(403, DASHBOARD_MESSAGES.readRefused);
+    if (verdict === 'first' && !this.hosts.keep(host as string)) throw new DashboardHttpError(421, DASHBOARD_MESSAGES.hostRefused(host));
+
+    if (location.bare) {
+      // Relative links need the trailing slash: /workhorse -> /workhorse/ (relative, so proxies' prefixes survive).
+      const last = this.options.path.slice(this.options.path.lastIndexOf('/') + 1);
+      response.setHeader('Location', `${last}/${location.query.size > 0 ? `?${location.query}` : ''}`);
+      this.headers(response);
+      this.send(response, 308, 'text/plain; charset=utf-8', 'Moved');
+      return;
+    }
+    if (!['GET', 'HEAD', 'POST'].includes(method)) {
+      response.setHeader('Allow', 'GET, HEAD, POST');
+      throw new DashboardHttpError(405, DASHBOARD_MESSAGES.methodNotAllowed);
+    }
 
     if (location.path.startsWith('/assets/')) {
       this.asset(response, location.path.slice('/assets/'.length), method);
@@ -166,8 +180,8 @@ class Dashboard {
   private async change(response: ServerResponse, page: DashboardPage, context: PageContext, cookieNonce: string | null): Promise<void> {
     const { request } = context;
     const form = await readForm(request);
-    const action = page.actions?.[form.get('do') ?? ''];
-    if (!action) throw new DashboardHttpError(400, DASHBOARD_MESSAGES.unknownChange);
+    const action = actionOf(page, form.get('do'));
+    if (action === null) throw new DashboardHttpError(400, DASHBOARD_MESSAGES.unknownChange);
     if (isDashboardMutation(action.action) && this.options.readOnly) throw new DashboardHttpError(403, DASHBOARD_MESSAGES.readOnly);
     if (!isSameOrigin(request, this.options.trustedOrigins)) throw new DashboardHttpError(403, DASHBOARD_MESSAGES.crossOrigin);
     if (!this.csrf.verify(cookieNonce, form.get(CSRF_FIELD) ?? undefined)) throw new DashboardHttpError(403, DASHBOARD_MESSAGES.staleForm);
@@ -179,6 +193,7 @@ class Dashboard {
     const result = await action.run({ ...context, form, actor });
     if ('redirect' in result) {
       response.setHeader('Location', result.redirect);
+      this.headers(response);
       this.send(response, 303, 'text/plain; charset=utf-8', 'See other');
     } else {
       this.page(response, context, page.route, result.view, false);
@@ -210,7 +225,7 @@ class Dashboard {
     // An error page knows nothing of the viewer's rights, so it shows no navigation and no data.
     const body: Html = html`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${status} · Workhorse</title>
 <link rel="stylesheet" href="${rootOf(location.path)}assets/${this.assets.get('dashboard.css')?.name ?? ''}"></head>
-<body><main class="error-page"><h1>${status === 403 ? 'Not allowed' : status === 404 ? 'Not found' : 'Something went wrong'}</h1>
+<body><main class="error-page"><h1>${ERROR_TITLES[status] ?? 'Something went wrong'}</h1>
 <p>${message}</p><p><a href="${rootOf(location.path)}">Back to the dashboard</a></p></main></body></html>`;
     this.headers(response);
     if (status === 413) response.setHeader('Connection', 'close');

@@ -3,6 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Admin } from '../core/admin';
 import { WorkhorseValidationError } from '../core/errors';
 import { checkHealthThresholds, type HealthThresholds } from '../core/operations/health';
+import { isAllowedHostEntry } from './allowed-hosts';
 import type { DashboardAction } from './dashboard-actions';
 
 /**
@@ -43,6 +44,15 @@ export interface DashboardOptions {
    * for a proxy that rewrites the Host header. Browsers that send `Sec-Fetch-Site` need none.
    */
   trustedOrigins?: readonly string[];
+  /**
+   * The host names the dashboard answers on (the `Host` header, without its port), so that a
+   * page of another site whose name is made to resolve to the dashboard's address (DNS
+   * rebinding) is refused with a 421 and reads nothing: `ops.example.com`, `.example.com` for a
+   * domain and its subdomains, an IP address. Loopback (`localhost`, `127.0.0.1`, `[::1]`) is
+   * always served. Default: the first host an authorized reader reaches the dashboard on, kept
+   * until the process ends; give the list in production (see docs/dashboard.md).
+   */
+  allowedHosts?: readonly string[];
   /** Told about errors the dashboard answers with a 500 page. Default: `console.error`. */
   onError?: (error: unknown) => void;
   /**
@@ -61,11 +71,13 @@ export interface ResolvedDashboardOptions {
   actor: (request: IncomingMessage) => string | Promise<string>;
   secret: string;
   trustedOrigins: readonly string[];
+  /** Undefined: the first host reached is kept. */
+  allowedHosts: readonly string[] | undefined;
   onError: (error: unknown) => void;
   health: HealthThresholds;
 }
 
-const KEYS = ['admin', 'path', 'authorize', 'readOnly', 'actor', 'secret', 'trustedOrigins', 'onError', 'health'];
+const KEYS = ['admin', 'path', 'authorize', 'readOnly', 'actor', 'secret', 'trustedOrigins', 'allowedHosts', 'onError', 'health'];
 const PATH = /^(\/[A-Za-z0-9._~-]+)*\/?$/;
 
 function fail(field: string, message: string): never {
@@ -94,7 +106,7 @@ export function resolveDashboardOptions(options: DashboardOptions): ResolvedDash
   for (const key of Object.keys(options)) {
     if (!KEYS.includes(key)) fail(key, `is not a dashboard option (${KEYS.join(', ')})`);
   }
-  const { admin, path, authorize, readOnly, secret, trustedOrigins } = options;
+  const { admin, path, authorize, readOnly, secret, trustedOrigins, allowedHosts } = options;
   if (typeof admin !== 'object' || admin === null || typeof admin.listJobs !== 'function') {
     fail('admin', 'must be an Admin (new Admin(pool), or the one Nest injects)');
   }
@@ -112,6 +124,14 @@ export function resolveDashboardOptions(options: DashboardOptions): ResolvedDash
       }
     }
   }
+  if (allowedHosts !== undefined) {
+    if (!Array.isArray(allowedHosts)) fail('allowedHosts', 'must be an array of host names');
+    for (const entry of allowedHosts) {
+      if (!isAllowedHostEntry(entry)) {
+        fail('allowedHosts', `must hold host names such as ops.example.com or .example.com (no scheme, no port), got ${JSON.stringify(entry)}`);
+      }
+    }
+  }
   const actor = optionalFunction(options.actor, 'actor');
   const onError = optionalFunction(options.onError, 'onError');
   const health = healthOf(options.health);
@@ -123,6 +143,7 @@ export function resolveDashboardOptions(options: DashboardOptions): ResolvedDash
     actor: actor ?? (() => 'dashboard'),
     secret: secret ?? randomBytes(32).toString('base64url'),
     trustedOrigins: trustedOrigins ?? [],
+    allowedHosts: allowedHosts === undefined ? undefined : [...allowedHosts],
     onError: onError ?? ((error) => console.error('workhorse dashboard:', error)),
     health,
   };

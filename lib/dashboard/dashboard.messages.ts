@@ -11,5 +11,8 @@ export const DASHBOARD_MESSAGES = {
   unknownChange: 'This page offers no such change.',
   internal: 'The dashboard could not answer. The error has been reported to the application\u2019s log.',
   changeRefused: (action: DashboardAction): string => `You are not allowed to do this (${action}). Ask whoever runs this application for access.`,
+  hostRefused: (host: string | null): string =>
+    `This dashboard is not served on ${host === null ? 'a request without a valid Host header' : `the host ${host}`}. ` +
+    'Open it under the name it is served on; whoever runs it can add this one to its allowedHosts option.',
   badActor: (max: number): string => `The dashboard's actor option must return a string of 1 to ${max} characters.`,
 } as const;

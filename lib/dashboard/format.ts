@@ -8,7 +8,7 @@ function pad(value: number): string {
   return String(value).padStart(2, '0');
 }
 
-/** `2026-11-30 15:37:51 UTC`: one unambiguous form on every page (the browser script localises it). */
+/** `2026-11-30 15:37:51 UTC`: the one form of a time on every page, in the zone of the charts and the time filters. */
 export function utcText(date: Date): string {
   return `${date.getUTCFullYear()}-${pad(date.getUTCMonth() + 1)}-${pad(date.getUTCDate())} ${pad(date.getUTCHours())}:${pad(date.getUTCMinutes())}:${pad(date.getUTCSeconds())} UTC`;
 }

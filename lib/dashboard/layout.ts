@@ -89,9 +89,9 @@ export function changeForm(context: PageContext, options: ChangeFormOptions, fie
 <input type="hidden" name="${CSRF_FIELD}" value="${context.csrfToken}"><input type="hidden" name="do" value="${options.name}">${fields}</form>`;
 }
 
-/** The reason field of a change form: required, recorded in the timeline with the actor. */
-export function reasonField(placeholder: string): Html {
-  return html`<label class="reason">Reason <input name="reason" required maxlength="1000" placeholder="${placeholder}"></label>`;
+/** The reason field of a change form: required, recorded in the timeline with the actor; `value` is what was typed before a refusal. */
+export function reasonField(placeholder: string, value = ''): Html {
+  return html`<label class="reason">Reason <input name="reason" required maxlength="1000" placeholder="${placeholder}"${value && html` value="${value}"`}></label>`;
 }
 
 /** The reason a change form posted, checked: 1 to 1000 characters. */

@@ -78,6 +78,15 @@ export interface DashboardPage {
   actions?: Readonly<Record<string, PageAction>>;
 }
 
+/**
+ * The change a form's `do` names among the page's own actions, or null: a name inherited from
+ * `Object.prototype` (`__proto__`, `constructor`) is no action.
+ */
+export function actionOf(page: DashboardPage, name: string | null): PageAction | null {
+  if (name === null || page.actions === undefined || !Object.hasOwn(page.actions, name)) return null;
+  return page.actions[name];
+}
+
 /** A page an incoming path matched, with the values of its `:name` segments. */
 export interface MatchedPage {
   page: DashboardPage;

@@ -37,7 +37,7 @@ export class FormClient {
     return { status: response.status, text, response };
   }
 
-  async post(path: string, fields: Record<string, string | string[]>, options: PostOptions = {}): Promise<{ status: number; text: string; location: string | null }> {
+  async post(path: string, fields: Record<string, string | string[]>, options: PostOptions = {}): Promise<{ status: number; text: string; location: string | null; headers: Headers }> {
     const body = new URLSearchParams();
     for (const [key, value] of Object.entries(fields)) for (const item of Array.isArray(value) ? value : [value]) body.append(key, item);
     body.set('csrf', options.token ?? this.token ?? '');
@@ -54,7 +54,7 @@ export class FormClient {
       body,
       redirect: 'manual',
     });
-    return { status: response.status, text: await response.text(), location: response.headers.get('location') };
+    return { status: response.status, text: await response.text(), location: response.headers.get('location'), headers: response.headers };
   }
 }
 

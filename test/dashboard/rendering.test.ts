@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import * as ts from 'typescript';
 import { Admin, Pool, WorkhorseValidationError } from '../../lib/core';
-import { barChart, niceCeiling, sparkline } from '../../lib/dashboard/charts';
+import { barChart, niceCeiling, shortCount, sparkline } from '../../lib/dashboard/charts';
 import { resolveDashboardOptions, type DashboardOptions } from '../../lib/dashboard/dashboard-options';
 import { inlineData, jsonBlock, INLINE_JSON_CHARS } from '../../lib/dashboard/format';
 import { escapeHtml, html, Html } from '../../lib/dashboard/html';
@@ -71,6 +71,10 @@ describe('charts', () => {
 
   it('rounds the axis to 1, 2 or 5 times a power of ten', () => {
     expect([0, 1, 3, 7, 10, 11, 42, 99, 101, 4999].map(niceCeiling)).toEqual([1, 1, 5, 10, 10, 20, 50, 100, 200, 5000]);
+  });
+
+  it('shortens the axis\'s counts to at most three significant digits', () => {
+    expect([0, 0.5, 7, 950, 1000, 2500, 100_000, 1_250_000, 5_000_000_000].map(shortCount)).toEqual(['0', '0.5', '7', '950', '1k', '2.5k', '100k', '1.25M', '5G']);
   });
 
   it('draws stacked bars with a tooltip per bucket and no invalid coordinates', () => {
@@ -145,6 +149,11 @@ describe('options', () => {
       [{ secret: 'short' }, 'secret'],
       [{ trustedOrigins: ['https://ops.example.com/path'] }, 'trustedOrigins'],
       [{ actor: 'me' }, 'actor'],
+      [{ allowedHosts: 'ops.example.com' }, 'allowedHosts'],
+      [{ allowedHosts: ['https://ops.example.com'] }, 'allowedHosts'],
+      [{ allowedHosts: ['ops.example.com:8443'] }, 'allowedHosts'],
+      [{ allowedHosts: [''] }, 'allowedHosts'],
+      [{ allowedHosts: ['*'] }, 'allowedHosts'],
       [{ pathPrefix: '/x' }, 'pathPrefix'],
     ];
     for (const [change, field] of cases) {

@@ -114,6 +114,26 @@ describe('authorization', () => {
     expect(await paused('guarded')).toBe(false);
   });
 
+  it('looks a form\'s change up among the page\'s own actions only, never among inherited names', async () => {
+    const asked: unknown[] = [];
+    // A permissive hook: it allows whatever it is asked, so only the lookup stands between a name and a change.
+    const origin = await serve({
+      authorize: (_request, action) => {
+        asked.push(action);
+        return true;
+      },
+    });
+    const operator = new FormClient(`${origin}/workhorse/`);
+    await operator.get('queues');
+    for (const name of ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf', '__defineGetter__']) {
+      asked.length = 0;
+      const refused = await operator.post('queues', { do: name, queue: 'guarded', reason: 'inherited' });
+      expect([name, refused.status]).toEqual([name, 400]);
+      expect(refused.text).toContain('This page offers no such change.');
+      expect(asked).toEqual(['read']);
+    }
+    expect(await paused('guarded')).toBe(false);
+  });
 });
 
 describe('forged and stale forms', () => {

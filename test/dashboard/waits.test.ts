@@ -160,6 +160,11 @@ describe('deciding through the form', () => {
     const outside = await operator.post('waits', { ...base, decision: 'approve <i>all</i>' });
     expect(outside.status).toBe(400);
     expect(outside.text).toContain('&quot;approve &lt;i&gt;all&lt;/i&gt;&quot; is not one of this wait’s choices: choose one of &quot;ok&quot;');
+    // The wait's form again, its reason kept; a choice that was offered stays chosen.
+    expect(outside.text).toContain('placeholder="why this decision" value="r"');
+    expect(outside.text.match(/<input type="radio"/g)).toHaveLength(2);
+    const unreasoned = await operator.post('waits', { ...base, decision: 'ok', reason: '' });
+    expect(unreasoned.text).toContain('<input type="radio" name="decision" value="ok" required checked>');
     expect((await operator.post('waits', base)).text).toContain('No decision was chosen');
     expect((await operator.post('waits', { ...base, decision: 'ok', reason: ' ' })).status).toBe(400);
     expect((await operator.post('waits', { ...base, job: 'nope', decision: 'ok' })).status).toBe(400);
@@ -173,9 +178,19 @@ describe('deciding through the form', () => {
     const operator = new FormClient(await serve(), { 'x-role': 'operator' });
     expect((await operator.get('waits?queue=decide-json')).text).toContain('<textarea name="decision"');
     const base = { do: 'decide', job: id, name: 'amount', request: '00000000-0000-4000-8000-000000000003', reason: 'r' };
-    const bad = await operator.post('waits', { ...base, decision: '{not json' });
+    const bad = await operator.post('waits', { ...base, decision: '{not <json>', reason: 'refund the <b>shipping</b>' });
     expect(bad.status).toBe(400);
     expect(bad.text).toContain('The decision must be JSON');
+    // The form again, with what was typed (escaped) and the same request id, to correct and send.
+    expect(bad.text).toContain('rows="2" placeholder=\'"approve" or {"amount": 10}\'>{not &lt;json&gt;</textarea>');
+    expect(bad.text).toContain('name="reason" required maxlength="1000" placeholder="why this decision" value="refund the &lt;b&gt;shipping&lt;/b&gt;"');
+    expect(bad.text).toContain(`name="request" value="${base.request}"`);
+    expect(bad.text).toContain('name="do" value="decide"');
+    expect(await decisions(id)).toEqual([]);
+    const noReason = await operator.post('waits', { ...base, decision: '{"cents": 1200}', reason: ' ' });
+    expect(noReason.status).toBe(400);
+    expect(noReason.text).toContain('Give a reason');
+    expect(noReason.text).toContain('>{&quot;cents&quot;: 1200}</textarea>');
     expect((await operator.post('waits', { ...base, decision: '{"cents": 1200}' })).status).toBe(303);
     expect((await decisions(id))[0].data).toMatchObject({ decision: { cents: 1200 } });
   });

@@ -1,19 +1,11 @@
 // @ts-check
-// The dashboard's only script. Every page works without it; it adds conveniences: times in the
-// viewer's own time zone, a confirmation before destructive changes, "select all" for dead
-// letters, and buttons that cannot be pressed twice while a change is being sent.
+// The dashboard's only script. Every page works without it; it adds conveniences: a
+// confirmation before destructive changes, "select all" for dead letters, and buttons that
+// cannot be pressed twice while a change is being sent. Times stay as the server wrote them, in
+// UTC like the charts and the time filters, so a page never mixes two zones.
 'use strict';
 
 document.addEventListener('DOMContentLoaded', () => {
-  for (const element of document.querySelectorAll('time[datetime]')) {
-    const date = new Date(element.getAttribute('datetime') ?? '');
-    if (Number.isNaN(date.getTime())) continue;
-    element.setAttribute('title', element.textContent ?? '');
-    const two = (/** @type {number} */ n) => String(n).padStart(2, '0');
-    element.textContent = `${date.getFullYear()}-${two(date.getMonth() + 1)}-${two(date.getDate())} ` +
-      `${two(date.getHours())}:${two(date.getMinutes())}:${two(date.getSeconds())}`;
-  }
-
   for (const form of document.querySelectorAll('form[method="post"]')) {
     form.addEventListener('submit', (event) => {
       const message = form.getAttribute('data-confirm');

@@ -38,24 +38,31 @@ export function waitContext(wait: Pick<OpenHumanWait, 'context'>, shown: boolean
   return wait.context === null ? html`<p class="muted">The handler gave no context.</p>` : jsonBlock(wait.context);
 }
 
-function decisionField(wait: OpenHumanWait): Html {
+/** What a refused form had in it, shown again so nothing typed is lost. */
+interface TypedDecision {
+  decision: string;
+  reason: string;
+  request: string;
+}
+
+function decisionField(wait: OpenHumanWait, typed: TypedDecision | null): Html {
   if (wait.choices === null) {
-    return html`<label class="decision">Decision (JSON) <textarea name="decision" required maxlength="65536" rows="2" placeholder='"approve" or {"amount": 10}'></textarea></label>`;
+    return html`<label class="decision">Decision (JSON) <textarea name="decision" required maxlength="65536" rows="2" placeholder='"approve" or {"amount": 10}'>${typed?.decision ?? ''}</textarea></label>`;
   }
   return html`<fieldset class="choices"><legend>Decision</legend>${wait.choices.map(
-    (choice) => html`<label class="choice"><input type="radio" name="decision" value="${choice}" required> ${choice}</label>`,
+    (choice) => html`<label class="choice"><input type="radio" name="decision" value="${choice}" required${typed?.decision === choice ? html` checked` : ''}> ${choice}</label>`,
   )}</fieldset>`;
 }
 
-/** The form that decides one open wait (nothing when the viewer may not decide). */
-export async function decideForm(context: PageContext, wait: OpenHumanWait): Promise<Html> {
+/** The form that decides one open wait (nothing when the viewer may not decide); `typed` fills it in again after a refusal. */
+export async function decideForm(context: PageContext, wait: OpenHumanWait, typed: TypedDecision | null = null): Promise<Html> {
   if (!(await context.mayChange('decide-wait'))) return html``;
   return changeForm(
     context,
     { route: 'waits', name: 'decide', className: 'change decide' },
     html`<input type="hidden" name="job" value="${wait.jobId}"><input type="hidden" name="name" value="${wait.name}">
-      <input type="hidden" name="request" value="${randomUUID()}">
-      ${decisionField(wait)} ${reasonField('why this decision')} <button type="submit" class="primary">Decide</button>`,
+      <input type="hidden" name="request" value="${typed?.request ?? randomUUID()}">
+      ${decisionField(wait, typed)} ${reasonField('why this decision', typed?.reason)} <button type="submit" class="primary">Decide</button>`,
   );
 }
 
@@ -69,6 +76,14 @@ function refused(context: PageContext, jobId: string, status: number, message: s
         <p><a href="${context.href(`jobs/${jobId}`)}">Open the job</a> · <a href="${context.href('waits')}">Back to the human waits</a></p>`,
     },
   };
+}
+
+/** A decision refused for what the form held: the reason, and the wait's form again with what was typed, to correct it. */
+async function correctable(context: ActionContext, wait: OpenHumanWait, typed: TypedDecision, message: string): Promise<{ view: PageView }> {
+  const { view } = refused(context, wait.jobId, 400, message);
+  const form = html`<article class="wait"><h2>Decision <span class="wait-name">${wait.name}</span> <span class="muted">on</span> <a class="id" href="${context.href(`jobs/${wait.jobId}`)}">${wait.jobId}</a></h2>
+    <h3>Context</h3>${waitContext(wait, await mayShowContext(context))}${await decideForm(context, wait, typed)}</article>`;
+  return { view: { ...view, body: html`${view.body}${form}` } };
 }
 
 const NOT_RECORDED: Record<Exclude<CompleteHumanWaitStatus, 'completed' | 'duplicate'>, [number, string]> = {
@@ -90,32 +105,42 @@ function targetOf(form: URLSearchParams): { jobId: string; name: string; request
 
 /**
  * The `decide` change: checks the decision against the open wait's choices (a decision outside
- * them, or on a wait no longer open, is a page that says so), records it with the actor and
- * the reason, and goes to the job. The form's request id makes a repeated post a no-op.
+ * them, or on a wait no longer open, is a page that says so; one the viewer can correct shows
+ * the form again with what was typed), records it with the actor and the reason, and goes to
+ * the job. The form's request id makes a repeated post a no-op.
  */
 export async function decide(context: ActionContext): Promise<ActionResult> {
   const { jobId, name, request } = targetOf(context.form);
   const raw = context.form.get('decision') ?? '';
-  const reason = reasonOf(context.form);
+  const typed: TypedDecision = { decision: raw, reason: context.form.get('reason') ?? '', request };
   const [wait] = (await context.admin.listHumanWaits({ jobId, name, limit: 1 })).items;
+  let reason: string;
+  try {
+    reason = reasonOf(context.form);
+  } catch (error) {
+    if (!(error instanceof DashboardHttpError) || !wait) throw error;
+    return correctable(context, wait, typed, error.message);
+  }
   let decision: JsonValue = raw;
   if (wait?.choices) {
     if (!wait.choices.includes(raw)) {
       const offered = wait.choices.map((choice) => JSON.stringify(choice)).join(', ');
-      return refused(context, jobId, 400, `${raw === '' ? 'No decision was chosen' : `${JSON.stringify(raw)} is not one of this wait\u2019s choices`}: choose one of ${offered}.`);
+      return correctable(context, wait, typed, `${raw === '' ? 'No decision was chosen' : `${JSON.stringify(raw)} is not one of this wait\u2019s choices`}: choose one of ${offered}.`);
     }
   } else if (wait) {
     try {
       decision = JSON.parse(raw) as JsonValue;
     } catch {
-      return refused(context, jobId, 400, 'The decision must be JSON: a string in double quotes ("approve"), a number, an object or a list.');
+      return correctable(context, wait, typed, 'The decision must be JSON: a string in double quotes ("approve"), a number, an object or a list.');
     }
   }
   let status: CompleteHumanWaitStatus;
   try {
     status = await context.admin.completeHumanWait(jobId, name, decision, { actor: context.actor, reason, idempotencyKey: request });
   } catch (error) {
-    if (error instanceof DecisionNotAllowedError || error instanceof WorkhorseValidationError) return refused(context, jobId, 400, error.message);
+    if (error instanceof DecisionNotAllowedError || error instanceof WorkhorseValidationError) {
+      return wait ? correctable(context, wait, typed, error.message) : refused(context, jobId, 400, error.message);
+    }
     throw error;
   }
   if (status === 'completed' || status === 'duplicate') return { redirect: context.href(`jobs/${jobId}`, { notice: 'decided' }) };
