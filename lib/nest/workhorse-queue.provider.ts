@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import { isJobDefinition, type JobDefinition } from '../core/job-definition';
+import { isJobDefinition, type DefinedEnqueueRequest, type EnqueueManyRequests, type JobDefinition } from '../core/job-definition';
 import { Queue } from '../core/queue';
 import type { EnqueueOptions, EnqueueRequest, Queryable } from '../core/types';
 import type { WorkhorseRegistry } from './workhorse.registry';
@@ -12,8 +12,10 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 /**
  * The `Queue` that Nest injects: with no client argument it enqueues in the current transaction
  * of the host (the pool outside one; see `runner`), and with no `queue` option it puts a job type into the
- * queue its `@JobHandler` declares. Anything it is not sure about goes to the core unchanged,
- * so the core's validation reports it.
+ * queue its `@JobHandler` declares. A type whose `@JobHandler` was declared with a definition is
+ * enqueued as that definition, by its type too (its validator runs, its defaults apply), in
+ * `enqueue` and `enqueueMany` alike. Anything it is not sure about goes to the core unchanged, so the core's
+ * validation reports it.
  */
 export class WorkhorseQueue extends Queue {
   constructor(
@@ -27,23 +29,38 @@ export class WorkhorseQueue extends Queue {
   override enqueue<P = unknown>(type: string, payload: P, options?: EnqueueOptions, client?: Queryable): Promise<string>;
   override enqueue<P, R, I>(definition: JobDefinition<P, R, I>, payload: NoInfer<I>, options?: EnqueueOptions, client?: Queryable): Promise<string>;
   override enqueue(job: string | JobDefinition<unknown, unknown, unknown>, payload: unknown, options?: EnqueueOptions, client?: Queryable): Promise<string> {
-    if (isJobDefinition(job)) {
+    const definition = isJobDefinition(job) ? job : typeof job === 'string' ? this.registry.definitionOf(job) : undefined;
+    if (definition) {
       // The definition's queue counts as given: only a type without one is routed to its handler's queue.
-      const routed = options === undefined || isPlainObject(options) ? this.route(job.type, { ...job.defaults, ...options }) : options;
-      return super.enqueue(job, payload, routed, client);
+      const routed = options === undefined || isPlainObject(options) ? this.route(definition.type, { ...definition.defaults, ...options }) : options;
+      return super.enqueue(definition, payload, routed, client);
     }
-    return super.enqueue(job, payload, this.route(job, options), client);
+    return super.enqueue(job as string, payload, this.route(job, options), client);
   }
 
-  override enqueueMany(requests: EnqueueRequest[], client?: Queryable): Promise<string[]> {
-    const routed = Array.isArray(requests)
-      ? requests.map((request) => (isPlainObject(request) ? (this.route(request.type, request) ?? request) : request))
-      : requests;
-    return super.enqueueMany(routed, client);
+  override enqueueMany<const T extends readonly (EnqueueRequest | DefinedEnqueueRequest)[]>(requests: EnqueueManyRequests<T>, client?: Queryable): Promise<string[]> {
+    const routed = Array.isArray(requests) ? (requests as readonly unknown[]).map((request) => this.routeRequest(request)) : requests;
+    return super.enqueueMany(routed as EnqueueManyRequests<T>, client);
   }
 
   protected override runner(client?: Queryable): Queryable {
     return client ?? this.host.client ?? this.pool;
+  }
+
+  /** A batch's request by type whose handler has a definition becomes one by that definition; each gets its handler's queue. */
+  private routeRequest(request: unknown): unknown {
+    if (!isPlainObject(request)) return request;
+    let routed = request;
+    const definition = request.job === undefined && typeof request.type === 'string' ? this.registry.definitionOf(request.type) : undefined;
+    if (definition) {
+      routed = { ...request, job: definition };
+      delete routed.type;
+    }
+    const job = routed.job;
+    if (job === undefined) return this.route(routed.type, routed);
+    if (!isJobDefinition(job)) return routed;
+    // The definition's queue counts as given, as in enqueue.
+    return job.defaults.queue === undefined ? this.route(job.type, routed) : routed;
   }
 
   private route<O extends Pick<EnqueueOptions, 'queue'>>(type: unknown, options: O | undefined): O | undefined {
