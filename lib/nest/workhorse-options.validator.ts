@@ -15,6 +15,7 @@ const OPTION_KEYS = [
   'worker',
   'requestTransactions',
   'transaction',
+  'requireTransaction',
   'schedules',
   'scheduleNamespace',
   'syncSchedules',
@@ -65,6 +66,9 @@ export function validateModuleOptions(options: unknown): WorkhorseModuleOptions 
   if (worker) checkWorker(worker);
   if (requestTransactions !== undefined && typeof requestTransactions !== 'boolean') {
     fail(messages.badRequestTransactions(requestTransactions));
+  }
+  if (options.requireTransaction !== undefined && typeof options.requireTransaction !== 'boolean') {
+    fail(messages.badRequireTransaction(options.requireTransaction));
   }
   if (transaction !== undefined && typeof (transaction as { current?: unknown } | null)?.current !== 'function') {
     fail(messages.badTransactionSource(transaction));

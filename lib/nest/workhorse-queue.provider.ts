@@ -2,6 +2,7 @@ import type { Pool } from 'pg';
 import { isJobDefinition, type DefinedEnqueueRequest, type EnqueueManyRequests, type JobDefinition } from '../core/job-definition';
 import { Queue } from '../core/queue';
 import type { EnqueueOptions, EnqueueRequest, Queryable } from '../core/types';
+import type { EnqueueOutsideTransactionCheck } from './enqueue-outside-transaction.check';
 import type { WorkhorseRegistry } from './workhorse.registry';
 import type { WorkhorseTransactionHost } from './workhorse-transaction.host';
 
@@ -14,7 +15,9 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
  * of the host (the pool outside one; see `runner`), and with no `queue` option it puts a job type into the
  * queue its `@JobHandler` declares. A type whose `@JobHandler` was declared with a definition is
  * enqueued as that definition, by its type too (its validator runs, its defaults apply), in
- * `enqueue` and `enqueueMany` alike. Anything it is not sure about goes to the core unchanged, so the core's
+ * `enqueue` and `enqueueMany` alike. With `requireTransaction` (or in development, see
+ * {@link EnqueueOutsideTransactionCheck}) an enqueue outside any transaction is refused (or
+ * warned about). Anything it is not sure about goes to the core unchanged, so the core's
  * validation reports it.
  */
 export class WorkhorseQueue extends Queue {
@@ -22,6 +25,7 @@ export class WorkhorseQueue extends Queue {
     pool: Pool,
     private readonly host: WorkhorseTransactionHost,
     private readonly registry: WorkhorseRegistry,
+    private readonly outside: EnqueueOutsideTransactionCheck | null = null,
   ) {
     super(pool);
   }
@@ -29,6 +33,8 @@ export class WorkhorseQueue extends Queue {
   override enqueue<P = unknown>(type: string, payload: P, options?: EnqueueOptions, client?: Queryable): Promise<string>;
   override enqueue<P, R, I>(definition: JobDefinition<P, R, I>, payload: NoInfer<I>, options?: EnqueueOptions, client?: Queryable): Promise<string>;
   override enqueue(job: string | JobDefinition<unknown, unknown, unknown>, payload: unknown, options?: EnqueueOptions, client?: Queryable): Promise<string> {
+    const refused = this.outside?.check('enqueue', () => typeName(job), client, WorkhorseQueue.prototype.enqueue);
+    if (refused) return Promise.reject(refused);
     const definition = isJobDefinition(job) ? job : typeof job === 'string' ? this.registry.definitionOf(job) : undefined;
     if (definition) {
       // The definition's queue counts as given: only a type without one is routed to its handler's queue.
@@ -39,6 +45,8 @@ export class WorkhorseQueue extends Queue {
   }
 
   override enqueueMany<const T extends readonly (EnqueueRequest | DefinedEnqueueRequest)[]>(requests: EnqueueManyRequests<T>, client?: Queryable): Promise<string[]> {
+    const refused = this.outside?.check('enqueueMany', () => batchTypes(requests), client, WorkhorseQueue.prototype.enqueueMany);
+    if (refused) return Promise.reject(refused);
     const routed = Array.isArray(requests) ? (requests as readonly unknown[]).map((request) => this.routeRequest(request)) : requests;
     return super.enqueueMany(routed as EnqueueManyRequests<T>, client);
   }
@@ -68,4 +76,16 @@ export class WorkhorseQueue extends Queue {
     const queue = typeof type === 'string' ? this.registry.queueOf(type) : undefined;
     return queue === undefined ? options : ({ ...options, queue } as O);
   }
+}
+
+function typeName(job: unknown): string {
+  const type = isJobDefinition(job) ? job.type : job;
+  return typeof type === 'string' ? JSON.stringify(type) : 'a job';
+}
+
+/** The types of a batch, for messages: `"a", "b"` (the first three, then how many more). */
+function batchTypes(requests: unknown): string {
+  if (!Array.isArray(requests)) return '';
+  const types = [...new Set(requests.map((request: unknown) => typeName(isPlainObject(request) ? (request.job ?? request.type) : undefined)))];
+  return types.length <= 3 ? `[${types.join(', ')}]` : `[${types.slice(0, 3).join(', ')}, ... ${types.length - 3} more]`;
 }
