@@ -83,7 +83,7 @@ function typeName(job: unknown): string {
   return typeof type === 'string' ? JSON.stringify(type) : 'a job';
 }
 
-/** The types of a batch, for messages: `"a", "b"` (the first three, then how many more). */
+/** The types of a batch, for messages: `["a", "b"]` (the first three, then how many more). */
 function batchTypes(requests: unknown): string {
   if (!Array.isArray(requests)) return '';
   const types = [...new Set(requests.map((request: unknown) => typeName(isPlainObject(request) ? (request.job ?? request.type) : undefined)))];
