@@ -2,7 +2,6 @@ import { Logger } from '@nestjs/common';
 import type { Queryable } from '../core/types';
 import type { WorkhorseModuleOptions } from './workhorse-module-options.interface';
 import { TransactionRequiredError } from './workhorse-transaction.error';
-import type { WorkhorseTransactionHost } from './workhorse-transaction.host';
 import { messages } from './workhorse.messages';
 
 /** The most call sites remembered, each warned about once; past them, nothing more is said. */
@@ -23,29 +22,27 @@ export class EnqueueOutsideTransactionCheck {
   private readonly logger = new Logger('Workhorse');
   private readonly warned = new Set<string>();
 
-  private constructor(
-    private readonly host: WorkhorseTransactionHost,
-    private readonly refuse: boolean,
-  ) {}
+  private constructor(private readonly refuse: boolean) {}
 
   /**
    * The check the module's options ask for, or null when they ask for none (and an enqueue
    * then costs nothing more). `env` is `NODE_ENV`, read once when the module starts.
    */
-  static of(host: WorkhorseTransactionHost, options: WorkhorseModuleOptions, env = process.env.NODE_ENV): EnqueueOutsideTransactionCheck | null {
-    if (options.requireTransaction === true) return new EnqueueOutsideTransactionCheck(host, true);
+  static of(options: WorkhorseModuleOptions, env = process.env.NODE_ENV): EnqueueOutsideTransactionCheck | null {
+    if (options.requireTransaction === true) return new EnqueueOutsideTransactionCheck(true);
     if (options.transaction !== undefined && options.requestTransactions !== true && env !== 'production') {
-      return new EnqueueOutsideTransactionCheck(host, false);
+      return new EnqueueOutsideTransactionCheck(false);
     }
     return null;
   }
 
   /**
    * Checks one call, synchronously at its start (so `caller`, the public method called, finds
-   * the caller's frame on the stack). Returns the error to reject the call with, or undefined.
+   * the caller's frame on the stack), given where it runs: its client argument, else the host's
+   * current transaction. Returns the error to reject the call with, or undefined.
    */
-  check(method: 'enqueue' | 'enqueueMany', types: () => string, client: Queryable | undefined, caller: Caller): TransactionRequiredError | undefined {
-    if (client !== undefined || this.host.client !== undefined) return undefined;
+  check(method: 'enqueue' | 'enqueueMany', types: () => string, target: Queryable | undefined, caller: Caller): TransactionRequiredError | undefined {
+    if (target !== undefined) return undefined;
     if (this.refuse) return new TransactionRequiredError(messages.enqueueOutsideTransaction(method, types()));
     if (this.warned.size >= MAX_SITES) return undefined;
     const site = callSite(caller);

@@ -33,22 +33,25 @@ export class WorkhorseQueue extends Queue {
   override enqueue<P = unknown>(type: string, payload: P, options?: EnqueueOptions, client?: Queryable): Promise<string>;
   override enqueue<P, R, I>(definition: JobDefinition<P, R, I>, payload: NoInfer<I>, options?: EnqueueOptions, client?: Queryable): Promise<string>;
   override enqueue(job: string | JobDefinition<unknown, unknown, unknown>, payload: unknown, options?: EnqueueOptions, client?: Queryable): Promise<string> {
-    const refused = this.outside?.check('enqueue', () => typeName(job), client, WorkhorseQueue.prototype.enqueue);
+    // The transaction of the call's start, even if a validator answers after it ended (a missing await): then the insert fails.
+    const target = client ?? this.host.client;
+    const refused = this.outside?.check('enqueue', () => typeName(job), target, WorkhorseQueue.prototype.enqueue);
     if (refused) return Promise.reject(refused);
     const definition = isJobDefinition(job) ? job : typeof job === 'string' ? this.registry.definitionOf(job) : undefined;
     if (definition) {
       // The definition's queue counts as given: only a type without one is routed to its handler's queue.
       const routed = options === undefined || isPlainObject(options) ? this.route(definition.type, { ...definition.defaults, ...options }) : options;
-      return super.enqueue(definition, payload, routed, client);
+      return super.enqueue(definition, payload, routed, target);
     }
-    return super.enqueue(job as string, payload, this.route(job, options), client);
+    return super.enqueue(job as string, payload, this.route(job, options), target);
   }
 
   override enqueueMany<const T extends readonly (EnqueueRequest | DefinedEnqueueRequest)[]>(requests: EnqueueManyRequests<T>, client?: Queryable): Promise<string[]> {
-    const refused = this.outside?.check('enqueueMany', () => batchTypes(requests), client, WorkhorseQueue.prototype.enqueueMany);
+    const target = client ?? this.host.client;
+    const refused = this.outside?.check('enqueueMany', () => batchTypes(requests), target, WorkhorseQueue.prototype.enqueueMany);
     if (refused) return Promise.reject(refused);
     const routed = Array.isArray(requests) ? (requests as readonly unknown[]).map((request) => this.routeRequest(request)) : requests;
-    return super.enqueueMany(routed as EnqueueManyRequests<T>, client);
+    return super.enqueueMany(routed as EnqueueManyRequests<T>, target);
   }
 
   protected override runner(client?: Queryable): Queryable {

@@ -61,7 +61,7 @@ const passThrough: NestInterceptor = { intercept: (_context, next) => next.handl
     {
       provide: Queue,
       useFactory: (connection: WorkhorseConnection, host: WorkhorseTransactionHost, registry: WorkhorseRegistry, options: WorkhorseModuleOptions) =>
-        new WorkhorseQueue(connection.pool, host, registry, EnqueueOutsideTransactionCheck.of(host, options)),
+        new WorkhorseQueue(connection.pool, host, registry, EnqueueOutsideTransactionCheck.of(options)),
       inject: [WorkhorseConnection, WorkhorseTransactionHost, WorkhorseRegistry, WORKHORSE_MODULE_OPTIONS],
     },
     {

@@ -2,12 +2,24 @@
  * `@JobHandler(definition)` in a Nest app: the handler is registered under the definition's type
  * and queue, the injected Queue enqueues the definition into that queue (its payload validator
  * first), also when given the type's name and in enqueueMany; the worker checks results with the
- * definition's result validator (a refusal fails the job at once), and a queue in the handler
- * options of a definition is refused.
+ * definition's result validator (a refusal fails the job at once); an enqueue keeps the
+ * transaction it started in while its validator runs; and a queue in the handler options of a
+ * definition is refused.
  */
 import { Injectable } from '@nestjs/common';
 import type { TestingModule } from '@nestjs/testing';
-import { Admin, defineJob, JobDataRejectedError, JobHandler, Queue, WorkhorseModule, WorkhorseWorker } from 'nestjs-workhorse';
+import {
+  Admin,
+  defineJob,
+  JobDataRejectedError,
+  JobHandler,
+  Queue,
+  WorkhorseModule,
+  WorkhorseTransactionError,
+  WorkhorseTransactionHost,
+  WorkhorseWorker,
+  type StandardSchemaV1,
+} from 'nestjs-workhorse';
 import { z } from 'zod';
 import { WorkhorseConfigurationError } from '../../lib/nest/workhorse-configuration.error';
 import { countJobs, quietNestLogs, startModule } from './support';
@@ -91,6 +103,21 @@ it('enqueueMany validates defined jobs given by definition or by type name, rout
   expect(error).toBeInstanceOf(JobDataRejectedError);
   expect(error).toMatchObject({ field: 'requests[1].payload' });
   expect(await countJobs(db.pool, 'label.print')).toBe(before);
+});
+
+it('an enqueue started in a transaction stays in it, even when its validator answers after the transaction ended', async () => {
+  const late: StandardSchemaV1<{ n: number }> = {
+    '~standard': { version: 1, vendor: 'test', validate: (value) => new Promise((resolve) => setTimeout(() => resolve({ value: value as { n: number } }), 100)) },
+  };
+  const slow = defineJob('label.slow', { payload: late });
+  const queue = app.get(Queue);
+  let forgotten: Promise<string> | undefined;
+  // A missing await: the transaction ends before the validator answers.
+  await app.get(WorkhorseTransactionHost).run(async () => {
+    forgotten = queue.enqueue(slow, { n: 1 });
+  });
+  await expect(forgotten).rejects.toBeInstanceOf(WorkhorseTransactionError);
+  expect(await countJobs(db.pool, 'label.slow')).toBe(0);
 });
 
 it('refuses a queue in the handler options of a definition, saying where it belongs', () => {
