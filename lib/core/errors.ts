@@ -311,8 +311,10 @@ export class ExecutionTimeoutError extends WorkhorseError {
 
 /**
  * A job definition's Standard Schema validator refused a payload (at enqueue, before anything is
- * written) or a handler's result (before it is recorded; the attempt fails). `issues` are the
- * validator's own, each with its message and path.
+ * written) or a handler's result (before it is recorded). A refused result is final, as a
+ * {@link NonRetryableError} is (`retryable: false`): the same handler would give it again, so
+ * the job fails at once, whatever attempts remain, with this error (and so the validator's
+ * issues) in its error envelope. `issues` are the validator's own, each with its message and path.
  *
  * @example
  * try {
@@ -322,14 +324,18 @@ export class ExecutionTimeoutError extends WorkhorseError {
  * }
  */
 export class JobDataRejectedError extends WorkhorseValidationError {
+  /** `false` for a refused result (the worker fails the job at once); absent for a refused payload. */
+  readonly retryable?: false;
+
   constructor(
-    /** `payload` or `result`. */
-    field: 'payload' | 'result',
+    /** `payload`, `result`, or `requests[i].payload` in a batch of `enqueueMany`. */
+    field: 'payload' | 'result' | `requests[${number}].payload`,
     /** The job type whose definition refused it. */
     readonly type: string,
     readonly issues: readonly StandardSchemaIssue[],
   ) {
     super(field, `refused by the validator of job type "${type}": ${issues.map(describeIssue).join('; ')}`);
+    if (field === 'result') this.retryable = false;
   }
 }
 

@@ -52,7 +52,14 @@ export {
   type WorkerEventName,
   type WorkerEventOf,
 } from './events';
-export { defineJob, type JobDefaults, type JobDefinition, type JobDefinitionOptions } from './job-definition';
+export {
+  defineJob,
+  type DefinedEnqueueRequest,
+  type EnqueueManyRequests,
+  type JobDefaults,
+  type JobDefinition,
+  type JobDefinitionOptions,
+} from './job-definition';
 export { Queue } from './queue';
 export { CAPABILITIES, GRANT_ROLE_SQL, grantAppRole, grantRole, type Capability } from './grants';
 export type {

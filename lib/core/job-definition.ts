@@ -1,6 +1,6 @@
 import { JobDataRejectedError, WorkhorseValidationError } from './errors';
 import type { StandardSchemaV1 } from './standard-schema';
-import type { EnqueueOptions } from './types';
+import type { EnqueueOptions, EnqueueRequest } from './types';
 import { checkName, toRequestJson } from './validation';
 
 /** Enqueue options that a definition can give every job of its type (a call's own options win). */
@@ -15,7 +15,10 @@ export interface JobDefinitionOptions<P, R, I> extends JobDefaults {
    * valibot, arktype, ...). What it gives back is what is stored and what the handler receives.
    */
   payload?: StandardSchemaV1<I, P>;
-  /** Validates the handler's result before it is recorded; a refused result fails the attempt. */
+  /**
+   * Validates the handler's result before it is recorded. A refused result fails the job at once
+   * (no retry: the same handler would return it again), with the validator's issues in its error.
+   */
   result?: StandardSchemaV1<unknown, R>;
 }
 
@@ -34,6 +37,27 @@ export interface JobDefinition<P = unknown, R = unknown, I = P> {
   /** Never set: carries the types, so that definitions of different types are not interchangeable. */
   readonly '~types'?: { readonly payload: P; readonly result: R; readonly input: I };
 }
+
+/**
+ * One job of a batch given to `enqueueMany` by its definition: `{ job: definition, payload,
+ * ...options }`. The payload is of the definition's (input) type and passes its validator, and
+ * the definition's defaults apply under the request's own options, as for `enqueue(definition)`.
+ */
+export type DefinedEnqueueRequest<P = unknown, R = unknown, I = P> = Omit<EnqueueRequest, 'type' | 'payload'> & {
+  job: JobDefinition<P, R, I>;
+  payload: I;
+  /** The definition gives the type. */
+  type?: never;
+};
+
+/**
+ * What `enqueueMany` takes: requests by type (`EnqueueRequest`) and by definition
+ * (`DefinedEnqueueRequest`) mixed, each definition's payload checked against that definition,
+ * so a wrong payload in any of them does not compile.
+ */
+export type EnqueueManyRequests<T extends readonly unknown[]> = T & {
+  readonly [K in keyof T]: T[K] extends { job: JobDefinition<infer P, infer R, infer I> } ? DefinedEnqueueRequest<P, R, I> : EnqueueRequest;
+};
 
 function isStandardSchema(value: unknown): value is StandardSchemaV1 {
   const props = (value as { '~standard'?: { version?: unknown; validate?: unknown } } | null)?.['~standard'];
@@ -73,21 +97,26 @@ export function defineJob<P = unknown, R = unknown, I = P>(type: string, options
   return Object.freeze({ type, defaults: Object.freeze({ ...defaults }), payloadSchema: payload, resultSchema: result });
 }
 
-async function validated<T>(schema: StandardSchemaV1<unknown, T>, value: unknown, field: 'payload' | 'result', type: string): Promise<T> {
+async function validated<T>(schema: StandardSchemaV1<unknown, T>, value: unknown, field: ConstructorParameters<typeof JobDataRejectedError>[0], type: string): Promise<T> {
   const outcome = await schema['~standard'].validate(value);
   if (outcome.issues !== undefined) throw new JobDataRejectedError(field, type, outcome.issues);
   return outcome.value;
 }
 
-/** One enqueue of a defined job: its payload as validated, and the definition's defaults under the call's options. */
-export async function definedRequest(
+/**
+ * One enqueue of a defined job: its payload as validated, and the definition's defaults under
+ * the call's options. `path` is the request's in a batch (`requests[2].`), for the error's field.
+ */
+export async function definedRequest<O extends object = EnqueueOptions>(
   definition: JobDefinition<unknown, unknown, unknown>,
   input: unknown,
-  options: EnqueueOptions | undefined,
-): Promise<{ payload: unknown; options: EnqueueOptions | undefined }> {
-  const payload = definition.payloadSchema ? await validated(definition.payloadSchema, input, 'payload', definition.type) : input;
+  options: O | undefined,
+  path: '' | `requests[${number}].` = '',
+): Promise<{ payload: unknown; options: O | undefined }> {
+  const schema = definition.payloadSchema;
+  const payload = schema ? await validated(schema, input, `${path}payload`, definition.type) : input;
   // Anything but a plain object goes on unchanged, so the usual validation names it.
-  const merged = options === undefined ? { ...definition.defaults } : isPlainObject(options) ? { ...definition.defaults, ...options } : options;
+  const merged = (options === undefined ? { ...definition.defaults } : isPlainObject(options) ? { ...definition.defaults, ...options } : options) as O;
   return { payload, options: merged };
 }
 

@@ -2,7 +2,7 @@ import type { Pool } from 'pg';
 import { applyConnectTimeout } from './connect-timeout';
 import { fromDatabaseError } from './database-errors';
 import { UnknownDependencyError, WorkhorseValidationError } from './errors';
-import { definedRequest, isJobDefinition, type JobDefinition } from './job-definition';
+import { definedRequest, isJobDefinition, type DefinedEnqueueRequest, type EnqueueManyRequests, type JobDefinition } from './job-definition';
 import { syncSchedules } from './schedules/sync';
 import type { ScheduleDefinition, SyncedSchedule } from './schedules/types';
 import { toSnapshot, type JobRow } from './job-snapshot';
@@ -77,24 +77,34 @@ export class Queue {
 
   /**
    * Enqueues up to 1000 jobs in one statement, all or nothing, and returns their ids in input
-   * order. The whole batch may hold at most 16 MiB of JSON (`LIMITS.batchBytes`, payloads and
+   * order. A request names its job by `type`, or by definition (`{ job: definition, payload,
+   * ...options }`): then, as for `enqueue(definition)`, its payload must be of the definition's
+   * type, its validator runs (a refusal is a `JobDataRejectedError` naming `requests[i].payload`)
+   * and its defaults apply under the request's options. Every request is checked before anything
+   * is sent. The whole batch may hold at most 16 MiB of JSON (`LIMITS.batchBytes`, payloads and
    * options together): a larger one is refused before it is sent, as soon as the requests read so
    * far pass the limit, so the memory it takes stays bounded.
+   *
+   * @example
+   * await queue.enqueueMany([
+   *   { job: fulfillOrder, payload: { orderId: '42' } },
+   *   { type: 'audit.log', payload: { event: 'order.placed' }, dependsOn: [0] },
+   * ]);
    */
-  async enqueueMany(requests: EnqueueRequest[], client?: Queryable): Promise<string[]> {
+  async enqueueMany<const T extends readonly (EnqueueRequest | DefinedEnqueueRequest)[]>(requests: EnqueueManyRequests<T>, client?: Queryable): Promise<string[]> {
     if (!Array.isArray(requests)) throw new WorkhorseValidationError('requests', 'must be an array');
     if (requests.length > LIMITS.batchSize) {
       throw new WorkhorseValidationError('requests', `a batch holds at most ${LIMITS.batchSize} jobs, got ${requests.length}`);
     }
     if (requests.length === 0) return [];
     const texts: string[] = [];
+    const jobs: { type: string; queue: string | undefined }[] = [];
     // The brackets and the commas between requests.
     let bytes = 1 + requests.length;
-    for (const [i, request] of requests.entries()) {
-      if (typeof request !== 'object' || request === null) {
-        throw new WorkhorseValidationError(`requests[${i}]`, 'must be an object with type and payload');
-      }
-      const { type, payload, ...options } = request;
+    for (const [i, request] of (requests as readonly unknown[]).entries()) {
+      const given = batchRequest(request, i);
+      // Awaited only for a request by definition, so a batch by type costs no promise per request.
+      const { type, payload, options } = given instanceof Promise ? await given : given;
       const text = toRequestJson(type, payload, options, `requests[${i}].`, i);
       bytes += Buffer.byteLength(text, 'utf8');
       if (bytes > LIMITS.batchBytes) {
@@ -104,8 +114,9 @@ export class Queue {
         );
       }
       texts.push(text);
+      jobs.push({ type: type as string, queue: options.queue });
     }
-    const span = this.jobTracing()?.startEnqueue(requests) ?? null;
+    const span = this.jobTracing()?.startEnqueue(jobs) ?? null;
     let ids: string[];
     try {
       ids = await this.send(`[${(span ? texts.map((text) => span.carry(text)) : texts).join(',')}]`, client);
@@ -115,7 +126,7 @@ export class Queue {
     }
     span?.sent(ids);
     const metrics = this.jobMetrics();
-    if (metrics) for (const request of requests) metrics.enqueued(request.queue ?? 'default', request.type);
+    if (metrics) for (const job of jobs) metrics.enqueued(job.queue ?? 'default', job.type);
     return ids;
   }
 
@@ -222,4 +233,28 @@ export class Queue {
       throw fromDatabaseError(error, this.pool);
     }
   }
+}
+
+/** One request of a batch as `toRequestJson` takes it. */
+interface BatchRequest {
+  type: unknown;
+  payload: unknown;
+  options: { queue?: string };
+}
+
+/**
+ * One request of a batch as `toRequestJson` takes it; a request by definition (a promise: its
+ * validator may be async) has its payload validated and the definition's defaults under its
+ * options. Anything else goes on as given, so the usual validation names what is wrong.
+ */
+function batchRequest(request: unknown, i: number): BatchRequest | Promise<BatchRequest> {
+  if (typeof request !== 'object' || request === null) {
+    throw new WorkhorseValidationError(`requests[${i}]`, 'must be an object with type and payload, or job (a definition) and payload');
+  }
+  const { type, payload, ...options } = request as Record<string, unknown>;
+  if (!('job' in options)) return { type, payload, options };
+  const { job, ...rest } = options;
+  if (!isJobDefinition(job)) throw new WorkhorseValidationError(`requests[${i}].job`, 'must be a job definition (made by defineJob)');
+  if (type !== undefined) throw new WorkhorseValidationError(`requests[${i}].type`, 'give type or job (whose type it is), not both');
+  return definedRequest(job, payload, rest, `requests[${i}].`).then((defined) => ({ type: job.type, payload: defined.payload, options: defined.options ?? {} }));
 }

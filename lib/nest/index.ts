@@ -23,7 +23,7 @@ export {
   type WorkhorseModuleAsyncOptions,
   type WorkhorseOptionsFactory,
 } from './workhorse.module-definition';
-export { WorkhorseTransactionError } from './workhorse-transaction.error';
+export { TransactionRequiredError, WorkhorseTransactionError } from './workhorse-transaction.error';
 export { WorkhorseTransactionHost } from './workhorse-transaction.host';
 export { WorkhorseTransactionInterceptor } from './workhorse-transaction.interceptor';
 export { WorkhorseScheduler } from './workhorse.scheduler';

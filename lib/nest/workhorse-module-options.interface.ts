@@ -88,6 +88,17 @@ export interface WorkhorseModuleOptions {
    */
   transaction?: TransactionSource;
   /**
+   * Refuse an enqueue of the injected `Queue` (`enqueue`, `enqueueMany`) that runs outside any
+   * transaction (no client argument, none of the `transaction` option, none of the host), with a
+   * `TransactionRequiredError` before anything is written. That is what an enqueue inside a
+   * transaction your ORM opened itself (`dataSource.transaction(cb)`) looks like: without this
+   * option it would commit on the pool and stay when the ORM's transaction rolls back. Pass the
+   * pool as the client to enqueue on its own on purpose. Default false; then, in development
+   * (`NODE_ENV` not `production`) with a `transaction` option and no `requestTransactions`, such
+   * an enqueue is logged as a warning, once per call site.
+   */
+  requireTransaction?: boolean;
+  /**
    * Flow control per queue, by queue name: `{ billing: { concurrency: 5 }, emails: { rateLimit:
    * { limit: 50, intervalMs: 1000 } } }`. Applied at start-up, before anything that injects the
    * module runs, with `Admin.setQueuePolicy`: each named queue gets exactly this policy (a limit

@@ -16,6 +16,7 @@ const OPTION_KEYS = [
   'metrics',
   'requestTransactions',
   'transaction',
+  'requireTransaction',
   'schedules',
   'scheduleNamespace',
   'syncSchedules',
@@ -67,6 +68,9 @@ export function validateModuleOptions(options: unknown): WorkhorseModuleOptions 
   checkMetrics(options.metrics);
   if (requestTransactions !== undefined && typeof requestTransactions !== 'boolean') {
     fail(messages.badRequestTransactions(requestTransactions));
+  }
+  if (options.requireTransaction !== undefined && typeof options.requireTransaction !== 'boolean') {
+    fail(messages.badRequireTransaction(options.requireTransaction));
   }
   if (transaction !== undefined && typeof (transaction as { current?: unknown } | null)?.current !== 'function') {
     fail(messages.badTransactionSource(transaction));

@@ -14,3 +14,13 @@ import { WorkhorseError } from '../core/errors';
  * }
  */
 export class WorkhorseTransactionError extends WorkhorseError {}
+
+/**
+ * An enqueue of the injected `Queue` ran outside any transaction while `WorkhorseModule` has
+ * `requireTransaction: true`: nothing was written. The message says how to give the enqueue its
+ * transaction, or to pass the pool to enqueue on its own on purpose.
+ *
+ * @example
+ * await expect(queue.enqueue('order.fulfill', { orderId })).rejects.toBeInstanceOf(TransactionRequiredError);
+ */
+export class TransactionRequiredError extends WorkhorseTransactionError {}

@@ -72,6 +72,8 @@ export const messages = {
   queuePoliciesFailed: (detail: string) => `${MODULE} could not set the queue policies of the queues option: ${detail}`,
   badRequestTransactions: (value: unknown) =>
     `${MODULE}: requestTransactions must be true or false, got ${describe(value)}.`,
+  badRequireTransaction: (value: unknown) =>
+    `${MODULE}: requireTransaction must be true or false, got ${describe(value)}.`,
   badTransactionSource: (value: unknown) =>
     `${MODULE}: transaction must be an object with a current() method that returns the current transaction as a ` +
     `Queryable (e.g. typeormTransactionScope(dataSource) from 'nestjs-workhorse/typeorm', or clsTransactionSource(...) ` +
@@ -129,6 +131,19 @@ export const messages = {
   transactionConnectionLost: (reason: string) =>
     `The transaction's database connection was lost (${reason}), so PostgreSQL rolled the transaction back and ` +
     'none of its writes were committed. The connection is discarded; run the transaction again.',
+  enqueueOutsideTransaction: (method: string, types: string) =>
+    `queue.${method}(${types}) ran outside any transaction, and WorkhorseModule has requireTransaction: true, so ` +
+    'nothing was written. Inside a transaction your ORM opened itself (dataSource.transaction(cb), prisma.$transaction(cb)) ' +
+    'the Queue cannot see it: pass it (queue.enqueue(type, payload, {}, fromTypeOrm(manager))), or open it through the ' +
+    "scope of the module's transaction option (typeormTransactionScope(dataSource).run(cb)). To enqueue on its own " +
+    'on purpose, pass the pool: queue.enqueue(type, payload, {}, queue.pool).',
+  enqueueOutsideScope: (method: string, types: string, site: string) =>
+    `queue.${method}(${types}) at ${site} ran outside any transaction, so it committed on its own. If it runs inside a ` +
+    'transaction your ORM opened itself (dataSource.transaction(cb), prisma.$transaction(cb)), the job is not part ' +
+    'of it and stays when it rolls back: pass that transaction (fromTypeOrm(manager), fromPrisma(tx)) or open it through ' +
+    "the scope of the module's transaction option. If it is meant to run on its own, pass the pool " +
+    '(queue.enqueue(type, payload, {}, queue.pool)), or set requireTransaction: true to refuse such enqueues. ' +
+    '(Said once per call site, and not when NODE_ENV is production.)',
   transactionalHandlerWithoutClient: (type: string) =>
     `The transactional handler for "${type}" received no transaction client (ctx.client) from the worker.`,
 

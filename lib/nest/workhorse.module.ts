@@ -2,6 +2,7 @@ import { Module, type NestInterceptor, type OnApplicationShutdown } from '@nestj
 import { APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { Admin } from '../core/admin';
 import { Queue } from '../core/queue';
+import { EnqueueOutsideTransactionCheck } from './enqueue-outside-transaction.check';
 import { WorkhorseAdmin } from './workhorse-admin.provider';
 import { WorkhorseConnection } from './workhorse.connection';
 import { WorkhorseExplorer } from './workhorse.explorer';
@@ -59,9 +60,9 @@ const passThrough: NestInterceptor = { intercept: (_context, next) => next.handl
     WorkhorseRegistry,
     {
       provide: Queue,
-      useFactory: (connection: WorkhorseConnection, host: WorkhorseTransactionHost, registry: WorkhorseRegistry) =>
-        new WorkhorseQueue(connection.pool, host, registry),
-      inject: [WorkhorseConnection, WorkhorseTransactionHost, WorkhorseRegistry],
+      useFactory: (connection: WorkhorseConnection, host: WorkhorseTransactionHost, registry: WorkhorseRegistry, options: WorkhorseModuleOptions) =>
+        new WorkhorseQueue(connection.pool, host, registry, EnqueueOutsideTransactionCheck.of(options)),
+      inject: [WorkhorseConnection, WorkhorseTransactionHost, WorkhorseRegistry, WORKHORSE_MODULE_OPTIONS],
     },
     {
       provide: Admin,

@@ -63,6 +63,11 @@ export class WorkhorseRegistry {
     return this.byType.get(type)?.queue;
   }
 
+  /** The definition the handler of `type` was declared with (`@JobHandler(definition)`), or undefined. */
+  definitionOf(type: string): JobDefinition<unknown, unknown, unknown> | undefined {
+    return this.byType.get(type)?.definition;
+  }
+
   subscribersOf(event: WorkerEventName): readonly DiscoveredSubscriber[] {
     return this.byEvent.get(event) ?? [];
   }

@@ -2,9 +2,10 @@
  * Typed job definitions at run time: defineJob checks its type, defaults and validators;
  * enqueue(definition) applies the defaults under the call's options and runs the payload
  * validator (zod, and a hand-written Standard Schema with an async validate) before anything is
- * written, refusing with JobDataRejectedError and the validator's issues; a result validator
- * fails the attempt of a handler that returns a bad result; admin.getJob(definition) refuses a
- * job of another type. (What must not compile is in test/types/.)
+ * written, refusing with JobDataRejectedError and the validator's issues; enqueueMany takes
+ * definitions ({ job, payload }) beside types, all checked before anything is written; a result
+ * validator's refusal fails the job at once (no retry); admin.getJob(definition) refuses a job of
+ * another type. (What must not compile is in test/types/.)
  */
 import {
   defineJob,
@@ -113,6 +114,52 @@ describe('enqueue(definition, payload)', () => {
   });
 });
 
+describe('enqueueMany with definitions', () => {
+  const email = defineJob('email.send', {
+    queue: 'mail',
+    priority: 40,
+    payload: z.object({ to: z.email(), subject: z.string().trim().min(1) }),
+  });
+  const report = defineJob<{ month: string }>('report.build', { queue: 'reports', maxAttempts: 3 });
+
+  it("validates each definition's payload and applies its defaults, beside requests by type, in one batch", async () => {
+    const ids = await queue.enqueueMany([
+      { job: email, payload: { to: 'ada@example.com', subject: '  Receipt  ' } },
+      { job: report, payload: { month: '2026-11' }, priority: 90, dependsOn: [0] },
+      { type: 'audit.log', payload: { event: 'sent' } },
+    ]);
+    expect(ids).toHaveLength(3);
+    expect(await admin.getJob(email, ids[0])).toMatchObject({ queue: 'mail', priority: 40, payload: { to: 'ada@example.com', subject: 'Receipt' } });
+    expect(await admin.getJob(report, ids[1])).toMatchObject({ queue: 'reports', priority: 90, maxAttempts: 3, state: 'blocked' });
+    expect(await admin.getJob(ids[2])).toMatchObject({ type: 'audit.log', queue: 'default' });
+  });
+
+  it('refuses the whole batch when one payload is refused, naming its request, writing nothing', async () => {
+    const before = await jobCount();
+    const error = await rejection(
+      queue.enqueueMany([
+        { job: report, payload: { month: '2026-11' } },
+        { job: email, payload: { to: 'nobody', subject: 'x' } },
+      ]),
+    );
+    expect(error).toBeInstanceOf(JobDataRejectedError);
+    expect(error).toMatchObject({ field: 'requests[1].payload', type: 'email.send', issues: [{ path: ['to'] }] });
+    expect((error as Error).message).toMatch(/^requests\[1\]\.payload: refused by the validator of job type "email.send": to: /);
+    expect(await jobCount()).toBe(before);
+  });
+
+  it.each([
+    ['a job that is no definition', [{ job: 'email.send', payload: {} }], 'requests[0].job'],
+    ['both a type and a definition', [{ type: 'email.send', job: report, payload: { month: '2026-11' } }], 'requests[0].type'],
+  ])('refuses %s, naming it, writing nothing', async (_label, requests, field) => {
+    const before = await jobCount();
+    const error = await rejection(queue.enqueueMany(requests as never));
+    expect(error).toBeInstanceOf(WorkhorseValidationError);
+    expect(error).toMatchObject({ field });
+    expect(await jobCount()).toBe(before);
+  });
+});
+
 describe('handlers and reads of a definition', () => {
   const label = defineJob('label.print', {
     queue: 'labels',
@@ -120,17 +167,23 @@ describe('handlers and reads of a definition', () => {
     result: z.object({ labelId: z.string().startsWith('lb_') }),
   });
 
-  it('records a result its validator accepts, and fails the attempt of one it refuses', async () => {
+  it.each([
+    ['a plain handler', false],
+    ['a transactional handler', true],
+  ])('%s: records a result its validator accepts, and fails the job of one it refuses at once, with the issues', async (_label, transactional) => {
     const good = await queue.enqueue(label, { orderId: 'o-1' });
-    const bad = await queue.enqueue(label, { orderId: 'o-2' }, { maxAttempts: 1 });
-    const worker = new Worker(queue, { queues: ['labels'], concurrency: 2, listen: false }).handle(label, async (payload) => ({
-      labelId: payload.orderId === 'o-1' ? 'lb_1' : 'oops',
-    }));
+    const bad = await queue.enqueue(label, { orderId: 'o-2' });
+    const worker = new Worker(queue, { queues: ['labels'], concurrency: 2, listen: false }).handle(
+      label,
+      async (payload) => ({ labelId: payload.orderId === 'o-1' ? 'lb_1' : 'oops' }),
+      { transactional },
+    );
     expect(await worker.runOnce()).toBe(2);
     expect(await admin.getJob(label, good)).toMatchObject({ state: 'succeeded', result: { labelId: 'lb_1' } });
+    // Final, as a NonRetryableError: one attempt of the default 25, not a retry.
     const failed = await admin.getJob(label, bad);
-    expect(failed).toMatchObject({ state: 'failed', result: null, error: { name: 'JobDataRejectedError' } });
-    expect(failed?.error?.message).toMatch(/^result: refused by the validator of job type "label.print": labelId: /);
+    expect(failed).toMatchObject({ state: 'failed', currentAttempt: 1, maxAttempts: 25, result: null, error: { name: 'JobDataRejectedError' } });
+    expect(failed?.error?.message).toMatch(/^result: refused by the validator of job type "label.print": labelId: .*lb_/);
   });
 
   it('admin.getJob(definition, id) refuses a job of another type', async () => {

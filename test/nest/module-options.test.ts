@@ -258,6 +258,8 @@ describe('option validation at start-up', () => {
     ['an unknown worker setting', { connectionString: 'postgres://x/y', worker: { concurency: 5 } }, 'worker.concurency: is not a worker option'],
     ['a heartbeat no shorter than the lease', { connectionString: 'postgres://x/y', worker: { leaseMs: 5000, heartbeatMs: 5000 } }, 'worker.heartbeatMs: must be below leaseMs (5000)'],
     ['a bad requestTransactions', { connectionString: 'postgres://x/y', requestTransactions: 'yes' }, 'requestTransactions must be true or false'],
+    ['a bad requireTransaction', { connectionString: 'postgres://x/y', requireTransaction: 'yes' }, 'requireTransaction must be true or false'],
+    ['a requireTransaction of 1', { connectionString: 'postgres://x/y', requireTransaction: 1 }, 'requireTransaction must be true or false, got number 1'],
     ['a transaction that is no TransactionSource', { connectionString: 'postgres://x/y', transaction: {} }, 'transaction must be an object with a current() method'],
     ['queues that are a list', { connectionString: 'postgres://x/y', queues: [{ concurrency: 1 }] }, 'queues must be an object of policies by queue name'],
     ['a bad queue name in queues', { connectionString: 'postgres://x/y', queues: { 'bad queue': { concurrency: 1 } } }, 'queues: "bad queue" is not a queue name'],

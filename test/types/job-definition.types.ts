@@ -4,7 +4,7 @@
  * unused marker is itself an error), and every other line must compile. Never run.
  */
 import { Injectable } from '@nestjs/common';
-import { Admin, defineJob, JobHandler, Queue, Worker, type HandlerContext, type JobSnapshot } from 'nestjs-workhorse';
+import { Admin, defineJob, JobHandler, Queue, Worker, type EnqueueRequest, type HandlerContext, type JobSnapshot } from 'nestjs-workhorse';
 import { z } from 'zod';
 
 declare const queue: Queue;
@@ -27,6 +27,35 @@ export async function enqueues(): Promise<void> {
   await queue.enqueue(fulfill);
   // The untyped form stays as it was.
   await queue.enqueue('order.fulfill', { anything: true });
+}
+
+const report = defineJob<{ month: string }>('report.build');
+const email = defineJob('email.send', { payload: z.object({ to: z.email(), cc: z.array(z.email()).default([]) }) });
+
+export async function batches(requests: EnqueueRequest[]): Promise<void> {
+  await queue.enqueueMany([
+    { job: fulfill, payload: { orderId: 'o-1', amountCents: 4200 }, priority: 5 },
+    { job: report, payload: { month: '2026-11' }, dependsOn: [0] },
+    // A validator's input type: cc may be left out, its default fills it in.
+    { job: email, payload: { to: 'ada@example.com' } },
+    { type: 'audit.log', payload: { anything: true } },
+  ]);
+  await queue.enqueueMany(requests);
+  const built = ['2026-11', '2026-12'].map((month) => ({ job: report, payload: { month } }));
+  await queue.enqueueMany(built);
+  // @ts-expect-error a payload of another shape
+  await queue.enqueueMany([{ job: fulfill, payload: { orderId: 42, amountCents: 4200 } }]);
+  // @ts-expect-error a wrong payload after a right one: each request is checked against its own definition
+  await queue.enqueueMany([{ job: report, payload: { month: '2026-11' } }, { job: fulfill, payload: { month: '2026-11' } }]);
+  // @ts-expect-error a missing field
+  await queue.enqueueMany([{ job: fulfill, payload: { orderId: 'o-1' } }]);
+  // @ts-expect-error an extra field
+  await queue.enqueueMany([{ job: report, payload: { month: '2026-11', year: 2026 } }]);
+  // @ts-expect-error a type beside the definition
+  await queue.enqueueMany([{ job: report, type: 'report.build', payload: { month: '2026-11' } }]);
+  const wrong = ['2026-11'].map((month) => ({ job: fulfill, payload: { month } }));
+  // @ts-expect-error a built list of wrong payloads
+  await queue.enqueueMany(wrong);
 }
 
 export async function children(ctx: HandlerContext): Promise<void> {
