@@ -52,19 +52,25 @@ async function installedVersion(client: PoolClient): Promise<number | null> {
 
 /**
  * Creates the schema unless it exists; returns the version installed afterwards and whether this
- * call made it. The lock is taken for the session, before the transaction begins: a transaction
- * that began before another installer committed would still see this session's cached "no such
- * schema" (catalog caches take in other sessions' changes at the start of a transaction, not
- * when an advisory lock is granted), and would try to create the schema a second time.
+ * call made it. Everything happens in one transaction under a transaction-level lock, so it also
+ * holds behind a transaction-pooling PgBouncer (a session lock could be taken on one server
+ * connection and the install run on another). Whether another installer got there first is read
+ * from pg_class with the statement's snapshot, not through a name lookup: this session's catalog
+ * cache may still hold the "no such schema" it saw before the lock was granted (an advisory lock
+ * does not make a backend take in other sessions' catalog changes), so the version is read only
+ * after this transaction has ended, in a fresh one.
  */
 async function installFresh(client: PoolClient, source: SchemaSource): Promise<{ created: boolean; version: number | null }> {
-  await client.query('SELECT pg_advisory_lock($1)', [INSTALL_LOCK_KEY]);
   try {
     await client.query('BEGIN');
-    const again = await installedVersion(client);
-    if (again !== null) {
+    await client.query('SELECT pg_advisory_xact_lock($1)', [INSTALL_LOCK_KEY]);
+    const { rows } = await client.query<{ present: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+                       WHERE n.nspname = 'workhorse' AND c.relname = 'schema_version') AS present`,
+    );
+    if (rows[0].present) {
       await client.query('COMMIT');
-      return { created: false, version: again };
+      return { created: false, version: await installedVersion(client) };
     }
     for (const sql of source.installSql()) await client.query(sql);
     await client.query('INSERT INTO workhorse.schema_version (version) VALUES ($1)', [source.target]);
@@ -74,8 +80,6 @@ async function installFresh(client: PoolClient, source: SchemaSource): Promise<{
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);
     throw error;
-  } finally {
-    await client.query('SELECT pg_advisory_unlock($1)', [INSTALL_LOCK_KEY]).catch(() => undefined);
   }
 }
 

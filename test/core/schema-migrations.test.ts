@@ -209,7 +209,9 @@ describe('concurrent migrators', () => {
       return pool;
     });
     const results = await Promise.all(migrators.map((pool) => migrateWith(pool, source)));
-    expect(results.every((r) => r.from === BASELINE_VERSION && r.to === 7 && !r.created)).toBe(true);
+    // A migrator whose connection came late may find some or all steps done: it starts from there.
+    expect(results.every((r) => r.from !== null && r.from >= BASELINE_VERSION && r.to === 7 && !r.created)).toBe(true);
+    expect(results.some((r) => r.from === BASELINE_VERSION)).toBe(true);
     // Every step by exactly one migrator, the no-transaction one too (its lock is held on a second connection).
     const applied = results.flatMap((r) => r.applied);
     expect(applied.filter((v) => v === 5)).toHaveLength(1);
