@@ -19,7 +19,7 @@ import { fencedBlocks as blocksOf, namedFile, type Block } from './support/markd
 
 const ROOT = resolve(__dirname, '..');
 const fencedBlocks = (document: string): Block[] => blocksOf(ROOT, document);
-const CHECKED_DOCUMENTS = ['README.md', 'docs/workers.md', 'docs/testing.md', 'docs/integrations.md', 'docs/dashboard.md', 'docs/security.md', 'docs/operations.md', 'docs/orchestration.md', 'docs/schedules.md', 'docs/upgrading.md'];
+const CHECKED_DOCUMENTS = ['README.md', 'docs/workers.md', 'docs/nest.md', 'docs/durable-execution.md', 'docs/testing.md', 'docs/integrations.md', 'docs/dashboard.md', 'docs/security.md', 'docs/operations.md', 'docs/orchestration.md', 'docs/schedules.md', 'docs/upgrading.md'];
 const LINKED_DOCUMENTS = ['README.md', 'docs/README.md', 'docs/workers.md', 'docs/integrations.md', 'docs/dashboard.md', 'docs/security.md', 'docs/operations.md', 'docs/orchestration.md', 'docs/schedules.md', 'docs/cli.md', 'docs/upgrading.md', 'docs/protocol.md'];
 /** Where the blocks live, virtually: inside the repository, so node_modules and paths resolve. */
 const VIRTUAL_ROOT = join(ROOT, '.readme-blocks');
