@@ -72,5 +72,12 @@ BEGIN
   LOOP
     EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %I', v_function, v_role);
   END LOOP;
+  -- Recorded (schema version 6 on), so a migration step that adds a protocol function grants it
+  -- to this role too.
+  IF to_regclass('workhorse.role_capability') IS NOT NULL THEN
+    INSERT INTO workhorse.role_capability (role_oid, capability)
+    SELECT r.oid, c FROM pg_catalog.pg_roles r, unnest(v_capabilities) AS c WHERE r.rolname = v_role
+    ON CONFLICT DO NOTHING;
+  END IF;
 END
 $grants$;

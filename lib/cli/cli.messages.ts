@@ -37,7 +37,7 @@ export const messages = {
 
   // ---- schema -----------------------------------------------------------------------------------
   schemaUpToDate: (version: number) => `Installed: version ${version}. This package: version ${version}. Up to date.`,
-  schemaAbsent: () => 'No workhorse schema in this database. Run `workhorse schema install`.',
+  schemaAbsent: () => 'No workhorse schema in this database. Run `workhorse schema migrate`.',
   schemaOlder: (installed: number, expected: number, minimum: number, pending: readonly MigrationStepInfo[]) =>
     pending.length === 0
       ? `Installed: version ${installed}. This package: version ${expected}. Out of date.\n` +
@@ -52,11 +52,14 @@ export const messages = {
     (installed >= minimum
       ? `This package's workers and producers also work with version ${installed} meanwhile (they accept ${minimum} to ${expected}).`
       : `Until then this package's workers refuse to start (they accept versions ${minimum} to ${expected}).`),
-  schemaNewer: (installed: number, expected: number) =>
+  schemaNewer: (installed: number, expected: number, compatible: boolean) =>
     `Installed: version ${installed}. This package: version ${expected}. Out of date.\n` +
     'The database holds a newer workhorse schema than this package ships: a service there probably runs a newer\n' +
-    `nestjs-workhorse. Upgrade this package to the release that ships schema version ${installed}; a schema is never\n` +
-    'downgraded.',
+    (compatible
+      ? `nestjs-workhorse. It still serves this release, whose workers and producers keep working with it; upgrade\n` +
+        `this package to the release that ships schema version ${installed} when you can. A schema is never downgraded.`
+      : 'nestjs-workhorse, and it no longer serves this release.\n' +
+        `Upgrade this package to the release that ships schema version ${installed}; a schema is never downgraded.`),
   schemaWorkers: (workers: readonly { version: string; count: number }[] | null) =>
     workers === null
       ? 'Live workers: not visible to this role (listing them needs the operator capability).'
@@ -67,9 +70,12 @@ export const messages = {
   schemaMigrated: (from: number, to: number, applied: readonly number[]) =>
     `Migrated the workhorse schema from version ${from} to ${to} (applied step${applied.length === 1 ? '' : 's'} ${applied.join(', ')}). ` +
     'Queued jobs, schedules and history are kept.',
-  schemaAlreadyInstalled: (version: number) =>
-    `The workhorse schema is already installed (version ${version}, the version this package ships). Nothing to do.`,
-  schemaMissingForJobs: () => 'No workhorse schema in this database. Run `workhorse schema install` first.',
+  schemaAlreadyInstalled: (version: number, expected: number) =>
+    version === expected
+      ? `The workhorse schema is already installed (version ${version}, the version this package ships). Nothing to do.`
+      : `The workhorse schema is version ${version}, newer than this package's ${expected}, and still serves this release. ` +
+        'Nothing to do: a schema is never downgraded.',
+  schemaMissingForJobs: () => 'No workhorse schema in this database. Run `workhorse schema migrate` first.',
   schemaOtherVersionForJobs: (installed: number, expected: number) =>
     `the workhorse schema in this database is version ${installed}, but this package needs version ${expected}. ` +
     'Run `workhorse schema status` for what to do.',

@@ -4,7 +4,7 @@
  * stands against this package (pending steps, and which releases its live workers run).
  */
 import { listWorkers } from '../core/operations/live-workers';
-import { getSchemaStatus, installSchema, pendingMigrationSteps, type SchemaStatus } from '../core/schema';
+import { getSchemaStatus, installSchema, pendingMigrationSteps, SCHEMA_VERSION, type SchemaStatus } from '../core/schema';
 import type { MigrationStepInfo } from '../core/migration-steps';
 import { EXIT, type ExitCode } from './cli.errors';
 import { sqlState } from './database-connection';
@@ -33,7 +33,7 @@ function describeStatus(status: SchemaStatus, pending: readonly MigrationStepInf
   if (status.upToDate) return messages.schemaUpToDate(status.installed);
   return status.installed < status.expected
     ? messages.schemaOlder(status.installed, status.expected, status.minimum, pending)
-    : messages.schemaNewer(status.installed, status.expected);
+    : messages.schemaNewer(status.installed, status.expected, status.compatible);
 }
 
 /**
@@ -53,7 +53,7 @@ async function workerVersions({ pool }: CommandContext, status: SchemaStatus): P
   for (const worker of workers) {
     if (worker.status !== 'gone') counts.set(worker.version, (counts.get(worker.version) ?? 0) + 1);
   }
-  return [...counts].map(([version, count]) => ({ version, count })).sort((a, b) => a.version.localeCompare(b.version));
+  return [...counts].map(([version, count]) => ({ version, count })).sort((a, b) => a.version.localeCompare(b.version, 'en', { numeric: true }));
 }
 
 async function status(context: CommandContext): Promise<ExitCode> {
@@ -75,13 +75,13 @@ async function migrate({ pool, output }: CommandContext): Promise<ExitCode> {
   const result = await installSchema(pool);
   const changed = result.created || result.applied.length > 0;
   if (output.json) {
-    output.document({ installed: result.to, expected: result.to, upToDate: true, changed, ...result });
+    output.document({ installed: result.to, expected: SCHEMA_VERSION, upToDate: result.to === SCHEMA_VERSION, changed, ...result });
   } else if (result.created) {
     output.text(messages.schemaInstalled(result.to));
   } else if (result.from !== null && result.applied.length > 0) {
     output.text(messages.schemaMigrated(result.from, result.to, result.applied));
   } else {
-    output.text(messages.schemaAlreadyInstalled(result.to));
+    output.text(messages.schemaAlreadyInstalled(result.to, SCHEMA_VERSION));
   }
   return EXIT.ok;
 }
@@ -91,7 +91,8 @@ const MIGRATE_DESCRIPTION =
   "none, or upgrades it to this package's version by applying each pending step (sql/migrations) in\n" +
   'its own transaction. Queued jobs, schedules and history are kept. Run it as the role that owns the\n' +
   'schema. Running it again does nothing; several migrators at once take turns and each step is applied\n' +
-  'once. A database newer than this package is refused and left unchanged: a schema is never downgraded.';
+  'once. A schema is never downgraded: a newer one that still serves this release is left as it is, and\n' +
+  'one that no longer does is refused, unchanged.';
 
 function migrateCommand(name: string, summary: string): RunnableCommand {
   return {

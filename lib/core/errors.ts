@@ -37,14 +37,14 @@ export class WorkhorseValidationError extends WorkhorseError {
  *
  * @example
  * try { await queue.enqueue('email.send', { to }); } catch (e) {
- *   if (e instanceof SchemaNotInstalledError) console.error(e.message); // "... Run `npx workhorse schema install` ..."
+ *   if (e instanceof SchemaNotInstalledError) console.error(e.message); // "... Run `npx workhorse schema migrate` ..."
  * }
  */
 export class SchemaNotInstalledError extends WorkhorseError {
   constructor(readonly expected: number) {
     super(
       `The workhorse schema is not installed in this database (this package needs version ${expected}). ` +
-        'Run `npx workhorse schema install` or call installSchema(pool) once, then start again.',
+        'Run `npx workhorse schema migrate` or call installSchema(pool) once, then start again.',
     );
   }
 }
@@ -63,8 +63,8 @@ export class SchemaVersionMismatchError extends WorkhorseError {
   ) {
     super(
       installed > expected
-        ? `The workhorse schema in this database is version ${installed}, newer than this package (version ${expected}): ` +
-            'upgrade the package to the release that ships it. A schema is never downgraded.'
+        ? `The workhorse schema in this database is version ${installed}, newer than this package (version ${expected}), ` +
+            'and it no longer serves this release: upgrade the package to a release that works with it. A schema is never downgraded.'
         : `The workhorse schema in this database is version ${installed}, older than this package needs ` +
             `(version ${minimum} to ${expected}): run \`npx workhorse schema migrate\` or call installSchema(pool) as the ` +
             "schema's owner, then start again. Queued jobs, schedules and history are kept.",
@@ -79,12 +79,16 @@ export class SchemaVersionMismatchError extends WorkhorseError {
  * applied and what to do.
  */
 export class SchemaMigrationError extends WorkhorseError {
+  /** True when the role may not migrate (it is not the schema's owner nor a member of it). */
+  readonly roleRefused: boolean;
+
   constructor(
     message: string,
     readonly version: number | null,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; roleRefused?: boolean },
   ) {
     super(message, options);
+    this.roleRefused = options?.roleRefused ?? false;
   }
 }
 

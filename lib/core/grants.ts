@@ -76,6 +76,13 @@ BEGIN
   LOOP
     EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %I', v_function, v_role);
   END LOOP;
+  -- Recorded (schema version 6 on), so a migration step that adds a protocol function grants it
+  -- to this role too.
+  IF to_regclass('workhorse.role_capability') IS NOT NULL THEN
+    INSERT INTO workhorse.role_capability (role_oid, capability)
+    SELECT r.oid, c FROM pg_catalog.pg_roles r, unnest(v_capabilities) AS c WHERE r.rolname = v_role
+    ON CONFLICT DO NOTHING;
+  END IF;
 END
 $grants$;`;
 
@@ -91,8 +98,10 @@ function checkCapabilities(value: unknown): readonly Capability[] {
 /**
  * Grants an existing role what one or more capabilities need to use an installed `workhorse`
  * schema, and nothing to read or write its tables, alter or drop it. Run it as the schema's
- * owner (whoever ran `installSchema`) or a superuser, once per role and again after each schema
- * installation. Idempotent; grants add up.
+ * owner (whoever ran `installSchema`) or a superuser, once per role and again after each fresh
+ * schema installation. The grant is recorded in the schema: a migration step that adds a protocol
+ * function grants it to the roles of its capability, so upgrades need no new grants. Idempotent;
+ * grants add up.
  *
  * @example
  * await installSchema(ownerPool);

@@ -84,17 +84,19 @@ export function splitStatements(sql: string): string[] {
   let i = 0;
   while (i < sql.length) {
     const rest = sql.slice(i);
+    const previous = i > 0 ? sql[i - 1] : '';
     if (rest.startsWith('--')) {
       const end = sql.indexOf('\n', i);
       i = end === -1 ? sql.length : end + 1;
     } else if (rest.startsWith('/*')) {
-      const end = sql.indexOf('*/', i + 2);
-      i = end === -1 ? sql.length : end + 2;
-    } else if (sql[i] === "'" || sql[i] === '"') {
-      const end = sql.indexOf(sql[i], i + 1);
+      i = blockCommentEnd(sql, i);
+    } else if (sql[i] === "'") {
+      i = stringEnd(sql, i, /[Ee]/.test(previous) && !IDENTIFIER_CHAR.test(sql[i - 2] ?? ''));
+    } else if (sql[i] === '"') {
+      const end = sql.indexOf('"', i + 1);
       i = end === -1 ? sql.length : end + 1;
-    } else if (sql[i] === '$') {
-      const tag = /^\$[A-Za-z_]*\$/.exec(rest)?.[0];
+    } else if (sql[i] === '$' && !IDENTIFIER_CHAR.test(previous)) {
+      const tag = DOLLAR_TAG.exec(rest)?.[0];
       if (tag) {
         const end = sql.indexOf(tag, i + tag.length);
         i = end === -1 ? sql.length : end + tag.length;
@@ -111,4 +113,37 @@ export function splitStatements(sql: string): string[] {
   }
   statements.push(sql.slice(start));
   return statements.filter((statement) => statement.replace(/--[^\n]*/g, '').trim() !== '');
+}
+
+/** A character that continues an identifier: a `$` after one is not a dollar quote (`a$b$`). */
+const IDENTIFIER_CHAR = /[A-Za-z0-9_$\u0080-\uffff]/;
+
+/** `$$` or `$tag$`, where a tag is an identifier without `$` (`$fn1$`). */
+const DOLLAR_TAG = /^\$(?:[A-Za-z_\u0080-\uffff][A-Za-z0-9_\u0080-\uffff]*)?\$/;
+
+/** Where the comment starting at `i` ends; block comments nest in PostgreSQL. */
+function blockCommentEnd(sql: string, i: number): number {
+  let depth = 0;
+  while (i < sql.length) {
+    if (sql.startsWith('/*', i)) {
+      depth += 1;
+      i += 2;
+    } else if (sql.startsWith('*/', i)) {
+      depth -= 1;
+      i += 2;
+      if (depth === 0) return i;
+    } else {
+      i += 1;
+    }
+  }
+  return sql.length;
+}
+
+/** Where the string literal starting at `i` ends; in an E'' string a backslash escapes the next character. */
+function stringEnd(sql: string, i: number, escapes: boolean): number {
+  for (let j = i + 1; j < sql.length; j++) {
+    if (escapes && sql[j] === '\\') j += 1;
+    else if (sql[j] === "'") return j + 1;
+  }
+  return sql.length;
 }

@@ -11,6 +11,7 @@
 import type { Pool, PoolClient } from 'pg';
 import { CheckedOutClient } from './checked-out-client';
 import { SchemaMigrationError, SchemaVersionMismatchError } from './errors';
+import { readInstalledSchema, worksWith, type InstalledSchema } from './installed-schema';
 import { BASELINE_SCHEMA_VERSION, splitStatements, type MigrationStep } from './migration-steps';
 
 /** Only for fresh installs: no application role exists before the install grants one. */
@@ -37,17 +38,27 @@ export interface InstallSchemaResult {
   created: boolean;
   /** The version installed before the call; null when the schema was absent. */
   from: number | null;
-  /** The version installed now: the one this package ships. */
+  /**
+   * The version installed now: the one this package ships, or a newer one that still serves this
+   * release (left as it is: a schema is never downgraded).
+   */
   to: number;
   /** The versions of the steps this call applied, in order (empty when created or up to date). */
   applied: number[];
 }
 
-async function installedVersion(client: PoolClient): Promise<number | null> {
-  const present = await client.query<{ present: boolean }>("SELECT to_regclass('workhorse.schema_version') IS NOT NULL AS present");
-  if (!present.rows[0].present) return null;
-  const { rows } = await client.query<{ version: number }>('SELECT version FROM workhorse.schema_version');
-  return rows[0]?.version ?? null;
+async function installedVersion(client: PoolClient): Promise<InstalledSchema | null> {
+  const installed = await readInstalledSchema(client);
+  if (installed === 'damaged') throw damaged();
+  return installed;
+}
+
+function damaged(): SchemaMigrationError {
+  return new SchemaMigrationError(
+    'workhorse.schema_version has no row, so the installed version is unknown: the schema is damaged. Nothing was changed; ' +
+      'restore the row (or the database) before migrating.',
+    null,
+  );
 }
 
 /**
@@ -60,7 +71,7 @@ async function installedVersion(client: PoolClient): Promise<number | null> {
  * does not make a backend take in other sessions' catalog changes), so the version is read only
  * after this transaction has ended, in a fresh one.
  */
-async function installFresh(client: PoolClient, source: SchemaSource): Promise<{ created: boolean; version: number | null }> {
+async function installFresh(client: PoolClient, source: SchemaSource): Promise<{ created: boolean; installed: InstalledSchema | null }> {
   try {
     await client.query('BEGIN');
     await client.query('SELECT pg_advisory_xact_lock($1)', [INSTALL_LOCK_KEY]);
@@ -70,13 +81,13 @@ async function installFresh(client: PoolClient, source: SchemaSource): Promise<{
     );
     if (rows[0].present) {
       await client.query('COMMIT');
-      return { created: false, version: await installedVersion(client) };
+      return { created: false, installed: await installedVersion(client) };
     }
     for (const sql of source.installSql()) await client.query(sql);
     await client.query('INSERT INTO workhorse.schema_version (version) VALUES ($1)', [source.target]);
     await client.query("INSERT INTO workhorse.schema_migration (version, name) VALUES ($1, 'install')", [source.target]);
     await client.query('COMMIT');
-    return { created: true, version: source.target };
+    return { created: true, installed: null };
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);
     throw error;
@@ -99,7 +110,7 @@ function refusedRole(step: MigrationStep, error: unknown): SchemaMigrationError 
       "Run the migration as the schema's owner (the role that installed it) or a superuser; application roles " +
       '(producer, worker, operator) may not.',
     step.version,
-    { cause: error },
+    { cause: error, roleRefused: true },
   );
 }
 
@@ -121,7 +132,10 @@ async function lockVersion(client: PoolClient, step: MigrationStep): Promise<num
       throw refusedRole(step, error);
     }
     if (rows.length > 0) return rows[0].version;
+    // No row unlocked: another migrator holds it, or there is none at all (a damaged schema).
+    const { rows: all } = await client.query<{ n: number }>('SELECT count(*)::integer AS n FROM workhorse.schema_version');
     await client.query('COMMIT');
+    if (all[0].n === 0) throw damaged();
     await new Promise((resolve) => setTimeout(resolve, LOCK_POLL_MS));
   }
 }
@@ -171,6 +185,14 @@ async function applyStep(client: PoolClient, pool: Pool, step: MigrationStep): P
  * to be run again (IF NOT EXISTS, dropping an INVALID index first).
  */
 async function applyOutsideTransaction(client: PoolClient, pool: Pool, step: MigrationStep): Promise<boolean> {
+  if ((pool.options.max ?? 10) < 2) {
+    throw new SchemaMigrationError(
+      `Migration step ${step.file} runs outside a transaction, and the migrator then needs two connections (one holds the ` +
+        'migration lock while the other runs the step), but this pool allows one (max: 1). Migrate with a pool of max 2 or ' +
+        'more (the `workhorse schema migrate` command does). Nothing of this step was applied.',
+      step.version,
+    );
+  }
   const holder = await CheckedOutClient.take(pool);
   let failure: Error | undefined;
   try {
@@ -180,13 +202,18 @@ async function applyOutsideTransaction(client: PoolClient, pool: Pool, step: Mig
       return false;
     }
     const owner = await schemaOwner(client, step);
+    const { rows } = await client.query<{ is_owner: boolean }>('SELECT current_user = $1 AS is_owner', [owner]);
+    // A session-level SET ROLE only when the login role is not the owner already: outside a
+    // transaction it would outlive this client behind a transaction-pooling PgBouncer, so such a
+    // step needs a direct (or session-pooled) connection unless the owner logs in itself.
+    const switchRole = !rows[0].is_owner;
     try {
-      await client.query(`SET ROLE ${client.escapeIdentifier(owner)}`);
+      if (switchRole) await client.query(`SET ROLE ${client.escapeIdentifier(owner)}`);
       for (const statement of splitStatements(step.sql)) await client.query(statement);
     } catch (error) {
       throw stepFailed(step, before, error);
     } finally {
-      await client.query('RESET ROLE').catch(() => undefined);
+      if (switchRole) await client.query('RESET ROLE').catch(() => undefined);
     }
     await recordStep(holder.client, step);
     await holder.client.query('COMMIT');
@@ -208,13 +235,21 @@ async function applyOutsideTransaction(client: PoolClient, pool: Pool, step: Mig
  */
 export async function migrateSchema(pool: Pool, client: PoolClient, source: SchemaSource): Promise<InstallSchemaResult> {
   try {
-    let from = await installedVersion(client);
-    if (from === null) {
+    let installed = await installedVersion(client);
+    if (installed === null) {
       const fresh = await installFresh(client, source);
       if (fresh.created) return { created: true, from: null, to: source.target, applied: [] };
-      from = fresh.version ?? source.target;
+      installed = fresh.installed;
+      if (installed === null) throw damaged();
     }
-    if (from > source.target) throw new SchemaVersionMismatchError(from, source.target, source.minimum);
+    const from = installed.version;
+    if (from > source.target) {
+      // Never a downgrade. A newer schema that still serves this release is left as it is.
+      if (worksWith(installed, source.target, source.minimum)) {
+        return { created: false, from, to: from, applied: [] };
+      }
+      throw new SchemaVersionMismatchError(from, source.target, source.minimum);
+    }
     if (from === source.target) return { created: false, from, to: source.target, applied: [] };
     if (from < BASELINE_SCHEMA_VERSION) {
       throw new SchemaMigrationError(
@@ -223,7 +258,7 @@ export async function migrateSchema(pool: Pool, client: PoolClient, source: Sche
         null,
       );
     }
-    const steps = source.steps().filter((step) => step.version > from! && step.version <= source.target);
+    const steps = source.steps().filter((step) => step.version > from && step.version <= source.target);
     const missing: number[] = [];
     for (let version = from + 1; version <= source.target; version++) {
       if (!steps.some((step) => step.version === version)) missing.push(version);

@@ -4,7 +4,8 @@ import type { Pool, PoolClient } from 'pg';
 import { CheckedOutClient } from './checked-out-client';
 import { applyConnectTimeout, fromConnectTimeout } from './connect-timeout';
 import { SchemaNotInstalledError, SchemaVersionMismatchError } from './errors';
-import { readMigrationSteps, type MigrationStep, type MigrationStepInfo } from './migration-steps';
+import { BASELINE_SCHEMA_VERSION, readMigrationSteps, type MigrationStep, type MigrationStepInfo } from './migration-steps';
+import { readInstalledSchema, worksWith } from './installed-schema';
 import { migrateSchema, type InstallSchemaResult, type SchemaSource } from './schema-migrator';
 
 export type { InstallSchemaResult } from './schema-migrator';
@@ -13,7 +14,7 @@ export type { InstallSchemaResult } from './schema-migrator';
  * The schema version this package ships: the number of its last migration step
  * (sql/migrations/NNNN_*.sql; a test keeps the two equal). (The Go SDK's tests read it from this line.)
  */
-export const SCHEMA_VERSION = 5;
+export const SCHEMA_VERSION = 6;
 
 /**
  * The oldest installed schema version this package works with: every function its calls use
@@ -35,8 +36,19 @@ export interface SchemaStatus {
   expected: number;
   /** The oldest installed version this package works with. */
   minimum: number;
+  /**
+   * The oldest client release (by the schema version it ships) whose calls the installed schema
+   * still serves (`workhorse.oldest_client_v1()`); null when the schema is absent or older than
+   * version 6, which did not say.
+   */
+  oldestClient: number | null;
   /** True when `installed === expected`. */
   upToDate: boolean;
+  /**
+   * True when this package works with the installed schema: a version from `minimum` to
+   * `expected`, or a newer one that still serves this package (`oldestClient <= expected`).
+   */
+  compatible: boolean;
 }
 
 let shippedSteps: MigrationStep[] | undefined;
@@ -59,15 +71,16 @@ const SHIPPED: SchemaSource = {
 
 /** Reads the installed schema version; never writes. */
 export async function getSchemaStatus(pool: Pool | PoolClient): Promise<SchemaStatus> {
-  const present = await pool.query<{ present: boolean }>(
-    "SELECT to_regclass('workhorse.schema_version') IS NOT NULL AS present",
-  );
-  let installed: number | null = null;
-  if (present.rows[0].present) {
-    const row = await pool.query<{ version: number }>('SELECT version FROM workhorse.schema_version');
-    installed = row.rows[0]?.version ?? null;
-  }
-  return { installed, expected: SCHEMA_VERSION, minimum: MIN_SCHEMA_VERSION, upToDate: installed === SCHEMA_VERSION };
+  const read = await readInstalledSchema(pool);
+  const installed = read === 'damaged' ? null : read;
+  return {
+    installed: installed?.version ?? null,
+    expected: SCHEMA_VERSION,
+    minimum: MIN_SCHEMA_VERSION,
+    oldestClient: installed?.oldestClient ?? null,
+    upToDate: installed?.version === SCHEMA_VERSION,
+    compatible: worksWith(installed, SCHEMA_VERSION, MIN_SCHEMA_VERSION),
+  };
 }
 
 /**
@@ -75,7 +88,7 @@ export async function getSchemaStatus(pool: Pool | PoolClient): Promise<SchemaSt
  * an absent schema, which is installed whole, or a version at or past this package's).
  */
 export function pendingMigrationSteps(installed: number | null): MigrationStepInfo[] {
-  if (installed === null) return [];
+  if (installed === null || installed < BASELINE_SCHEMA_VERSION) return [];
   return steps()
     .filter((step) => step.version > installed && step.version <= SCHEMA_VERSION)
     .map(({ version, name, transactional }) => ({ version, name, transactional }));
@@ -111,14 +124,13 @@ export async function installSchema(pool: Pool): Promise<InstallSchemaResult> {
 
 /**
  * Refuses to go on unless the installed schema is one this package works with
- * ({@link MIN_SCHEMA_VERSION} to {@link SCHEMA_VERSION}): for processes that must not change
- * the database (`schema: 'verify'`). An older one says to migrate, a newer one to upgrade the package.
+ * ({@link MIN_SCHEMA_VERSION} to {@link SCHEMA_VERSION}, or a newer one that still serves this
+ * release: see {@link SchemaStatus.compatible}): for processes that must not change the database
+ * (`schema: 'verify'`). An older one says to migrate, a newer one to upgrade the package.
  */
 export async function verifySchema(pool: Pool): Promise<void> {
   applyConnectTimeout(pool);
   const status = await getSchemaStatus(pool).catch((error: unknown) => Promise.reject(fromConnectTimeout(error, pool)));
   if (status.installed === null) throw new SchemaNotInstalledError(SCHEMA_VERSION);
-  if (status.installed < MIN_SCHEMA_VERSION || status.installed > SCHEMA_VERSION) {
-    throw new SchemaVersionMismatchError(status.installed, SCHEMA_VERSION, MIN_SCHEMA_VERSION);
-  }
+  if (!status.compatible) throw new SchemaVersionMismatchError(status.installed, SCHEMA_VERSION, MIN_SCHEMA_VERSION);
 }

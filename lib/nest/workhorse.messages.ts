@@ -82,6 +82,9 @@ export const messages = {
     `${MODULE} (schema: 'verify') refuses to start: ${detail} ` +
     "Or let this process install the schema with schema: 'install'.",
   schemaMismatch: (mode: string, detail: string) => `${MODULE} (schema: '${mode}') refuses to start: ${detail}`,
+  schemaNotMigrated: (detail: string) =>
+    `${MODULE} (schema: 'install') did not migrate: ${detail} The installed schema still works with this release, so it ` +
+    "starts; migrate as the schema's owner (or set schema: 'verify' to skip this attempt).",
   schemaInstalled: (version: number) =>
     `Installed the workhorse schema (version ${version}) in this database: its tables and SQL functions live in the "workhorse" schema.`,
   schemaMigrated: (from: number, to: number, applied: readonly number[]) =>
@@ -134,9 +137,10 @@ export const messages = {
   enqueueOutsideTransaction: (method: string, types: string) =>
     `queue.${method}(${types}) ran outside any transaction, and WorkhorseModule has requireTransaction: true, so ` +
     'nothing was written. Inside a transaction your ORM opened itself (dataSource.transaction(cb), prisma.$transaction(cb)) ' +
-    'the Queue cannot see it: pass it (queue.enqueue(type, payload, {}, fromTypeOrm(manager))), or open it through the ' +
-    "scope of the module's transaction option (typeormTransactionScope(dataSource).run(cb)). To enqueue on its own " +
-    'on purpose, pass the pool: queue.enqueue(type, payload, {}, queue.pool).',
+    'the Queue cannot see it: pass it (queue.enqueue(type, payload, {}, fromTypeOrm(manager)); fromPrisma(tx), ' +
+    "fromDrizzle(tx) and fromKysely(trx) likewise), or open it through the scope of the module's transaction option " +
+    '(typeormTransactionScope(dataSource).run(cb), or the scope of your ORM). To enqueue on its own on purpose, pass the ' +
+    'pool: queue.enqueue(type, payload, {}, queue.pool).',
   enqueueOutsideScope: (method: string, types: string, site: string) =>
     `queue.${method}(${types}) at ${site} ran outside any transaction, so it committed on its own. If it runs inside a ` +
     'transaction your ORM opened itself (dataSource.transaction(cb), prisma.$transaction(cb)), the job is not part ' +

@@ -27,8 +27,8 @@ import { messages } from './workhorse.messages';
 export interface RunOnceOptions {
   /**
    * Queues to claim from besides the handlers' own (default: the configured worker's queues, all
-   * its groups'). A pass is one group of the configured worker's concurrency (every group's,
-   * added up): it drains, it does not isolate.
+   * its groups'). A pass claims up to the configured worker's concurrency (every group's added
+   * up) from all of them at once: it drains, it does not isolate.
    */
   queues?: string[];
   /**

@@ -10,6 +10,8 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { getSchemaStatus, grantRole, MIN_SCHEMA_VERSION, SCHEMA_VERSION, type JobSnapshot, type Page, type TimelineEntry } from '../../lib/core';
+import { readMigrationSteps } from '../../lib/core/migration-steps';
+import { MIGRATIONS_DIR } from '../../lib/core/schema';
 import { BASELINE_VERSION, installBaseline } from '../support/baseline';
 import { createTestDatabase } from '../support/db';
 import { claimOne, complete, fail } from '../support/protocol';
@@ -140,21 +142,23 @@ describe('schema migrate, install and status', () => {
       installed: null,
       expected: SCHEMA_VERSION,
       minimum: MIN_SCHEMA_VERSION,
+      oldestClient: null,
       upToDate: false,
+      compatible: false,
       status: 'not-installed',
       pending: [],
       workers: [],
     });
     expect(await cli(['schema', 'status'], env)).toEqual({
       code: 3,
-      stdout: 'No workhorse schema in this database. Run `workhorse schema install`.\nLive workers: none.\n',
+      stdout: 'No workhorse schema in this database. Run `workhorse schema migrate`.\nLive workers: none.\n',
       stderr: '',
     });
     // Job commands say what is missing instead of quoting "schema does not exist".
     expect(errorOf(await cli(['jobs', 'list'], env), 1)).toBe(
-      'workhorse: No workhorse schema in this database. Run `workhorse schema install` first.',
+      'workhorse: No workhorse schema in this database. Run `workhorse schema migrate` first.',
     );
-    expect(errorOf(await cli(['jobs', 'get', randomUUID()], env), 1)).toMatch(/Run `workhorse schema install` first/);
+    expect(errorOf(await cli(['jobs', 'get', randomUUID()], env), 1)).toMatch(/Run `workhorse schema migrate` first/);
 
     expect(documentOf(await cli(['schema', 'install', '--json'], env))).toEqual({
       installed: SCHEMA_VERSION,
@@ -166,7 +170,14 @@ describe('schema migrate, install and status', () => {
       to: SCHEMA_VERSION,
       applied: [],
     });
-    expect(await getSchemaStatus(db.pool)).toEqual({ installed: SCHEMA_VERSION, expected: SCHEMA_VERSION, minimum: MIN_SCHEMA_VERSION, upToDate: true });
+    expect(await getSchemaStatus(db.pool)).toEqual({
+      installed: SCHEMA_VERSION,
+      expected: SCHEMA_VERSION,
+      minimum: MIN_SCHEMA_VERSION,
+      oldestClient: 4,
+      upToDate: true,
+      compatible: true,
+    });
 
     for (const command of ['install', 'migrate']) {
       expect(await cli(['schema', command], env)).toEqual({
@@ -187,7 +198,9 @@ describe('schema migrate, install and status', () => {
       installed: SCHEMA_VERSION,
       expected: SCHEMA_VERSION,
       minimum: MIN_SCHEMA_VERSION,
+      oldestClient: 4,
       upToDate: true,
+      compatible: true,
       status: 'up-to-date',
       pending: [],
       workers: [],
@@ -211,28 +224,34 @@ describe('schema migrate, install and status', () => {
       await report('c', '0.10.0', 0);
       await report('d', '0.8.0', 60);
 
-      const pending = [{ version: 5, name: 'migration_log', transactional: true }];
+      const pending = readMigrationSteps(MIGRATIONS_DIR).map(({ version, name, transactional }) => ({ version, name, transactional }));
+      expect(pending[0]).toEqual({ version: 5, name: 'migration_log', transactional: true });
       expect(documentOf(await cli(['schema', 'status', '--json'], oldEnv), 3)).toEqual({
         installed: BASELINE_VERSION,
         expected: SCHEMA_VERSION,
         minimum: MIN_SCHEMA_VERSION,
+        oldestClient: null,
         upToDate: false,
+        compatible: true,
         status: 'older',
         pending,
+        // By version, numerically.
         workers: [
-          { version: '0.10.0', count: 1 },
           { version: '0.9.0', count: 2 },
+          { version: '0.10.0', count: 1 },
         ],
       });
       const text = await cli(['schema', 'status'], oldEnv);
       expect(text).toMatchObject({ code: 3, stderr: '' });
       expect(text.stdout).toBe(
         `Installed: version ${BASELINE_VERSION}. This package: version ${SCHEMA_VERSION}. Out of date.\n` +
-          'The database holds an older workhorse schema: 1 migration step to apply.\n' +
-          '  0005 migration_log (one transaction)\n' +
+          `The database holds an older workhorse schema: ${pending.length} migration step${pending.length === 1 ? '' : 's'} to apply.\n` +
+          pending
+            .map((step) => `  ${String(step.version).padStart(4, '0')} ${step.name} (${step.transactional ? 'one transaction' : 'no transaction, resumable'})\n`)
+            .join('') +
           "Run `workhorse schema migrate` as the schema's owner; queued jobs, schedules and history are kept.\n" +
           `This package's workers and producers also work with version ${BASELINE_VERSION} meanwhile (they accept ${MIN_SCHEMA_VERSION} to ${SCHEMA_VERSION}).\n` +
-          'Live workers: 1 on 0.10.0, 2 on 0.9.0.\n',
+          'Live workers: 2 on 0.9.0, 1 on 0.10.0.\n',
       );
 
       // A role that may not list workers (a producer) still gets the schema's status.
@@ -248,7 +267,9 @@ describe('schema migrate, install and status', () => {
 
       expect(await cli(['schema', 'migrate'], oldEnv)).toEqual({
         code: 0,
-        stdout: `Migrated the workhorse schema from version ${BASELINE_VERSION} to ${SCHEMA_VERSION} (applied step 5). Queued jobs, schedules and history are kept.\n`,
+        stdout:
+          `Migrated the workhorse schema from version ${BASELINE_VERSION} to ${SCHEMA_VERSION} ` +
+          `(applied step${pending.length === 1 ? '' : 's'} ${pending.map((step) => step.version).join(', ')}). Queued jobs, schedules and history are kept.\n`,
         stderr: '',
       });
       expect(documentOf(await cli(['schema', 'status', '--json'], oldEnv))).toMatchObject({ installed: SCHEMA_VERSION, status: 'up-to-date', pending: [] });
@@ -257,17 +278,39 @@ describe('schema migrate, install and status', () => {
     }
   });
 
-  it('explains a newer schema, and migrate refuses it without changing anything', async () => {
+  it('explains a newer schema that still serves this release, and migrate leaves it as it is', async () => {
     const other = await createTestDatabase();
     try {
       const otherEnv = { DATABASE_URL: other.url };
       const newer = SCHEMA_VERSION + 1;
       await other.pool.query('UPDATE workhorse.schema_version SET version = $1', [newer]);
+      expect(documentOf(await cli(['schema', 'status', '--json'], otherEnv), 3)).toMatchObject({ installed: newer, oldestClient: 4, compatible: true });
+      expect((await cli(['schema', 'status'], otherEnv)).stdout).toMatch(/It still serves this release, whose workers and producers keep working with it/);
+      expect(await cli(['schema', 'migrate'], otherEnv)).toEqual({
+        code: 0,
+        stdout: `The workhorse schema is version ${newer}, newer than this package's ${SCHEMA_VERSION}, and still serves this release. Nothing to do: a schema is never downgraded.\n`,
+        stderr: '',
+      });
+      expect((await other.pool.query('SELECT version FROM workhorse.schema_version')).rows).toEqual([{ version: newer }]);
+    } finally {
+      await other.drop();
+    }
+  });
+
+  it('explains a newer schema that no longer serves this release, and migrate refuses it without changing anything', async () => {
+    const other = await createTestDatabase();
+    try {
+      const otherEnv = { DATABASE_URL: other.url };
+      const newer = SCHEMA_VERSION + 1;
+      await other.pool.query('UPDATE workhorse.schema_version SET version = $1', [newer]);
+      await other.pool.query(`CREATE OR REPLACE FUNCTION workhorse.oldest_client_v1() RETURNS integer LANGUAGE sql STABLE AS $$ SELECT ${newer} $$`);
       expect(documentOf(await cli(['schema', 'status', '--json'], otherEnv), 3)).toEqual({
         installed: newer,
         expected: SCHEMA_VERSION,
         minimum: MIN_SCHEMA_VERSION,
+        oldestClient: newer,
         upToDate: false,
+        compatible: false,
         status: 'newer',
         pending: [],
         workers: [],
@@ -280,7 +323,7 @@ describe('schema migrate, install and status', () => {
 
       for (const command of ['migrate', 'install']) {
         const line = errorOf(await cli(['schema', command], otherEnv), 1);
-        expect(line).toMatch(new RegExp(`is version ${newer}, newer than this package \\(version ${SCHEMA_VERSION}\\): upgrade the package`));
+        expect(line).toMatch(new RegExp(`is version ${newer}, newer than this package \\(version ${SCHEMA_VERSION}\\), and it no longer serves this release: upgrade the package`));
       }
       expect((await other.pool.query('SELECT version FROM workhorse.schema_version')).rows).toEqual([{ version: newer }]);
       expect((await other.pool.query('SELECT version, name FROM workhorse.schema_migration')).rows).toEqual([{ version: SCHEMA_VERSION, name: 'install' }]);
@@ -602,7 +645,9 @@ describe('bin/workhorse.js as a real process', () => {
       installed: null,
       expected: SCHEMA_VERSION,
       minimum: MIN_SCHEMA_VERSION,
+      oldestClient: null,
       upToDate: false,
+      compatible: false,
       status: 'not-installed',
       pending: [],
       workers: [],

@@ -10,10 +10,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Pool } from 'pg';
 import {
+  getSchemaStatus,
   grantAppRole,
   grantRole,
   installSchema,
   MIN_SCHEMA_VERSION,
+  pendingMigrationSteps,
   SCHEMA_VERSION,
   SchemaMigrationError,
   SchemaVersionMismatchError,
@@ -85,6 +87,24 @@ function sourceWithSteps(extra: Record<string, string>): SchemaSource {
   };
 }
 
+/** The versions a test's own extra steps lead to, after the shipped ones. */
+const NEXT = SCHEMA_VERSION + 1;
+const AFTER = SCHEMA_VERSION + 2;
+
+function stepFile(version: number, slug: string): string {
+  return `${String(version).padStart(4, '0')}_${slug}.sql`;
+}
+
+/** The migration log of a database upgraded from the baseline by the shipped steps. */
+function shippedLog(): { version: number; name: string }[] {
+  return readMigrationSteps(MIGRATIONS_DIR).map(({ version, name }) => ({ version, name }));
+}
+
+/** The versions of every shipped step, in order. */
+function allSteps(): number[] {
+  return Array.from({ length: SCHEMA_VERSION - BASELINE_VERSION }, (_, i) => BASELINE_VERSION + 1 + i);
+}
+
 async function migrateWith(pool: Pool, source: SchemaSource) {
   const client = await pool.connect();
   try {
@@ -134,6 +154,22 @@ describe('the shipped steps', () => {
       "-- workhorse:no-transaction\nCREATE INDEX CONCURRENTLY IF NOT EXISTS a ON t (x) WHERE y = 'a;b'",
       '-- a comment; with a semicolon\nDO $do$ BEGIN PERFORM 1; PERFORM 2; END $do$',
       'CREATE INDEX "odd;name" ON t (x) /* ; */',
+    ]);
+  });
+
+  it('knows tags with digits, E strings, nested comments and identifiers with a dollar sign', () => {
+    const sql = [
+      'DO $fn1$ BEGIN PERFORM 1; END $fn1$;',
+      "SELECT E'it\\'s; fine', 'plain\\';",
+      'SELECT 1 /* outer /* inner; */ still; comment */;',
+      'SELECT a$b$c FROM t; SELECT 2',
+    ].join('\n');
+    expect(splitStatements(sql).map((s) => s.trim())).toEqual([
+      'DO $fn1$ BEGIN PERFORM 1; END $fn1$',
+      "SELECT E'it\\'s; fine', 'plain\\'",
+      'SELECT 1 /* outer /* inner; */ still; comment */',
+      'SELECT a$b$c FROM t',
+      'SELECT 2',
     ]);
   });
 });
@@ -199,8 +235,8 @@ describe('concurrent migrators', () => {
     // Two more steps, so the migrators race over several: a table (created twice it would fail)
     // and a no-transaction step with CREATE INDEX CONCURRENTLY (which fails inside a transaction).
     const source = sourceWithSteps({
-      '0006_probe.sql': 'CREATE TABLE workhorse.migration_probe (id integer PRIMARY KEY);\nINSERT INTO workhorse.migration_probe VALUES (6);',
-      '0007_probe_index.sql':
+      [stepFile(NEXT, 'probe')]: 'CREATE TABLE workhorse.migration_probe (id integer PRIMARY KEY);\nINSERT INTO workhorse.migration_probe VALUES (6);',
+      [stepFile(AFTER, 'probe_index')]:
         '-- workhorse:no-transaction\nCREATE INDEX CONCURRENTLY IF NOT EXISTS migration_probe_id ON workhorse.migration_probe (id);',
     });
     const migrators = Array.from({ length: 5 }, () => {
@@ -210,22 +246,16 @@ describe('concurrent migrators', () => {
     });
     const results = await Promise.all(migrators.map((pool) => migrateWith(pool, source)));
     // A migrator whose connection came late may find some or all steps done: it starts from there.
-    expect(results.every((r) => r.from !== null && r.from >= BASELINE_VERSION && r.to === 7 && !r.created)).toBe(true);
+    expect(results.every((r) => r.from !== null && r.from >= BASELINE_VERSION && r.to === AFTER && !r.created)).toBe(true);
     expect(results.some((r) => r.from === BASELINE_VERSION)).toBe(true);
     // Every step by exactly one migrator, the no-transaction one too (its lock is held on a second connection).
     const applied = results.flatMap((r) => r.applied);
-    expect(applied.filter((v) => v === 5)).toHaveLength(1);
-    expect(applied.filter((v) => v === 6)).toHaveLength(1);
-    expect(applied.filter((v) => v === 7)).toHaveLength(1);
-    expect(await logRows(db.pool)).toEqual([
-      { version: 5, name: 'migration_log' },
-      { version: 6, name: 'probe' },
-      { version: 7, name: 'probe_index' },
-    ]);
+    for (const version of [...allSteps(), NEXT, AFTER]) expect([version, applied.filter((v) => v === version)]).toEqual([version, [version]]);
+    expect(await logRows(db.pool)).toEqual([...shippedLog(), { version: NEXT, name: 'probe' }, { version: AFTER, name: 'probe_index' }]);
     expect((await db.pool.query('SELECT id FROM workhorse.migration_probe')).rows).toEqual([{ id: 6 }]);
     const index = await db.pool.query("SELECT indisvalid FROM pg_index WHERE indexrelid = 'workhorse.migration_probe_id'::regclass");
     expect(index.rows).toEqual([{ indisvalid: true }]);
-    expect(await installedVersion(db.pool)).toBe(7);
+    expect(await installedVersion(db.pool)).toBe(AFTER);
   });
 
   it('several installers on an empty database: one creates it, the others find it installed', async () => {
@@ -243,16 +273,36 @@ describe('concurrent migrators', () => {
 });
 
 describe('refusals', () => {
-  it('a newer database is refused, with what to do, and nothing changes', async () => {
+  it('a newer database that still serves this release is used as it is, never downgraded', async () => {
     const db = await emptyDatabase();
     await installSchema(db.pool);
     const newer = SCHEMA_VERSION + 1;
+    // What the next release's migration leaves when it retires nothing this release calls.
     await db.pool.query('UPDATE workhorse.schema_version SET version = $1', [newer]);
+    const before = await workhorseCatalog(db.pool);
+    await expect(verifySchema(db.pool)).resolves.toBeUndefined();
+    await expect(getSchemaStatus(db.pool)).resolves.toMatchObject({ installed: newer, oldestClient: 4, upToDate: false, compatible: true });
+    await expect(installSchema(db.pool)).resolves.toEqual({ created: false, from: newer, to: newer, applied: [] });
+    expect(pendingMigrationSteps(newer)).toEqual([]);
+    expect(await workhorseCatalog(db.pool)).toEqual(before);
+    expect(await installedVersion(db.pool)).toBe(newer);
+  });
+
+  it('a newer database that no longer serves this release is refused, with what to do, and nothing changes', async () => {
+    const db = await emptyDatabase();
+    await installSchema(db.pool);
+    const newer = SCHEMA_VERSION + 1;
+    // What a migration leaves that retires a function this release calls.
+    await db.pool.query('UPDATE workhorse.schema_version SET version = $1', [newer]);
+    await db.pool.query(`CREATE OR REPLACE FUNCTION workhorse.oldest_client_v1() RETURNS integer LANGUAGE sql STABLE AS $$ SELECT ${newer} $$`);
     const before = await workhorseCatalog(db.pool);
     const error = await expectRejects(installSchema(db.pool), SchemaVersionMismatchError);
     expect(error).toMatchObject({ installed: newer, expected: SCHEMA_VERSION, minimum: MIN_SCHEMA_VERSION });
-    expect(error.message).toMatch(new RegExp(`version ${newer}, newer than this package \\(version ${SCHEMA_VERSION}\\): upgrade the package`));
+    expect(error.message).toMatch(
+      new RegExp(`version ${newer}, newer than this package \\(version ${SCHEMA_VERSION}\\), and it no longer serves this release: upgrade the package`),
+    );
     await expectRejects(verifySchema(db.pool), SchemaVersionMismatchError);
+    await expect(getSchemaStatus(db.pool)).resolves.toMatchObject({ installed: newer, oldestClient: newer, compatible: false });
     expect(await workhorseCatalog(db.pool)).toEqual(before);
     expect(await installedVersion(db.pool)).toBe(newer);
     expect(await logRows(db.pool)).toEqual([{ version: SCHEMA_VERSION, name: 'install' }]);
@@ -264,7 +314,9 @@ describe('refusals', () => {
     await db.pool.query('UPDATE workhorse.schema_version SET version = 3');
     const old = await expectRejects(installSchema(db.pool), SchemaMigrationError);
     expect(old.message).toMatch(/version 3, older than version 4, the first one that can be migrated/);
-    await expect(verifySchema(db.pool)).rejects.toThrow(/older than this package needs \(version 4 to 5\): run `npx workhorse schema migrate`/);
+    await expect(verifySchema(db.pool)).rejects.toThrow(
+      new RegExp(`older than this package needs \\(version ${MIN_SCHEMA_VERSION} to ${SCHEMA_VERSION}\\): run \`npx workhorse schema migrate\``),
+    );
 
     await db.pool.query('UPDATE workhorse.schema_version SET version = 4');
     const lacking = { ...sourceWithSteps({}), target: SCHEMA_VERSION + 1 };
@@ -275,26 +327,50 @@ describe('refusals', () => {
     expect(await installedVersion(db.pool)).toBe(BASELINE_VERSION);
   });
 
+  it('a schema_version without its row is damaged: refused, not polled for ever', async () => {
+    const db = await baselineDatabase();
+    await db.pool.query('DELETE FROM workhorse.schema_version');
+    const error = await expectRejects(installSchema(db.pool), SchemaMigrationError);
+    expect(error.message).toMatch(/workhorse\.schema_version has no row, so the installed version is unknown: the schema is damaged/);
+  });
+
+  it('a no-transaction step with a one-connection pool is refused before it runs', async () => {
+    const db = await emptyDatabase();
+    await installSchema(db.pool);
+    const source = sourceWithSteps({
+      [stepFile(NEXT, 'concurrent')]: '-- workhorse:no-transaction\nCREATE INDEX CONCURRENTLY IF NOT EXISTS job_probe ON workhorse.job (created_at);',
+    });
+    const single = poolFor(db.url, 1);
+    pools.push(single);
+    const error = await expectRejects(migrateWith(single, source), SchemaMigrationError);
+    expect(error.message).toMatch(/needs two connections .* this pool allows one \(max: 1\)/);
+    expect(await installedVersion(db.pool)).toBe(SCHEMA_VERSION);
+  });
+
   it('a failing step rolls back whole and leaves the version before it; fixed, it applies', async () => {
     const db = await baselineDatabase();
     const source = sourceWithSteps({
-      '0006_broken.sql': 'CREATE TABLE workhorse.half_done (id integer);\nSELECT * FROM workhorse.not_there_yet;',
+      [stepFile(NEXT, 'broken')]: 'CREATE TABLE workhorse.half_done (id integer);\nSELECT * FROM workhorse.not_there_yet;',
     });
     const error = await expectRejects(migrateWith(db.pool, source), SchemaMigrationError);
-    expect(error).toMatchObject({ version: 6 });
-    expect(error.message).toMatch(/Migration step 0006_broken\.sql \(version 5 to 6\) failed: relation "workhorse\.not_there_yet" does not exist\. Nothing of this step was applied/);
-    expect(await installedVersion(db.pool)).toBe(5);
+    expect(error).toMatchObject({ version: NEXT });
+    expect(error.message).toMatch(
+      new RegExp(
+        `Migration step ${stepFile(NEXT, 'broken')} \\(version ${SCHEMA_VERSION} to ${NEXT}\\) failed: relation "workhorse\\.not_there_yet" does not exist\\. Nothing of this step was applied`,
+      ),
+    );
+    expect(await installedVersion(db.pool)).toBe(SCHEMA_VERSION);
     expect((await db.pool.query("SELECT to_regclass('workhorse.half_done') AS t")).rows).toEqual([{ t: null }]);
-    expect(await logRows(db.pool)).toEqual([{ version: 5, name: 'migration_log' }]);
+    expect(await logRows(db.pool)).toEqual(shippedLog());
 
     await db.pool.query('CREATE TABLE workhorse.not_there_yet (id integer)');
-    await expect(migrateWith(db.pool, source)).resolves.toMatchObject({ from: 5, to: 6, applied: [6] });
+    await expect(migrateWith(db.pool, source)).resolves.toMatchObject({ from: SCHEMA_VERSION, to: NEXT, applied: [NEXT] });
   });
 
   it('a no-transaction step interrupted half-way is resumed by the next run', async () => {
     const db = await baselineDatabase();
     const source = sourceWithSteps({
-      '0006_concurrent.sql': [
+      [stepFile(NEXT, 'concurrent')]: [
         '-- workhorse:no-transaction',
         'CREATE INDEX CONCURRENTLY IF NOT EXISTS job_created_probe ON workhorse.job (created_at);',
         'SELECT * FROM workhorse.appears_later;',
@@ -302,13 +378,10 @@ describe('refusals', () => {
     });
     const error = await expectRejects(migrateWith(db.pool, source), SchemaMigrationError);
     expect(error.message).toMatch(/may have been applied; the step is resumable/);
-    expect(await installedVersion(db.pool)).toBe(5);
+    expect(await installedVersion(db.pool)).toBe(SCHEMA_VERSION);
     await db.pool.query('CREATE TABLE workhorse.appears_later (id integer)');
-    await expect(migrateWith(db.pool, source)).resolves.toMatchObject({ from: 5, to: 6, applied: [6] });
-    expect(await logRows(db.pool)).toEqual([
-      { version: 5, name: 'migration_log' },
-      { version: 6, name: 'concurrent' },
-    ]);
+    await expect(migrateWith(db.pool, source)).resolves.toMatchObject({ from: SCHEMA_VERSION, to: NEXT, applied: [NEXT] });
+    expect(await logRows(db.pool)).toEqual([...shippedLog(), { version: NEXT, name: 'concurrent' }]);
   });
 });
 
@@ -317,12 +390,12 @@ describe("docs/upgrading.md's no-transaction step", () => {
     const [example] = fencedBlocks(ROOT, 'docs/upgrading.md').filter((block) => block.language === 'sql');
     expect(example.code.split('\n')[0]).toBe('-- workhorse:no-transaction');
     const db = await baselineDatabase();
-    const source = sourceWithSteps({ '0006_lease_index.sql': example.code });
-    expect(source.steps()[1]).toMatchObject({ version: 6, transactional: false });
+    const source = sourceWithSteps({ [stepFile(NEXT, 'lease_index')]: example.code });
+    expect(source.steps().at(-1)).toMatchObject({ version: NEXT, transactional: false });
     // What an interrupted CREATE INDEX CONCURRENTLY leaves: the index, marked invalid.
     await db.pool.query('CREATE INDEX job_runtime_lease_idx ON workhorse.job_runtime (lease_expires_at)');
     await db.pool.query("UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'workhorse.job_runtime_lease_idx'::regclass");
-    await expect(migrateWith(db.pool, source)).resolves.toMatchObject({ from: BASELINE_VERSION, to: 6, applied: [5, 6] });
+    await expect(migrateWith(db.pool, source)).resolves.toMatchObject({ from: BASELINE_VERSION, to: NEXT, applied: [...allSteps(), NEXT] });
     const valid = () => db.pool.query("SELECT indisvalid FROM pg_index WHERE indexrelid = 'workhorse.job_runtime_lease_idx'::regclass");
     expect((await valid()).rows).toEqual([{ indisvalid: true }]);
     // Run again from scratch (as a second migrator that lost the race would): nothing breaks.
@@ -364,7 +437,7 @@ describe('the migration lock and application roles', () => {
       const rolePool = poolFor(role.url, 1);
       pools.push(rolePool);
       const refused = await expectRejects(installSchema(rolePool), SchemaMigrationError);
-      expect(refused.message).toMatch(/Cannot migrate the workhorse schema to version 5 as this role: .*Run the migration as the schema's owner/);
+      expect(refused.message).toMatch(new RegExp(`Cannot migrate the workhorse schema to version ${BASELINE_VERSION + 1} as this role: .*Run the migration as the schema's owner`));
     }
     expect(await installedVersion(db.pool)).toBe(BASELINE_VERSION);
 
@@ -377,7 +450,7 @@ describe('the migration lock and application roles', () => {
       await holder.query('SELECT version FROM workhorse.schema_version');
       await holder.query('SELECT pg_advisory_lock($1)', [INSTALL_LOCK_KEY]);
       const started = Date.now();
-      await expect(installSchema(db.pool)).resolves.toMatchObject({ from: BASELINE_VERSION, applied: [5] });
+      await expect(installSchema(db.pool)).resolves.toMatchObject({ from: BASELINE_VERSION, applied: allSteps() });
       expect(Date.now() - started).toBeLessThan(10_000);
       // Its open transaction still reads (the old snapshot's row is not locked against reads).
       await expect(holder.query('SELECT version FROM workhorse.schema_version')).resolves.toBeDefined();
@@ -386,5 +459,65 @@ describe('the migration lock and application roles', () => {
       await holder.end();
     }
     expect(await installedVersion(db.pool)).toBe(SCHEMA_VERSION);
+  });
+});
+
+describe('roles granted before an upgrade', () => {
+  it('get the protocol functions a step adds for their capabilities, without granting again', async () => {
+    const db = await baselineDatabase();
+    const producer = await roles.create(db.url, 'wh_mig_regrant_producer');
+    const worker = await roles.create(db.url, 'wh_mig_regrant_worker');
+    // Granted on the baseline, which records nothing: the step to version 6 infers the grants.
+    await grantRole(db.pool, producer.name, 'producer');
+    await grantRole(db.pool, worker.name, 'worker');
+    const probe = NEXT;
+    const source = sourceWithSteps({
+      [stepFile(probe, 'probe')]: [
+        'CREATE FUNCTION workhorse.probe_v1() RETURNS integer LANGUAGE sql AS $$ SELECT 42 $$;',
+        'REVOKE ALL ON FUNCTION workhorse.probe_v1() FROM PUBLIC;',
+        'ALTER FUNCTION workhorse.probe_v1() SECURITY DEFINER SET search_path = pg_catalog, pg_temp;',
+        "INSERT INTO workhorse.protocol_function (name, capabilities) VALUES ('probe_v1', '{worker}');",
+        'SELECT workhorse.regrant_capabilities();',
+      ].join('\n'),
+    });
+    await expect(migrateWith(db.pool, source)).resolves.toMatchObject({ from: BASELINE_VERSION, to: probe });
+    const { rows } = await db.pool.query<{ role: string; capability: string }>(
+      `SELECT r.rolname AS role, c.capability FROM workhorse.role_capability c JOIN pg_roles r ON r.oid = c.role_oid
+       WHERE r.rolname = ANY ($1) ORDER BY 1, 2`,
+      [[producer.name, worker.name]],
+    );
+    expect(rows).toEqual([
+      { role: producer.name, capability: 'producer' },
+      { role: worker.name, capability: 'worker' },
+    ]);
+    for (const [role, expected] of [
+      [worker, '42'],
+      [producer, '42501'],
+    ] as const) {
+      const client = await clientFor(role.url);
+      try {
+        // Granted by the step to version 6 itself, to the roles it recorded.
+        expect((await client.query('SELECT workhorse.oldest_client_v1() AS v')).rows).toEqual([{ v: 4 }]);
+        expect(await sqlstateOf(client, 'SELECT workhorse.regrant_capabilities()')).toBe('42501');
+        if (expected === '42') expect((await client.query('SELECT workhorse.probe_v1() AS v')).rows).toEqual([{ v: 42 }]);
+        else expect(await sqlstateOf(client, 'SELECT workhorse.probe_v1()')).toBe(expected);
+      } finally {
+        await client.end();
+      }
+    }
+  });
+
+  it('a role granted after the upgrade is recorded by grantRole itself', async () => {
+    const db = await emptyDatabase();
+    await installSchema(db.pool);
+    const operator = await roles.create(db.url, 'wh_mig_regrant_operator');
+    await grantRole(db.pool, operator.name, ['operator']);
+    await grantRole(db.pool, operator.name, ['operator']);
+    const { rows } = await db.pool.query(
+      'SELECT c.capability FROM workhorse.role_capability c JOIN pg_roles r ON r.oid = c.role_oid WHERE r.rolname = $1',
+      [operator.name],
+    );
+    expect(rows).toEqual([{ capability: 'operator' }]);
+    await expect(db.pool.query('SELECT workhorse.regrant_capabilities() AS n')).resolves.toMatchObject({ rows: [{ n: 0 }] });
   });
 });

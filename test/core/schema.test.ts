@@ -114,12 +114,26 @@ describe('schema', () => {
     it('creates the schema, its tables and functions on a fresh database', async () => {
       const fresh = await freshDatabase(false);
       expect(await schemaExists(fresh.pool)).toBe(false);
-      expect(await getSchemaStatus(fresh.pool)).toEqual({ installed: null, expected: SCHEMA_VERSION, minimum: MIN_SCHEMA_VERSION, upToDate: false });
+      expect(await getSchemaStatus(fresh.pool)).toEqual({
+        installed: null,
+        expected: SCHEMA_VERSION,
+        minimum: MIN_SCHEMA_VERSION,
+        oldestClient: null,
+        upToDate: false,
+        compatible: false,
+      });
 
       // It says that it created the schema.
       await expect(installSchema(fresh.pool)).resolves.toEqual({ created: true, from: null, to: SCHEMA_VERSION, applied: [] });
 
-      expect(await getSchemaStatus(fresh.pool)).toEqual({ installed: SCHEMA_VERSION, expected: SCHEMA_VERSION, minimum: MIN_SCHEMA_VERSION, upToDate: true });
+      expect(await getSchemaStatus(fresh.pool)).toEqual({
+      installed: SCHEMA_VERSION,
+      expected: SCHEMA_VERSION,
+      minimum: MIN_SCHEMA_VERSION,
+      oldestClient: 4,
+      upToDate: true,
+      compatible: true,
+    });
       await expect(verifySchema(fresh.pool)).resolves.toBeUndefined();
       const tables = await fresh.pool.query<{ name: string; present: boolean }>(
         "SELECT t AS name, to_regclass('workhorse.' || t) IS NOT NULL AS present FROM unnest($1::text[]) AS t",
@@ -165,11 +179,12 @@ describe('schema', () => {
       expect(counts.rows[0].n).toBe(1);
     });
 
-    it('refuses a database that holds a newer schema version, says what to do, and changes nothing', async () => {
+    it('refuses a database that holds a newer schema version no longer serving it, says what to do, and changes nothing', async () => {
       const other = await freshDatabase(true);
       const id = await new Queue(other.pool).enqueue('schema.mismatch', { keep: 1 });
       const installed = SCHEMA_VERSION + 41;
       await other.pool.query('UPDATE workhorse.schema_version SET version = $1', [installed]);
+      await other.pool.query(`CREATE OR REPLACE FUNCTION workhorse.oldest_client_v1() RETURNS integer LANGUAGE sql STABLE AS $$ SELECT ${installed} $$`);
       const before = await catalog(other.pool);
 
       for (const call of [installSchema, verifySchema]) {
@@ -188,7 +203,14 @@ describe('schema', () => {
       }
 
       expect(await catalog(other.pool)).toEqual(before);
-      expect(await getSchemaStatus(other.pool)).toEqual({ installed, expected: SCHEMA_VERSION, minimum: MIN_SCHEMA_VERSION, upToDate: false });
+      expect(await getSchemaStatus(other.pool)).toEqual({
+        installed,
+        expected: SCHEMA_VERSION,
+        minimum: MIN_SCHEMA_VERSION,
+        oldestClient: installed,
+        upToDate: false,
+        compatible: false,
+      });
       const kept = await other.pool.query('SELECT payload FROM workhorse.job WHERE id = $1', [id]);
       expect(kept.rows).toEqual([{ payload: { keep: 1 } }]);
     });
@@ -228,7 +250,7 @@ describe('schema', () => {
         );
         expect([name, error]).toEqual([name, expect.any(SchemaNotInstalledError)]);
         expect(error).toMatchObject({ expected: SCHEMA_VERSION });
-        expect((error as Error).message).toContain('Run `npx workhorse schema install` or call installSchema(pool) once');
+        expect((error as Error).message).toContain('Run `npx workhorse schema migrate` or call installSchema(pool) once');
       }
       // Inside the caller's own transaction too (which the failed statement has aborted).
       const client = await empty.pool.connect();
@@ -244,7 +266,14 @@ describe('schema', () => {
 
     it('getSchemaStatus reads without writing', async () => {
       const status = await getSchemaStatus(db.pool);
-      expect(status).toEqual({ installed: SCHEMA_VERSION, expected: SCHEMA_VERSION, minimum: MIN_SCHEMA_VERSION, upToDate: true });
+      expect(status).toEqual({
+        installed: SCHEMA_VERSION,
+        expected: SCHEMA_VERSION,
+        minimum: MIN_SCHEMA_VERSION,
+        oldestClient: 4,
+        upToDate: true,
+        compatible: true,
+      });
       // A read-only transaction would refuse any write.
       const client = await db.pool.connect();
       try {

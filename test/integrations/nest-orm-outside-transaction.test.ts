@@ -171,7 +171,8 @@ describe('the warning about an enqueue outside any transaction (transaction opti
     try {
       production = await startApp(db.url, {});
     } finally {
-      process.env.NODE_ENV = env;
+      if (env === undefined) delete process.env.NODE_ENV;
+      else process.env.NODE_ENV = env;
     }
     const before = await countJobs(db.pool, 'order.fulfill');
     const warnings = await warningsDuring(() => expect(production?.get(Orders).placeWithoutManager('p-1')).rejects.toThrow('payment refused'));

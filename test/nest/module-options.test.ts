@@ -7,6 +7,7 @@ import { Inject, Injectable, Logger, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import {
   Admin,
+  grantAppRole,
   Pool,
   Queue,
   SCHEMA_VERSION,
@@ -17,6 +18,7 @@ import {
 } from 'nestjs-workhorse';
 import { BASELINE_VERSION, installBaseline } from '../support/baseline';
 import { createTestDatabase, databaseUrl } from '../support/db';
+import { LoginRoles } from '../support/roles';
 import { stateOf } from '../support/job-state';
 import { quietNestLogs, startModule } from './support';
 import { useTestDatabase } from '../support/test-database';
@@ -145,10 +147,11 @@ describe("schema: 'install' | 'verify'", () => {
     }
   });
 
-  it("'verify' refuses a schema of another version, and 'install' does too", async () => {
+  it("'verify' refuses a newer schema that no longer serves this release, and 'install' does too", async () => {
     const other = await createTestDatabase();
     try {
       await other.pool.query('UPDATE workhorse.schema_version SET version = 999');
+      await other.pool.query('CREATE OR REPLACE FUNCTION workhorse.oldest_client_v1() RETURNS integer LANGUAGE sql STABLE AS $$ SELECT 999 $$');
       for (const schema of ['verify', 'install'] as const) {
         const attempt = startModule({ imports: [WorkhorseModule.forRoot({ connectionString: other.url, schema })] });
         await expect(attempt).rejects.toThrow(`(schema: '${schema}') refuses to start: The workhorse schema in this database is version 999`);
@@ -206,14 +209,56 @@ describe("schema: 'install' | 'verify' on the baseline schema (version 4)", () =
       await migrated.close();
       expect(await version()).toBe(SCHEMA_VERSION);
       expect(await stateOf(old.pool, jobId)).toBe('ready');
+      const steps = Array.from({ length: SCHEMA_VERSION - BASELINE_VERSION }, (_, i) => BASELINE_VERSION + 1 + i);
       expect(schemaLines()).toEqual([
-        `Migrated the workhorse schema from version ${BASELINE_VERSION} to ${SCHEMA_VERSION} (step 5); queued jobs, schedules and history are kept.`,
+        `Migrated the workhorse schema from version ${BASELINE_VERSION} to ${SCHEMA_VERSION} (step${steps.length === 1 ? '' : 's'} ${steps.join(', ')}); queued jobs, schedules and history are kept.`,
       ]);
       const again = await startModule({ imports: [WorkhorseModule.forRoot({ connectionString: old.url })] });
       await again.close();
       expect(schemaLines()).toHaveLength(1);
     } finally {
       logs.mockRestore();
+      await old.drop();
+    }
+  });
+});
+
+describe("schema: 'install' with a role that may not migrate", () => {
+  const roles = new LoginRoles();
+  afterAll(() => roles.dropAll());
+
+  it('starts on an older schema this release still works with, and warns that it did not migrate', async () => {
+    const old = await createTestDatabase({ installSchema: false });
+    const warnings = jest.spyOn(Logger.prototype, 'warn');
+    try {
+      await installBaseline(old.pool);
+      const app = await roles.create(old.url, 'wh_nest_not_owner');
+      await grantAppRole(old.pool, app.name);
+      const started = await startModule({ imports: [WorkhorseModule.forRoot({ connectionString: app.url })] });
+      const jobId = await started.get(Queue).enqueue('ping', {});
+      await started.close();
+      expect(await stateOf(old.pool, jobId)).toBe('ready');
+      expect((await old.pool.query('SELECT version FROM workhorse.schema_version')).rows).toEqual([{ version: BASELINE_VERSION }]);
+      expect(warnings.mock.calls.map(([message]) => String(message)).filter((line) => line.includes('did not migrate'))).toEqual([
+        expect.stringMatching(/^WorkhorseModule \(schema: 'install'\) did not migrate: Cannot migrate the workhorse schema .* as this role: .*still works with this release, so it starts/),
+      ]);
+    } finally {
+      warnings.mockRestore();
+      await old.drop();
+    }
+  });
+
+  it('refuses to start on a schema this release does not work with', async () => {
+    const old = await createTestDatabase({ installSchema: false });
+    try {
+      await installBaseline(old.pool);
+      await old.pool.query('UPDATE workhorse.schema_version SET version = 3');
+      const app = await roles.create(old.url, 'wh_nest_not_owner_old');
+      await grantAppRole(old.pool, app.name);
+      await expect(startModule({ imports: [WorkhorseModule.forRoot({ connectionString: app.url })] })).rejects.toThrow(
+        "WorkhorseModule (schema: 'install') refuses to start",
+      );
+    } finally {
       await old.drop();
     }
   });

@@ -55,8 +55,8 @@ export interface WorkerGroupOptions {
 /**
  * How much of the system a worker's `workhorse.queue.depth` gauge describes: `'own'` (default)
  * its own queues, `'all'` those and every other queue of the database (one process of the
- * deployment should, so that a queue no worker serves shows up), `false` none. Either needs the
- * operator capability.
+ * deployment should, so that a queue no worker serves shows up), `false` none. `'own'` and
+ * `'all'` read `list_queues_v1`, which needs the operator capability.
  */
 export type QueueDepthScope = 'own' | 'all' | false;
 

@@ -73,7 +73,7 @@ export const workersPage: DashboardPage = {
     );
     return {
       title: 'Workers',
-      body: html`${table(['Worker', 'Status', 'Host and pid', 'Queues', 'In flight', 'Version', 'Last seen', 'Drain requested', ''], rows, 'No worker is registered: none is running, or only Python or Go workers are (they do not register yet).')}
+      body: html`${table(['Worker', 'Status', 'Host and pid', 'Queues', 'In flight', 'Version', 'Last seen', 'Drain requested', ''], rows, 'No worker is registered: none is running.')}
         <p class="muted">A drained worker stops claiming within its heartbeat interval and finishes the jobs it holds; once it is
         <em>drained</em> its process can be stopped without abandoning work. A drain is not undone: restart the worker. A worker silent
         for three of its report periods is <em>gone</em>: its jobs come back when their leases expire.</p>`,

@@ -13,6 +13,8 @@ CREATE TABLE workhorse.schema_version (
   installed_at timestamptz NOT NULL DEFAULT clock_timestamp(),
   only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row)
 );
+-- No migration step may alter schema_version: application roles may read it, so one holding a
+-- read open would stall the ACCESS EXCLUSIVE lock of an ALTER (and every reader behind it).
 
 -- How the installed version came about: one row per migration step an upgrade applied
 -- (sql/migrations/NNNN_*.sql), or one row named 'install' for the version a fresh install
@@ -22,6 +24,17 @@ CREATE TABLE workhorse.schema_migration (
   name text NOT NULL,
   applied_at timestamptz NOT NULL DEFAULT now(),
   applied_by name NOT NULL DEFAULT session_user
+);
+
+-- The capabilities granted to each role by grantRole (docs/least-privilege.sql), so that a
+-- migration step that adds a protocol function grants it to the roles that hold its
+-- capability (workhorse.regrant_capabilities, sql/990_privileges.sql) and a deploy need not
+-- grant again. Keyed by the role's oid: a renamed role keeps its grants, a dropped one is skipped.
+CREATE TABLE workhorse.role_capability (
+  role_oid oid NOT NULL,
+  capability text NOT NULL CHECK (capability IN ('producer', 'worker', 'operator')),
+  granted_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (role_oid, capability)
 );
 
 -- The three sequences count in blocks of 1000: a statement that writes a batch (up to 1000 rows:

@@ -91,7 +91,40 @@ INSERT INTO workhorse.protocol_function (name, capabilities) VALUES
   ('get_schedule_history_v1', '{operator}'),
   ('pause_schedule_v1',       '{operator}'),
   ('resume_schedule_v1',      '{operator}'),
-  ('trigger_schedule_v1',     '{operator}');
+  ('trigger_schedule_v1',     '{operator}'),
+  ('oldest_client_v1',        '{producer,worker,operator}');
+
+-- The oldest client release (named by the schema version it ships) whose calls this schema
+-- still serves. A client of version C accepts a newer schema when this is <= C, so a process of
+-- the previous release can still (re)start after a migration. A step that retires a function a
+-- release calls raises it (docs/upgrading.md). Every capability may call it.
+CREATE FUNCTION workhorse.oldest_client_v1() RETURNS integer
+LANGUAGE plpgsql STABLE AS $$ BEGIN RETURN 4; END $$;
+
+-- Grants every protocol function to the roles recorded in workhorse.role_capability for one
+-- of its capabilities, where the role does not hold it yet. A migration step that adds a protocol
+-- function ends with `SELECT workhorse.regrant_capabilities();` (docs/upgrading.md), so roles
+-- granted before the upgrade can call it at once. Owner-only, like every internal helper.
+CREATE FUNCTION workhorse.regrant_capabilities() RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_grant record;
+  v_count integer := 0;
+BEGIN
+  FOR v_grant IN
+    SELECT DISTINCT r.rolname, p.oid::regprocedure AS function
+    FROM workhorse.role_capability rc
+    JOIN pg_catalog.pg_roles r ON r.oid = rc.role_oid
+    JOIN workhorse.protocol_function f ON rc.capability = ANY (f.capabilities)
+    JOIN pg_catalog.pg_proc p ON p.proname = f.name AND p.pronamespace = 'workhorse'::regnamespace
+    WHERE NOT pg_catalog.has_function_privilege(r.oid, p.oid, 'EXECUTE')
+  LOOP
+    EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %I', v_grant.function, v_grant.rolname);
+    v_count := v_count + 1;
+  END LOOP;
+  RETURN v_count;
+END
+$$;
 
 DO $privileges$
 DECLARE
