@@ -1,0 +1,56 @@
+import type { JsonValue, TimelineEntry } from './types';
+
+/** A row of `get_timeline_v2` (or of `get_timeline_v1`, which has no `login_role`). */
+export interface TimelineRow {
+  id: string;
+  at: Date;
+  source: 'event' | 'attempt';
+  kind: string;
+  attempt: number | null;
+  worker_id: string | null;
+  fence_token: string | null;
+  data: { [key: string]: JsonValue } | null;
+  login_role?: string | null;
+}
+
+/** A page of a job's timeline; schema version 5 has no `get_timeline_v2` (no login roles yet). */
+export const TIMELINE_SQL = 'SELECT * FROM workhorse.get_timeline_v2($1, $2, $3)';
+export const TIMELINE_V1_SQL = 'SELECT * FROM workhorse.get_timeline_v1($1, $2, $3)';
+
+/** Whether a failed timeline read means the schema predates `get_timeline_v2` (42883). */
+export function isMissingTimelineV2(error: unknown): boolean {
+  return (error as { code?: unknown }).code === '42883' && String((error as Error).message).includes('get_timeline_v2');
+}
+
+export function toTimelineEntry(row: TimelineRow): TimelineEntry {
+  return {
+    id: row.id,
+    at: row.at,
+    source: row.source,
+    kind: row.kind,
+    attempt: row.attempt,
+    workerId: row.worker_id,
+    fenceToken: row.fence_token,
+    data: row.data,
+    loginRole: row.login_role ?? null,
+  };
+}
+
+/**
+ * Events that record a human decision or an operator change (or a signal a caller sent): the
+ * CLI and the dashboard show their login role next to the caller-chosen actor.
+ */
+const ATTRIBUTED_KINDS: ReadonlySet<string> = new Set([
+  'human_decided',
+  'cancel_requested',
+  'canceled',
+  'redriven',
+  'redriven_from',
+  'signal_buffered',
+  'signal_delivered',
+]);
+
+/** The login role to show beside an entry's details, or null. */
+export function shownLoginRole(entry: TimelineEntry): string | null {
+  return entry.source === 'event' && entry.loginRole !== null && ATTRIBUTED_KINDS.has(entry.kind) ? entry.loginRole : null;
+}
