@@ -7,8 +7,9 @@
 -- The thresholds, each a level pair {"warn": n, "critical": n} (a null level is never reached),
 -- merged over these defaults level by level. Checked here, for every client, before anything is
 -- read: an unknown key or level, a level that is not a number of at least 0 or null, and a pair
--- whose warn is above its critical (after the merge: {"warn": 700000} for oldestReadyMs is above
--- the default critical) are refused (P1001), naming the field.
+-- given with its warn above its critical are refused (P1001), naming the field. A level given
+-- alone is checked against nothing: {"critical": 0} makes every value critical, as critical is
+-- looked at first (see health_level).
 CREATE FUNCTION workhorse.health_thresholds(p_thresholds jsonb)
 RETURNS jsonb
 LANGUAGE plpgsql IMMUTABLE AS $$
@@ -32,7 +33,7 @@ DECLARE
   v_key text;
   v_pair jsonb;
   v_level text;
-  v_merged jsonb := '{}';
+  v_merged jsonb;
 BEGIN
   IF p_thresholds IS NULL OR jsonb_typeof(p_thresholds) <> 'object' THEN
     PERFORM workhorse.raise_invalid('thresholds', 'must be an object');
@@ -54,14 +55,14 @@ BEGIN
       END IF;
     END LOOP;
   END LOOP;
-  FOR v_key, v_pair IN SELECT d.key, d.value || coalesce(p_thresholds -> d.key, '{}') FROM jsonb_each(v_defaults) AS d LOOP
+  FOR v_key, v_pair IN SELECT e.key, e.value FROM jsonb_each(p_thresholds) AS e ORDER BY e.key LOOP
     IF (v_pair ->> 'warn')::numeric > (v_pair ->> 'critical')::numeric THEN
-      PERFORM workhorse.raise_invalid('thresholds.' || v_key, format('warn (%s) must not be above critical (%s%s)',
-        v_pair ->> 'warn', v_pair ->> 'critical',
-        CASE WHEN p_thresholds -> v_key ? 'critical' THEN '' ELSE ', the default' END));
+      PERFORM workhorse.raise_invalid('thresholds.' || v_key,
+        format('warn (%s) must not be above critical (%s)', v_pair ->> 'warn', v_pair ->> 'critical'));
     END IF;
-    v_merged := v_merged || jsonb_build_object(v_key, v_pair);
   END LOOP;
+  SELECT jsonb_object_agg(d.key, d.value || coalesce(p_thresholds -> d.key, '{}')) INTO v_merged
+  FROM jsonb_each(v_defaults) AS d;
   RETURN v_merged;
 END
 $$;
