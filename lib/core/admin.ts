@@ -3,7 +3,7 @@ import { fromDatabaseError } from './database-errors';
 import { WorkhorseValidationError } from './errors';
 import { toSnapshot, type JobRow } from './job-snapshot';
 import { readPage } from './paging';
-import { isMissingTimelineV2, TIMELINE_SQL, TIMELINE_V1_SQL, toTimelineEntry, type TimelineRow } from './timeline';
+import { timelineSql, toTimelineEntry, type TimelineRow } from './timeline';
 import { ACTOR_KEYS, actorOf } from './actor-options';
 import { AdminOperations } from './admin-operations';
 import {
@@ -93,13 +93,8 @@ export class Admin extends AdminOperations {
     return readPage(
       limit,
       async (count, last: TimelineRow | null) => {
-        const values = [jobId, last?.id ?? after, count];
-        try {
-          return await this.run<TimelineRow>(client, TIMELINE_SQL, values);
-        } catch (error) {
-          if (!isMissingTimelineV2((error as { cause?: unknown }).cause ?? error)) throw error;
-          return this.run<TimelineRow>(client, TIMELINE_V1_SQL, values);
-        }
+        const sql = await timelineSql(this.pool, (text) => this.run<{ present: boolean }>(client, text, []));
+        return this.run<TimelineRow>(client, sql, [jobId, last?.id ?? after, count]);
       },
       toTimelineEntry,
       (last) => encodeCursor('timeline', last.id),

@@ -13,13 +13,25 @@ export interface TimelineRow {
   login_role?: string | null;
 }
 
-/** A page of a job's timeline; schema version 5 has no `get_timeline_v2` (no login roles yet). */
-export const TIMELINE_SQL = 'SELECT * FROM workhorse.get_timeline_v2($1, $2, $3)';
-export const TIMELINE_V1_SQL = 'SELECT * FROM workhorse.get_timeline_v1($1, $2, $3)';
+/** A page of a job's timeline, with the login role of each event. */
+const TIMELINE_SQL = 'SELECT * FROM workhorse.get_timeline_v2($1, $2, $3)';
+/** The same on a schema that predates get_timeline_v2 (rows without login_role). */
+const TIMELINE_V1_SQL = 'SELECT * FROM workhorse.get_timeline_v1($1, $2, $3)';
+/** Whether the schema has get_timeline_v2: asked until it has (a migration adds it while clients run). */
+const HAS_V2_SQL = "SELECT to_regprocedure('workhorse.get_timeline_v2(uuid,bigint,integer)') IS NOT NULL AS present";
+const withV2 = new WeakSet<object>();
 
-/** Whether a failed timeline read means the schema predates `get_timeline_v2` (42883). */
-export function isMissingTimelineV2(error: unknown): boolean {
-  return (error as { code?: unknown }).code === '42883' && String((error as Error).message).includes('get_timeline_v2');
+/**
+ * The statement that reads a page of the timeline: `get_timeline_v2` once the schema has it
+ * (remembered per pool), else `get_timeline_v1`. Asked with a catalog lookup rather than by
+ * trying, so a read inside the caller's transaction never fails on an older schema.
+ */
+export async function timelineSql(pool: object, query: (text: string) => Promise<{ present: boolean }[]>): Promise<string> {
+  if (withV2.has(pool)) return TIMELINE_SQL;
+  const [row] = await query(HAS_V2_SQL);
+  if (!row?.present) return TIMELINE_V1_SQL;
+  withV2.add(pool);
+  return TIMELINE_SQL;
 }
 
 export function toTimelineEntry(row: TimelineRow): TimelineEntry {
