@@ -111,7 +111,7 @@ $$;
 
 -- A job's history, events and closed attempts merged in the order they were written. p_after_id
 -- is the id of the last entry of the previous page. login_role: the login role of the session
--- that wrote an event (null for attempts, and for events written before schema version 6).
+-- that wrote an event (null for attempts, and for events written before the schema recorded it).
 CREATE FUNCTION workhorse.get_timeline_v2(p_job_id uuid, p_after_id bigint DEFAULT 0, p_limit integer DEFAULT 100)
 RETURNS TABLE (
   id bigint, at timestamptz, source text, kind text, attempt integer, worker_id text,

@@ -207,7 +207,7 @@ export interface TimelineEntry {
   /**
    * The login role of the session that wrote an event (PostgreSQL's `session_user`), next to the
    * caller-chosen `data.actor` of a human decision or an operator change; null for attempts, and
-   * for events written before schema version 6.
+   * for events written before the schema recorded it.
    */
   loginRole: string | null;
 }
