@@ -152,7 +152,11 @@ CREATE FUNCTION workhorse.get_timeline_v1(p_job_id uuid, p_after_id bigint DEFAU
 RETURNS TABLE (
   id bigint, at timestamptz, source text, kind text, attempt integer, worker_id text,
   fence_token bigint, data jsonb)
-LANGUAGE sql STABLE AS $$
+LANGUAGE plpgsql STABLE AS $$
+#variable_conflict use_column
+BEGIN
+  RETURN QUERY
   SELECT t.id, t.at, t.source, t.kind, t.attempt, t.worker_id, t.fence_token, t.data
-  FROM workhorse.get_timeline_v2(p_job_id, p_after_id, p_limit) AS t
+  FROM workhorse.get_timeline_v2(p_job_id, p_after_id, p_limit) AS t;
+END
 $$;

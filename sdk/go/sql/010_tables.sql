@@ -289,7 +289,7 @@ CREATE TABLE workhorse.job_event (
   data jsonb,
   -- The login role of the session that wrote the event (session_user: a SECURITY DEFINER
   -- function does not change it), next to the caller-chosen `actor` of human decisions and
-  -- operator changes; null for events written before schema version 6.
+  -- operator changes; null for events written before the schema recorded it.
   login_role text DEFAULT session_user
 ) PARTITION BY RANGE (at);
 CREATE INDEX job_event_job_idx ON workhorse.job_event (job_id, id);

@@ -680,9 +680,13 @@ CREATE OR REPLACE FUNCTION workhorse.get_timeline_v1(p_job_id uuid, p_after_id b
 RETURNS TABLE (
   id bigint, at timestamptz, source text, kind text, attempt integer, worker_id text,
   fence_token bigint, data jsonb)
-LANGUAGE sql STABLE AS $$
+LANGUAGE plpgsql STABLE AS $$
+#variable_conflict use_column
+BEGIN
+  RETURN QUERY
   SELECT t.id, t.at, t.source, t.kind, t.attempt, t.worker_id, t.fence_token, t.data
-  FROM workhorse.get_timeline_v2(p_job_id, p_after_id, p_limit) AS t
+  FROM workhorse.get_timeline_v2(p_job_id, p_after_id, p_limit) AS t;
+END
 $$;
 
 INSERT INTO workhorse.protocol_function (name, capabilities) VALUES ('get_timeline_v2', '{operator}');

@@ -111,7 +111,7 @@ $$;
 
 -- A job's history, events and closed attempts merged in the order they were written. p_after_id
 -- is the id of the last entry of the previous page. login_role: the login role of the session
--- that wrote an event (null for attempts, and for events written before schema version 6).
+-- that wrote an event (null for attempts, and for events written before the schema recorded it).
 CREATE FUNCTION workhorse.get_timeline_v2(p_job_id uuid, p_after_id bigint DEFAULT 0, p_limit integer DEFAULT 100)
 RETURNS TABLE (
   id bigint, at timestamptz, source text, kind text, attempt integer, worker_id text,
@@ -152,7 +152,11 @@ CREATE FUNCTION workhorse.get_timeline_v1(p_job_id uuid, p_after_id bigint DEFAU
 RETURNS TABLE (
   id bigint, at timestamptz, source text, kind text, attempt integer, worker_id text,
   fence_token bigint, data jsonb)
-LANGUAGE sql STABLE AS $$
+LANGUAGE plpgsql STABLE AS $$
+#variable_conflict use_column
+BEGIN
+  RETURN QUERY
   SELECT t.id, t.at, t.source, t.kind, t.attempt, t.worker_id, t.fence_token, t.data
-  FROM workhorse.get_timeline_v2(p_job_id, p_after_id, p_limit) AS t
+  FROM workhorse.get_timeline_v2(p_job_id, p_after_id, p_limit) AS t;
+END
 $$;

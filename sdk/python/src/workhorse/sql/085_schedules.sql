@@ -91,7 +91,7 @@ CREATE TABLE workhorse.schedule_history (
   -- The job a trigger enqueued.
   job_id uuid,
   -- The login role of the session that made the change (session_user), next to `actor`; null
-  -- for changes made before schema version 6.
+  -- for changes made before the schema recorded it.
   login_role text DEFAULT session_user
 );
 CREATE INDEX schedule_history_schedule_idx ON workhorse.schedule_history (schedule_id, id);
