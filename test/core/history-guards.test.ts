@@ -111,6 +111,24 @@ describe('attribution: the login role next to the caller-chosen actor', () => {
     expect(rows.rows.find((r) => r.kind === 'canceled')?.login_role).toBe(operator.name);
   });
 
+  it('a human decision recorded by a producer role carries that role, beside the actor it names', async () => {
+    const jobId = await queue.enqueue('refund.review', {}, { queue: 'guards-human' });
+    const claimed = await claimOne(pool, 'guards-human');
+    await pool.query("SELECT status FROM workhorse.wait_human_v1($1, $2, $3, 'approve', '{}'::jsonb, NULL, NULL)", [
+      jobId,
+      claimed.workerId,
+      claimed.fence,
+    ]);
+    const deciding = await session(producer);
+    const { rows } = await deciding.query<{ status: string }>(
+      "SELECT workhorse.complete_human_wait_v1($1, 'approve', '\"yes\"'::jsonb, 'alice') AS status",
+      [jobId],
+    );
+    expect(rows[0].status).toBe('completed');
+    const decided = (await admin.getJobTimeline(jobId)).items.find((entry) => entry.kind === 'human_decided');
+    expect(decided).toMatchObject({ loginRole: producer.name, data: expect.objectContaining({ actor: 'alice', decision: 'yes' }) });
+  });
+
   it('a schedule change records the login role of the producer that synced it', async () => {
     const other = await session(producer);
     await other.query("SELECT * FROM workhorse.sync_schedules_v1('guards', $1::jsonb, 'deploy-bot')", [
