@@ -193,9 +193,9 @@ INSERT INTO workhorse.maintenance_lock (name) VALUES ('tick');
 -- occurrences (sql/085_schedules.sql), and (when the prepared days run short) partition
 -- preparation. Every worker offers a tick about once a second; the `tick` row of
 -- maintenance_lock (FOR UPDATE SKIP LOCKED) lets one caller work at a time and makes the others
--- return at once with {"skipped": true}; the pass records its time there (health_v1 reads it). Either answer says in
--- `schedulesToPlan` whether a schedule's plan of occurrences runs short, for a TypeScript caller
--- to top it up (lib/core/worker/ticker.ts); other callers may ignore it.
+-- return at once with {"skipped": true}; the pass records its time there (health_v1 reads it).
+-- Either answer says in `schedulesToPlan` whether a schedule's plan of occurrences runs short,
+-- for a TypeScript caller to top it up (lib/core/worker/ticker.ts); other callers may ignore it.
 -- Each part does a bounded amount of work: promotion up to 10,000 jobs (about a fifth of a
 -- second here), schedules up to 100, the others up to 1000 rows. `more` says that some part
 -- stopped at its bound: the caller should tick again at once rather than after its interval, so

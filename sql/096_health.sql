@@ -77,8 +77,9 @@ $$;
 
 -- The snapshot: per queue the live jobs by state, the oldest ready job's wait, expired leases
 -- not yet recovered and dead letters of the last hour; live workers; retention lag; missing
--- history partitions (today's and tomorrow's); when maintenance last ran; and `status` (`ok`, `warn`, `critical`: the worst
--- level of its `reasons`). Each reason is {code, level, queue (or null), value, threshold}.
+-- history partitions (today's and tomorrow's); when maintenance last ran; and `status` (`ok`,
+-- `warn`, `critical`: the worst level of its `reasons`). Each reason is {code, level, queue (or
+-- null), value, threshold}.
 --
 -- Cost: the live jobs (job_runtime, one pass), the dead letters of the last hour (a range of
 -- job_outcome_dead_letter_idx), the registry and the catalog; never the finished jobs as a whole,

@@ -191,9 +191,9 @@ END
 $$;
 
 -- One retention pass, unless another runs (a try-lock on the row of retention_state: the caller
--- is answered at once with {"skipped": true}) or the policy is disabled: an expired history partition is dropped (looked
--- for at most once a minute, unless p_force; a pass that drops one does nothing else), or up to
--- p_budget jobs are looked at in blocks of 1000 (the
+-- is answered at once with {"skipped": true}) or the policy is disabled: an expired history
+-- partition is dropped (looked for at most once a minute, unless p_force; a pass that drops one
+-- does nothing else), or up to p_budget jobs are looked at in blocks of 1000 (the
 -- deferred ones that are due first, then the next ones past the watermark), removing those that
 -- finished before the window. Each block is a few index lookups per job, so a pass holds no lock
 -- that a claim or a completion waits for: claims take `ready` runtime rows, and retention
