@@ -65,7 +65,11 @@ $$;
 
 -- Retention: drops the daily history partitions that end at or before p_before (rows of those
 -- days in the default partition are deleted too). Live jobs are never touched. Returns the
--- number of partitions dropped.
+-- number of partitions dropped. The cutoff may not be later than the retention floor: the UTC
+-- day that the longer of the policy's history windows (jobEventDays, attemptHistoryDays,
+-- sql/097_retention.sql) reaches back to. A later one is refused (P1001 on `before`) with nothing
+-- dropped: the history a job's timeline shows, today's included, goes only by the policy
+-- (shorten the windows with set_retention_v1 to drop more).
 CREATE FUNCTION workhorse.drop_history_before_v1(p_before timestamptz)
 RETURNS integer
 LANGUAGE plpgsql AS $$
@@ -73,11 +77,19 @@ DECLARE
   v_part record;
   v_dropped integer := 0;
   v_cut date;
+  v_floor date;
 BEGIN
   IF p_before IS NULL THEN
     PERFORM workhorse.raise_invalid('before', 'must be a timestamp');
   END IF;
   v_cut := (p_before AT TIME ZONE 'UTC')::date;
+  SELECT (clock_timestamp() AT TIME ZONE 'UTC')::date - greatest(p.job_event_days, p.attempt_history_days)
+    INTO v_floor FROM workhorse.retention_policy p;
+  IF v_cut > v_floor THEN
+    PERFORM workhorse.raise_invalid('before', format(
+      'must be no later than %s (UTC), the retention floor: the history windows keep %s days; shorten them with set_retention_v1 to drop more',
+      to_char(v_floor, 'YYYY-MM-DD'), (clock_timestamp() AT TIME ZONE 'UTC')::date - v_floor));
+  END IF;
   FOR v_part IN
     SELECT c.relname
     FROM pg_inherits i

@@ -8,6 +8,7 @@ import type { HumanWait } from '../core/waits';
 import type { HealthReport } from '../core/operations/health';
 import type { WorkerInfo } from '../core/operations/live-workers';
 import { oneLine, printable } from './output';
+import { shownLoginRole } from '../core/timeline';
 
 const GAP = '  ';
 const NONE = '-';
@@ -259,7 +260,7 @@ export function formatTimeline(entries: readonly TimelineEntry[]): string {
       entry.attempt === null ? NONE : String(entry.attempt),
       entry.workerId ?? NONE,
       entry.fenceToken ?? NONE,
-      entryDetails(entry),
+      [entryDetails(entry), shownLoginRole(entry) === null ? '' : `loginRole=${printable(shownLoginRole(entry) ?? '')}`].filter(Boolean).join(' '),
     ]),
   );
 }

@@ -3,6 +3,7 @@ import { fromDatabaseError } from './database-errors';
 import { WorkhorseValidationError } from './errors';
 import { toSnapshot, type JobRow } from './job-snapshot';
 import { readPage } from './paging';
+import { timelineSql, toTimelineEntry, type TimelineRow } from './timeline';
 import { ACTOR_KEYS, actorOf } from './actor-options';
 import { AdminOperations } from './admin-operations';
 import {
@@ -43,17 +44,6 @@ import {
   type HumanWait,
   type ListHumanWaitsFilter,
 } from './waits';
-
-interface TimelineRow {
-  id: string;
-  at: Date;
-  source: 'event' | 'attempt';
-  kind: string;
-  attempt: number | null;
-  worker_id: string | null;
-  fence_token: string | null;
-  data: { [key: string]: JsonValue } | null;
-}
 
 const DEAD_LETTER_KEYS = ['queue', 'type', 'errorName', 'finishedAfter', 'finishedBefore'] as const;
 
@@ -102,18 +92,11 @@ export class Admin extends AdminOperations {
     const after = decodeCursor('timeline', options.cursor) ?? '0';
     return readPage(
       limit,
-      (count, last: TimelineRow | null) =>
-        this.run<TimelineRow>(client, 'SELECT * FROM workhorse.get_timeline_v1($1, $2, $3)', [jobId, last?.id ?? after, count]),
-      (row) => ({
-        id: row.id,
-        at: row.at,
-        source: row.source,
-        kind: row.kind,
-        attempt: row.attempt,
-        workerId: row.worker_id,
-        fenceToken: row.fence_token,
-        data: row.data,
-      }),
+      async (count, last: TimelineRow | null) => {
+        const sql = await timelineSql(this.pool, (text) => this.run<{ present: boolean }>(client, text, []));
+        return this.run<TimelineRow>(client, sql, [jobId, last?.id ?? after, count]);
+      },
+      toTimelineEntry,
       (last) => encodeCursor('timeline', last.id),
     );
   }

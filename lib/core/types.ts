@@ -204,6 +204,12 @@ export interface TimelineEntry {
   workerId: string | null;
   fenceToken: string | null;
   data: { [key: string]: JsonValue } | null;
+  /**
+   * The login role of the session that wrote an event (PostgreSQL's `session_user`), next to the
+   * caller-chosen `data.actor` of a human decision or an operator change; null for attempts, and
+   * for events written before the schema recorded it.
+   */
+  loginRole: string | null;
 }
 
 /** A page of results and the cursor of the next page (null on the last page). */

@@ -65,17 +65,22 @@ func (a *Admin) GetJobTimeline(ctx context.Context, jobID string, o TimelineOpti
 	if err := a.schema.check(ctx, a.db); err != nil {
 		return page, err
 	}
+	sql, err := a.schema.timelineSQL(ctx, a.db)
+	if err != nil {
+		return page, err
+	}
 	page.Items = []TimelineEntry{}
-	err = queryAll(ctx, a.db, "SELECT id::text, at, source, kind, attempt, worker_id, fence_token, data FROM workhorse.get_timeline_v1($1, $2::text::bigint, $3)",
+	err = queryAll(ctx, a.db, sql,
 		[]any{jobID, after, limit}, func(r rows) error {
 			var e TimelineEntry
 			var attempt *int64
-			var worker *string
+			var worker, loginRole *string
 			var data []byte
-			if err := r.Scan(&e.ID, &e.At, &e.Source, &e.Kind, &attempt, &worker, &e.FenceToken, &data); err != nil {
+			if err := r.Scan(&e.ID, &e.At, &e.Source, &e.Kind, &attempt, &worker, &e.FenceToken, &data, &loginRole); err != nil {
 				return err
 			}
 			e.Data = data
+			e.LoginRole = deref(loginRole)
 			if attempt != nil {
 				n := int(*attempt)
 				e.Attempt = &n

@@ -185,6 +185,10 @@ func TestTimelinePagesThroughTheHistory(t *testing.T) {
 		}
 		for _, e := range page.Items {
 			kinds = append(kinds, e.Source+":"+e.Kind)
+			// Events carry the login role of the session that wrote them; attempts none.
+			if (e.Source == "event") != (e.LoginRole != "") {
+				t.Fatalf("%s:%s has login role %q", e.Source, e.Kind, e.LoginRole)
+			}
 		}
 		if cursor = page.NextCursor; cursor == "" {
 			break

@@ -63,6 +63,15 @@ func TestTheEmbeddedSQLIsTheRepositorysSQL(t *testing.T) {
 	}
 }
 
+// shippedVersions are the versions of the steps this package ships: 5 to SchemaVersion.
+func shippedVersions() []int {
+	var versions []int
+	for v := 5; v <= workhorse.SchemaVersion; v++ {
+		versions = append(versions, v)
+	}
+	return versions
+}
+
 func TestSchemaVersionIsTheHighestEmbeddedStep(t *testing.T) {
 	var versions []int
 	for path := range sqlTree(t, workhorse.EmbeddedSchema()) {
@@ -199,14 +208,19 @@ func TestInstallSchemaUpgradesTheBaselineKeepingItsJobsAndEndsInTheFreshCatalog(
 	id, err := workhorse.NewQueue(workhorse.Pgx(db.Pool)).Enqueue(ctx, "report.build", map[string]int{"n": 1}, nil)
 	must(t, err)
 	status, err := workhorse.GetSchemaStatus(ctx, workhorse.Pgx(db.Pool))
-	if err != nil || status.Situation() != workhorse.SchemaOlder || !reflect.DeepEqual(status.Pending, []workhorse.PendingStep{{Version: 5, Name: "migration_log", Transactional: true}}) {
+	var pendingVersions []int
+	for _, step := range status.Pending {
+		pendingVersions = append(pendingVersions, step.Version)
+	}
+	if err != nil || status.Situation() != workhorse.SchemaOlder || !reflect.DeepEqual(pendingVersions, shippedVersions()) ||
+		status.Pending[0] != (workhorse.PendingStep{Version: 5, Name: "migration_log", Transactional: true}) {
 		t.Fatalf("status before: %+v, %v", status, err)
 	}
 	result, err := workhorse.InstallSchema(ctx, db.Pool)
-	if err != nil || !reflect.DeepEqual(result, workhorse.MigrationResult{From: 4, To: workhorse.SchemaVersion, Applied: []int{5}}) {
+	if err != nil || !reflect.DeepEqual(result, workhorse.MigrationResult{From: 4, To: workhorse.SchemaVersion, Applied: shippedVersions()}) {
 		t.Fatalf("migrate: %+v, %v", result, err)
 	}
-	if got := migrationLog(t, db); !reflect.DeepEqual(got, []string{"5 migration_log"}) || installedVersion(t, db) != workhorse.SchemaVersion {
+	if got := migrationLog(t, db); len(got) != len(shippedVersions()) || got[0] != "5 migration_log" || installedVersion(t, db) != workhorse.SchemaVersion {
 		t.Fatalf("log %v", got)
 	}
 	job, err := workhorse.NewAdmin(workhorse.Pgx(db.Pool)).GetJob(ctx, id)
@@ -309,17 +323,14 @@ func installAtOnce(t *testing.T, db *testpg.DB, n int) []workhorse.MigrationResu
 
 func TestConcurrentMigratorsApplyEachStepOnce(t *testing.T) {
 	db := newBaselineDB(t)
-	applied := 0
+	// Each step by exactly one migrator (with several steps, migrators may take turns over them).
+	var applied []int
 	for _, r := range installAtOnce(t, db, 4) {
-		if len(r.Applied) > 0 {
-			applied++
-			if !reflect.DeepEqual(r.Applied, []int{5}) {
-				t.Fatalf("applied %v", r.Applied)
-			}
-		}
+		applied = append(applied, r.Applied...)
 	}
-	if applied != 1 || !reflect.DeepEqual(migrationLog(t, db), []string{"5 migration_log"}) || installedVersion(t, db) != workhorse.SchemaVersion {
-		t.Fatalf("%d migrators applied the step; log %v", applied, migrationLog(t, db))
+	sort.Ints(applied)
+	if log := migrationLog(t, db); !reflect.DeepEqual(applied, shippedVersions()) || len(log) != len(shippedVersions()) || log[0] != "5 migration_log" || installedVersion(t, db) != workhorse.SchemaVersion {
+		t.Fatalf("the migrators applied %v; log %v", applied, log)
 	}
 }
 

@@ -80,6 +80,10 @@ type TimelineEntry struct {
 	WorkerID   string
 	FenceToken *int64
 	Data       json.RawMessage
+	// LoginRole is the login role of the session that wrote an event (PostgreSQL's
+	// session_user), next to the caller-chosen actor in Data of a human decision or an operator
+	// change; "" for attempts and for events written before the schema recorded it.
+	LoginRole string
 }
 
 // Page is a page of results and the cursor of the next one ("" on the last page).

@@ -524,6 +524,16 @@ describe('jobs', () => {
       expect(seen).toEqual(viaJson(whole.items));
     });
 
+    it('prints the login role beside an operator change, and not beside the worker\'s events', async () => {
+      const q = `timeline-${randomUUID().slice(0, 8)}`;
+      const canceled = await queue.enqueue('sync.account', {}, { queue: q });
+      await db.pool.query('SELECT workhorse.cancel_v1($1, $2, $3)', [canceled, 'not needed', 'alice']);
+      const { rows } = await db.pool.query<{ login: string }>('SELECT session_user::text AS login');
+      const run = await cli(['jobs', 'timeline', canceled], env);
+      expect(run.stdout).toMatch(new RegExp(`\\n\\S+ +canceled .* loginRole=${rows[0].login}\\n`));
+      expect(run.stdout).not.toMatch(/enqueued .*loginRole=/);
+    });
+
     it('prints the history as a table with the attempt errors', async () => {
       const run = await cli(['jobs', 'timeline', id], env);
       expect(run).toMatchObject({ code: 0, stderr: '' });

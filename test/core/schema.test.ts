@@ -461,8 +461,10 @@ describe('schema', () => {
       );
       const before = await partitions();
 
-      // Keep from one day ago on: the two older days go, for both tables.
+      // Keep from one day ago on: the two older days go, for both tables. (A cutoff later than
+      // the retention floor is refused: the windows are shortened to one day first.)
       const cut = addDays(now, -1);
+      await db.pool.query(`SELECT workhorse.set_retention_v1('{"jobEventDays": 1, "attemptHistoryDays": 1}')`);
       const dropped = await db.pool.query<{ n: number }>('SELECT workhorse.drop_history_before_v1($1) AS n', [cut]);
       expect(dropped.rows[0].n).toBe(4);
 
@@ -488,6 +490,7 @@ describe('schema', () => {
       // Nothing older is left, so a second call drops nothing.
       const again = await db.pool.query<{ n: number }>('SELECT workhorse.drop_history_before_v1($1) AS n', [cut]);
       expect(again.rows[0].n).toBe(0);
+      await db.pool.query(`SELECT workhorse.set_retention_v1('{"jobEventDays": 14, "attemptHistoryDays": 14}')`);
       await db.pool.query("DELETE FROM workhorse.job_event WHERE kind IN ('old', 'future')");
     });
   });

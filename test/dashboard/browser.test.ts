@@ -338,6 +338,9 @@ describeIf(CHROMIUM, 'the dashboard in Chromium', () => {
     await expect(page.locator('pre.json').nth(1).textContent()).resolves.toContain('"refund": "reject"');
     const decided = page.locator('section', { hasText: 'Timeline' }).locator('tbody tr', { hasText: 'human_decided' });
     await expect(decided.textContent()).resolves.toContain('actor="sample-operator" reason="item never shipped back"');
+    // Beside the actor the form named, the login role of the dashboard's pool.
+    const login = (await db.pool.query<{ login: string }>('SELECT session_user::text AS login')).rows[0].login;
+    await expect(decided.locator('.login-role').textContent()).resolves.toBe(`login role ${login}`);
     await page.goto(`${base}waits`);
     expect(await page.locator(`article.wait a[href="./jobs/${id}"]`).count()).toBe(0);
   });

@@ -11,7 +11,8 @@ export type HealthStatus = 'ok' | 'warn' | 'critical';
  * recovered (`expired_leases`), jobs failed for good in the last hour (`dead_letters`),
  * retention is behind (`retention_lag`), ready jobs but no running worker registered
  * (`ready_without_workers`), today's or tomorrow's history partitions are missing
- * (`partitions_missing`).
+ * (`partitions_missing`), no maintenance tick finished for too long (`maintenance_stale`), an
+ * enabled retention did not run for too long (`retention_stale`).
  */
 export type HealthReasonCode =
   | 'oldest_ready_age'
@@ -19,7 +20,9 @@ export type HealthReasonCode =
   | 'dead_letters'
   | 'retention_lag'
   | 'ready_without_workers'
-  | 'partitions_missing';
+  | 'partitions_missing'
+  | 'maintenance_stale'
+  | 'retention_stale';
 
 export interface HealthReason {
   code: HealthReasonCode;
@@ -50,6 +53,12 @@ export interface HealthThresholds {
   retentionLagMs?: ThresholdPair;
   /** Ready jobs while no worker is registered as running (default warn 1, critical never). */
   readyWithoutWorkers?: ThresholdPair;
+  /**
+   * Time since the last maintenance tick, and since the last retention pass when retention is
+   * enabled, ms (default warn 60 000, critical 900 000: sixty ticks at the default `tickMs` of
+   * 1 s; raise it with a longer `tickMs`).
+   */
+  maintenanceStaleMs?: ThresholdPair;
 }
 
 export interface QueueHealth {
@@ -75,9 +84,21 @@ export interface HealthReport {
   retention: { enabled: boolean; lagMs: number | null };
   /** Today's and tomorrow's history partitions that do not exist. */
   missingPartitions: string[];
+  /**
+   * When a maintenance tick last finished its work, and a retention pass (null: never since the
+   * installation or upgrade that started recording it).
+   */
+  maintenance: { tickLastRunAt: Date | null; retentionLastRunAt: Date | null };
 }
 
-const THRESHOLD_KEYS = ['oldestReadyMs', 'expiredLeases', 'failedLastHour', 'retentionLagMs', 'readyWithoutWorkers'] as const satisfies readonly (keyof HealthThresholds)[];
+const THRESHOLD_KEYS = [
+  'oldestReadyMs',
+  'expiredLeases',
+  'failedLastHour',
+  'retentionLagMs',
+  'readyWithoutWorkers',
+  'maintenanceStaleMs',
+] as const satisfies readonly (keyof HealthThresholds)[];
 type MissingKey = Exclude<keyof HealthThresholds, (typeof THRESHOLD_KEYS)[number]>;
 const everyKeyListed: [MissingKey] extends [never] ? true : MissingKey = true;
 void everyKeyListed;
@@ -101,16 +122,24 @@ export function checkHealthThresholds(thresholds: unknown): HealthThresholds {
   return thresholds as HealthThresholds;
 }
 
-interface HealthRow extends Omit<HealthReport, 'checkedAt'> {
+interface HealthRow extends Omit<HealthReport, 'checkedAt' | 'maintenance'> {
   checkedAt: string;
+  maintenance: { tickLastRunAt: string | null; retentionLastRunAt: string | null };
 }
+
+const dateOrNull = (value: string | null): Date | null => (value === null ? null : new Date(value));
 
 /** One `health_v1` statement; `thresholds` are merged over the defaults level by level (in SQL). */
 export async function health(db: Queryable, thresholds: HealthThresholds): Promise<HealthReport> {
   try {
     const { rows } = await db.query('SELECT workhorse.health_v1($1::jsonb) AS health', [JSON.stringify(thresholds)]);
     const row = (rows[0] as { health: HealthRow }).health;
-    return { ...row, checkedAt: new Date(row.checkedAt) };
+    const { tickLastRunAt, retentionLastRunAt } = row.maintenance;
+    return {
+      ...row,
+      checkedAt: new Date(row.checkedAt),
+      maintenance: { tickLastRunAt: dateOrNull(tickLastRunAt), retentionLastRunAt: dateOrNull(retentionLastRunAt) },
+    };
   } catch (error) {
     throw fromPgError(error);
   }

@@ -6,10 +6,10 @@ import { runTick } from './tick';
 /**
  * Offers maintenance (`tick_v1`: promotion of due jobs, recovery of expired leases, due schedule
  * occurrences, partition preparation; see {@link runTick}) about once per `tickMs`, jittered.
- * The database runs one tick at a time under a try-advisory lock, so a worker whose offer finds
- * the lock taken is answered at once. When a
- * tick leaves work (a backlog of due jobs), the next one follows at once. Before its first tick
- * the ticker registers the handlers' retry policies, until that succeeds.
+ * The database runs one tick at a time under a try-lock (a row only its functions can lock), so
+ * a worker whose offer finds the lock taken is answered at once. When a tick leaves work (a
+ * backlog of due jobs), the next one follows at once. Before its first tick the ticker registers
+ * the handlers' retry policies, until that succeeds.
  */
 export class Ticker {
   private timer: NodeJS.Timeout | null = null;

@@ -27,6 +27,16 @@ export const HEALTH_REASONS: Readonly<Record<HealthReasonCode, { threshold: keyo
     unit: 'count',
     meaning: 'today\u2019s or tomorrow\u2019s history partition is missing: the tick cannot create them (rights, lock timeouts)',
   },
+  maintenance_stale: {
+    threshold: 'maintenanceStaleMs',
+    unit: 'ms',
+    meaning: 'no maintenance tick did its work for that long: no worker ticks, ticks fail, or a session holds a tick\u2019s transaction open',
+  },
+  retention_stale: {
+    threshold: 'maintenanceStaleMs',
+    unit: 'ms',
+    meaning: 'retention is enabled but no pass ran for that long: ticks do not reach it, or a session holds a pass\u2019s transaction open',
+  },
 };
 
 function amount(value: number, unit: 'ms' | 'count'): string {

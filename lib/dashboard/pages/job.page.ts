@@ -8,6 +8,7 @@ import type { ActionContext, ActionResult, DashboardPage, PageContext, PageView 
 import { family } from './job-family';
 import type { JobSection } from './job-section';
 import { signalsAndWaits } from './job-signals-waits';
+import { shownLoginRole } from '../../core/timeline';
 
 const TIMELINE_PAGE = 100;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -122,7 +123,8 @@ function entryDetails(context: PageContext, entry: TimelineEntry, shown: boolean
     .map((key) => data[key])
     .filter((value): value is string => typeof value === 'string' && UUID.test(value))
     .map((id) => html` <a class="id" href="${context.href(`jobs/${id}`)}">${id}</a>`);
-  return html`${inlineData(visible)}${linked}`;
+  const role = shownLoginRole(entry);
+  return html`${inlineData(visible)}${linked}${role === null ? '' : html` <span class="login-role">login role <code>${role}</code></span>`}`;
 }
 
 async function timeline({ context, job, data }: JobSection): Promise<Html> {

@@ -299,7 +299,11 @@ CREATE TABLE workhorse.job_event (
   attempt integer,
   worker_id text,
   fence_token bigint,
-  data jsonb
+  data jsonb,
+  -- The login role of the session that wrote the event (session_user: a SECURITY DEFINER
+  -- function does not change it), next to the caller-chosen `actor` of human decisions and
+  -- operator changes; null for events written before the schema recorded it.
+  login_role text DEFAULT session_user
 ) PARTITION BY RANGE (at);
 CREATE INDEX job_event_job_idx ON workhorse.job_event (job_id, id);
 CREATE TABLE workhorse.job_event_default PARTITION OF workhorse.job_event DEFAULT;

@@ -177,12 +177,25 @@ BEGIN
 END
 $$;
 
+-- The serialisation points of maintenance, one row each (`tick`), and when each last did its
+-- work. A row lock, not an advisory lock: PostgreSQL has no privilege on advisory locks, so any
+-- connecting role could take a key and stop maintenance; this table grants nothing to any
+-- application role, so only the schema owner's functions can lock its rows (docs/security.md).
+CREATE TABLE workhorse.maintenance_lock (
+  name text PRIMARY KEY,
+  -- When a caller last held the row and did the work; null: never since it was created.
+  last_run_at timestamptz,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+INSERT INTO workhorse.maintenance_lock (name) VALUES ('tick');
+
 -- One maintenance pass: deadlines, promotion, recovery, expiry of idempotency keys, due schedule
 -- occurrences (sql/085_schedules.sql), and (when the prepared days run short) partition
--- preparation. Every worker offers a tick about once a second; a try-lock lets one caller work
--- at a time and makes the others return at once with {"skipped": true}. Either answer says in
--- `schedulesToPlan` whether a schedule's plan of occurrences runs short, for a TypeScript caller
--- to top it up (lib/core/worker/ticker.ts); other callers may ignore it.
+-- preparation. Every worker offers a tick about once a second; the `tick` row of
+-- maintenance_lock (FOR UPDATE SKIP LOCKED) lets one caller work at a time and makes the others
+-- return at once with {"skipped": true}; the pass records its time there (health_v1 reads it).
+-- Either answer says in `schedulesToPlan` whether a schedule's plan of occurrences runs short,
+-- for a TypeScript caller to top it up (lib/core/worker/ticker.ts); other callers may ignore it.
 -- Each part does a bounded amount of work: promotion up to 10,000 jobs (about a fifth of a
 -- second here), schedules up to 100, the others up to 1000 rows. `more` says that some part
 -- stopped at its bound: the caller should tick again at once rather than after its interval, so
@@ -201,7 +214,8 @@ DECLARE
   v_retention jsonb;
   v_horizon date := (clock_timestamp() AT TIME ZONE 'UTC')::date + 2;
 BEGIN
-  IF NOT pg_try_advisory_xact_lock(7362515002) THEN
+  PERFORM 1 FROM workhorse.maintenance_lock WHERE name = 'tick' FOR UPDATE SKIP LOCKED;
+  IF NOT FOUND THEN
     RETURN jsonb_build_object('skipped', true, 'schedulesToPlan', workhorse.schedules_need_plan());
   END IF;
   v_expired := workhorse.expire_deadlines_v1(1000);
@@ -227,6 +241,7 @@ BEGIN
   END IF;
   -- Retention (097_retention.sql): a bounded pass; it never sets `more` (it is background work).
   v_retention := workhorse.retention_run_v1(1000);
+  UPDATE workhorse.maintenance_lock SET last_run_at = clock_timestamp() WHERE name = 'tick';
   RETURN jsonb_build_object('skipped', false, 'promoted', v_promoted, 'recovered', v_recovered,
                             'deadlinesExpired', v_expired, 'partitionsCreated', v_created,
                             'jobsPurged', coalesce((v_retention ->> 'jobsPurged')::integer, 0),

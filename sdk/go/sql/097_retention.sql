@@ -101,6 +101,14 @@ BEGIN
         WHERE j.id = ANY (p_ids) AND o.finished_at < p_cutoff
           AND j.id NOT IN (SELECT x.job_id FROM workhorse.retention_referenced(p_ids) x)
         FOR UPDATE OF j SKIP LOCKED) g;
+  -- An enqueue naming one of them as a prerequisite locks its row until it commits (see
+  -- batch_dependencies): one that committed after this statement's snapshot but before its lock
+  -- is seen by a new statement, so the references are looked at again under the locks.
+  IF cardinality(v_gone) > 0 THEN
+    SELECT coalesce(array_agg(j.id), '{}'), coalesce(array_agg(j.seq), '{}') INTO v_gone, v_seqs
+    FROM workhorse.job j
+    WHERE j.id = ANY (v_gone) AND j.id NOT IN (SELECT x.job_id FROM workhorse.retention_referenced(v_gone) x);
+  END IF;
   INSERT INTO workhorse.retention_deferred (job_id, recheck_at)
   SELECT i.id,
          CASE WHEN o.job_id IS NULL THEN p_now + least(interval '1 day', p_window_ms * interval '1 millisecond')
@@ -182,10 +190,10 @@ BEGIN
 END
 $$;
 
--- One retention pass, unless another runs (a try-lock: the caller is answered at once with
--- {"skipped": true}) or the policy is disabled: an expired history partition is dropped (looked
--- for at most once a minute, unless p_force; a pass that drops one does nothing else), or up to
--- p_budget jobs are looked at in blocks of 1000 (the
+-- One retention pass, unless another runs (a try-lock on the row of retention_state: the caller
+-- is answered at once with {"skipped": true}) or the policy is disabled: an expired history
+-- partition is dropped (looked for at most once a minute, unless p_force; a pass that drops one
+-- does nothing else), or up to p_budget jobs are looked at in blocks of 1000 (the
 -- deferred ones that are due first, then the next ones past the watermark), removing those that
 -- finished before the window. Each block is a few index lookups per job, so a pass holds no lock
 -- that a claim or a completion waits for: claims take `ready` runtime rows, and retention
@@ -217,14 +225,16 @@ BEGIN
                              WHERE last_run_at > v_now - interval '10 seconds' AND NOT last_more) THEN
     RETURN jsonb_build_object('skipped', true);
   END IF;
-  IF NOT pg_try_advisory_xact_lock(7362515019) THEN
+  -- One pass at a time: the row of retention_state, which no application role can lock (an
+  -- advisory lock could be taken by any role, and stop retention).
+  SELECT * INTO s FROM workhorse.retention_state FOR UPDATE SKIP LOCKED;
+  IF NOT FOUND THEN
     RETURN jsonb_build_object('skipped', true);
   END IF;
   SELECT * INTO p FROM workhorse.retention_policy;
   IF NOT p.enabled THEN
     RETURN jsonb_build_object('skipped', true, 'disabled', true);
   END IF;
-  SELECT * INTO s FROM workhorse.retention_state FOR UPDATE;
   -- At most one partition per pass, and then nothing else: the drop holds its lock on the
   -- parent table until the pass's transaction ends, and every writer of the history waits for it
   -- meanwhile. The next pass (at once: `more`) looks for the next one.

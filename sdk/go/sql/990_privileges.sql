@@ -57,6 +57,7 @@ INSERT INTO workhorse.protocol_function (name, capabilities) VALUES
   ('job_signals_v1',          '{operator}'),
   ('job_waits_v1',            '{operator}'),
   ('get_timeline_v1',         '{operator}'),
+  ('get_timeline_v2',         '{operator}'),
   ('read_checkpoints_v1',     '{operator}'),
   ('cancel_v1',               '{operator}'),
   ('list_queues_v1',          '{operator}'),

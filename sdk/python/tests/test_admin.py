@@ -47,3 +47,17 @@ def test_pause_and_resume_a_queue(pool: ConnectionPool[Any]) -> None:
 
 def test_redrive_many_in_a_dry_run_writes_nothing(pool: ConnectionPool[Any]) -> None:
     assert Admin(pool).redrive_many(request_id="r", dry_run=True) == []
+
+
+def test_the_timeline_gives_each_event_the_login_role_that_wrote_it(pool: ConnectionPool[Any]) -> None:
+    queue, admin = Queue(pool), Admin(pool)
+    job_id = queue.enqueue("t", {}, queue="attributed")
+    assert admin.cancel(job_id, reason="not needed") == "canceled"
+    with pool.connection() as conn:
+        row = conn.execute("SELECT session_user::text").fetchone()
+    assert row is not None
+    entries = admin.get_job_timeline(job_id).items
+    assert [(e.source, e.kind, e.login_role) for e in entries if e.source == "event"] == [
+        ("event", "enqueued", row[0]),
+        ("event", "canceled", row[0]),
+    ]

@@ -18,7 +18,7 @@ from .validation import check_datetime, check_int, check_job_id, check_name, che
 
 #: The schema version this SDK installs and migrates to (``workhorse.schema_version``): the
 #: highest step in its ``sql/migrations/``.
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 #: The oldest schema version whose functions every call of this SDK still finds, so a database
 #: not yet migrated keeps serving this release during a rolling deploy.
 MIN_SCHEMA_VERSION = 4
@@ -82,7 +82,12 @@ def enqueue(requests: list[dict[str, Any]], field_prefix: str = "") -> Call[list
 # ---- Admin ------------------------------------------------------------------------------------
 
 
-def get_job_timeline(job_id: object, limit: object, cursor: object) -> Call[Page[TimelineEntry]]:
+def has_timeline_v2() -> Call[bool]:
+    return Call(p.HAS_TIMELINE_V2_SQL, (), lambda rows: bool(rows[0][0]))
+
+
+def get_job_timeline(job_id: object, limit: object, cursor: object, v2: bool = True) -> Call[Page[TimelineEntry]]:
+    """A page of the timeline; ``v2`` False on a schema without get_timeline_v2 (see has_timeline_v2)."""
     check_job_id(job_id)
     n = check_int(limit, "limit", 1, 1000)
     after = p.decode_position("timeline", cursor) or 0
@@ -91,7 +96,7 @@ def get_job_timeline(job_id: object, limit: object, cursor: object) -> Call[Page
         nxt = p.encode_cursor("timeline", str(rows[-1][0])) if len(rows) == n else None
         return Page([p.to_timeline_entry(r) for r in rows], nxt)
 
-    return Call(p.TIMELINE_SQL, (job_id, after, n), convert)
+    return Call(p.TIMELINE_SQL if v2 else p.TIMELINE_V1_SQL, (job_id, after, n), convert)
 
 
 def job_filter(queue: object, type: object, states: object) -> tuple[str | None, str | None, list[str] | None]:

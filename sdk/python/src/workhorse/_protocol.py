@@ -33,9 +33,16 @@ LIST_DEAD_LETTERS_SQL = (
     "$7::timestamptz, $8::uuid)"
 )
 TIMELINE_SQL = (
-    "SELECT id, at, source, kind, attempt, worker_id, fence_token, data::text "
+    "SELECT id, at, source, kind, attempt, worker_id, fence_token, data::text, login_role "
+    "FROM workhorse.get_timeline_v2($1::uuid, $2::bigint, $3::integer)"
+)
+#: The same on a schema that predates get_timeline_v2 (no login roles recorded yet).
+TIMELINE_V1_SQL = (
+    "SELECT id, at, source, kind, attempt, worker_id, fence_token, data::text, NULL::text "
     "FROM workhorse.get_timeline_v1($1::uuid, $2::bigint, $3::integer)"
 )
+#: Whether the schema has get_timeline_v2 (a catalog lookup: never fails the caller's transaction).
+HAS_TIMELINE_V2_SQL = "SELECT to_regprocedure('workhorse.get_timeline_v2(uuid,bigint,integer)') IS NOT NULL"
 CANCEL_SQL = "SELECT workhorse.cancel_v1($1::uuid, $2::text)"
 REDRIVE_SQL = "SELECT workhorse.redrive_v1($1::uuid, $2::text, $3::text, $4::text)::text"
 REDRIVE_MANY_SQL = (
@@ -165,6 +172,7 @@ def to_timeline_entry(row: Row) -> TimelineEntry:
         worker_id=row[5],
         fence_token=row[6],
         data=parse_json(row[7]),
+        login_role=row[8],
     )
 
 

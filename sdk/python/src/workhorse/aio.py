@@ -95,6 +95,7 @@ class AsyncAdmin:
 
     def __init__(self, pool: Any) -> None:
         self._driver = driver_for(pool)
+        self._timeline_v2 = False
 
     async def get_job(self, job_id: str, *, conn: Any = None) -> JobDetails | None:
         return await self._driver.run(orchestration.get_job_details(job_id), conn)
@@ -102,7 +103,12 @@ class AsyncAdmin:
     async def get_job_timeline(
         self, job_id: str, *, limit: int = 100, cursor: str | None = None, conn: Any = None
     ) -> Page[TimelineEntry]:
-        return await self._driver.run(calls.get_job_timeline(job_id, limit, cursor), conn)
+        call = calls.get_job_timeline(job_id, limit, cursor)  # checks the arguments first
+        if not self._timeline_v2:
+            self._timeline_v2 = await self._driver.run(calls.has_timeline_v2(), conn)
+        if not self._timeline_v2:
+            call = calls.get_job_timeline(job_id, limit, cursor, v2=False)
+        return await self._driver.run(call, conn)
 
     async def list_jobs(
         self,

@@ -157,6 +157,10 @@ class TimelineEntry:
     worker_id: str | None
     fence_token: int | None
     data: dict[str, JsonValue] | None
+    #: The login role of the session that wrote an event (PostgreSQL's ``session_user``), next to
+    #: the caller-chosen ``data["actor"]`` of a human decision or an operator change; None for
+    #: attempts and for events written before the schema recorded it.
+    login_role: str | None = None
 
 
 T = TypeVar("T")

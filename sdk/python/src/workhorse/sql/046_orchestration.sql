@@ -94,7 +94,8 @@ $$;
 
 -- The dependency edges of a batch as [{"p": prerequisite, "d": dependent, "f": on failed,
 -- "c": on canceled, "o": ordinal}], with batch indexes resolved to the batch's ids. Refuses
--- (P1020) a prerequisite that is no job this transaction can see, before anything is written.
+-- (P1020) a prerequisite that is no job this transaction can see, before anything is written;
+-- locks the ones it found.
 CREATE FUNCTION workhorse.batch_dependencies(p_requests jsonb, p_ids uuid[], p_replay boolean[])
 RETURNS jsonb
 LANGUAGE plpgsql AS $$
@@ -111,6 +112,12 @@ BEGIN
   FROM jsonb_array_elements(p_requests) WITH ORDINALITY AS x (e, ord)
   CROSS JOIN LATERAL jsonb_array_elements(x.e -> 'dependsOn') WITH ORDINALITY AS d (v, ord)
   WHERE x.e ? 'dependsOn' AND NOT coalesce(p_replay[x.ord::integer], false);
+  -- The earlier jobs named are locked (FOR KEY SHARE of their rows) until the caller commits:
+  -- retention, which locks a job's row FOR UPDATE SKIP LOCKED before removing it, leaves them
+  -- be, and finds the edges once they committed. One it removed meanwhile is found missing below.
+  PERFORM 1 FROM workhorse.job j
+  WHERE j.id IN (SELECT (b ->> 'p')::uuid FROM jsonb_array_elements(v_edges) AS b) AND j.id <> ALL (p_ids)
+  ORDER BY j.id FOR KEY SHARE;
   SELECT b ->> 'field' AS field, b ->> 'p' AS id INTO v_missing
   FROM jsonb_array_elements(v_edges) AS b
   WHERE NOT (b ->> 'p')::uuid = ANY (p_ids)

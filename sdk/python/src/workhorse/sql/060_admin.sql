@@ -110,11 +110,12 @@ END
 $$;
 
 -- A job's history, events and closed attempts merged in the order they were written. p_after_id
--- is the id of the last entry of the previous page.
-CREATE FUNCTION workhorse.get_timeline_v1(p_job_id uuid, p_after_id bigint DEFAULT 0, p_limit integer DEFAULT 100)
+-- is the id of the last entry of the previous page. login_role: the login role of the session
+-- that wrote an event (null for attempts, and for events written before the schema recorded it).
+CREATE FUNCTION workhorse.get_timeline_v2(p_job_id uuid, p_after_id bigint DEFAULT 0, p_limit integer DEFAULT 100)
 RETURNS TABLE (
   id bigint, at timestamptz, source text, kind text, attempt integer, worker_id text,
-  fence_token bigint, data jsonb)
+  fence_token bigint, data jsonb, login_role text)
 LANGUAGE plpgsql STABLE AS $$
 #variable_conflict use_column
 BEGIN
@@ -122,23 +123,40 @@ BEGIN
     PERFORM workhorse.raise_invalid('limit', 'must be an integer from 1 to 1000');
   END IF;
   RETURN QUERY
-  SELECT t.id, t.at, t.source, t.kind, t.attempt, t.worker_id, t.fence_token, t.data
+  SELECT t.id, t.at, t.source, t.kind, t.attempt, t.worker_id, t.fence_token, t.data, t.login_role
   FROM (
     (SELECT e.id, e.at, 'event'::text AS source, e.kind, e.attempt, e.worker_id, e.fence_token,
             -- enqueue_many_v1 stores no data for a job that was ready at once (see there).
             CASE WHEN e.kind = 'enqueued' AND e.data IS NULL
-                 THEN jsonb_build_object('state', 'ready', 'runAt', e.at) ELSE e.data END
+                 THEN jsonb_build_object('state', 'ready', 'runAt', e.at) ELSE e.data END,
+            e.login_role
      FROM workhorse.job_event e
      WHERE e.job_id = p_job_id AND e.id > coalesce(p_after_id, 0)
      ORDER BY e.id LIMIT p_limit)
     UNION ALL
     (SELECT a.id, a.finished_at, 'attempt'::text, a.outcome, a.attempt, a.worker_id, a.fence_token,
-            jsonb_build_object('startedAt', a.started_at, 'finishedAt', a.finished_at, 'error', a.error)
+            jsonb_build_object('startedAt', a.started_at, 'finishedAt', a.finished_at, 'error', a.error),
+            NULL::text
      FROM workhorse.attempt_history a
      WHERE a.job_id = p_job_id AND a.id > coalesce(p_after_id, 0)
      ORDER BY a.id LIMIT p_limit)
   ) AS t
   ORDER BY t.id
   LIMIT p_limit;
+END
+$$;
+
+-- get_timeline_v2 without login_role, for clients of schema version 5 (deprecated, see
+-- docs/protocol.md).
+CREATE FUNCTION workhorse.get_timeline_v1(p_job_id uuid, p_after_id bigint DEFAULT 0, p_limit integer DEFAULT 100)
+RETURNS TABLE (
+  id bigint, at timestamptz, source text, kind text, attempt integer, worker_id text,
+  fence_token bigint, data jsonb)
+LANGUAGE plpgsql STABLE AS $$
+#variable_conflict use_column
+BEGIN
+  RETURN QUERY
+  SELECT t.id, t.at, t.source, t.kind, t.attempt, t.worker_id, t.fence_token, t.data
+  FROM workhorse.get_timeline_v2(p_job_id, p_after_id, p_limit) AS t;
 END
 $$;

@@ -159,8 +159,6 @@ DECLARE
   v_new uuid;
   v_now timestamptz;
 BEGIN
-  -- Serialise redrives of one request id, so two concurrent repeats create one job.
-  PERFORM pg_advisory_xact_lock(hashtextextended('workhorse.redrive:' || p_request_id, 0));
   SELECT * INTO v_redrive FROM workhorse.job_redrive WHERE request_id = p_request_id;
   IF FOUND THEN
     IF v_redrive.source_job_id <> p_job_id THEN
@@ -168,12 +166,21 @@ BEGIN
     END IF;
     RETURN v_redrive;
   END IF;
-  -- Serialise redrives of one dead letter, whatever their request ids and processes: each one
-  -- waits for the one before it to commit, and then (at READ COMMITTED, a statement sees what
+  -- Serialise redrives of one dead letter, whatever their request ids and processes, on its
+  -- outcome row (no application role can lock it; an advisory lock any role could take): each
+  -- one waits for the one before it to commit, and then (at READ COMMITTED, a statement sees what
   -- committed before it started) sees its lineage row. job_redrive_once_idx holds at any level.
   PERFORM 1 FROM workhorse.job_outcome WHERE job_id = p_job_id AND state = 'failed' FOR UPDATE;
   IF NOT FOUND THEN
     PERFORM workhorse.raise_invalid('jobId', 'is not a dead letter (only failed jobs can be redriven)');
+  END IF;
+  -- A repeat of this request that committed while this one waited is answered by its row.
+  SELECT * INTO v_redrive FROM workhorse.job_redrive WHERE request_id = p_request_id;
+  IF FOUND THEN
+    IF v_redrive.source_job_id <> p_job_id THEN
+      PERFORM workhorse.raise_invalid('requestId', format('was already used to redrive job %s', v_redrive.source_job_id));
+    END IF;
+    RETURN v_redrive;
   END IF;
   IF NOT p_again THEN
     SELECT * INTO v_redrive FROM workhorse.job_redrive WHERE source_job_id = p_job_id AND NOT again;
@@ -190,10 +197,16 @@ BEGIN
     || jsonb_build_object('payload', v_job.payload))) AS e;
   -- The first copy is the redrive; every further one is `again` (also when the first was asked
   -- for with p_again).
+  -- The same request id used at the same time for another dead letter: the insert waits for
+  -- that redrive and, once it committed, finds its row.
   INSERT INTO workhorse.job_redrive AS r (request_id, source_job_id, new_job_id, actor, reason, created_at, again)
   VALUES (p_request_id, p_job_id, v_new, p_actor, p_reason, v_now,
           EXISTS (SELECT 1 FROM workhorse.job_redrive x WHERE x.source_job_id = p_job_id))
+  ON CONFLICT (request_id) DO NOTHING
   RETURNING * INTO v_redrive;
+  IF NOT FOUND THEN
+    PERFORM workhorse.raise_invalid('requestId', 'was used at the same time to redrive another job');
+  END IF;
   INSERT INTO workhorse.job_event (job_id, at, kind, data)
   VALUES (p_job_id, v_now, 'redriven',
           jsonb_build_object('newJobId', v_new, 'requestId', p_request_id, 'actor', p_actor, 'reason', p_reason)

@@ -5,7 +5,7 @@
 -- Exactly once per occurrence: each occurrence is one row of schedule_occurrence, keyed by
 -- (schedule, time). Firing turns that row from `planned` into `fired` and enqueues the job in the
 -- same transaction, under the schedule's row lock (which every writer of a schedule's
--- occurrences takes first) and the tick's advisory lock. A tick that dies before its commit
+-- occurrences takes first) and the tick's lock (maintenance_lock). A tick that dies before its commit
 -- leaves the row `planned` and no job; the next tick fires it. Nothing else creates a job for an
 -- occurrence, so no number of workers and no crash can fire one twice.
 --
@@ -89,7 +89,10 @@ CREATE TABLE workhorse.schedule_history (
   actor text,
   reason text,
   -- The job a trigger enqueued.
-  job_id uuid
+  job_id uuid,
+  -- The login role of the session that made the change (session_user), next to `actor`; null
+  -- for changes made before the schema recorded it.
+  login_role text DEFAULT session_user
 );
 CREATE INDEX schedule_history_schedule_idx ON workhorse.schedule_history (schedule_id, id);
 
@@ -173,6 +176,12 @@ BEGIN
 END
 $$;
 
+-- The namespaces schedules were synced in, one row each: the row a sync of the namespace locks
+-- (an advisory lock on the namespace could be taken by any connecting role, and hang every sync).
+CREATE TABLE workhorse.schedule_namespace (
+  namespace text PRIMARY KEY
+);
+
 -- Makes the given definitions the desired state of a namespace, in the caller's transaction
 -- under a lock per namespace (two syncs of one namespace take turns): a new key is created, a
 -- changed definition updated, an unchanged one left alone, a key no longer listed disabled (never
@@ -218,7 +227,10 @@ BEGIN
     v_i := v_i + 1;
   END LOOP;
 
-  PERFORM pg_advisory_xact_lock(7362515, hashtext(p_namespace));
+  -- Syncs of one namespace take turns on its row of schedule_namespace (created by the first),
+  -- which no application role can lock: only a caller of this function holds it.
+  INSERT INTO workhorse.schedule_namespace (namespace) VALUES (p_namespace) ON CONFLICT (namespace) DO NOTHING;
+  PERFORM 1 FROM workhorse.schedule_namespace WHERE namespace = p_namespace FOR UPDATE;
   v_i := 0;
   FOR v_def IN SELECT e FROM jsonb_array_elements(p_definitions) AS e LOOP
     v_norm := workhorse.normalize_schedule_definition(v_def, format('definitions[%s]', v_i));

@@ -5,12 +5,16 @@
 -- sql/990_privileges.sql, which makes them SECURITY DEFINER like every other.
 
 -- The thresholds, each a level pair {"warn": n, "critical": n} (a null level is never reached),
--- merged over these defaults level by level. The client checks their shape; here they are read as given.
+-- merged over these defaults level by level. Checked here, for every client, before anything is
+-- read: an unknown key or level, a level that is not a number of at least 0 or null, and a pair
+-- given with its warn above its critical are refused (P1001), naming the field. A level given
+-- alone is checked against nothing: {"critical": 0} makes every value critical, as critical is
+-- looked at first (see health_level).
 CREATE FUNCTION workhorse.health_thresholds(p_thresholds jsonb)
 RETURNS jsonb
-LANGUAGE sql IMMUTABLE AS $$
-  SELECT jsonb_object_agg(d.key, d.value || coalesce(p_thresholds -> d.key, '{}'))
-  FROM jsonb_each(jsonb_build_object(
+LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+  v_defaults jsonb := jsonb_build_object(
     -- How long the oldest ready job of a queue has waited to be claimed.
     'oldestReadyMs', jsonb_build_object('warn', 60000, 'critical', 600000),
     -- Active jobs whose lease ran out over 10 s ago and that maintenance has not recovered.
@@ -21,8 +25,46 @@ LANGUAGE sql IMMUTABLE AS $$
     'retentionLagMs', jsonb_build_object('warn', 86400000, 'critical', 604800000),
     -- Ready jobs while no worker is registered as running (workers of the Python and Go SDKs
     -- do not register: set both levels to null when only they run).
-    'readyWithoutWorkers', jsonb_build_object('warn', 1, 'critical', null)
-  )) AS d
+    'readyWithoutWorkers', jsonb_build_object('warn', 1, 'critical', null),
+    -- Time since a tick last did its work, and since an enabled retention last ran: sixty ticks
+    -- at the default interval of 1 s warn; critical is past the longest tick interval a worker
+    -- accepts (10 min, jittered up to 12). Raise it for workers that tick less often.
+    'maintenanceStaleMs', jsonb_build_object('warn', 60000, 'critical', 900000));
+  v_key text;
+  v_pair jsonb;
+  v_level text;
+  v_merged jsonb;
+BEGIN
+  IF p_thresholds IS NULL OR jsonb_typeof(p_thresholds) <> 'object' THEN
+    PERFORM workhorse.raise_invalid('thresholds', 'must be an object');
+  END IF;
+  FOR v_key, v_pair IN SELECT e.key, e.value FROM jsonb_each(p_thresholds) AS e ORDER BY e.key LOOP
+    IF NOT v_defaults ? v_key THEN
+      PERFORM workhorse.raise_invalid('thresholds.' || v_key, format('is not a health threshold (%s)',
+        (SELECT string_agg(k, ', ') FROM jsonb_object_keys(v_defaults) AS k)));
+    END IF;
+    IF jsonb_typeof(v_pair) <> 'object' THEN
+      PERFORM workhorse.raise_invalid('thresholds.' || v_key, 'must be an object { warn, critical }');
+    END IF;
+    FOR v_level IN SELECT jsonb_object_keys(v_pair) LOOP
+      IF v_level NOT IN ('warn', 'critical') THEN
+        PERFORM workhorse.raise_invalid(format('thresholds.%s.%s', v_key, v_level), 'is not a level (warn, critical)');
+      END IF;
+      IF jsonb_typeof(v_pair -> v_level) NOT IN ('null', 'number') OR (v_pair ->> v_level)::numeric < 0 THEN
+        PERFORM workhorse.raise_invalid(format('thresholds.%s.%s', v_key, v_level), 'must be a number of at least 0, or null (never)');
+      END IF;
+    END LOOP;
+  END LOOP;
+  FOR v_key, v_pair IN SELECT e.key, e.value FROM jsonb_each(p_thresholds) AS e ORDER BY e.key LOOP
+    IF (v_pair ->> 'warn')::numeric > (v_pair ->> 'critical')::numeric THEN
+      PERFORM workhorse.raise_invalid('thresholds.' || v_key,
+        format('warn (%s) must not be above critical (%s)', v_pair ->> 'warn', v_pair ->> 'critical'));
+    END IF;
+  END LOOP;
+  SELECT jsonb_object_agg(d.key, d.value || coalesce(p_thresholds -> d.key, '{}')) INTO v_merged
+  FROM jsonb_each(v_defaults) AS d;
+  RETURN v_merged;
+END
 $$;
 
 -- The level a value reaches under a threshold pair: 'critical', 'warn' or null.
@@ -35,8 +77,9 @@ $$;
 
 -- The snapshot: per queue the live jobs by state, the oldest ready job's wait, expired leases
 -- not yet recovered and dead letters of the last hour; live workers; retention lag; missing
--- history partitions (today's and tomorrow's); and `status` (`ok`, `warn`, `critical`: the worst
--- level of its `reasons`). Each reason is {code, level, queue (or null), value, threshold}.
+-- history partitions (today's and tomorrow's); when maintenance last ran; and `status` (`ok`,
+-- `warn`, `critical`: the worst level of its `reasons`). Each reason is {code, level, queue (or
+-- null), value, threshold}.
 --
 -- Cost: the live jobs (job_runtime, one pass), the dead letters of the last hour (a range of
 -- job_outcome_dead_letter_idx), the registry and the catalog; never the finished jobs as a whole,
@@ -88,6 +131,17 @@ BEGIN
              END AS lag_ms
       FROM workhorse.retention_policy pol, workhorse.retention_state st, now
     ),
+    -- When maintenance last did its work: the tick (maintenance_lock, 050_maintenance.sql), and
+    -- retention when enabled. A tick that never ran counts from the row's creation (the
+    -- installation or the upgrade), so a new database is not stale at once.
+    maintenance AS (
+      SELECT m.last_run_at AS tick_at, st.last_run_at AS retention_at,
+             floor(extract(epoch FROM now.now - coalesce(m.last_run_at, m.created_at)) * 1000)::bigint AS tick_ms,
+             CASE WHEN pol.enabled THEN
+               floor(extract(epoch FROM now.now - coalesce(st.last_run_at, m.created_at)) * 1000)::bigint END AS retention_ms
+      FROM workhorse.maintenance_lock m, workhorse.retention_policy pol, workhorse.retention_state st, now
+      WHERE m.name = 'tick'
+    ),
     missing AS (
       SELECT coalesce(jsonb_agg(x.name ORDER BY x.name), '[]') AS names
       FROM (SELECT tbl || '_p' || to_char(day, 'YYYYMMDD') AS name
@@ -103,6 +157,9 @@ BEGIN
       UNION ALL SELECT NULL, 'retention_lag', r.lag_ms, t.t -> 'retentionLagMs' FROM retention r, t WHERE r.lag_ms IS NOT NULL
       UNION ALL SELECT NULL, 'ready_without_workers', (SELECT sum(ready) FROM queues), t.t -> 'readyWithoutWorkers'
         FROM workers w, t WHERE w.running = 0
+      UNION ALL SELECT NULL, 'maintenance_stale', greatest(m.tick_ms, 0), t.t -> 'maintenanceStaleMs' FROM maintenance m, t
+      UNION ALL SELECT NULL, 'retention_stale', greatest(m.retention_ms, 0), t.t -> 'maintenanceStaleMs'
+        FROM maintenance m, t WHERE m.retention_ms IS NOT NULL
       UNION ALL SELECT NULL, 'partitions_missing', jsonb_array_length(m.names), '{"warn": 1, "critical": null}'::jsonb
         FROM missing m
     ),
@@ -124,7 +181,9 @@ BEGIN
                     ORDER BY q.queue) FROM queues q), '[]'),
       'workers', (SELECT jsonb_build_object('running', w.running, 'draining', w.draining, 'gone', w.gone) FROM workers w),
       'retention', (SELECT jsonb_build_object('enabled', r.enabled, 'lagMs', r.lag_ms) FROM retention r),
-      'missingPartitions', (SELECT names FROM missing)
+      'missingPartitions', (SELECT names FROM missing),
+      'maintenance', coalesce((SELECT jsonb_build_object('tickLastRunAt', m.tick_at, 'retentionLastRunAt', m.retention_at) FROM maintenance m),
+                              '{"tickLastRunAt": null, "retentionLastRunAt": null}')
     )
   );
 END
