@@ -119,7 +119,7 @@ describe('waitForHuman and completeHumanWait', () => {
     );
     await waitForState(jobId, 'succeeded');
     expect((await admin.getJob(jobId))?.result).toEqual({ timedOut: 'sign-off' });
-    expect(await queue.completeHumanWait(jobId, 'sign-off', 'ok', { actor: 'late' })).toBe('already_decided');
+    expect(await queue.completeHumanWait(jobId, 'sign-off', 'ok', { actor: 'late' })).toBe('timed_out');
   });
 
   it('answers not_waiting, not_found and finished, and refuses hostile input with typed errors, writing nothing', async () => {
