@@ -113,3 +113,57 @@ describe('what a handler is given can be returned and checkpointed as it is (iss
     expect(result.again).toEqual(result.decision);
   });
 });
+
+describe('every other options object of the TypeScript API refuses unknown keys (issue 30.6 audit)', () => {
+  it('Queue, Admin and Worker: a WorkhorseValidationError naming the key', async () => {
+    const jobId = await queue.enqueue('keys.any', null, { queue: 'keys-api' });
+    const bogus = as<never>({ bogus: 1 });
+    const since = new Date(Date.now() - 60_000);
+    const calls: [string, () => unknown][] = [
+      ['enqueue', () => queue.enqueue('keys.any', null, bogus)],
+      ['enqueueMany', () => queue.enqueueMany([as<never>({ type: 'keys.any', payload: null, bogus: 1 })])],
+      ['sendSignal', () => queue.sendSignal(jobId, 's', null, bogus)],
+      ['completeHumanWait', () => queue.completeHumanWait(jobId, 'h', 'x', as<never>({ actor: 'a', bogus: 1 }))],
+      ['syncSchedules', () => queue.syncSchedules('keys', [as<never>({ key: 'k', type: 't', cron: '* * * * *', bogus: 1 })])],
+      ['getJobTimeline', () => admin.getJobTimeline(jobId, bogus)],
+      ['listJobs', () => admin.listJobs(bogus)],
+      ['queueActivity', () => admin.queueActivity(as<never>({ since, bucketSeconds: 60, bogus: 1 }))],
+      ['cancel', () => admin.cancel(jobId, bogus)],
+      ['listHumanWaits', () => admin.listHumanWaits(bogus)],
+      ['listJobSignals', () => admin.listJobSignals(jobId, bogus)],
+      ['listJobWaits', () => admin.listJobWaits(jobId, bogus)],
+      ['admin.completeHumanWait', () => admin.completeHumanWait(jobId, 'h', 'x', as<never>({ actor: 'a', bogus: 1 }))],
+      ['listDeadLetters', () => admin.listDeadLetters(bogus)],
+      ['redrive', () => admin.redrive(jobId, as<never>({ requestId: 'r', bogus: 1 }))],
+      ['redriveMany filter', () => admin.redriveMany(bogus, { requestId: 'r' })],
+      ['redriveMany options', () => admin.redriveMany({}, as<never>({ requestId: 'r', bogus: 1 }))],
+      ['pauseQueue', () => admin.pauseQueue('keys-api', bogus)],
+      ['resumeQueue', () => admin.resumeQueue('keys-api', bogus)],
+      ['setQueuePolicy', () => admin.setQueuePolicy('keys-api', bogus)],
+      ['setQueuePolicy options', () => admin.setQueuePolicy('keys-api', null, bogus)],
+      ['drainWorker', () => admin.drainWorker('w', bogus)],
+      ['health', () => admin.health(bogus)],
+      ['setRetention', () => admin.setRetention(bogus)],
+      ['setRetention options', () => admin.setRetention({}, bogus)],
+      ['runRetention', () => admin.runRetention(bogus)],
+      ['listSchedules', () => admin.listSchedules(bogus)],
+      ['getScheduleHistory', () => admin.getScheduleHistory('k', bogus)],
+      ['pauseSchedule', () => admin.pauseSchedule('k', bogus)],
+      ['resumeSchedule', () => admin.resumeSchedule('k', bogus)],
+      ['triggerSchedule', () => admin.triggerSchedule('k', bogus)],
+      ['new Worker', () => new Worker(queue, as<never>({ queues: ['keys-api'], bogus: 1 }))],
+      ['worker.handle', () => new Worker(queue, { queues: ['keys-api'] }).handle('keys.any', () => null, bogus)],
+    ];
+    const outcomes: Record<string, string> = {};
+    for (const [label, call] of calls) {
+      try {
+        await call();
+        outcomes[label] = 'accepted';
+      } catch (error) {
+        outcomes[label] = error instanceof WorkhorseValidationError ? error.field : `${(error as Error).name}: ${(error as Error).message}`;
+      }
+    }
+    const notRefused = Object.entries(outcomes).filter(([, field]) => !/bogus$/.test(field));
+    expect(notRefused).toEqual([]);
+  });
+});
