@@ -53,7 +53,7 @@ def test_what_a_handler_is_given_can_be_returned_and_checkpointed_as_it_is(pool:
         worker.stop()
     job = admin.get_job(job_id)
     assert job is not None
-    result = job.result
+    result: Any = job.result
     assert result["dependencies"] == [{"jobId": first, "state": "succeeded", "result": {"first": True}, "error": None}]
     assert [(c["state"], c["result"]) for c in result["children"]] == [("succeeded", 2), ("failed", None)]
     assert result["children"][1]["error"]["message"] == "negative"
