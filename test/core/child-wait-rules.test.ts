@@ -148,12 +148,14 @@ describe('a child belongs to one parent (issue 30.3)', () => {
     const p = await claimOne(worker, 'anc-p', { workerId: 'w-p' });
     expect((await runChildren(p, 'c', [{ type: 'rules.c', payload: null, queue: 'anc-c', idempotencyKey: 'k' }]))[0].status).toBe('parked');
     const replayed = await finishChildThenReclaim('anc-c', 'anc-p', 'w-p');
-    // Point P's key "k" at G, then at P itself (a row only the owner can write: the server's own
-    // check, should any path ever resolve a child to one of them).
+    // D waits for P (a dependent): as P's child, P and D would wait for each other too.
+    const d = await enqueue('rules.d', 'anc-d', { dependsOn: [p.jobId] });
+    // Point P's key "k" at G, at P itself, then at D (a row only the owner can write: the
+    // server's own check, should any path ever resolve a child to one of them).
     const hash = createHash('sha256')
       .update(Buffer.concat([Buffer.from(p.jobId.replace(/-/g, ''), 'hex'), Buffer.from([0]), Buffer.from('k')]))
       .digest();
-    for (const target of [g.jobId, p.jobId]) {
+    for (const target of [g.jobId, p.jobId, d]) {
       const updated = await db.pool.query('UPDATE workhorse.enqueue_idempotency SET job_id = $1 WHERE key_hash = $2', [target, hash]);
       expect(updated.rowCount).toBe(1);
       const before = await footprint();
