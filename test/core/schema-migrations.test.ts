@@ -30,6 +30,13 @@ import { expectRejects } from '../support/expect-rejects';
 import { clientFor, LoginRoles, poolFor, sqlstateOf } from '../support/roles';
 
 const INSTALL_LOCK_KEY = 7_362_515_001;
+// The steps this package ships, and the file of an extra step a test writes after them (so the
+// tests hold whatever the shipped steps are).
+const SHIPPED = readMigrationSteps(MIGRATIONS_DIR);
+const SHIPPED_VERSIONS = SHIPPED.map((step) => step.version);
+const SHIPPED_LOG = SHIPPED.map((step) => ({ version: step.version, name: step.name }));
+const NEXT = SCHEMA_VERSION + 1;
+const stepFile = (version: number, slug: string): string => `${String(version).padStart(4, '0')}_${slug}.sql`;
 const ROOT = join(__dirname, '..', '..');
 
 const databases: TestDatabase[] = [];
@@ -199,8 +206,8 @@ describe('concurrent migrators', () => {
     // Two more steps, so the migrators race over several: a table (created twice it would fail)
     // and a no-transaction step with CREATE INDEX CONCURRENTLY (which fails inside a transaction).
     const source = sourceWithSteps({
-      '0006_probe.sql': 'CREATE TABLE workhorse.migration_probe (id integer PRIMARY KEY);\nINSERT INTO workhorse.migration_probe VALUES (6);',
-      '0007_probe_index.sql':
+      [stepFile(NEXT, 'probe')]: 'CREATE TABLE workhorse.migration_probe (id integer PRIMARY KEY);\nINSERT INTO workhorse.migration_probe VALUES (6);',
+      [stepFile(NEXT + 1, 'probe_index')]:
         '-- workhorse:no-transaction\nCREATE INDEX CONCURRENTLY IF NOT EXISTS migration_probe_id ON workhorse.migration_probe (id);',
     });
     const migrators = Array.from({ length: 5 }, () => {
@@ -210,22 +217,16 @@ describe('concurrent migrators', () => {
     });
     const results = await Promise.all(migrators.map((pool) => migrateWith(pool, source)));
     // A migrator whose connection came late may find some or all steps done: it starts from there.
-    expect(results.every((r) => r.from !== null && r.from >= BASELINE_VERSION && r.to === 7 && !r.created)).toBe(true);
+    expect(results.every((r) => r.from !== null && r.from >= BASELINE_VERSION && r.to === NEXT + 1 && !r.created)).toBe(true);
     expect(results.some((r) => r.from === BASELINE_VERSION)).toBe(true);
     // Every step by exactly one migrator, the no-transaction one too (its lock is held on a second connection).
     const applied = results.flatMap((r) => r.applied);
-    expect(applied.filter((v) => v === 5)).toHaveLength(1);
-    expect(applied.filter((v) => v === 6)).toHaveLength(1);
-    expect(applied.filter((v) => v === 7)).toHaveLength(1);
-    expect(await logRows(db.pool)).toEqual([
-      { version: 5, name: 'migration_log' },
-      { version: 6, name: 'probe' },
-      { version: 7, name: 'probe_index' },
-    ]);
+    for (const version of [...SHIPPED_VERSIONS, NEXT, NEXT + 1]) expect([version, applied.filter((v) => v === version)]).toEqual([version, [version]]);
+    expect(await logRows(db.pool)).toEqual([...SHIPPED_LOG, { version: NEXT, name: 'probe' }, { version: NEXT + 1, name: 'probe_index' }]);
     expect((await db.pool.query('SELECT id FROM workhorse.migration_probe')).rows).toEqual([{ id: 6 }]);
     const index = await db.pool.query("SELECT indisvalid FROM pg_index WHERE indexrelid = 'workhorse.migration_probe_id'::regclass");
     expect(index.rows).toEqual([{ indisvalid: true }]);
-    expect(await installedVersion(db.pool)).toBe(7);
+    expect(await installedVersion(db.pool)).toBe(NEXT + 1);
   });
 
   it('several installers on an empty database: one creates it, the others find it installed', async () => {
@@ -264,7 +265,9 @@ describe('refusals', () => {
     await db.pool.query('UPDATE workhorse.schema_version SET version = 3');
     const old = await expectRejects(installSchema(db.pool), SchemaMigrationError);
     expect(old.message).toMatch(/version 3, older than version 4, the first one that can be migrated/);
-    await expect(verifySchema(db.pool)).rejects.toThrow(/older than this package needs \(version 4 to 5\): run `npx workhorse schema migrate`/);
+    await expect(verifySchema(db.pool)).rejects.toThrow(
+      new RegExp(`older than this package needs \\(version 4 to ${SCHEMA_VERSION}\\): run \`npx workhorse schema migrate\``),
+    );
 
     await db.pool.query('UPDATE workhorse.schema_version SET version = 4');
     const lacking = { ...sourceWithSteps({}), target: SCHEMA_VERSION + 1 };
@@ -278,23 +281,27 @@ describe('refusals', () => {
   it('a failing step rolls back whole and leaves the version before it; fixed, it applies', async () => {
     const db = await baselineDatabase();
     const source = sourceWithSteps({
-      '0006_broken.sql': 'CREATE TABLE workhorse.half_done (id integer);\nSELECT * FROM workhorse.not_there_yet;',
+      [stepFile(NEXT, 'broken')]: 'CREATE TABLE workhorse.half_done (id integer);\nSELECT * FROM workhorse.not_there_yet;',
     });
     const error = await expectRejects(migrateWith(db.pool, source), SchemaMigrationError);
-    expect(error).toMatchObject({ version: 6 });
-    expect(error.message).toMatch(/Migration step 0006_broken\.sql \(version 5 to 6\) failed: relation "workhorse\.not_there_yet" does not exist\. Nothing of this step was applied/);
-    expect(await installedVersion(db.pool)).toBe(5);
+    expect(error).toMatchObject({ version: NEXT });
+    expect(error.message).toMatch(
+      new RegExp(
+        `Migration step ${stepFile(NEXT, 'broken').replace('.', '\\.')} \\(version ${SCHEMA_VERSION} to ${NEXT}\\) failed: relation "workhorse\\.not_there_yet" does not exist\\. Nothing of this step was applied`,
+      ),
+    );
+    expect(await installedVersion(db.pool)).toBe(SCHEMA_VERSION);
     expect((await db.pool.query("SELECT to_regclass('workhorse.half_done') AS t")).rows).toEqual([{ t: null }]);
-    expect(await logRows(db.pool)).toEqual([{ version: 5, name: 'migration_log' }]);
+    expect(await logRows(db.pool)).toEqual(SHIPPED_LOG);
 
     await db.pool.query('CREATE TABLE workhorse.not_there_yet (id integer)');
-    await expect(migrateWith(db.pool, source)).resolves.toMatchObject({ from: 5, to: 6, applied: [6] });
+    await expect(migrateWith(db.pool, source)).resolves.toMatchObject({ from: SCHEMA_VERSION, to: NEXT, applied: [NEXT] });
   });
 
   it('a no-transaction step interrupted half-way is resumed by the next run', async () => {
     const db = await baselineDatabase();
     const source = sourceWithSteps({
-      '0006_concurrent.sql': [
+      [stepFile(NEXT, 'concurrent')]: [
         '-- workhorse:no-transaction',
         'CREATE INDEX CONCURRENTLY IF NOT EXISTS job_created_probe ON workhorse.job (created_at);',
         'SELECT * FROM workhorse.appears_later;',
@@ -302,13 +309,10 @@ describe('refusals', () => {
     });
     const error = await expectRejects(migrateWith(db.pool, source), SchemaMigrationError);
     expect(error.message).toMatch(/may have been applied; the step is resumable/);
-    expect(await installedVersion(db.pool)).toBe(5);
+    expect(await installedVersion(db.pool)).toBe(SCHEMA_VERSION);
     await db.pool.query('CREATE TABLE workhorse.appears_later (id integer)');
-    await expect(migrateWith(db.pool, source)).resolves.toMatchObject({ from: 5, to: 6, applied: [6] });
-    expect(await logRows(db.pool)).toEqual([
-      { version: 5, name: 'migration_log' },
-      { version: 6, name: 'concurrent' },
-    ]);
+    await expect(migrateWith(db.pool, source)).resolves.toMatchObject({ from: SCHEMA_VERSION, to: NEXT, applied: [NEXT] });
+    expect(await logRows(db.pool)).toEqual([...SHIPPED_LOG, { version: NEXT, name: 'concurrent' }]);
   });
 });
 
@@ -317,12 +321,12 @@ describe("docs/upgrading.md's no-transaction step", () => {
     const [example] = fencedBlocks(ROOT, 'docs/upgrading.md').filter((block) => block.language === 'sql');
     expect(example.code.split('\n')[0]).toBe('-- workhorse:no-transaction');
     const db = await baselineDatabase();
-    const source = sourceWithSteps({ '0006_lease_index.sql': example.code });
-    expect(source.steps()[1]).toMatchObject({ version: 6, transactional: false });
+    const source = sourceWithSteps({ [stepFile(NEXT, 'lease_index')]: example.code });
+    expect(source.steps()[SHIPPED.length]).toMatchObject({ version: NEXT, transactional: false });
     // What an interrupted CREATE INDEX CONCURRENTLY leaves: the index, marked invalid.
     await db.pool.query('CREATE INDEX job_runtime_lease_idx ON workhorse.job_runtime (lease_expires_at)');
     await db.pool.query("UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'workhorse.job_runtime_lease_idx'::regclass");
-    await expect(migrateWith(db.pool, source)).resolves.toMatchObject({ from: BASELINE_VERSION, to: 6, applied: [5, 6] });
+    await expect(migrateWith(db.pool, source)).resolves.toMatchObject({ from: BASELINE_VERSION, to: NEXT, applied: [...SHIPPED_VERSIONS, NEXT] });
     const valid = () => db.pool.query("SELECT indisvalid FROM pg_index WHERE indexrelid = 'workhorse.job_runtime_lease_idx'::regclass");
     expect((await valid()).rows).toEqual([{ indisvalid: true }]);
     // Run again from scratch (as a second migrator that lost the race would): nothing breaks.
@@ -377,7 +381,7 @@ describe('the migration lock and application roles', () => {
       await holder.query('SELECT version FROM workhorse.schema_version');
       await holder.query('SELECT pg_advisory_lock($1)', [INSTALL_LOCK_KEY]);
       const started = Date.now();
-      await expect(installSchema(db.pool)).resolves.toMatchObject({ from: BASELINE_VERSION, applied: [5] });
+      await expect(installSchema(db.pool)).resolves.toMatchObject({ from: BASELINE_VERSION, applied: SHIPPED_VERSIONS });
       expect(Date.now() - started).toBeLessThan(10_000);
       // Its open transaction still reads (the old snapshot's row is not locked against reads).
       await expect(holder.query('SELECT version FROM workhorse.schema_version')).resolves.toBeDefined();
