@@ -360,8 +360,12 @@ $$;
 -- * `settled`: every child has ended; one row per child (in request order) with its outcome.
 -- * `canceled`: a cancel request was pending; the job ended `canceled`. One row.
 -- * `stale`: this worker no longer owns the job; nothing written. One row.
--- p_requests is an array of 1 to 1000 enqueue requests (as enqueue_many_v1). A key reused for a
--- different request raises P1021.
+-- p_requests is an array of 1 to 1000 enqueue requests (as enqueue_many_v1) without dependency
+-- options: a child runs when its parent starts it, so no child can wait for its parent, an
+-- ancestor or anything that waits for them (no cycle can be built). A child's idempotency key is
+-- its parent's (see claim_idempotency_keys): the same key under two parents makes two children.
+-- A job starts at most 10000 children in all. A key reused for a different request raises P1021.
+-- What a worker may enqueue this way, and why, is in docs/security.md.
 CREATE FUNCTION workhorse.run_children_v1(p_job_id uuid, p_worker_id text, p_fence bigint, p_key text, p_requests jsonb)
 RETURNS TABLE (status text, child_id uuid, state text, result jsonb, error jsonb)
 LANGUAGE plpgsql AS $$
@@ -380,6 +384,7 @@ BEGIN
   IF jsonb_typeof(p_requests) IS DISTINCT FROM 'array' OR jsonb_array_length(p_requests) NOT BETWEEN 1 AND 1000 THEN
     PERFORM workhorse.raise_invalid('children', 'must be an array of 1 to 1000 child job requests');
   END IF;
+  PERFORM workhorse.check_child_requests(p_requests);
   r := workhorse.lock_owned(p_job_id, p_worker_id, p_fence);
   IF r.job_id IS NULL THEN
     RETURN QUERY SELECT 'stale'::text, NULL::uuid, NULL::text, NULL::jsonb, NULL::jsonb;
@@ -400,7 +405,9 @@ BEGIN
     END IF;
     v_ids := v_call.child_ids;
   ELSE
-    SELECT array_agg(e.job_id) INTO v_ids FROM workhorse.enqueue_many_v1(p_requests) AS e;
+    PERFORM workhorse.check_children_count(p_job_id, jsonb_array_length(p_requests));
+    SELECT array_agg(e.job_id) INTO v_ids FROM workhorse.enqueue_batch(p_requests, p_job_id) AS e;
+    PERFORM workhorse.check_child_ids(p_job_id, v_ids, p_requests);
     INSERT INTO workhorse.job_child_call (parent_id, key, request, child_ids, created_at)
     VALUES (p_job_id, p_key, p_requests, v_ids, v_now);
     INSERT INTO workhorse.job_dependency (prerequisite_id, dependent_id, kind, ordinal)
@@ -434,6 +441,75 @@ BEGIN
   VALUES (p_job_id, v_now, 'blocked', r.current_attempt, p_worker_id, p_fence,
           jsonb_build_object('key', p_key, 'children', to_jsonb(v_ids), 'live', v_live));
   RETURN QUERY SELECT 'parked'::text, NULL::uuid, NULL::text, NULL::jsonb, NULL::jsonb;
+END
+$$;
+
+-- The child requests of a run_children_v1 call carry no dependency options (P1001 naming the
+-- first): a child that waited for other jobs could wait for its parent or an ancestor, and
+-- parent and child would wait for each other forever. Checked before anything is written.
+CREATE FUNCTION workhorse.check_child_requests(p_requests jsonb)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+  v_field text;
+BEGIN
+  SELECT format('children[%s].%s', x.ord - 1, k.key) INTO v_field
+  FROM jsonb_array_elements(p_requests) WITH ORDINALITY AS x (e, ord)
+  CROSS JOIN LATERAL unnest(ARRAY['dependsOn', 'onDependencyFailed', 'onDependencyCanceled']) WITH ORDINALITY AS k (key, n)
+  WHERE jsonb_typeof(x.e) = 'object' AND x.e ? k.key
+  ORDER BY x.ord, k.n
+  LIMIT 1;
+  IF v_field IS NOT NULL THEN
+    PERFORM workhorse.raise_invalid(v_field,
+      'is not an option of a child job: a child runs when its parent starts it and waits for nothing');
+  END IF;
+END
+$$;
+
+-- A job starts at most 10000 children over all its run_children_v1 calls (P1001 otherwise).
+CREATE FUNCTION workhorse.check_children_count(p_parent_id uuid, p_more integer)
+RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_started bigint;
+BEGIN
+  SELECT coalesce(sum(cardinality(c.child_ids)), 0) INTO v_started
+  FROM workhorse.job_child_call c WHERE c.parent_id = p_parent_id;
+  IF v_started + p_more > 10000 THEN
+    PERFORM workhorse.raise_invalid('children',
+      format('a job starts at most 10000 child jobs in all: it started %s, and this call asks for %s more', v_started, p_more));
+  END IF;
+END
+$$;
+
+-- The children a call resolved are neither the parent itself nor a job that waits for it (an
+-- ancestor, or a dependent of either): such a child would make parent and child wait for each
+-- other. Only a child found by its idempotency key can be an existing job, so only calls with
+-- keys look (P1001 naming the request; the raise undoes the enqueue).
+CREATE FUNCTION workhorse.check_child_ids(p_parent_id uuid, p_ids uuid[], p_requests jsonb)
+RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_bad record;
+BEGIN
+  IF NOT jsonb_path_exists(p_requests, '$[*].idempotencyKey') THEN
+    RETURN;
+  END IF;
+  SELECT u.ord - 1 AS i, u.id INTO v_bad
+  FROM unnest(p_ids) WITH ORDINALITY AS u (id, ord)
+  WHERE u.id IN (WITH RECURSIVE waiting (job_id) AS (
+                   SELECT p_parent_id
+                   UNION
+                   SELECT e.dependent_id FROM waiting w
+                   JOIN workhorse.job_dependency e ON e.prerequisite_id = w.job_id
+                   JOIN workhorse.job_runtime x ON x.job_id = e.dependent_id)
+                 SELECT w.job_id FROM waiting w)
+  ORDER BY u.ord
+  LIMIT 1;
+  IF FOUND THEN
+    PERFORM workhorse.raise_invalid(format('children[%s].idempotencyKey', v_bad.i),
+      format('names job %s, which is this job or waits for it: a child cannot be its own parent or ancestor', v_bad.id));
+  END IF;
 END
 $$;
 

@@ -173,9 +173,11 @@ BEGIN
   SELECT * INTO w FROM workhorse.job_signal_wait x WHERE x.job_id = p_job_id AND x.name = p_name AND x.seq = p_seq;
   IF w.status = 'open' THEN
     -- The oldest signal of this name no wait has consumed (sent before the wait, or while the
-    -- job was parked on it) answers it.
+    -- job was parked on it) answers it, if it was sent before the wait's timeout: the deadline
+    -- is the server's, and a later signal stays buffered for the next wait of that name.
     SELECT * INTO v_signal FROM workhorse.job_signal s
      WHERE s.job_id = p_job_id AND s.name = p_name AND s.wait_seq IS NULL
+       AND (w.timeout_at IS NULL OR s.sent_at < w.timeout_at)
      ORDER BY s.id LIMIT 1;
     IF v_signal.id IS NOT NULL THEN
       UPDATE workhorse.job_signal SET wait_seq = p_seq WHERE id = v_signal.id;
@@ -215,7 +217,8 @@ $$;
 
 -- Sends signal p_name to a job, in the caller's transaction. Returns `delivered` (the job was
 -- parked on a wait for it: the wait has its value and the job is `ready`), `buffered` (the job
--- is live but not waiting for it: the signal is kept and the next wait for p_name consumes it),
+-- is live but not waiting for it, or its wait's timeout has passed: the signal is kept and the
+-- next wait for p_name consumes it),
 -- `duplicate` (a signal with this idempotency key was sent before: nothing written),
 -- `not_found` or `finished` (the job has ended: nothing written). The job's row is locked first,
 -- so a send and the job parking never miss each other.
@@ -227,6 +230,7 @@ DECLARE
   v_now timestamptz;
   v_id bigint;
   v_seq integer;
+  v_timeout_at timestamptz;
 BEGIN
   PERFORM workhorse.check_wait_target(p_job_id, p_name);
   PERFORM workhorse.check_json_size(p_payload, 'payload');
@@ -251,11 +255,14 @@ BEGIN
   IF v_id IS NULL THEN
     RETURN 'duplicate';
   END IF;
-  -- Parked on a wait for this name: the wait takes the signal now.
-  SELECT w.seq INTO v_seq FROM workhorse.job_signal_wait w
+  -- Parked on a wait for this name whose timeout has not passed: the wait takes the signal now.
+  -- Past the timeout the wait has timed out, whether or not the job woke yet (the deadline is
+  -- the server's): the signal is buffered.
+  SELECT w.seq, w.timeout_at INTO v_seq, v_timeout_at FROM workhorse.job_signal_wait w
    WHERE w.job_id = p_job_id AND w.name = p_name AND w.status = 'open'
    ORDER BY w.seq LIMIT 1;
-  IF v_seq IS NOT NULL AND r.state IN ('blocked', 'scheduled') AND r.resuming THEN
+  IF v_seq IS NOT NULL AND r.state IN ('blocked', 'scheduled') AND r.resuming
+     AND (v_timeout_at IS NULL OR v_timeout_at > v_now) THEN
     UPDATE workhorse.job_signal SET wait_seq = v_seq WHERE id = v_id;
     UPDATE workhorse.job_signal_wait w SET status = 'delivered', signal_id = v_id, resolved_at = v_now
      WHERE w.job_id = p_job_id AND w.name = p_name AND w.seq = v_seq;
@@ -346,9 +353,10 @@ $$;
 -- wakes the job. p_actor (who decided, 1 to 200 characters) and p_reason (at most 1000) are kept
 -- with the decision and in the timeline. A decision outside the wait's choices is refused
 -- (SQLSTATE P1030, nothing written). Returns `completed`, `duplicate` (the wait was decided
--- with this idempotency key before: nothing written), `already_decided` (decided otherwise, or
--- timed out: nothing written), `not_waiting` (the job is live but has no wait of that name yet),
--- `not_found` or `finished`.
+-- with this idempotency key before: nothing written), `already_decided` (decided otherwise:
+-- nothing written), `timed_out` (the wait's timeout has passed, whether or not the job woke to
+-- see it yet: the deadline is the server's, nothing written), `not_waiting` (the job is live but
+-- has no wait of that name yet), `not_found` or `finished`.
 CREATE FUNCTION workhorse.complete_human_wait_v1(
   p_job_id uuid, p_name text, p_decision jsonb, p_actor text, p_reason text DEFAULT NULL,
   p_idempotency_key text DEFAULT NULL)
@@ -377,6 +385,9 @@ BEGIN
       MESSAGE = format('decision: must be one of the wait''s choices (%s)', w.choices::text),
       DETAIL = jsonb_build_object('choices', w.choices)::text;
   END IF;
+  IF w.status = 'timed_out' THEN
+    RETURN 'timed_out';
+  END IF;
   IF w.id IS NOT NULL AND w.status <> 'open' THEN
     IF p_idempotency_key IS NOT NULL AND w.idempotency_key = p_idempotency_key THEN
       RETURN 'duplicate';
@@ -393,6 +404,9 @@ BEGIN
     RETURN 'not_waiting';
   END IF;
   v_now := clock_timestamp();
+  IF w.timeout_at IS NOT NULL AND w.timeout_at <= v_now THEN
+    RETURN 'timed_out';
+  END IF;
   UPDATE workhorse.job_human_wait x
      SET status = 'decided', decision = p_decision, actor = p_actor, reason = p_reason,
          idempotency_key = p_idempotency_key, decided_at = v_now
@@ -406,7 +420,9 @@ END
 $$;
 
 -- The open human waits, oldest first, a page at a time (after the wait id p_after_id), filtered
--- by queue, job type, wait name and job id (each optional).
+-- by queue, job type, wait name and job id (each optional). A wait whose timeout has passed is
+-- not open any more (complete_human_wait_v1 answers `timed_out` for it), even before its job
+-- woke to record it.
 CREATE FUNCTION workhorse.list_human_waits_v1(
   p_queue text, p_type text, p_name text, p_job_id uuid, p_limit integer, p_after_id bigint DEFAULT 0)
 RETURNS TABLE (id bigint, job_id uuid, queue text, type text, name text, context jsonb, choices jsonb,
@@ -421,7 +437,7 @@ BEGIN
   SELECT w.id, w.job_id, j.queue, j.type, w.name, w.context, w.choices, w.timeout_at, w.attempt, w.created_at
   FROM workhorse.job_human_wait w
   JOIN workhorse.job j ON j.id = w.job_id
-  WHERE w.status = 'open' AND w.id > coalesce(p_after_id, 0)
+  WHERE w.status = 'open' AND (w.timeout_at IS NULL OR w.timeout_at > clock_timestamp()) AND w.id > coalesce(p_after_id, 0)
     AND (p_queue IS NULL OR j.queue = p_queue) AND (p_type IS NULL OR j.type = p_type)
     AND (p_name IS NULL OR w.name = p_name) AND (p_job_id IS NULL OR w.job_id = p_job_id)
     -- Only jobs still live: a job that ended (canceled, past its deadline) waits no more.

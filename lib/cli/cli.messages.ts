@@ -178,7 +178,9 @@ export const messages = {
     const wait = `wait ${JSON.stringify(name)} of job ${id}`;
     switch (status) {
       case 'already_decided':
-        return `${wait} was already decided (or timed out); nothing recorded.`;
+        return `${wait} was already decided; nothing recorded.`;
+      case 'timed_out':
+        return `${wait} timed out before this decision; nothing recorded.`;
       case 'not_waiting':
         return `job ${id} has not reached a wait ${JSON.stringify(name)}; nothing recorded.`;
       case 'finished':

@@ -90,12 +90,12 @@ export abstract class AdminOperations {
    * (`active`, `paused`, `disabled`), revision, next and last run, the last job and its state.
    */
   async listSchedules(options: { namespace?: string } = {}, client?: Queryable): Promise<ScheduleInfo[]> {
-    return listSchedules(this.runner(client), options.namespace);
+    return listSchedules(this.runner(client), checkOptions(options, 'options', ['namespace'], 'a schedule-list option').namespace);
   }
 
   /** A schedule's history, newest first: each revision's change and each trigger (default 100 entries). */
   async getScheduleHistory(key: string, options: { namespace?: string; limit?: number } = {}, client?: Queryable): Promise<ScheduleHistoryEntry[]> {
-    return getScheduleHistory(this.runner(client), key, options);
+    return getScheduleHistory(this.runner(client), key, checkOptions(options, 'options', ['namespace', 'limit'], 'a schedule-history option'));
   }
 
   /**

@@ -3,7 +3,7 @@ import { HumanWaitTimeoutError, JobCanceledError, LeaseLostError, SignalTimeoutE
 import { fromPgError } from './protocol-errors';
 import { failpoint } from './failpoints';
 import type { JsonValue, Queryable } from './types';
-import { checkText } from './validation';
+import { checkOptions, checkText } from './validation';
 import { checkHumanWaitOptions, checkWaitTimeout, type HumanDecision, type WaitForHumanOptions, type WaitForSignalOptions } from './waits';
 
 /**
@@ -51,8 +51,7 @@ export class HandlerWaits {
 
   async forSignal(name: string, options: WaitForSignalOptions | undefined): Promise<JsonValue> {
     checkText(name, 'name', 1, 200);
-    if (options !== undefined && (typeof options !== 'object' || options === null)) throw new WorkhorseValidationError('options', 'must be an object');
-    const timeoutMs = checkWaitTimeout(options?.timeoutMs);
+    const timeoutMs = checkWaitTimeout(checkOptions(options, 'options', ['timeoutMs'], 'a signal-wait option').timeoutMs);
     const seq = (this.signalWaits.get(name) ?? 0) + 1;
     this.signalWaits.set(name, seq);
     const row = await this.call<{ status: string; payload: JsonValue; timeout_at: Date | null }>(
@@ -75,7 +74,10 @@ export class HandlerWaits {
       decided_at: Date;
       timeout_at: Date | null;
     }>('SELECT * FROM workhorse.wait_human_v1($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7)', [name, context, choices, timeoutMs]);
-    if (row.status === 'decided') return { decision: row.decision, actor: row.actor, reason: row.reason, decidedAt: row.decided_at };
+    if (row.status === 'decided') {
+      // An ISO 8601 string, not a Date: what a handler is given it can return or checkpoint as it is.
+      return { decision: row.decision, actor: row.actor, reason: row.reason, decidedAt: row.decided_at.toISOString() };
+    }
     if (row.status === 'timed_out') throw new HumanWaitTimeoutError(this.owner.job.jobId, name, row.timeout_at as Date);
     throw this.parkedOn(row.status, 'human', name, row.timeout_at);
   }

@@ -182,8 +182,9 @@ export class Queue {
    * Records the decision for a job's open human wait `name` (see `ctx.waitForHuman`) and wakes
    * the job, in the caller's transaction. A decision outside the wait's `choices` raises
    * `DecisionNotAllowedError` and writes nothing. Answers `completed`, `duplicate` (decided
-   * before with the same `idempotencyKey`), `already_decided` (decided otherwise or timed out),
-   * `not_waiting` (the job is live but has not reached that wait), `not_found` or `finished`.
+   * before with the same `idempotencyKey`), `already_decided` (decided otherwise), `timed_out`
+   * (the wait's timeout passed, by the database's clock, even if the job has not woken to see it
+   * yet: nothing recorded), `not_waiting` (the job is live but has not reached that wait), `not_found` or `finished`.
    *
    * @example
    * await queue.completeHumanWait(jobId, 'approve-refund', 'approve', { actor: 'alice', reason: 'loyal customer' });

@@ -25,12 +25,16 @@ export interface WaitForHumanOptions {
   timeoutMs?: number;
 }
 
-/** A recorded human decision, as `ctx.waitForHuman` returns it. */
+/**
+ * A recorded human decision, as `ctx.waitForHuman` returns it: plain JSON, so a handler can
+ * return it as its result or checkpoint it as it is.
+ */
 export interface HumanDecision<D = JsonValue> {
   decision: D;
   actor: string;
   reason: string | null;
-  decidedAt: Date;
+  /** When it was decided, by the database's clock: an ISO 8601 string in UTC (`new Date(decidedAt)` for a Date). */
+  decidedAt: string;
 }
 
 export interface CompleteHumanWaitOptions {
@@ -43,7 +47,7 @@ export interface CompleteHumanWaitOptions {
 }
 
 /** What `queue.completeHumanWait` did. */
-export type CompleteHumanWaitStatus = 'completed' | 'duplicate' | 'already_decided' | 'not_waiting' | 'not_found' | 'finished';
+export type CompleteHumanWaitStatus = 'completed' | 'duplicate' | 'already_decided' | 'timed_out' | 'not_waiting' | 'not_found' | 'finished';
 
 /** An open human wait, as `admin.listHumanWaits` lists it. */
 export interface HumanWait {

@@ -10,13 +10,13 @@ import (
 
 // ChildOutcome is how one child job of RunChildren ended.
 type ChildOutcome[R any] struct {
-	JobID string
+	JobID string `json:"jobId"`
 	// State is StateSucceeded, StateFailed or StateCanceled.
-	State JobState
+	State JobState `json:"state"`
 	// Result is the child's result decoded into R, when it succeeded.
-	Result R
+	Result R `json:"result"`
 	// Error is the child's terminal error envelope, when it failed or was canceled.
-	Error *ErrorEnvelope
+	Error *ErrorEnvelope `json:"error"`
 }
 
 // RunChild starts one child job and waits for it without holding a worker slot: the child is

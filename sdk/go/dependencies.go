@@ -127,12 +127,12 @@ func decodePrerequisites(value json.RawMessage) ([]Prerequisite, bool) {
 
 // DependencyOutcome is one prerequisite of a job as Job.Dependencies reports it.
 type DependencyOutcome struct {
-	JobID string
-	State JobState
+	JobID string   `json:"jobId"`
+	State JobState `json:"state"`
 	// Result is the prerequisite's result once it succeeded, else nil.
-	Result json.RawMessage
+	Result json.RawMessage `json:"result"`
 	// Error is its error envelope once it failed or was canceled, else nil.
-	Error *ErrorEnvelope
+	Error *ErrorEnvelope `json:"error"`
 }
 
 // Dependencies returns the prerequisites this job was enqueued with (DependsOn), in that order,

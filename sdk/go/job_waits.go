@@ -78,10 +78,10 @@ type HumanWaitOptions struct {
 // HumanDecision is a person's answer to a human wait.
 type HumanDecision struct {
 	// Decision is the decision as JSON (a JSON string when the wait has choices; see Choice).
-	Decision  json.RawMessage
-	Actor     string
-	Reason    string
-	DecidedAt time.Time
+	Decision  json.RawMessage `json:"decision"`
+	Actor     string          `json:"actor"`
+	Reason    string          `json:"reason"`
+	DecidedAt time.Time       `json:"decidedAt"`
 }
 
 // Choice is the decision as a string ("" when it is not a JSON string).

@@ -2,6 +2,7 @@ package workhorse_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync/atomic"
 	"testing"
@@ -434,4 +435,127 @@ func TestAWaitWithATimeoutParksTheJobScheduledUntilThen(t *testing.T) {
 	if job := waitForState(t, admin, id, 20*time.Second, workhorse.StateSucceeded); !sameJSON(job.Result, `"T-7"`) || job.CurrentAttempt != 1 {
 		t.Fatalf("result %s, attempt %d", job.Result, job.CurrentAttempt)
 	}
+}
+
+// Issue 30.10: what the SDK hands a handler (dependencies, child outcomes, a signal's payload, a
+// human decision) can be returned as the job's result, and checkpointed, as it is; and a
+// decision after the wait's timeout answers HumanWaitTimedOut (issue 30.5).
+func TestWhatAHandlerIsGivenCanBeReturnedAndCheckpointedAsItIs(t *testing.T) {
+	db := testpg.New(t)
+	ctx := context.Background()
+	queue := workhorse.NewQueue(workhorse.Pgx(db.Pool))
+	admin := workhorse.NewAdmin(workhorse.Pgx(db.Pool))
+	w := newWorker(t, db, workhorse.WorkerOptions{})
+	must(t, workhorse.Handle(w, "first", func(ctx context.Context, job *workhorse.Job, _ any) (map[string]bool, error) {
+		return map[string]bool{"first": true}, nil
+	}))
+	must(t, workhorse.Handle(w, "child", func(ctx context.Context, job *workhorse.Job, n int) (int, error) {
+		if n < 0 {
+			return 0, errors.New("negative")
+		}
+		return n * 2, nil
+	}))
+	must(t, workhorse.Handle(w, "all", func(ctx context.Context, job *workhorse.Job, _ any) (map[string]any, error) {
+		deps, err := job.Dependencies(ctx)
+		if err != nil {
+			return nil, err
+		}
+		kids, err := workhorse.RunChildren[int](ctx, job, "kids", []workhorse.EnqueueRequest{
+			{Type: "child", Payload: 1}, {Type: "child", Payload: -1, EnqueueOptions: workhorse.EnqueueOptions{MaxAttempts: 1}},
+		})
+		if err != nil {
+			return nil, err
+		}
+		signal, err := workhorse.WaitForSignal[json.RawMessage](ctx, job, "go", nil)
+		if err != nil {
+			return nil, err
+		}
+		d, err := job.WaitForHuman(ctx, "approve", &workhorse.HumanWaitOptions{Choices: []string{"yes", "no"}})
+		if err != nil {
+			return nil, err
+		}
+		again, err := workhorse.Checkpoint(ctx, job, "decision", func(context.Context) (workhorse.HumanDecision, error) { return d, nil })
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"dependencies": deps, "children": kids, "signal": signal, "decision": d, "again": again}, nil
+	}))
+	must(t, workhorse.Handle(w, "expiring", func(ctx context.Context, job *workhorse.Job, _ any) (string, error) {
+		_, err := job.WaitForHuman(ctx, "approve", &workhorse.HumanWaitOptions{Timeout: 200 * time.Millisecond})
+		var timedOut *workhorse.HumanWaitTimeoutError
+		if errors.As(err, &timedOut) {
+			return "timed out", nil
+		}
+		return "", err
+	}))
+	first, err := queue.Enqueue(ctx, "first", nil, nil)
+	must(t, err)
+	id, err := queue.Enqueue(ctx, "all", nil, &workhorse.EnqueueOptions{DependsOn: []workhorse.Prerequisite{workhorse.DependOnJob(first)}})
+	must(t, err)
+	expiring, err := queue.Enqueue(ctx, "expiring", nil, nil)
+	must(t, err)
+	if s, err := queue.SendSignal(ctx, id, "go", map[string]string{"at": "now"}, nil); err != nil || (s != workhorse.SignalDelivered && s != workhorse.SignalBuffered) {
+		t.Fatalf("send: %s %v", s, err)
+	}
+	startWorker(t, w)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		page, err := admin.ListHumanWaits(ctx, workhorse.HumanWaitFilter{JobID: id})
+		must(t, err)
+		if len(page.Items) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the human wait never opened")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if s, err := queue.CompleteHumanWait(ctx, id, "approve", "yes", workhorse.DecisionOptions{Actor: "alice"}); err != nil || s != workhorse.HumanWaitCompleted {
+		t.Fatalf("decide: %s %v", s, err)
+	}
+	job := waitForState(t, admin, id, 20*time.Second, workhorse.StateSucceeded)
+	var result struct {
+		Dependencies []struct {
+			JobID  string
+			State  string
+			Result map[string]bool
+		}
+		Children []struct {
+			State  string
+			Result int
+			Error  *struct{ Message string }
+		}
+		Signal   map[string]string
+		Decision struct {
+			Decision  string
+			Actor     string
+			DecidedAt time.Time
+		}
+		Again json.RawMessage
+	}
+	if err := json.Unmarshal(job.Result, &result); err != nil {
+		t.Fatalf("result %s: %v", job.Result, err)
+	}
+	if len(result.Dependencies) != 1 || result.Dependencies[0].JobID != first || !result.Dependencies[0].Result["first"] ||
+		len(result.Children) != 2 || result.Children[0].Result != 2 || result.Children[1].State != "failed" ||
+		result.Children[1].Error == nil || result.Children[1].Error.Message != "negative" || result.Signal["at"] != "now" ||
+		result.Decision.Decision != "yes" || result.Decision.Actor != "alice" || result.Decision.DecidedAt.IsZero() {
+		t.Fatalf("result %s", job.Result)
+	}
+	var decision map[string]any
+	must(t, json.Unmarshal(job.Result, &decision))
+	if !sameJSON(result.Again, string(mustJSON(t, decision["decision"]))) {
+		t.Fatalf("the checkpointed decision %s differs from %v", result.Again, decision["decision"])
+	}
+	waitForState(t, admin, expiring, 20*time.Second, workhorse.StateSucceeded)
+	if s, err := queue.CompleteHumanWait(ctx, expiring, "approve", "late", workhorse.DecisionOptions{Actor: "bob"}); err != nil || s != workhorse.HumanWaitTimedOut {
+		t.Fatalf("a decision after the timeout: %s %v", s, err)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	data, err := json.Marshal(v)
+	must(t, err)
+	return data
 }

@@ -71,8 +71,11 @@ const (
 	HumanWaitCompleted HumanWaitStatus = "completed"
 	// HumanWaitDuplicate: the wait was decided with this idempotency key before.
 	HumanWaitDuplicate HumanWaitStatus = "duplicate"
-	// HumanWaitAlreadyDecided: decided otherwise before, or timed out.
+	// HumanWaitAlreadyDecided: decided otherwise before.
 	HumanWaitAlreadyDecided HumanWaitStatus = "already_decided"
+	// HumanWaitTimedOut: the wait's timeout passed (by the database's clock, even if the job has
+	// not woken to see it yet); nothing was recorded.
+	HumanWaitTimedOut HumanWaitStatus = "timed_out"
 	// HumanWaitNotWaiting: the job is live but has not reached that wait yet.
 	HumanWaitNotWaiting HumanWaitStatus = "not_waiting"
 	// HumanWaitNotFound: no such job.

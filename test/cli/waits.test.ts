@@ -73,7 +73,7 @@ it('waits complete records the decision with the actor and resumes the job', asy
     status: 'duplicate',
   });
   expect(errorOf(await cli(['waits', 'complete', jobId, 'approve', 'reject', '--actor', 'bob'], env), 1)).toBe(
-    `workhorse: wait "approve" of job ${jobId} was already decided (or timed out); nothing recorded.`,
+    `workhorse: wait "approve" of job ${jobId} was already decided; nothing recorded.`,
   );
   await admin.cancel(jobId);
 });

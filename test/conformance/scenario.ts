@@ -35,7 +35,8 @@ export interface Step {
   key?: string;
   type?: string;
   payload?: JsonValue;
-  children?: { type: string; payload: JsonValue }[];
+  /** A child's `options` are enqueue options by their wire names (the TypeScript names). */
+  children?: { type: string; payload: JsonValue; options?: Record<string, JsonValue> }[];
   name?: string;
   value?: JsonValue;
   message?: string;

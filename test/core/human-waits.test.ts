@@ -119,7 +119,33 @@ describe('waitForHuman and completeHumanWait', () => {
     );
     await waitForState(jobId, 'succeeded');
     expect((await admin.getJob(jobId))?.result).toEqual({ timedOut: 'sign-off' });
-    expect(await queue.completeHumanWait(jobId, 'sign-off', 'ok', { actor: 'late' })).toBe('already_decided');
+    expect(await queue.completeHumanWait(jobId, 'sign-off', 'ok', { actor: 'late' })).toBe('timed_out');
+  });
+
+  it('a decision after the timeout, while no worker runs, answers timed_out: the wait is not listed, and the handler sees the timeout (issue 30.5)', async () => {
+    const q = 'human-late';
+    const jobId = await queue.enqueue('human.late', {}, { queue: q });
+    const handle = (w: Worker) =>
+      w.handle('human.late', async (_p: unknown, ctx: HandlerContext) => {
+        try {
+          return await ctx.waitForHuman('sign-off', { choices: ['ok', 'no'], timeoutMs: 300 });
+        } catch (error) {
+          if (!(error instanceof HumanWaitTimeoutError)) throw error;
+          return { timedOut: error.waitName };
+        }
+      });
+    const first = startWorker(q, handle, 'w-late-1');
+    await waitFor(async () => (await admin.listHumanWaits({ jobId })).items.length === 1, 15_000, 'the wait to open');
+    await first.stop();
+    // The workers are down past the timeout: the job has not woken, but the deadline holds.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect((await admin.listHumanWaits({ jobId })).items).toEqual([]);
+    const before = await writes(jobId);
+    expect(await queue.completeHumanWait(jobId, 'sign-off', 'ok', { actor: 'late' })).toBe('timed_out');
+    expect(await writes(jobId)).toBe(before);
+    startWorker(q, handle, 'w-late-2');
+    await waitForState(jobId, 'succeeded');
+    expect((await admin.getJob(jobId))?.result).toEqual({ timedOut: 'sign-off' });
   });
 
   it('answers not_waiting, not_found and finished, and refuses hostile input with typed errors, writing nothing', async () => {

@@ -350,7 +350,7 @@ describeIf(CHROMIUM, 'the dashboard in Chromium', () => {
     const parent = await queue.enqueue('report.build', { month: '2026-11' }, { queue: 'reports' });
     await new Worker(queue, { queues: ['reports'] })
       .handle('report.build', async (_payload, ctx) => {
-        const parts = await ctx.runChildren('regions', ['north', 'south', 'west'].map((region) => ({ type: 'report.region', payload: { region }, queue: 'reports' })));
+        const parts = await ctx.runChildren('regions', ['north', 'south', 'west'].map((region) => ({ type: 'report.region', payload: { region } })));
         return { parts: parts.length };
       })
       .runOnce();

@@ -262,7 +262,7 @@ describe('the job page', () => {
     const dependent = await queue.enqueue('step.two', {}, { queue: 'family', dependsOn: [first] });
     const parent = await queue.enqueue('batch.run', {}, { queue: 'family-parents' });
     const run = new Worker(queue, { queues: ['family-parents'] }).handle('batch.run', async (_payload, ctx) => {
-      await ctx.runChildren('parts', [0, 1, 2].map((n) => ({ type: 'part.run', payload: { n }, queue: 'family-children' })));
+      await ctx.runChildren('parts', [0, 1, 2].map((n) => ({ type: 'part.run', payload: { n }, options: { queue: 'family-children' } })));
       return {};
     });
     await run.runOnce();

@@ -87,7 +87,8 @@ async function correctable(context: ActionContext, wait: OpenHumanWait, typed: T
 }
 
 const NOT_RECORDED: Record<Exclude<CompleteHumanWaitStatus, 'completed' | 'duplicate'>, [number, string]> = {
-  already_decided: [409, 'This wait was decided already (or timed out): nothing was changed. The job\u2019s page shows the decision.'],
+  already_decided: [409, 'This wait was decided already: nothing was changed. The job\u2019s page shows the decision.'],
+  timed_out: [409, 'This wait timed out before the decision arrived: nothing was recorded, and the job goes on without it.'],
   not_waiting: [409, 'The job has no open wait of this name.'],
   not_found: [404, 'There is no such job.'],
   finished: [409, 'The job has ended: it waits for nothing any more.'],

@@ -119,7 +119,7 @@ def test_the_conflict_error_carries_the_children_the_key_stands_for(pool: Connec
     assert seen[0].field == "key" and sorted(seen[0].child_ids) == sorted(c.id for c in children)
 
 
-async def test_a_human_wait_times_out_and_a_late_decision_is_already_decided(apool: AsyncConnectionPool[Any]) -> None:
+async def test_a_human_wait_times_out_and_a_late_decision_is_timed_out(apool: AsyncConnectionPool[Any]) -> None:
     queue, admin = AsyncQueue(apool), AsyncAdmin(apool)
     worker = AsyncWorker(queue, poll_ms=50, tick_ms=50)
 
@@ -150,7 +150,7 @@ async def test_a_human_wait_times_out_and_a_late_decision_is_already_decided(apo
     with pytest.raises(DecisionNotAllowedError) as refused:
         await queue.complete_human_wait(job_id, "approve", "maybe", actor="alice")
     assert refused.value.field == "decision" and refused.value.choices == ["yes", "no"]
-    assert await queue.complete_human_wait(job_id, "approve", "yes", actor="alice") == "already_decided"
+    assert await queue.complete_human_wait(job_id, "approve", "yes", actor="alice") == "timed_out"
 
 
 def test_a_broad_except_exception_cannot_swallow_the_park(pool: ConnectionPool[Any]) -> None:

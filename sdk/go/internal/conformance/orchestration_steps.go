@@ -34,7 +34,7 @@ func orchestrationStep(ctx context.Context, job *workhorse.Job, step Step) (valu
 	case "run_children":
 		requests := make([]workhorse.EnqueueRequest, len(step.Children))
 		for i, c := range step.Children {
-			requests[i] = workhorse.EnqueueRequest{Type: c.Type, Payload: orNull(c.Payload)}
+			requests[i] = workhorse.EnqueueRequest{Type: c.Type, Payload: orNull(c.Payload), EnqueueOptions: c.Options}
 		}
 		outcomes, err := workhorse.RunChildren[json.RawMessage](ctx, job, step.Key, requests)
 		if err != nil {

@@ -82,6 +82,8 @@ type Step struct {
 type ChildSpec struct {
 	Type    string          `json:"type"`
 	Payload json.RawMessage `json:"payload"`
+	// Options are the child's enqueue options by their wire names (optional).
+	Options workhorse.EnqueueOptions `json:"options"`
 }
 
 // Action is one action, its keys as written (they depend on its "do").

@@ -21,6 +21,7 @@ from psycopg_pool import ConnectionPool
 from .context import AsyncHandlerContext, HandlerContext
 from .errors import ChildJobFailedError, NonRetryableError, RetryAfterError, SignalTimeoutError
 from .types import ChildJobSpec, ChildOutcome, DependencyOutcome, HumanDecision
+from .validation import ENQUEUE_OPTIONS
 from .queue import Queue
 from .worker import Worker
 
@@ -178,8 +179,17 @@ def _child_failed(error: ChildJobFailedError) -> Any:
     return {"childFailed": error.child_state, "errorName": error.child_error.get("name")}
 
 
+#: Wire names of enqueue options -> the SDK's keyword names (a child's "options").
+_PYTHON_NAMES = {wire: name for name, wire in ENQUEUE_OPTIONS.items()}
+
+
 def _children(step: Mapping[str, Any]) -> list[ChildJobSpec]:
-    return [{"type": c["type"], "payload": c["payload"]} for c in step["children"]]
+    specs: list[ChildJobSpec] = []
+    for c in step["children"]:
+        spec: dict[str, Any] = {"type": c["type"], "payload": c["payload"]}
+        spec.update({_PYTHON_NAMES[k]: v for k, v in c.get("options", {}).items()})
+        specs.append(spec)  # type: ignore[arg-type]
+    return specs
 
 
 def _on_timeout(step: Mapping[str, Any]) -> Any:

@@ -94,7 +94,9 @@ class Queue:
         """Records the decision for a job's open human wait ``name`` (see
         ``ctx.wait_for_human``) and wakes the job. A decision that is not one of the wait's
         choices raises ``DecisionNotAllowedError`` and writes nothing. Answers ``completed``,
-        ``duplicate`` (decided before with this key), ``already_decided``, ``not_waiting`` (the
-        job has not reached that wait yet), ``not_found`` or ``finished``."""
+        ``duplicate`` (decided before with this key), ``already_decided``, ``timed_out`` (the
+        wait's timeout passed by the database's clock, even before the job woke: nothing
+        recorded), ``not_waiting`` (the job has not reached that wait yet), ``not_found`` or
+        ``finished``."""
         call = orchestration.complete_human_wait(job_id, name, decision, actor, reason, idempotency_key)
         return self._executor.run(call, conn)

@@ -202,7 +202,7 @@ class RedriveResult:
 #: What ``Queue.send_signal`` did.
 SendSignalStatus = Literal["delivered", "buffered", "duplicate", "not_found", "finished"]
 #: What ``Queue.complete_human_wait`` did.
-CompleteHumanWaitStatus = Literal["completed", "duplicate", "already_decided", "not_waiting", "not_found", "finished"]
+CompleteHumanWaitStatus = Literal["completed", "duplicate", "already_decided", "timed_out", "not_waiting", "not_found", "finished"]
 
 
 class ChildJobSpec(JobOptions, total=False):

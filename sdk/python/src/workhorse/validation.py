@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from typing import Any, NoReturn
 
 from .errors import WorkhorseValidationError
-from .types import JsonValue, RetryPolicy
+from .types import ChildOutcome, DependencyOutcome, HumanDecision, JsonValue, RetryPolicy
 
 NAME_LENGTH = 128
 BATCH_SIZE = 1000
@@ -97,8 +97,29 @@ def _check_string(value: str, field: str) -> None:
         fail(field, "contains an unpaired surrogate, which is not valid Unicode text")
 
 
+#: What the SDK hands a handler as objects (``ctx.wait_for_human``, ``ctx.run_children``,
+#: ``ctx.dependencies``): stored as their JSON form (see :func:`handed_out_json`), so a handler
+#: can return or checkpoint them as they are. A checkpoint of one replays as that JSON (a dict).
+_HANDED_OUT = (HumanDecision, ChildOutcome, DependencyOutcome)
+
+
+def handed_out_json(value: object) -> dict[str, Any]:
+    """The JSON form of a value the SDK handed a handler, with the keys the TypeScript SDK uses
+    (``decidedAt`` an ISO 8601 string in UTC, to the millisecond); ``TypeError`` for anything else."""
+    if isinstance(value, HumanDecision):
+        at = value.decided_at.astimezone(timezone.utc)
+        stamp = at.strftime("%Y-%m-%dT%H:%M:%S.") + f"{at.microsecond // 1000:03d}Z"
+        return {"decision": value.decision, "actor": value.actor, "reason": value.reason, "decidedAt": stamp}
+    if isinstance(value, (ChildOutcome, DependencyOutcome)):
+        return {"jobId": value.job_id, "state": value.state, "result": value.result, "error": value.error}
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
 def _check_json(value: object, field: str, depth: int, ancestors: set[int]) -> None:
     if value is None or isinstance(value, bool):
+        return
+    if isinstance(value, _HANDED_OUT):
+        _check_json(handed_out_json(value), field, depth, ancestors)
         return
     if isinstance(value, str):
         _check_string(value, field)
@@ -133,7 +154,7 @@ def to_json_text(value: object, field: str, limit: int = JSON_BYTES) -> str:
     """Checks that a value is JSON that PostgreSQL stores and gives back unchanged, at most
     ``limit`` bytes as compact text, and returns that text."""
     _check_json(value, field, 0, set())
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=handed_out_json)
     if len(text.encode("utf-8")) > limit:
         label = "1 MiB" if limit == JSON_BYTES else f"{limit // 1024} KiB"
         fail(field, f"is larger than the {label} limit ({limit} bytes of JSON)")

@@ -141,8 +141,12 @@ $$;
 -- fields, defaults filled in) becomes a replay of that job, anything else raises P1005 naming the differing
 -- fields, which rolls back the whole batch. Two transactions racing for one key serialise on
 -- the primary key: the second waits, then sees the first's row (or takes the key if the first
--- rolled back). An expired reservation is taken over. Keys are stored as SHA-256 hashes.
-CREATE FUNCTION workhorse.claim_idempotency_keys(p_requests jsonb, p_now timestamptz)
+-- rolled back). An expired reservation is taken over. Keys are stored as SHA-256 hashes. The
+-- keys of child jobs (p_parent_id not null, from run_children_v1) live in their parent's key
+-- space: their hash covers the parent's id and a NUL byte before the key, which no key given as
+-- text can spell, so the same key under two parents makes two children, and no enqueue outside
+-- that parent's calls can reach a child's key.
+CREATE FUNCTION workhorse.claim_idempotency_keys(p_requests jsonb, p_now timestamptz, p_parent_id uuid)
 RETURNS TABLE (ids uuid[], replay boolean[])
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -176,7 +180,8 @@ BEGIN
                   'executionTimeoutMs', v_req -> 'executionTimeoutMs'))
                 || jsonb_build_object('payload', v_req -> 'payload');
     v_scope := coalesce(v_req ->> 'idempotencyScope', v_req ->> 'queue', 'default');
-    v_hash := sha256(convert_to(v_req ->> 'idempotencyKey', 'UTF8'));
+    v_hash := CASE WHEN p_parent_id IS NULL THEN sha256(convert_to(v_req ->> 'idempotencyKey', 'UTF8'))
+                   ELSE sha256(uuid_send(p_parent_id) || '\x00'::bytea || convert_to(v_req ->> 'idempotencyKey', 'UTF8')) END;
     v_new := workhorse.new_job_id();
     v_taken := NULL;
     INSERT INTO workhorse.enqueue_idempotency AS i (scope, key_hash, request, job_id, created_at, expires_at)
@@ -218,6 +223,16 @@ $$;
 -- are `ready`, later ones `scheduled`. One statement writes each table, and each queue that
 -- gained ready work is notified once (delivered at commit).
 CREATE FUNCTION workhorse.enqueue_many_v1(p_requests jsonb)
+RETURNS TABLE (job_id uuid)
+LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN QUERY SELECT b.job_id FROM workhorse.enqueue_batch(p_requests, NULL) AS b;
+END
+$$;
+
+-- enqueue_many_v1's work. p_parent_id: null for an enqueue; the parent job for the children
+-- run_children_v1 starts (their idempotency keys are the parent's, see claim_idempotency_keys).
+CREATE FUNCTION workhorse.enqueue_batch(p_requests jsonb, p_parent_id uuid)
 RETURNS TABLE (job_id uuid)
 LANGUAGE plpgsql
 -- See complete_and_claim_v1: plan every statement once per connection.
@@ -263,7 +278,7 @@ BEGIN
     PERFORM workhorse.validate_enqueue_request(v_req, format('requests[%s]', v_i));
   END LOOP;
   IF jsonb_path_exists(p_requests, '$[*].idempotencyKey') THEN
-    SELECT k.ids, k.replay INTO v_ids, v_replay FROM workhorse.claim_idempotency_keys(p_requests, v_now) AS k;
+    SELECT k.ids, k.replay INTO v_ids, v_replay FROM workhorse.claim_idempotency_keys(p_requests, v_now, p_parent_id) AS k;
   END IF;
   -- Jobs that wait on others start `blocked`; their edges are checked now and written after the
   -- jobs (046_orchestration.sql).
