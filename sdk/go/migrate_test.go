@@ -15,6 +15,7 @@ import (
 	"sync"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -274,6 +275,12 @@ func TestTheClientsAcceptTheRangeAndSayWhatToDoOutsideIt(t *testing.T) {
 // installAtOnce runs InstallSchema n times at once, each on a pool (and connection) of its own.
 func installAtOnce(t *testing.T, db *testpg.DB, n int) []workhorse.MigrationResult {
 	t.Helper()
+	return installAtOnceFrom(t, db, n, workhorse.EmbeddedSchema())
+}
+
+// installAtOnceFrom runs InstallSchemaFrom(fsys) n times at once, each on a pool of its own.
+func installAtOnceFrom(t *testing.T, db *testpg.DB, n int, fsys fs.FS) []workhorse.MigrationResult {
+	t.Helper()
 	ctx := context.Background()
 	results := make([]workhorse.MigrationResult, n)
 	errs := make([]error, n)
@@ -295,7 +302,7 @@ func installAtOnce(t *testing.T, db *testpg.DB, n int) []workhorse.MigrationResu
 			}
 			conn.Release()
 			<-start
-			results[i], errs[i] = workhorse.InstallSchema(ctx, pool)
+			results[i], errs[i] = workhorse.InstallSchemaFrom(ctx, pool, fsys)
 		}()
 	}
 	ready.Wait()
@@ -326,13 +333,162 @@ func TestConcurrentMigratorsApplyEachStepOnce(t *testing.T) {
 func TestConcurrentFreshInstallsInstallOnce(t *testing.T) {
 	db := testpg.NewEmpty(t)
 	created := 0
-	for _, r := range installAtOnce(t, db, 3) {
+	for _, r := range installAtOnce(t, db, 4) {
 		if r.Created {
 			created++
+		}
+		if r.To != workhorse.SchemaVersion || len(r.Applied) != 0 || (!r.Created && r.From != workhorse.SchemaVersion) {
+			t.Fatalf("result %+v", r)
 		}
 	}
 	if created != 1 || len(migrationLog(t, db)) != 1 {
 		t.Fatalf("%d installs created the schema; log %v", created, migrationLog(t, db))
+	}
+}
+
+// probeSteps are two steps after this module's: a table (created twice it would fail) and a
+// no-transaction step with CREATE INDEX CONCURRENTLY (which fails inside a transaction).
+func probeSteps(t *testing.T) fs.FS {
+	t.Helper()
+	return withSteps(t, map[string]string{
+		fmt.Sprintf("%04d_probe.sql", workhorse.SchemaVersion+1): "CREATE TABLE workhorse.migration_probe (id integer PRIMARY KEY);\n" +
+			fmt.Sprintf("INSERT INTO workhorse.migration_probe VALUES (%d);\n", workhorse.SchemaVersion+1),
+		fmt.Sprintf("%04d_probe_index.sql", workhorse.SchemaVersion+2): "-- workhorse:no-transaction\n" +
+			"CREATE INDEX CONCURRENTLY IF NOT EXISTS migration_probe_id ON workhorse.migration_probe (id);\n",
+	})
+}
+
+// checkProbeSteps checks that every step up to the probes' was applied by exactly one migrator.
+func checkProbeSteps(t *testing.T, db *testpg.DB, results []workhorse.MigrationResult, from int) {
+	t.Helper()
+	ctx := context.Background()
+	target := workhorse.SchemaVersion + 2
+	count := map[int]int{}
+	for _, r := range results {
+		// A migrator whose connection came late may find some or all steps done: it starts there.
+		if r.To != target || (r.From < from && !r.Created) {
+			t.Fatalf("result %+v", r)
+		}
+		for _, v := range r.Applied {
+			count[v]++
+		}
+	}
+	for v := from + 1; v <= target; v++ {
+		if count[v] != 1 {
+			t.Fatalf("step %d applied by %d migrators (%+v)", v, count[v], results)
+		}
+	}
+	if installedVersion(t, db) != target {
+		t.Fatalf("version %d", installedVersion(t, db))
+	}
+	var id int
+	var valid bool
+	must(t, db.Pool.QueryRow(ctx, "SELECT id FROM workhorse.migration_probe").Scan(&id))
+	must(t, db.Pool.QueryRow(ctx, "SELECT indisvalid FROM pg_index WHERE indexrelid = 'workhorse.migration_probe_id'::regclass").Scan(&valid))
+	if id != workhorse.SchemaVersion+1 || !valid {
+		t.Fatalf("probe %d, index valid %v", id, valid)
+	}
+}
+
+func TestConcurrentMigratorsOnTheBaselineApplyEveryStepOnceTheNoTransactionOneToo(t *testing.T) {
+	db := newBaselineDB(t)
+	results := installAtOnceFrom(t, db, 5, probeSteps(t))
+	checkProbeSteps(t, db, results, 4)
+	log := migrationLog(t, db)
+	if len(log) != workhorse.SchemaVersion+2-4 || log[len(log)-1] != fmt.Sprintf("%d probe_index", workhorse.SchemaVersion+2) {
+		t.Fatalf("log %v", log)
+	}
+}
+
+func TestANoTransactionStepInterruptedHalfWayIsResumedByTheNextRun(t *testing.T) {
+	db := testpg.New(t)
+	ctx := context.Background()
+	version := workhorse.SchemaVersion + 1
+	fsys := withSteps(t, map[string]string{fmt.Sprintf("%04d_concurrent.sql", version): "-- workhorse:no-transaction\n" +
+		"CREATE INDEX CONCURRENTLY IF NOT EXISTS job_created_probe ON workhorse.job (created_at);\n" +
+		"SELECT * FROM workhorse.appears_later;\n"})
+	_, err := workhorse.InstallSchemaFrom(ctx, db.Pool, fsys)
+	var failed *workhorse.SchemaMigrationError
+	if !errors.As(err, &failed) || failed.Version != version || !strings.Contains(err.Error(), "may have been applied; the step is resumable") {
+		t.Fatalf("got %v", err)
+	}
+	var built bool
+	must(t, db.Pool.QueryRow(ctx, "SELECT to_regclass('workhorse.job_created_probe') IS NOT NULL").Scan(&built))
+	if !built || installedVersion(t, db) != workhorse.SchemaVersion || len(migrationLog(t, db)) != 1 {
+		t.Fatalf("after the failure: index %v, version %d, log %v", built, installedVersion(t, db), migrationLog(t, db))
+	}
+	_, err = db.Pool.Exec(ctx, "CREATE TABLE workhorse.appears_later (id integer)")
+	must(t, err)
+	// Resumed under concurrency: three migrators, one applies it.
+	results := installAtOnceFrom(t, db, 3, fsys)
+	applied := 0
+	for _, r := range results {
+		applied += len(r.Applied)
+	}
+	if log := migrationLog(t, db); applied != 1 || installedVersion(t, db) != version || log[len(log)-1] != fmt.Sprintf("%d concurrent", version) {
+		t.Fatalf("applied %d, log %v", applied, log)
+	}
+}
+
+// While a migrator waits for the migration lock it holds no lock request and no snapshot: an
+// application reader answers, and CREATE INDEX CONCURRENTLY (what a no-transaction step of the
+// lock holder runs, and which waits for every older snapshot) completes.
+func TestAWaitingMigratorBlocksNeitherReadersNorAConcurrentIndexBuild(t *testing.T) {
+	db := testpg.New(t)
+	ctx := context.Background()
+	holder, err := db.Pool.Acquire(ctx)
+	must(t, err)
+	defer holder.Release()
+	tx, err := holder.Begin(ctx)
+	must(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	var v int
+	// Simple protocol, so this transaction keeps the row lock but no snapshot (as a migrator's holder).
+	must(t, tx.QueryRow(ctx, "SELECT version FROM workhorse.schema_version FOR UPDATE", pgx.QueryExecModeSimpleProtocol).Scan(&v))
+
+	pool, err := pgxpool.New(ctx, db.URL)
+	must(t, err)
+	defer pool.Close()
+	fsys := withSteps(t, map[string]string{fmt.Sprintf("%04d_waits.sql", workhorse.SchemaVersion+1): "CREATE TABLE workhorse.waited (id int);\n"})
+	type outcome struct {
+		result workhorse.MigrationResult
+		err    error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		r, err := workhorse.InstallSchemaFrom(ctx, pool, fsys)
+		done <- outcome{r, err}
+	}()
+	time.Sleep(500 * time.Millisecond)
+	select {
+	case o := <-done:
+		t.Fatalf("the migrator did not wait: %+v, %v", o.result, o.err)
+	default:
+	}
+	var waiting int
+	must(t, db.Pool.QueryRow(ctx, "SELECT count(*) FROM pg_locks WHERE NOT granted").Scan(&waiting))
+	if waiting != 0 {
+		t.Fatalf("%d lock requests wait while the migrator polls", waiting)
+	}
+	reader, err := db.Pool.Acquire(ctx)
+	must(t, err)
+	defer reader.Release()
+	bounded, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var n int
+	must(t, reader.QueryRow(bounded, "SELECT count(*) FROM workhorse.job").Scan(&n))
+	_, err = reader.Exec(bounded, "CREATE INDEX CONCURRENTLY job_waiting_probe ON workhorse.job (created_at)")
+	must(t, err)
+	_, err = reader.Exec(bounded, "DROP INDEX CONCURRENTLY workhorse.job_waiting_probe")
+	must(t, err)
+	must(t, tx.Rollback(ctx))
+	select {
+	case o := <-done:
+		if o.err != nil || !reflect.DeepEqual(o.result.Applied, []int{workhorse.SchemaVersion + 1}) {
+			t.Fatalf("after the lock was released: %+v, %v", o.result, o.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the migrator did not take the released lock")
 	}
 }
 
