@@ -66,6 +66,12 @@ async function installedVersion(pool: Pool): Promise<number> {
   return rows[0].version;
 }
 
+/** A step file's name for `version`: `0007_probe.sql`. */
+const stepFile = (version: number, slug: string) => `${String(version).padStart(4, '0')}_${slug}.sql`;
+/** The steps this package ships, as the log lists them after an upgrade from the baseline. */
+const shippedLog = () => readMigrationSteps(MIGRATIONS_DIR).map((step) => ({ version: step.version, name: step.name }));
+const V = SCHEMA_VERSION;
+
 /** The shipped schema plus extra steps written to a scratch directory (copies of the real ones first). */
 function sourceWithSteps(extra: Record<string, string>): SchemaSource {
   const dir = mkdtempSync(join(tmpdir(), 'workhorse-steps-'));
@@ -199,8 +205,8 @@ describe('concurrent migrators', () => {
     // Two more steps, so the migrators race over several: a table (created twice it would fail)
     // and a no-transaction step with CREATE INDEX CONCURRENTLY (which fails inside a transaction).
     const source = sourceWithSteps({
-      '0006_probe.sql': 'CREATE TABLE workhorse.migration_probe (id integer PRIMARY KEY);\nINSERT INTO workhorse.migration_probe VALUES (6);',
-      '0007_probe_index.sql':
+      [stepFile(V + 1, 'probe')]: `CREATE TABLE workhorse.migration_probe (id integer PRIMARY KEY);\nINSERT INTO workhorse.migration_probe VALUES (${V + 1});`,
+      [stepFile(V + 2, 'probe_index')]:
         '-- workhorse:no-transaction\nCREATE INDEX CONCURRENTLY IF NOT EXISTS migration_probe_id ON workhorse.migration_probe (id);',
     });
     const migrators = Array.from({ length: 5 }, () => {
@@ -210,22 +216,20 @@ describe('concurrent migrators', () => {
     });
     const results = await Promise.all(migrators.map((pool) => migrateWith(pool, source)));
     // A migrator whose connection came late may find some or all steps done: it starts from there.
-    expect(results.every((r) => r.from !== null && r.from >= BASELINE_VERSION && r.to === 7 && !r.created)).toBe(true);
+    expect(results.every((r) => r.from !== null && r.from >= BASELINE_VERSION && r.to === V + 2 && !r.created)).toBe(true);
     expect(results.some((r) => r.from === BASELINE_VERSION)).toBe(true);
     // Every step by exactly one migrator, the no-transaction one too (its lock is held on a second connection).
     const applied = results.flatMap((r) => r.applied);
-    expect(applied.filter((v) => v === 5)).toHaveLength(1);
-    expect(applied.filter((v) => v === 6)).toHaveLength(1);
-    expect(applied.filter((v) => v === 7)).toHaveLength(1);
+    for (let version = BASELINE_VERSION + 1; version <= V + 2; version++) expect([version, applied.filter((v) => v === version)]).toEqual([version, [version]]);
     expect(await logRows(db.pool)).toEqual([
-      { version: 5, name: 'migration_log' },
-      { version: 6, name: 'probe' },
-      { version: 7, name: 'probe_index' },
+      ...shippedLog(),
+      { version: V + 1, name: 'probe' },
+      { version: V + 2, name: 'probe_index' },
     ]);
-    expect((await db.pool.query('SELECT id FROM workhorse.migration_probe')).rows).toEqual([{ id: 6 }]);
+    expect((await db.pool.query('SELECT id FROM workhorse.migration_probe')).rows).toEqual([{ id: V + 1 }]);
     const index = await db.pool.query("SELECT indisvalid FROM pg_index WHERE indexrelid = 'workhorse.migration_probe_id'::regclass");
     expect(index.rows).toEqual([{ indisvalid: true }]);
-    expect(await installedVersion(db.pool)).toBe(7);
+    expect(await installedVersion(db.pool)).toBe(V + 2);
   });
 
   it('several installers on an empty database: one creates it, the others find it installed', async () => {
@@ -264,7 +268,7 @@ describe('refusals', () => {
     await db.pool.query('UPDATE workhorse.schema_version SET version = 3');
     const old = await expectRejects(installSchema(db.pool), SchemaMigrationError);
     expect(old.message).toMatch(/version 3, older than version 4, the first one that can be migrated/);
-    await expect(verifySchema(db.pool)).rejects.toThrow(/older than this package needs \(version 4 to 5\): run `npx workhorse schema migrate`/);
+    await expect(verifySchema(db.pool)).rejects.toThrow(new RegExp(`older than this package needs \\(version 4 to ${V}\\): run \`npx workhorse schema migrate\``));
 
     await db.pool.query('UPDATE workhorse.schema_version SET version = 4');
     const lacking = { ...sourceWithSteps({}), target: SCHEMA_VERSION + 1 };
@@ -278,23 +282,25 @@ describe('refusals', () => {
   it('a failing step rolls back whole and leaves the version before it; fixed, it applies', async () => {
     const db = await baselineDatabase();
     const source = sourceWithSteps({
-      '0006_broken.sql': 'CREATE TABLE workhorse.half_done (id integer);\nSELECT * FROM workhorse.not_there_yet;',
+      [stepFile(V + 1, 'broken')]: 'CREATE TABLE workhorse.half_done (id integer);\nSELECT * FROM workhorse.not_there_yet;',
     });
     const error = await expectRejects(migrateWith(db.pool, source), SchemaMigrationError);
-    expect(error).toMatchObject({ version: 6 });
-    expect(error.message).toMatch(/Migration step 0006_broken\.sql \(version 5 to 6\) failed: relation "workhorse\.not_there_yet" does not exist\. Nothing of this step was applied/);
-    expect(await installedVersion(db.pool)).toBe(5);
+    expect(error).toMatchObject({ version: V + 1 });
+    expect(error.message).toMatch(
+      new RegExp(`Migration step ${stepFile(V + 1, 'broken').replace('.', '\\.')} \\(version ${V} to ${V + 1}\\) failed: relation "workhorse\\.not_there_yet" does not exist\\. Nothing of this step was applied`),
+    );
+    expect(await installedVersion(db.pool)).toBe(V);
     expect((await db.pool.query("SELECT to_regclass('workhorse.half_done') AS t")).rows).toEqual([{ t: null }]);
-    expect(await logRows(db.pool)).toEqual([{ version: 5, name: 'migration_log' }]);
+    expect(await logRows(db.pool)).toEqual(shippedLog());
 
     await db.pool.query('CREATE TABLE workhorse.not_there_yet (id integer)');
-    await expect(migrateWith(db.pool, source)).resolves.toMatchObject({ from: 5, to: 6, applied: [6] });
+    await expect(migrateWith(db.pool, source)).resolves.toMatchObject({ from: V, to: V + 1, applied: [V + 1] });
   });
 
   it('a no-transaction step interrupted half-way is resumed by the next run', async () => {
     const db = await baselineDatabase();
     const source = sourceWithSteps({
-      '0006_concurrent.sql': [
+      [stepFile(V + 1, 'concurrent')]: [
         '-- workhorse:no-transaction',
         'CREATE INDEX CONCURRENTLY IF NOT EXISTS job_created_probe ON workhorse.job (created_at);',
         'SELECT * FROM workhorse.appears_later;',
@@ -302,13 +308,10 @@ describe('refusals', () => {
     });
     const error = await expectRejects(migrateWith(db.pool, source), SchemaMigrationError);
     expect(error.message).toMatch(/may have been applied; the step is resumable/);
-    expect(await installedVersion(db.pool)).toBe(5);
+    expect(await installedVersion(db.pool)).toBe(V);
     await db.pool.query('CREATE TABLE workhorse.appears_later (id integer)');
-    await expect(migrateWith(db.pool, source)).resolves.toMatchObject({ from: 5, to: 6, applied: [6] });
-    expect(await logRows(db.pool)).toEqual([
-      { version: 5, name: 'migration_log' },
-      { version: 6, name: 'concurrent' },
-    ]);
+    await expect(migrateWith(db.pool, source)).resolves.toMatchObject({ from: V, to: V + 1, applied: [V + 1] });
+    expect(await logRows(db.pool)).toEqual([...shippedLog(), { version: V + 1, name: 'concurrent' }]);
   });
 });
 
@@ -317,12 +320,12 @@ describe("docs/upgrading.md's no-transaction step", () => {
     const [example] = fencedBlocks(ROOT, 'docs/upgrading.md').filter((block) => block.language === 'sql');
     expect(example.code.split('\n')[0]).toBe('-- workhorse:no-transaction');
     const db = await baselineDatabase();
-    const source = sourceWithSteps({ '0006_lease_index.sql': example.code });
-    expect(source.steps()[1]).toMatchObject({ version: 6, transactional: false });
+    const source = sourceWithSteps({ [stepFile(V + 1, 'lease_index')]: example.code });
+    expect(source.steps().at(-1)).toMatchObject({ version: V + 1, transactional: false });
     // What an interrupted CREATE INDEX CONCURRENTLY leaves: the index, marked invalid.
     await db.pool.query('CREATE INDEX job_runtime_lease_idx ON workhorse.job_runtime (lease_expires_at)');
     await db.pool.query("UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'workhorse.job_runtime_lease_idx'::regclass");
-    await expect(migrateWith(db.pool, source)).resolves.toMatchObject({ from: BASELINE_VERSION, to: 6, applied: [5, 6] });
+    await expect(migrateWith(db.pool, source)).resolves.toMatchObject({ from: BASELINE_VERSION, to: V + 1, applied: [...shippedLog().map((step) => step.version), V + 1] });
     const valid = () => db.pool.query("SELECT indisvalid FROM pg_index WHERE indexrelid = 'workhorse.job_runtime_lease_idx'::regclass");
     expect((await valid()).rows).toEqual([{ indisvalid: true }]);
     // Run again from scratch (as a second migrator that lost the race would): nothing breaks.
@@ -377,7 +380,7 @@ describe('the migration lock and application roles', () => {
       await holder.query('SELECT version FROM workhorse.schema_version');
       await holder.query('SELECT pg_advisory_lock($1)', [INSTALL_LOCK_KEY]);
       const started = Date.now();
-      await expect(installSchema(db.pool)).resolves.toMatchObject({ from: BASELINE_VERSION, applied: [5] });
+      await expect(installSchema(db.pool)).resolves.toMatchObject({ from: BASELINE_VERSION, applied: shippedLog().map((step) => step.version) });
       expect(Date.now() - started).toBeLessThan(10_000);
       // Its open transaction still reads (the old snapshot's row is not locked against reads).
       await expect(holder.query('SELECT version FROM workhorse.schema_version')).resolves.toBeDefined();
