@@ -40,6 +40,8 @@ REPO = Path(__file__).resolve().parents[3]
 PACKAGE_SQL = Path(__file__).resolve().parents[1] / "src" / "workhorse" / "sql"
 BASELINE_COMMIT = "a46ad78"
 IN_CI = os.environ.get("CI") == "true"
+#: The steps this package ships, (version, name), as the log lists them after an upgrade from the baseline.
+SHIPPED = [(step.version, step.name) for step in load_schema_files().steps]
 
 
 def in_checkout(what: str) -> None:
@@ -153,11 +155,11 @@ def test_an_upgrade_from_the_baseline_keeps_the_jobs_logs_each_step_and_ends_in_
         job_id = Queue(pool).enqueue("report.build", {"n": 1})
     with psycopg.connect(baseline_db_url) as conn:
         status = schema_status(conn)
-        assert (status.installed, status.situation, [(s.version, s.name) for s in status.pending]) == (4, "older", [(5, "migration_log")])
+        assert (status.installed, status.situation, [(s.version, s.name) for s in status.pending]) == (4, "older", SHIPPED)
         assert install_schema(conn) == MigrationResult(created=False, from_version=4, to_version=SCHEMA_VERSION, applied=tuple(range(5, SCHEMA_VERSION + 1)))
         assert schema_status(conn).situation == "up-to-date"
     assert installed(baseline_db_url) == SCHEMA_VERSION
-    assert [row[:2] for row in migration_log(baseline_db_url)] == [(5, "migration_log")]
+    assert [row[:2] for row in migration_log(baseline_db_url)] == SHIPPED
     with ConnectionPool(baseline_db_url, min_size=1, max_size=2) as pool:
         job = Admin(pool).get_job(job_id)
         assert job is not None and job.state == "ready" and job.payload == {"n": 1}
@@ -398,20 +400,20 @@ def test_the_cli_reports_status_and_migrates_as_the_typescript_cli_does(empty_db
         "minimum": MIN_SCHEMA_VERSION,
         "upToDate": False,
         "status": "older",
-        "pending": [{"version": 5, "name": "migration_log", "transactional": True}],
+        "pending": [{"version": version, "name": name, "transactional": True} for version, name in SHIPPED],
         "workers": [],
     }
     code, out, _ = run_cli("schema", "status", "--database-url", baseline_db_url)
     assert code == 3 and out == (
         f"Installed: version 4. This package: version {SCHEMA_VERSION}. Out of date.\n"
-        "The database holds an older workhorse schema: 1 migration step to apply.\n"
-        "  0005 migration_log (one transaction)\n"
-        "Run `python -m workhorse schema migrate` as the schema's owner; queued jobs, schedules and history are kept.\n"
+        f"The database holds an older workhorse schema: {len(SHIPPED)} migration step{'s' if len(SHIPPED) > 1 else ''} to apply.\n"
+        + "".join(f"  {version:04d} {name} (one transaction)\n" for version, name in SHIPPED)
+        + "Run `python -m workhorse schema migrate` as the schema's owner; queued jobs, schedules and history are kept.\n"
         f"This package's workers and producers also work with version 4 meanwhile (they accept 4 to {SCHEMA_VERSION}).\n"
         "Live workers: none.\n"
     )
     code, out, _ = run_cli("schema", "migrate", "--json", "--database-url", baseline_db_url)
-    assert (code, json.loads(out)) == (0, migrate_document(created=False, from_version=4, applied=[5]))
+    assert (code, json.loads(out)) == (0, migrate_document(created=False, from_version=4, applied=[version for version, _ in SHIPPED]))
 
 
 def migrate_document(*, created: bool, from_version: int | None, applied: list[int]) -> dict[str, Any]:
