@@ -432,6 +432,26 @@ func TestConcurrentMigratorsOnTheBaselineApplyEveryStepOnceTheNoTransactionOneTo
 	}
 }
 
+func TestANoTransactionStepRunsThroughAPoolOfOneConnection(t *testing.T) {
+	db := testpg.New(t)
+	ctx := context.Background()
+	config, err := pgxpool.ParseConfig(db.URL)
+	must(t, err)
+	config.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(ctx, config)
+	must(t, err)
+	defer pool.Close()
+	version := workhorse.SchemaVersion + 1
+	fsys := withSteps(t, map[string]string{fmt.Sprintf("%04d_single.sql", version): "-- workhorse:no-transaction\n" +
+		"CREATE INDEX CONCURRENTLY IF NOT EXISTS job_single_probe ON workhorse.job (created_at);\n"})
+	bounded, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	result, err := workhorse.InstallSchemaFrom(bounded, pool, fsys)
+	if err != nil || !reflect.DeepEqual(result.Applied, []int{version}) || installedVersion(t, db) != version {
+		t.Fatalf("%+v, %v", result, err)
+	}
+}
+
 func TestANoTransactionStepInterruptedHalfWayIsResumedByTheNextRun(t *testing.T) {
 	db := testpg.New(t)
 	ctx := context.Background()
