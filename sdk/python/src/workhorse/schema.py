@@ -251,7 +251,8 @@ def _lock_version(conn: psycopg.Connection[Any], step: SchemaStep) -> int:
                 # The simple query protocol (a client-side cursor): an extended-protocol portal
                 # outlives its query inside a transaction block, and with it its snapshot, which
                 # a concurrent index build would wait for.
-                row = psycopg.ClientCursor(conn).execute(_LOCK_VERSION).fetchone()
+                with psycopg.ClientCursor(conn) as cursor:
+                    row = cursor.execute(_LOCK_VERSION).fetchone()
             except psycopg.errors.InsufficientPrivilege as error:
                 raise _refused_role(step, error) from error
         except BaseException:
