@@ -10,6 +10,16 @@ BEGIN
 END
 $$;
 
+-- The capability's refusal (SQLSTATE P1040): a worker reached for a job it does not hold under a
+-- live fence, or for a registry row that is not its own. Nothing was read or written.
+CREATE FUNCTION workhorse.raise_not_yours(p_field text, p_message text)
+RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE EXCEPTION USING ERRCODE = 'P1040', MESSAGE = p_field || ': ' || p_message, COLUMN = p_field;
+END
+$$;
+
 -- Names: a letter or digit first, then letters, digits and . _ : / -, at most 128 characters.
 CREATE FUNCTION workhorse.is_valid_name(p_value text)
 RETURNS boolean

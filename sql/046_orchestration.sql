@@ -514,11 +514,18 @@ END
 $$;
 
 -- The prerequisites of a job (dependsOn order) with their state and, once ended, result or
--- error: what ctx.dependencies() gives a handler.
-CREATE FUNCTION workhorse.dependencies_v1(p_job_id uuid)
+-- error: what ctx.dependencies() gives a handler. Only for the job's holder: the caller's worker
+-- id and fence must own the job under a live lease (workhorse.owns), or the call is refused
+-- (P1040) and reads nothing. Operators read a job's links with job_links_v1.
+CREATE FUNCTION workhorse.dependencies_v2(p_job_id uuid, p_worker_id text, p_fence bigint)
 RETURNS TABLE (job_id uuid, state text, result jsonb, error jsonb)
 LANGUAGE plpgsql STABLE AS $$
 BEGIN
+  IF NOT EXISTS (SELECT 1 FROM workhorse.job_runtime r
+                 WHERE r.job_id = p_job_id AND workhorse.owns(r, p_worker_id, p_fence, clock_timestamp())) THEN
+    PERFORM workhorse.raise_not_yours('jobId',
+      format('job %s is not held by worker %s under fence %s: a worker reads only the dependencies of a job it holds', p_job_id, p_worker_id, p_fence));
+  END IF;
   RETURN QUERY
   SELECT e.prerequisite_id, coalesce(r.state, o.state), o.result, o.error
   FROM workhorse.job_dependency e
@@ -526,6 +533,24 @@ BEGIN
   LEFT JOIN workhorse.job_outcome o ON o.job_id = e.prerequisite_id
   WHERE e.dependent_id = p_job_id AND e.kind = 'dependency'
   ORDER BY e.ordinal;
+END
+$$;
+
+-- The previous release's ctx.dependencies(), kept for rolling deploys (docs/protocol.md) and
+-- restricted: it names no worker, so it answers only for a job that is active under a live lease
+-- (one a worker holds now) and refuses any other (P1040). Retired with the previous release.
+CREATE FUNCTION workhorse.dependencies_v1(p_job_id uuid)
+RETURNS TABLE (job_id uuid, state text, result jsonb, error jsonb)
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+  r workhorse.job_runtime;
+BEGIN
+  SELECT * INTO r FROM workhorse.job_runtime x WHERE x.job_id = p_job_id;
+  IF NOT FOUND OR NOT workhorse.owns(r, r.worker_id, r.fence_token, clock_timestamp()) THEN
+    PERFORM workhorse.raise_not_yours('jobId',
+      format('job %s is not held by a worker under a live lease: a worker reads only the dependencies of a job it holds', p_job_id));
+  END IF;
+  RETURN QUERY SELECT d.job_id, d.state, d.result, d.error FROM workhorse.dependencies_v2(p_job_id, r.worker_id, r.fence_token) d;
 END
 $$;
 

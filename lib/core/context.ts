@@ -277,7 +277,11 @@ export class HandlerContext {
    */
   async dependencies(): Promise<DependencyOutcome[]> {
     try {
-      const result = await this.pool.query('SELECT job_id, state, result, error FROM workhorse.dependencies_v1($1)', [this.job.jobId]);
+      const result = await this.pool.query('SELECT job_id, state, result, error FROM workhorse.dependencies_v2($1, $2, $3)', [
+        this.job.jobId,
+        this.job.workerId,
+        this.job.fenceToken,
+      ]);
       return (result.rows as { job_id: string; state: DependencyOutcome['state']; result: JsonValue | null; error: DependencyOutcome['error'] }[]).map(
         (row) => ({ jobId: row.job_id, state: row.state, result: row.result, error: row.error }),
       );

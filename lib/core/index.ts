@@ -40,6 +40,7 @@ export {
   WorkhorseValidationError,
 } from './errors';
 export { fromPgError, SQLSTATE } from './protocol-errors';
+export { NotYoursError } from './capability-errors';
 export {
   isWorkerEventName,
   WORKER_EVENT_NAMES,

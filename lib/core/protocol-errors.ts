@@ -6,6 +6,7 @@ import {
   UnknownDependencyError,
   WorkhorseValidationError,
 } from './errors';
+import { NotYoursError } from './capability-errors';
 
 // The protocol's refusals (SQLSTATEs in the P1xxx range) as this library's typed errors.
 
@@ -26,6 +27,7 @@ export const SQLSTATE = {
   unknownDependency: 'P1020',
   childJobConflict: 'P1021',
   decisionNotAllowed: 'P1030',
+  notYours: 'P1040',
 } as const;
 
 /**
@@ -42,6 +44,7 @@ export function fromPgError(error: unknown): unknown {
       return new WorkhorseValidationError(field, message);
     }
     if (e.code === SQLSTATE.scheduleNotFound) return new ScheduleNotFoundError(message);
+    if (e.code === SQLSTATE.notYours) return new NotYoursError(field, message);
     if (e.code === SQLSTATE.unknownDependency) {
       const detail = JSON.parse(e.detail ?? '{}') as { jobId?: string };
       return new UnknownDependencyError(field, message, detail.jobId ?? '');

@@ -4,7 +4,7 @@ import { CheckedOutClient } from '../core/checked-out-client';
 import { applyConnectTimeout, DEFAULT_CONNECT_TIMEOUT_MS } from '../core/connect-timeout';
 import { Admin } from '../core/admin';
 import { ConnectTimeoutError, SchemaMigrationError, SchemaNotInstalledError, SchemaVersionMismatchError } from '../core/errors';
-import { getSchemaStatus, installSchema, verifySchema } from '../core/schema';
+import { installSchema, verifySchema } from '../core/schema';
 import type { QueuePolicy } from '../core/types';
 import { WorkhorseConfigurationError } from './workhorse-configuration.error';
 import { validateModuleOptions } from './workhorse-options.validator';
@@ -66,15 +66,9 @@ export class WorkhorseConnection {
 async function prepareSchema(pool: Pool, mode: 'install' | 'verify', logger: Logger): Promise<void> {
   try {
     if (mode === 'install') {
-      const result = await installSchema(pool).catch(async (error: unknown) => {
-        // A role that may not migrate starts on a schema this release still works with (the
-        // deploy migrates as the owner), as `schema: 'verify'` would.
-        if (!(error instanceof SchemaMigrationError && error.roleRefused) || !(await getSchemaStatus(pool)).compatible) throw error;
-        logger.warn(messages.schemaNotMigrated(error.message));
-        return null;
-      });
-      if (result?.created) logger.log(messages.schemaInstalled(result.to));
-      else if (result && result.from !== null && result.applied.length > 0) logger.log(messages.schemaMigrated(result.from, result.to, result.applied));
+      const { created, from, to, applied } = await installSchema(pool);
+      if (created) logger.log(messages.schemaInstalled(to));
+      else if (from !== null && applied.length > 0) logger.log(messages.schemaMigrated(from, to, applied));
     } else {
       await verifySchema(pool);
     }

@@ -82,9 +82,6 @@ export const messages = {
     `${MODULE} (schema: 'verify') refuses to start: ${detail} ` +
     "Or let this process install the schema with schema: 'install'.",
   schemaMismatch: (mode: string, detail: string) => `${MODULE} (schema: '${mode}') refuses to start: ${detail}`,
-  schemaNotMigrated: (detail: string) =>
-    `${MODULE} (schema: 'install') did not migrate: ${detail} The installed schema still works with this release, so it ` +
-    "starts; migrate as the schema's owner (or set schema: 'verify' to skip this attempt).",
   schemaInstalled: (version: number) =>
     `Installed the workhorse schema (version ${version}) in this database: its tables and SQL functions live in the "workhorse" schema.`,
   schemaMigrated: (from: number, to: number, applied: readonly number[]) =>

@@ -137,10 +137,11 @@ type DependencyOutcome struct {
 
 // Dependencies returns the prerequisites this job was enqueued with (DependsOn), in that order,
 // each with its state and its result or error. Every one has ended by the time the handler runs,
-// so a job with policy DependencyRun can see which of them failed.
+// so a job with policy DependencyRun can see which of them failed. Only while the worker holds
+// the job under its claim's fence: afterwards it answers a *NotYoursError.
 func (j *Job) Dependencies(ctx context.Context) ([]DependencyOutcome, error) {
 	list := []DependencyOutcome{}
-	err := queryAll(ctx, j.w.db, "SELECT job_id::text, state, result, error FROM workhorse.dependencies_v1($1)", []any{j.ID}, func(r rows) error {
+	err := queryAll(ctx, j.w.db, "SELECT job_id::text, state, result, error FROM workhorse.dependencies_v2($1, $2, $3)", []any{j.ID, j.WorkerID, j.FenceToken}, func(r rows) error {
 		var d DependencyOutcome
 		var state string
 		var result, envelope []byte

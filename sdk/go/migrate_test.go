@@ -15,6 +15,7 @@ import (
 	"sync"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -63,15 +64,6 @@ func TestTheEmbeddedSQLIsTheRepositorysSQL(t *testing.T) {
 	}
 }
 
-// shippedVersions are the versions of the steps this package ships: 5 to SchemaVersion.
-func shippedVersions() []int {
-	var versions []int
-	for v := 5; v <= workhorse.SchemaVersion; v++ {
-		versions = append(versions, v)
-	}
-	return versions
-}
-
 func TestSchemaVersionIsTheHighestEmbeddedStep(t *testing.T) {
 	var versions []int
 	for path := range sqlTree(t, workhorse.EmbeddedSchema()) {
@@ -90,6 +82,42 @@ func TestSchemaVersionIsTheHighestEmbeddedStep(t *testing.T) {
 	if workhorse.MinSchemaVersion < 4 || workhorse.MinSchemaVersion > workhorse.SchemaVersion {
 		t.Fatalf("MinSchemaVersion %d", workhorse.MinSchemaVersion)
 	}
+}
+
+// shippedSteps are the steps this module embeds, as GetSchemaStatus lists them for the baseline.
+func shippedSteps(t *testing.T) []workhorse.PendingStep {
+	t.Helper()
+	var steps []workhorse.PendingStep
+	for path, text := range sqlTree(t, workhorse.EmbeddedSchema()) {
+		if name, ok := strings.CutPrefix(path, "migrations/"); ok {
+			var v int
+			_, err := fmt.Sscanf(name, "%04d_", &v)
+			must(t, err)
+			steps = append(steps, workhorse.PendingStep{Version: v, Name: strings.TrimSuffix(name[5:], ".sql"),
+				Transactional: !strings.HasPrefix(text, "-- workhorse:no-transaction")})
+		}
+	}
+	sort.Slice(steps, func(i, j int) bool { return steps[i].Version < steps[j].Version })
+	return steps
+}
+
+func shippedVersions(t *testing.T) []int {
+	t.Helper()
+	var versions []int
+	for _, s := range shippedSteps(t) {
+		versions = append(versions, s.Version)
+	}
+	return versions
+}
+
+// shippedLog is schema_migration after an upgrade from the baseline, as migrationLog reads it.
+func shippedLog(t *testing.T) []string {
+	t.Helper()
+	var log []string
+	for _, s := range shippedSteps(t) {
+		log = append(log, fmt.Sprintf("%d %s", s.Version, s.Name))
+	}
+	return log
 }
 
 // baselineSQL is the baseline release's sql/, written from git history.
@@ -208,19 +236,14 @@ func TestInstallSchemaUpgradesTheBaselineKeepingItsJobsAndEndsInTheFreshCatalog(
 	id, err := workhorse.NewQueue(workhorse.Pgx(db.Pool)).Enqueue(ctx, "report.build", map[string]int{"n": 1}, nil)
 	must(t, err)
 	status, err := workhorse.GetSchemaStatus(ctx, workhorse.Pgx(db.Pool))
-	var pendingVersions []int
-	for _, step := range status.Pending {
-		pendingVersions = append(pendingVersions, step.Version)
-	}
-	if err != nil || status.Situation() != workhorse.SchemaOlder || !reflect.DeepEqual(pendingVersions, shippedVersions()) ||
-		status.Pending[0] != (workhorse.PendingStep{Version: 5, Name: "migration_log", Transactional: true}) {
+	if err != nil || status.Situation() != workhorse.SchemaOlder || !reflect.DeepEqual(status.Pending, shippedSteps(t)) {
 		t.Fatalf("status before: %+v, %v", status, err)
 	}
 	result, err := workhorse.InstallSchema(ctx, db.Pool)
-	if err != nil || !reflect.DeepEqual(result, workhorse.MigrationResult{From: 4, To: workhorse.SchemaVersion, Applied: shippedVersions()}) {
+	if err != nil || !reflect.DeepEqual(result, workhorse.MigrationResult{From: 4, To: workhorse.SchemaVersion, Applied: shippedVersions(t)}) {
 		t.Fatalf("migrate: %+v, %v", result, err)
 	}
-	if got := migrationLog(t, db); len(got) != len(shippedVersions()) || got[0] != "5 migration_log" || installedVersion(t, db) != workhorse.SchemaVersion {
+	if got := migrationLog(t, db); !reflect.DeepEqual(got, shippedLog(t)) || installedVersion(t, db) != workhorse.SchemaVersion {
 		t.Fatalf("log %v", got)
 	}
 	job, err := workhorse.NewAdmin(workhorse.Pgx(db.Pool)).GetJob(ctx, id)
@@ -288,6 +311,12 @@ func TestTheClientsAcceptTheRangeAndSayWhatToDoOutsideIt(t *testing.T) {
 // installAtOnce runs InstallSchema n times at once, each on a pool (and connection) of its own.
 func installAtOnce(t *testing.T, db *testpg.DB, n int) []workhorse.MigrationResult {
 	t.Helper()
+	return installAtOnceFrom(t, db, n, workhorse.EmbeddedSchema())
+}
+
+// installAtOnceFrom runs InstallSchemaFrom(fsys) n times at once, each on a pool of its own.
+func installAtOnceFrom(t *testing.T, db *testpg.DB, n int, fsys fs.FS) []workhorse.MigrationResult {
+	t.Helper()
 	ctx := context.Background()
 	results := make([]workhorse.MigrationResult, n)
 	errs := make([]error, n)
@@ -309,7 +338,7 @@ func installAtOnce(t *testing.T, db *testpg.DB, n int) []workhorse.MigrationResu
 			}
 			conn.Release()
 			<-start
-			results[i], errs[i] = workhorse.InstallSchema(ctx, pool)
+			results[i], errs[i] = workhorse.InstallSchemaFrom(ctx, pool, fsys)
 		}()
 	}
 	ready.Wait()
@@ -323,27 +352,195 @@ func installAtOnce(t *testing.T, db *testpg.DB, n int) []workhorse.MigrationResu
 
 func TestConcurrentMigratorsApplyEachStepOnce(t *testing.T) {
 	db := newBaselineDB(t)
-	// Each step by exactly one migrator (with several steps, migrators may take turns over them).
 	var applied []int
 	for _, r := range installAtOnce(t, db, 4) {
 		applied = append(applied, r.Applied...)
 	}
 	sort.Ints(applied)
-	if log := migrationLog(t, db); !reflect.DeepEqual(applied, shippedVersions()) || len(log) != len(shippedVersions()) || log[0] != "5 migration_log" || installedVersion(t, db) != workhorse.SchemaVersion {
-		t.Fatalf("the migrators applied %v; log %v", applied, log)
+	if !reflect.DeepEqual(applied, shippedVersions(t)) || !reflect.DeepEqual(migrationLog(t, db), shippedLog(t)) || installedVersion(t, db) != workhorse.SchemaVersion {
+		t.Fatalf("applied %v; log %v", applied, migrationLog(t, db))
 	}
 }
 
 func TestConcurrentFreshInstallsInstallOnce(t *testing.T) {
 	db := testpg.NewEmpty(t)
 	created := 0
-	for _, r := range installAtOnce(t, db, 3) {
+	for _, r := range installAtOnce(t, db, 4) {
 		if r.Created {
 			created++
+		}
+		if r.To != workhorse.SchemaVersion || len(r.Applied) != 0 || (!r.Created && r.From != workhorse.SchemaVersion) {
+			t.Fatalf("result %+v", r)
 		}
 	}
 	if created != 1 || len(migrationLog(t, db)) != 1 {
 		t.Fatalf("%d installs created the schema; log %v", created, migrationLog(t, db))
+	}
+}
+
+// probeSteps are two steps after this module's: a table (created twice it would fail) and a
+// no-transaction step with CREATE INDEX CONCURRENTLY (which fails inside a transaction).
+func probeSteps(t *testing.T) fs.FS {
+	t.Helper()
+	return withSteps(t, map[string]string{
+		fmt.Sprintf("%04d_probe.sql", workhorse.SchemaVersion+1): "CREATE TABLE workhorse.migration_probe (id integer PRIMARY KEY);\n" +
+			fmt.Sprintf("INSERT INTO workhorse.migration_probe VALUES (%d);\n", workhorse.SchemaVersion+1),
+		fmt.Sprintf("%04d_probe_index.sql", workhorse.SchemaVersion+2): "-- workhorse:no-transaction\n" +
+			"CREATE INDEX CONCURRENTLY IF NOT EXISTS migration_probe_id ON workhorse.migration_probe (id);\n",
+	})
+}
+
+// checkProbeSteps checks that every step up to the probes' was applied by exactly one migrator.
+func checkProbeSteps(t *testing.T, db *testpg.DB, results []workhorse.MigrationResult, from int) {
+	t.Helper()
+	ctx := context.Background()
+	target := workhorse.SchemaVersion + 2
+	count := map[int]int{}
+	for _, r := range results {
+		// A migrator whose connection came late may find some or all steps done: it starts there.
+		if r.To != target || (r.From < from && !r.Created) {
+			t.Fatalf("result %+v", r)
+		}
+		for _, v := range r.Applied {
+			count[v]++
+		}
+	}
+	for v := from + 1; v <= target; v++ {
+		if count[v] != 1 {
+			t.Fatalf("step %d applied by %d migrators (%+v)", v, count[v], results)
+		}
+	}
+	if installedVersion(t, db) != target {
+		t.Fatalf("version %d", installedVersion(t, db))
+	}
+	var id int
+	var valid bool
+	must(t, db.Pool.QueryRow(ctx, "SELECT id FROM workhorse.migration_probe").Scan(&id))
+	must(t, db.Pool.QueryRow(ctx, "SELECT indisvalid FROM pg_index WHERE indexrelid = 'workhorse.migration_probe_id'::regclass").Scan(&valid))
+	if id != workhorse.SchemaVersion+1 || !valid {
+		t.Fatalf("probe %d, index valid %v", id, valid)
+	}
+}
+
+func TestConcurrentMigratorsOnTheBaselineApplyEveryStepOnceTheNoTransactionOneToo(t *testing.T) {
+	db := newBaselineDB(t)
+	results := installAtOnceFrom(t, db, 5, probeSteps(t))
+	checkProbeSteps(t, db, results, 4)
+	log := migrationLog(t, db)
+	if len(log) != workhorse.SchemaVersion+2-4 || log[len(log)-1] != fmt.Sprintf("%d probe_index", workhorse.SchemaVersion+2) {
+		t.Fatalf("log %v", log)
+	}
+}
+
+func TestANoTransactionStepRunsThroughAPoolOfOneConnection(t *testing.T) {
+	db := testpg.New(t)
+	ctx := context.Background()
+	config, err := pgxpool.ParseConfig(db.URL)
+	must(t, err)
+	config.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(ctx, config)
+	must(t, err)
+	defer pool.Close()
+	version := workhorse.SchemaVersion + 1
+	fsys := withSteps(t, map[string]string{fmt.Sprintf("%04d_single.sql", version): "-- workhorse:no-transaction\n" +
+		"CREATE INDEX CONCURRENTLY IF NOT EXISTS job_single_probe ON workhorse.job (created_at);\n"})
+	bounded, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	result, err := workhorse.InstallSchemaFrom(bounded, pool, fsys)
+	if err != nil || !reflect.DeepEqual(result.Applied, []int{version}) || installedVersion(t, db) != version {
+		t.Fatalf("%+v, %v", result, err)
+	}
+}
+
+func TestANoTransactionStepInterruptedHalfWayIsResumedByTheNextRun(t *testing.T) {
+	db := testpg.New(t)
+	ctx := context.Background()
+	version := workhorse.SchemaVersion + 1
+	fsys := withSteps(t, map[string]string{fmt.Sprintf("%04d_concurrent.sql", version): "-- workhorse:no-transaction\n" +
+		"CREATE INDEX CONCURRENTLY IF NOT EXISTS job_created_probe ON workhorse.job (created_at);\n" +
+		"SELECT * FROM workhorse.appears_later;\n"})
+	_, err := workhorse.InstallSchemaFrom(ctx, db.Pool, fsys)
+	var failed *workhorse.SchemaMigrationError
+	if !errors.As(err, &failed) || failed.Version != version || !strings.Contains(err.Error(), "may have been applied; the step is resumable") {
+		t.Fatalf("got %v", err)
+	}
+	var built bool
+	must(t, db.Pool.QueryRow(ctx, "SELECT to_regclass('workhorse.job_created_probe') IS NOT NULL").Scan(&built))
+	if !built || installedVersion(t, db) != workhorse.SchemaVersion || len(migrationLog(t, db)) != 1 {
+		t.Fatalf("after the failure: index %v, version %d, log %v", built, installedVersion(t, db), migrationLog(t, db))
+	}
+	_, err = db.Pool.Exec(ctx, "CREATE TABLE workhorse.appears_later (id integer)")
+	must(t, err)
+	// Resumed under concurrency: three migrators, one applies it.
+	results := installAtOnceFrom(t, db, 3, fsys)
+	applied := 0
+	for _, r := range results {
+		applied += len(r.Applied)
+	}
+	if log := migrationLog(t, db); applied != 1 || installedVersion(t, db) != version || log[len(log)-1] != fmt.Sprintf("%d concurrent", version) {
+		t.Fatalf("applied %d, log %v", applied, log)
+	}
+}
+
+// While a migrator waits for the migration lock it holds no lock request and no snapshot: an
+// application reader answers, and CREATE INDEX CONCURRENTLY (what a no-transaction step of the
+// lock holder runs, and which waits for every older snapshot) completes.
+func TestAWaitingMigratorBlocksNeitherReadersNorAConcurrentIndexBuild(t *testing.T) {
+	db := testpg.New(t)
+	ctx := context.Background()
+	holder, err := db.Pool.Acquire(ctx)
+	must(t, err)
+	defer holder.Release()
+	tx, err := holder.Begin(ctx)
+	must(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	var v int
+	// Simple protocol, so this transaction keeps the row lock but no snapshot (as a migrator's holder).
+	must(t, tx.QueryRow(ctx, "SELECT version FROM workhorse.schema_version FOR UPDATE", pgx.QueryExecModeSimpleProtocol).Scan(&v))
+
+	pool, err := pgxpool.New(ctx, db.URL)
+	must(t, err)
+	defer pool.Close()
+	fsys := withSteps(t, map[string]string{fmt.Sprintf("%04d_waits.sql", workhorse.SchemaVersion+1): "CREATE TABLE workhorse.waited (id int);\n"})
+	type outcome struct {
+		result workhorse.MigrationResult
+		err    error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		r, err := workhorse.InstallSchemaFrom(ctx, pool, fsys)
+		done <- outcome{r, err}
+	}()
+	time.Sleep(500 * time.Millisecond)
+	select {
+	case o := <-done:
+		t.Fatalf("the migrator did not wait: %+v, %v", o.result, o.err)
+	default:
+	}
+	var waiting int
+	must(t, db.Pool.QueryRow(ctx, "SELECT count(*) FROM pg_locks WHERE NOT granted").Scan(&waiting))
+	if waiting != 0 {
+		t.Fatalf("%d lock requests wait while the migrator polls", waiting)
+	}
+	reader, err := db.Pool.Acquire(ctx)
+	must(t, err)
+	defer reader.Release()
+	bounded, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var n int
+	must(t, reader.QueryRow(bounded, "SELECT count(*) FROM workhorse.job").Scan(&n))
+	_, err = reader.Exec(bounded, "CREATE INDEX CONCURRENTLY job_waiting_probe ON workhorse.job (created_at)")
+	must(t, err)
+	_, err = reader.Exec(bounded, "DROP INDEX CONCURRENTLY workhorse.job_waiting_probe")
+	must(t, err)
+	must(t, tx.Rollback(ctx))
+	select {
+	case o := <-done:
+		if o.err != nil || !reflect.DeepEqual(o.result.Applied, []int{workhorse.SchemaVersion + 1}) {
+			t.Fatalf("after the lock was released: %+v, %v", o.result, o.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the migrator did not take the released lock")
 	}
 }
 

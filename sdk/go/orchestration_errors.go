@@ -11,7 +11,20 @@ const (
 	SQLStateUnknownDependency  = "P1020"
 	SQLStateChildJobConflict   = "P1021"
 	SQLStateDecisionNotAllowed = "P1030"
+	// SQLStateNotYours is the worker capability's refusal: see NotYoursError.
+	SQLStateNotYours = "P1040"
 )
+
+// NotYoursError says the worker capability does not reach what was asked (SQLSTATE P1040): the
+// dependencies of a job the caller does not hold under a live lease and fence, or a registry row
+// it did not register. Nothing was read or written.
+type NotYoursError struct {
+	// Field is what was reached for: "jobId" or "workerId".
+	Field   string
+	Message string
+}
+
+func (e *NotYoursError) Error() string { return e.Field + ": " + e.Message }
 
 // UnknownDependencyError says a DependsOn entry names no job the enqueueing transaction can see
 // (SQLSTATE P1020). The whole batch is refused. It is a ValidationError too (errors.As finds both).
@@ -48,6 +61,8 @@ func (e *DecisionNotAllowedError) Unwrap() error { return &e.ValidationError }
 func orchestrationError(code, field, message, detail string) error {
 	base := ValidationError{Field: field, Message: message}
 	switch code {
+	case SQLStateNotYours:
+		return &NotYoursError{Field: field, Message: message}
 	case SQLStateUnknownDependency:
 		var d struct {
 			JobID string `json:"jobId"`

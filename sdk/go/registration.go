@@ -3,6 +3,7 @@ package workhorse
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"time"
 )
@@ -12,11 +13,14 @@ import (
 // its language).
 const SDKVersion = "0.1.0"
 
-// startRegistration keeps the worker in the registry of live workers (report_worker_v1, see
+// startRegistration keeps the worker in the registry of live workers (report_worker_v2, see
 // sql/095_workers.sql): a report on the pool every heartbeat interval with the jobs it holds,
 // whose answer says whether an operator asked it to drain (Admin.drainWorker in TypeScript,
 // `workhorse workers drain`). A drained worker claims no more jobs, finishes those it holds
 // and stays idle until it is stopped. One small statement per period: nothing of it runs per job.
+// The first report registers and answers a secret that binds the row to this worker; later
+// reports and the unregistering present it. A refused report (*NotYoursError: the row is gone,
+// or another live process holds the id) forgets it, so the next period registers again.
 func (w *Worker) startRegistration(ctx context.Context) {
 	host, _ := os.Hostname()
 	info, _ := json.Marshal(map[string]any{
@@ -31,8 +35,16 @@ func (w *Worker) startRegistration(ctx context.Context) {
 		defer ticker.Stop()
 		for {
 			var drain bool
-			err := queryRow(ctx, w.db, "SELECT workhorse.report_worker_v1($1, $2::jsonb, $3)",
-				[]any{w.s.workerID, string(info), w.activeCount()}, &drain)
+			var secret *string
+			err := queryRow(ctx, w.db, "SELECT drain, secret FROM workhorse.report_worker_v2($1, $2::jsonb, $3, $4)",
+				[]any{w.s.workerID, string(info), w.activeCount(), w.registrySecret.Load()}, &drain, &secret)
+			var notYours *NotYoursError
+			switch {
+			case err == nil && secret != nil:
+				w.registrySecret.Store(secret)
+			case errors.As(err, &notYours):
+				w.registrySecret.Store(nil)
+			}
 			if err != nil && ctx.Err() == nil {
 				w.reportError("report", err)
 			}
@@ -53,8 +65,12 @@ func (w *Worker) startRegistration(ctx context.Context) {
 // unregister leaves the registry once the worker stopped (a failure is reported; the row then
 // turns `gone`).
 func (w *Worker) unregister() {
+	secret := w.registrySecret.Swap(nil)
+	if secret == nil {
+		return
+	}
 	var found bool
-	err := queryRow(context.Background(), w.db, "SELECT workhorse.unregister_worker_v1($1)", []any{w.s.workerID}, &found)
+	err := queryRow(context.Background(), w.db, "SELECT workhorse.unregister_worker_v2($1, $2)", []any{w.s.workerID, *secret}, &found)
 	if err != nil {
 		w.reportError("report", err)
 	}

@@ -46,6 +46,9 @@ type Worker struct {
 	state    atomic.Int32
 	claiming atomic.Bool
 	draining atomic.Bool
+	// registrySecret binds the worker's registry row to it: report_worker_v2 returns it at
+	// registration, and later reports and the unregistering present it (nil before that).
+	registrySecret atomic.Pointer[string]
 	// reportNow asks the registration for a report at once (the last held job of a draining
 	// worker finished).
 	reportNow  chan struct{}

@@ -232,7 +232,7 @@ describe('schema migrate, install and status', () => {
         minimum: MIN_SCHEMA_VERSION,
         oldestClient: null,
         upToDate: false,
-        compatible: true,
+        compatible: BASELINE_VERSION >= MIN_SCHEMA_VERSION,
         status: 'older',
         pending,
         // By version, numerically.
@@ -250,7 +250,9 @@ describe('schema migrate, install and status', () => {
             .map((step) => `  ${String(step.version).padStart(4, '0')} ${step.name} (${step.transactional ? 'one transaction' : 'no transaction, resumable'})\n`)
             .join('') +
           "Run `workhorse schema migrate` as the schema's owner; queued jobs, schedules and history are kept.\n" +
-          `This package's workers and producers also work with version ${BASELINE_VERSION} meanwhile (they accept ${MIN_SCHEMA_VERSION} to ${SCHEMA_VERSION}).\n` +
+          (BASELINE_VERSION >= MIN_SCHEMA_VERSION
+            ? `This package's workers and producers also work with version ${BASELINE_VERSION} meanwhile (they accept ${MIN_SCHEMA_VERSION} to ${SCHEMA_VERSION}).\n`
+            : `Until then this package's workers refuse to start (they accept versions ${MIN_SCHEMA_VERSION} to ${SCHEMA_VERSION}).\n`) +
           'Live workers: 2 on 0.9.0, 1 on 0.10.0.\n',
       );
 

@@ -93,14 +93,18 @@ it('a worker whose reports stop is listed as gone after three missed periods', a
   await pool.query("DELETE FROM workhorse.worker_registry WHERE worker_id = 'silent'");
 });
 
-it('a worker that starts again under its fixed id does not inherit the drain asked of its previous run', async () => {
+it('a worker that starts again under its fixed id after the previous run left does not inherit its drain; a report never clears one', async () => {
   const info = (startedAt: string) => JSON.stringify({ host: 'h', pid: 2, queues: ['q'], concurrency: 1, version: 'v', startedAt, periodMs: 1000 });
-  const report = async (startedAt: string) =>
-    (await pool.query<{ drain: boolean }>('SELECT workhorse.report_worker_v1($1, $2, 0) AS drain', ['fixed', info(startedAt)])).rows[0].drain;
-  expect(await report('2026-12-01T00:00:00Z')).toBe(false);
+  const report = async (startedAt: string, secret: string | null) =>
+    (await pool.query<{ drain: boolean; secret: string | null }>('SELECT * FROM workhorse.report_worker_v2($1, $2, 0, $3)', ['fixed', info(startedAt), secret]))
+      .rows[0];
+  const { secret } = await report('2026-12-01T00:00:00Z', null);
   expect(await admin.drainWorker('fixed')).toBe('requested');
-  expect(await report('2026-12-01T00:00:00Z')).toBe(true);
-  expect(await report('2026-12-01T00:05:00Z')).toBe(false);
+  expect(await report('2026-12-01T00:00:00Z', secret)).toEqual({ drain: true, secret: null });
+  // A report of the same run under another startedAt keeps the drain.
+  expect(await report('2026-12-01T00:05:00Z', secret)).toEqual({ drain: true, secret: null });
+  expect((await pool.query('SELECT workhorse.unregister_worker_v2($1, $2) AS found', ['fixed', secret])).rows).toEqual([{ found: true }]);
+  expect(await report('2026-12-01T00:10:00Z', null)).toMatchObject({ drain: false });
   await pool.query("DELETE FROM workhorse.worker_registry WHERE worker_id = 'fixed'");
 });
 

@@ -437,6 +437,7 @@ describe('the migration lock and application roles', () => {
       const rolePool = poolFor(role.url, 1);
       pools.push(rolePool);
       const refused = await expectRejects(installSchema(rolePool), SchemaMigrationError);
+      expect(refused.roleRefused).toBe(true);
       expect(refused.message).toMatch(new RegExp(`Cannot migrate the workhorse schema to version ${BASELINE_VERSION + 1} as this role: .*Run the migration as the schema's owner`));
     }
     expect(await installedVersion(db.pool)).toBe(BASELINE_VERSION);

@@ -10,6 +10,7 @@ import {
   grantAppRole,
   Pool,
   Queue,
+  MIN_SCHEMA_VERSION,
   SCHEMA_VERSION,
   WorkhorseConfigurationError,
   WorkhorseModule,
@@ -192,18 +193,21 @@ describe("schema: 'install' | 'verify'", () => {
 });
 
 describe("schema: 'install' | 'verify' on the baseline schema (version 4)", () => {
-  it("'verify' starts on it and changes nothing; 'install' migrates it, and says so once", async () => {
+  it("'verify' refuses it and changes nothing (this release needs MIN_SCHEMA_VERSION); 'install' migrates it, and says so once", async () => {
     const old = await createTestDatabase({ installSchema: false });
     const logs = jest.spyOn(Logger.prototype, 'log');
     const schemaLines = () => logs.mock.calls.map(([message]) => String(message)).filter((line) => line.includes('workhorse schema'));
     try {
       await installBaseline(old.pool);
       const version = async () => (await old.pool.query('SELECT version FROM workhorse.schema_version')).rows[0].version as number;
-      const verified = await startModule({ imports: [WorkhorseModule.forRoot({ connectionString: old.url, schema: 'verify' })] });
-      const jobId = await verified.get(Queue).enqueue('ping', {});
-      await verified.close();
+      await expect(startModule({ imports: [WorkhorseModule.forRoot({ connectionString: old.url, schema: 'verify' })] })).rejects.toThrow(
+        `(schema: 'verify') refuses to start: The workhorse schema in this database is version ${BASELINE_VERSION}, older than this package needs (version ${MIN_SCHEMA_VERSION} to ${SCHEMA_VERSION})`,
+      );
       expect(await version()).toBe(BASELINE_VERSION);
       expect(schemaLines()).toEqual([]);
+      // A job the old release enqueued is kept by the migration.
+      const enqueued = await old.pool.query<{ job_id: string }>('SELECT job_id FROM workhorse.enqueue_many_v1($1::jsonb)', [JSON.stringify([{ type: 'ping', payload: {} }])]);
+      const jobId = enqueued.rows[0].job_id;
 
       const migrated = await startModule({ imports: [WorkhorseModule.forRoot({ connectionString: old.url })] });
       await migrated.close();
@@ -227,36 +231,14 @@ describe("schema: 'install' with a role that may not migrate", () => {
   const roles = new LoginRoles();
   afterAll(() => roles.dropAll());
 
-  it('starts on an older schema this release still works with, and warns that it did not migrate', async () => {
-    const old = await createTestDatabase({ installSchema: false });
-    const warnings = jest.spyOn(Logger.prototype, 'warn');
-    try {
-      await installBaseline(old.pool);
-      const app = await roles.create(old.url, 'wh_nest_not_owner');
-      await grantAppRole(old.pool, app.name);
-      const started = await startModule({ imports: [WorkhorseModule.forRoot({ connectionString: app.url })] });
-      const jobId = await started.get(Queue).enqueue('ping', {});
-      await started.close();
-      expect(await stateOf(old.pool, jobId)).toBe('ready');
-      expect((await old.pool.query('SELECT version FROM workhorse.schema_version')).rows).toEqual([{ version: BASELINE_VERSION }]);
-      expect(warnings.mock.calls.map(([message]) => String(message)).filter((line) => line.includes('did not migrate'))).toEqual([
-        expect.stringMatching(/^WorkhorseModule \(schema: 'install'\) did not migrate: Cannot migrate the workhorse schema .* as this role: .*still works with this release, so it starts/),
-      ]);
-    } finally {
-      warnings.mockRestore();
-      await old.drop();
-    }
-  });
-
-  it('refuses to start on a schema this release does not work with', async () => {
+  it('refuses to start on an older schema, saying why (the deploy migrates as the owner, or the process uses verify)', async () => {
     const old = await createTestDatabase({ installSchema: false });
     try {
       await installBaseline(old.pool);
-      await old.pool.query('UPDATE workhorse.schema_version SET version = 3');
       const app = await roles.create(old.url, 'wh_nest_not_owner_old');
       await grantAppRole(old.pool, app.name);
       await expect(startModule({ imports: [WorkhorseModule.forRoot({ connectionString: app.url })] })).rejects.toThrow(
-        "WorkhorseModule (schema: 'install') refuses to start",
+        /WorkhorseModule \(schema: 'install'\) refuses to start: Cannot migrate the workhorse schema to version \d+ as this role/,
       );
     } finally {
       await old.drop();

@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import type { Pool } from 'pg';
 import { reportedVersion } from '../package-version';
+import { fromPgError, SQLSTATE } from '../protocol-errors';
 import type { EventHub } from './event-hub';
 
 /** What the registration needs of its worker. */
@@ -13,15 +14,19 @@ export interface RegisteredWorker {
 }
 
 /**
- * Keeps the worker in the registry of live workers (`report_worker_v1`, see sql/095_workers.sql):
+ * Keeps the worker in the registry of live workers (`report_worker_v2`, see sql/095_workers.sql):
  * a report every `periodMs` (the heartbeat interval) with the jobs it holds, whose answer says
  * whether an operator asked it to drain; and it leaves the registry when the worker stops. The
+ * first report registers and returns a secret that binds the row to this worker: every later
+ * report and the unregistering present it. A refused report (the row is gone, or another live
+ * process holds the id) forgets the secret, so the next period registers again. The
  * reports go through the pool, one small statement per period: nothing of it runs per job.
  */
 export class Registration {
   private timer: NodeJS.Timeout | null = null;
   private inFlight: Promise<void> | null = null;
   private readonly info: string;
+  private secret: string | null = null;
 
   constructor(
     private readonly pool: Pool,
@@ -57,7 +62,8 @@ export class Registration {
     this.timer = null;
     await this.inFlight;
     try {
-      await this.pool.query('SELECT workhorse.unregister_worker_v1($1)', [this.worker.workerId]);
+      if (this.secret !== null) await this.pool.query('SELECT workhorse.unregister_worker_v2($1, $2)', [this.worker.workerId, this.secret]);
+      this.secret = null;
     } catch (error) {
       this.hub.reportError('report', error as Error);
     }
@@ -71,15 +77,16 @@ export class Registration {
 
   private async report(): Promise<void> {
     try {
-      const { rows } = await this.pool.query<{ drain: boolean }>('SELECT workhorse.report_worker_v1($1, $2::jsonb, $3) AS drain', [
-        this.worker.workerId,
-        this.info,
-        this.worker.activeCount,
-      ]);
+      const { rows } = await this.pool.query<{ drain: boolean; secret: string | null }>(
+        'SELECT drain, secret FROM workhorse.report_worker_v2($1, $2::jsonb, $3, $4)',
+        [this.worker.workerId, this.info, this.worker.activeCount, this.secret],
+      );
+      this.secret = rows[0].secret ?? this.secret;
       this.hub.reportSuccess('report');
       if (rows[0].drain) this.onDrainRequested();
     } catch (error) {
-      this.hub.reportError('report', error as Error);
+      if ((error as { code?: string }).code === SQLSTATE.notYours) this.secret = null;
+      this.hub.reportError('report', fromPgError(error) as Error);
     } finally {
       this.inFlight = null;
     }

@@ -40,6 +40,7 @@ REPO = Path(__file__).resolve().parents[3]
 PACKAGE_SQL = Path(__file__).resolve().parents[1] / "src" / "workhorse" / "sql"
 BASELINE_COMMIT = "a46ad78"
 IN_CI = os.environ.get("CI") == "true"
+#: The steps this package ships, (version, name), as the log lists them after an upgrade from the baseline.
 
 
 def in_checkout(what: str) -> None:
@@ -207,12 +208,13 @@ def test_concurrent_migrators_apply_each_step_once(baseline_db_url: str) -> None
 
 
 def test_concurrent_fresh_installs_install_once(empty_db_url: str) -> None:
-    results = run_at_once(empty_db_url, 3)
-    assert sorted(result.created for result in results) == [False, False, True]
+    results = run_at_once(empty_db_url, 4)
+    assert sorted(result.created for result in results) == [False, False, False, True]
+    assert all(result.to_version == SCHEMA_VERSION and result.applied == () for result in results)
     assert migration_log(empty_db_url) == [(SCHEMA_VERSION, "install", "postgres")]
 
 
-def run_at_once(url: str, count: int) -> list[MigrationResult]:
+def run_at_once(url: str, count: int, **options: Any) -> list[MigrationResult]:
     """Runs install_schema in `count` threads, each on its own connection, started together."""
     connections = [psycopg.connect(url) for _ in range(count)]
     start = threading.Barrier(count)
@@ -222,7 +224,7 @@ def run_at_once(url: str, count: int) -> list[MigrationResult]:
     def run(conn: psycopg.Connection[Any]) -> None:
         try:
             start.wait()
-            results.append(install_schema(conn))
+            results.append(install_schema(conn, **options))
         except BaseException as error:  # reported below, in the test's thread
             errors.append(error)
 
@@ -263,6 +265,90 @@ def test_a_no_transaction_step_runs_its_statements_outside_a_transaction(db_url:
     assert rows(db_url, "SELECT indisvalid FROM pg_index WHERE indexrelid = 'workhorse.job_type_test_idx'::regclass") == [(True,)]
     assert [row[:2] for row in migration_log(db_url)][-1] == (version, "job_type_index")
     assert installed(db_url) == version
+
+
+def probe_steps(tmp_path: Path) -> Path:
+    """Two steps after the package's: a table (created twice it would fail) and a no-transaction
+    step with CREATE INDEX CONCURRENTLY (which fails inside a transaction)."""
+    return step_folder(
+        tmp_path,
+        {
+            f"{SCHEMA_VERSION + 1:04d}_probe.sql": "CREATE TABLE workhorse.migration_probe (id integer PRIMARY KEY);\n"
+            f"INSERT INTO workhorse.migration_probe VALUES ({SCHEMA_VERSION + 1});\n",
+            f"{SCHEMA_VERSION + 2:04d}_probe_index.sql": "-- workhorse:no-transaction\n"
+            "CREATE INDEX CONCURRENTLY IF NOT EXISTS migration_probe_id ON workhorse.migration_probe (id);\n",
+        },
+    )
+
+
+def test_concurrent_migrators_on_the_baseline_apply_every_step_once_the_no_transaction_one_too(baseline_db_url: str, tmp_path: Path) -> None:
+    target = SCHEMA_VERSION + 2
+    results = run_at_once(baseline_db_url, 5, sql_dir=probe_steps(tmp_path))
+    # A migrator whose connection came late may find some or all steps done: it starts from there.
+    assert all(r.to_version == target and not r.created and r.from_version is not None and r.from_version >= 4 for r in results)
+    applied = sorted(version for r in results for version in r.applied)
+    assert applied == list(range(5, target + 1))
+    log = migration_log(baseline_db_url)
+    assert [row[0] for row in log] == list(range(5, target + 1)) and log[-1][1] == "probe_index"
+    assert rows(baseline_db_url, "SELECT id FROM workhorse.migration_probe") == [(SCHEMA_VERSION + 1,)]
+    assert rows(baseline_db_url, "SELECT indisvalid FROM pg_index WHERE indexrelid = 'workhorse.migration_probe_id'::regclass") == [(True,)]
+    assert installed(baseline_db_url) == target
+
+
+def test_a_no_transaction_step_interrupted_half_way_is_resumed_by_the_next_run(db_url: str, tmp_path: Path) -> None:
+    version = SCHEMA_VERSION + 1
+    folder = step_folder(
+        tmp_path,
+        {
+            f"{version:04d}_concurrent.sql": "-- workhorse:no-transaction\n"
+            "CREATE INDEX CONCURRENTLY IF NOT EXISTS job_created_probe ON workhorse.job (created_at);\n"
+            "SELECT * FROM workhorse.appears_later;\n"
+        },
+    )
+    with pytest.raises(SchemaMigrationError, match="may have been applied; the step is resumable, and the database stays at") as failed:
+        migrate(db_url, sql_dir=folder)
+    assert failed.value.version == version
+    assert rows(db_url, "SELECT to_regclass('workhorse.job_created_probe') IS NOT NULL") == [(True,)]
+    assert installed(db_url) == SCHEMA_VERSION and len(migration_log(db_url)) == 1
+    with psycopg.connect(db_url) as conn:
+        conn.execute("CREATE TABLE workhorse.appears_later (id integer)")
+    # Resumed under concurrency: three migrators, one of them applies it.
+    results = run_at_once(db_url, 3, sql_dir=folder)
+    assert sorted(r.applied for r in results) == [(), (), (version,)]
+    assert installed(db_url) == version and migration_log(db_url)[-1][:2] == (version, "concurrent")
+
+
+def test_a_waiting_migrator_blocks_neither_readers_nor_a_concurrent_index_build(db_url: str, tmp_path: Path) -> None:
+    """While a migrator waits for the migration lock it holds no lock request and no snapshot:
+    an application reader answers, and CREATE INDEX CONCURRENTLY (what the holder's
+    no-transaction step runs, and which waits for every older snapshot) completes."""
+    version = SCHEMA_VERSION + 1
+    folder = step_folder(tmp_path, {f"{version:04d}_waits.sql": "CREATE TABLE workhorse.waited (id int);\n"})
+    with psycopg.connect(db_url) as holder, psycopg.connect(db_url, autocommit=True) as reader:
+        # The simple protocol, so the holder keeps the row lock but no snapshot (as a migrator's does).
+        psycopg.ClientCursor(holder).execute("SELECT version FROM workhorse.schema_version FOR UPDATE")
+        outcome: list[Any] = []
+
+        def run() -> None:
+            try:
+                outcome.append(migrate(db_url, sql_dir=folder))
+            except BaseException as error:  # reported in the test's thread
+                outcome.append(error)
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        try:
+            thread.join(0.5)
+            assert outcome == [], "the migrator did not wait"
+            assert reader.execute("SELECT count(*) FROM pg_locks WHERE NOT granted").fetchone() == (0,)
+            reader.execute("SET statement_timeout = '10s'")
+            assert reader.execute("SELECT count(*) FROM workhorse.job").fetchone() is not None
+            reader.execute("CREATE INDEX CONCURRENTLY job_waiting_probe ON workhorse.job (created_at)")
+            reader.execute("DROP INDEX CONCURRENTLY workhorse.job_waiting_probe")
+        finally:
+            holder.rollback()
+            thread.join(20)
+    assert len(outcome) == 1 and isinstance(outcome[0], MigrationResult) and outcome[0].applied == (version,)
 
 
 def test_a_failing_step_changes_nothing(db_url: str, tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
 """What a handler waits for, as owner calls of the protocol (lib/core/handler-waits.ts and
 child-jobs.ts in TypeScript): child jobs (``run_children_v1``), signals (``wait_signal_v1``),
 human decisions (``wait_human_v1``), and the outcomes of its prerequisites
-(``dependencies_v1``). Each call carries the claim's worker id and fence token; when the job
+(``dependencies_v2``). Each call carries the claim's worker id and fence token; when the job
 parks, the worker lets go of it and the call raises ``JobBlocked`` / ``JobWaiting``, which the
 handler must let through. Shared by the sync and async contexts (runs in the worker's loop)."""
 
@@ -109,7 +109,8 @@ class HandlerOrchestration:
         return told
 
     async def dependencies(self) -> list[DependencyOutcome]:
-        rows = await self._owner.statements.rows(p.DEPENDENCIES_SQL, (self._owner.job.job_id,))
+        owner = self._owner
+        rows = await owner.statements.rows(p.DEPENDENCIES_SQL, (owner.job.job_id, owner.job.worker_id, owner.job.fence))
         return [DependencyOutcome(r[0], r[1], p.parse_json(r[2]), p.parse_json(r[3])) for r in rows]
 
     async def run_children(self, key: str, requests: ChildRequests) -> list[ChildOutcome]:

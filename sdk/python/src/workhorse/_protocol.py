@@ -80,8 +80,10 @@ SLEEP_SQL = (
     "SELECT status, wake_at FROM workhorse.sleep_v1($1::uuid, $2::text, $3::bigint, $4::text, $5::timestamptz, $6::bigint)"
 )
 TICK_SQL = "SELECT workhorse.tick_v1()::text"
-REPORT_WORKER_SQL = "SELECT workhorse.report_worker_v1($1::text, $2::jsonb, $3::integer)"
-UNREGISTER_WORKER_SQL = "SELECT workhorse.unregister_worker_v1($1::text)"
+# The first report registers (no secret) and answers the secret every later report and the
+# unregistering present (sql/095_workers.sql).
+REPORT_WORKER_SQL = "SELECT drain, secret FROM workhorse.report_worker_v2($1::text, $2::jsonb, $3::integer, $4::text)"
+UNREGISTER_WORKER_SQL = "SELECT workhorse.unregister_worker_v2($1::text, $2::text)"
 LIST_WORKERS_SQL = (
     "SELECT worker_id, status, host, pid, queues, concurrency, in_flight, version, started_at, last_seen_at, "
     "drain_requested_at, drain_requested_by, drain_reason FROM workhorse.list_workers_v1()"
@@ -91,7 +93,9 @@ RUN_CHILDREN_SQL = (
     "SELECT status, child_id::text, state, result::text, error::text "
     "FROM workhorse.run_children_v1($1::uuid, $2::text, $3::bigint, $4::text, $5::jsonb)"
 )
-DEPENDENCIES_SQL = "SELECT job_id::text, state, result::text, error::text FROM workhorse.dependencies_v1($1::uuid)"
+DEPENDENCIES_SQL = (
+    "SELECT job_id::text, state, result::text, error::text FROM workhorse.dependencies_v2($1::uuid, $2::text, $3::bigint)"
+)
 WAIT_SIGNAL_SQL = (
     "SELECT status, payload::text, timeout_at "
     "FROM workhorse.wait_signal_v1($1::uuid, $2::text, $3::bigint, $4::text, $5::integer, $6::bigint)"

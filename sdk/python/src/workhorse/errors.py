@@ -15,6 +15,7 @@ SQLSTATE_IDEMPOTENCY_CONFLICT = "P1005"
 SQLSTATE_UNKNOWN_DEPENDENCY = "P1020"
 SQLSTATE_CHILD_JOB_CONFLICT = "P1021"
 SQLSTATE_DECISION_NOT_ALLOWED = "P1030"
+SQLSTATE_NOT_YOURS = "P1040"
 
 
 class WorkhorseError(Exception):
@@ -91,6 +92,16 @@ class DecisionNotAllowedError(WorkhorseValidationError):
     def __init__(self, message: str, choices: list[str]) -> None:
         super().__init__("decision", message)
         self.choices = choices
+
+
+class NotYoursError(WorkhorseError):
+    """The worker capability does not reach this (SQLSTATE ``P1040``): the dependencies of a job
+    the caller does not hold under a live lease and fence, or a registry row it did not register.
+    Nothing was read or written. ``field`` is ``jobId`` or ``workerId``."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
 
 
 class InvalidCursorError(WorkhorseValidationError):
@@ -294,6 +305,7 @@ _TYPED_CODES = (
     SQLSTATE_UNKNOWN_DEPENDENCY,
     SQLSTATE_CHILD_JOB_CONFLICT,
     SQLSTATE_DECISION_NOT_ALLOWED,
+    SQLSTATE_NOT_YOURS,
 )
 
 
@@ -320,6 +332,8 @@ def from_db_error(error: BaseException, field_prefix: str = "") -> BaseException
         return UnknownDependencyError(field, f"no job has the id {parsed.get('jobId', '')}", str(parsed.get("jobId", "")))
     if code == SQLSTATE_CHILD_JOB_CONFLICT:
         return ChildJobConflictError(field, text, [str(i) for i in parsed.get("childIds", [])])
+    if code == SQLSTATE_NOT_YOURS:
+        return NotYoursError(field, text)
     if code == SQLSTATE_DECISION_NOT_ALLOWED:
         return DecisionNotAllowedError(text, [str(c) for c in parsed.get("choices", [])])
     return WorkhorseValidationError(field, text)
