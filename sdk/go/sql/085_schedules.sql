@@ -341,7 +341,7 @@ BEGIN
   END IF;
   v_future := workhorse.cron_occurrences(v_spec, v_zone, v_start, p_now + interval '1 minute', 200);
   v_last := v_future[cardinality(v_future)];
-  IF cardinality(v_future) < 200 AND coalesce(v_last, v_start) <= p_now THEN
+  IF v_last IS NULL OR (v_last <= p_now AND cardinality(v_future) < 200) THEN
     v_next := workhorse.cron_next(v_spec, v_zone, coalesce(v_last, v_start));
     IF v_next IS NOT NULL THEN
       v_future := v_future || v_next;
