@@ -15,6 +15,7 @@ SQLSTATE_IDEMPOTENCY_CONFLICT = "P1005"
 SQLSTATE_UNKNOWN_DEPENDENCY = "P1020"
 SQLSTATE_CHILD_JOB_CONFLICT = "P1021"
 SQLSTATE_DECISION_NOT_ALLOWED = "P1030"
+SQLSTATE_SCHEDULE_NOT_FOUND = "P1010"
 
 
 class WorkhorseError(Exception):
@@ -91,6 +92,14 @@ class DecisionNotAllowedError(WorkhorseValidationError):
     def __init__(self, message: str, choices: list[str]) -> None:
         super().__init__("decision", message)
         self.choices = choices
+
+
+class ScheduleNotFoundError(WorkhorseValidationError):
+    """Pause, resume, trigger or history of a schedule key its namespace does not have (SQLSTATE
+    ``P1010``)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("key", message)
 
 
 class InvalidCursorError(WorkhorseValidationError):
@@ -289,6 +298,7 @@ class RetryAfterError(Exception):
 
 _TYPED_CODES = (
     SQLSTATE_VALIDATION,
+    SQLSTATE_SCHEDULE_NOT_FOUND,
     SQLSTATE_BATCH_TOO_LARGE,
     SQLSTATE_IDEMPOTENCY_CONFLICT,
     SQLSTATE_UNKNOWN_DEPENDENCY,
@@ -320,6 +330,8 @@ def from_db_error(error: BaseException, field_prefix: str = "") -> BaseException
         return UnknownDependencyError(field, f"no job has the id {parsed.get('jobId', '')}", str(parsed.get("jobId", "")))
     if code == SQLSTATE_CHILD_JOB_CONFLICT:
         return ChildJobConflictError(field, text, [str(i) for i in parsed.get("childIds", [])])
+    if code == SQLSTATE_SCHEDULE_NOT_FOUND:
+        return ScheduleNotFoundError(text)
     if code == SQLSTATE_DECISION_NOT_ALLOWED:
         return DecisionNotAllowedError(text, [str(c) for c in parsed.get("choices", [])])
     return WorkhorseValidationError(field, text)
