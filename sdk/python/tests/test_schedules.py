@@ -114,6 +114,7 @@ def worker_processes(db_url: str) -> Iterator[list[subprocess.Popen[str]]]:
                 process.stdout.close()
 
 
+@pytest.mark.timeout(300)
 def test_python_worker_processes_fire_a_per_second_schedule_once_per_occurrence(
     pool: ConnectionPool[Any], worker_processes: list[subprocess.Popen[str]]
 ) -> None:
