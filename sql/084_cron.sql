@@ -144,9 +144,24 @@ $$;
 -- The lookup array of a field (see cron_spec): at index v - p_min + 1, the first allowed value >= v, or -1.
 CREATE FUNCTION workhorse.cron_lookup(p_values integer[], p_min integer, p_max integer)
 RETURNS integer[]
-LANGUAGE sql IMMUTABLE AS $$
-  SELECT array_agg(coalesce((SELECT min(v) FROM unnest(p_values) AS v WHERE v >= g), -1) ORDER BY g)
-  FROM generate_series(p_min, p_max) AS g
+LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+  v_allowed boolean[] := array_fill(false, ARRAY[p_max - p_min + 1]);
+  v_lookup integer[] := array_fill(-1, ARRAY[p_max - p_min + 1]);
+  v_next integer := -1;
+  v_value integer;
+BEGIN
+  FOREACH v_value IN ARRAY p_values LOOP
+    v_allowed[v_value - p_min + 1] := true;
+  END LOOP;
+  FOR v IN REVERSE p_max .. p_min LOOP
+    IF v_allowed[v - p_min + 1] THEN
+      v_next := v;
+    END IF;
+    v_lookup[v - p_min + 1] := v_next;
+  END LOOP;
+  RETURN v_lookup;
+END
 $$;
 
 -- Parses and checks an expression; refuses it with raise_invalid(p_field, why).
@@ -160,6 +175,7 @@ DECLARE
   v_items text[];
   v_spec workhorse.cron_spec;
   v_values integer[];
+  r record;
 BEGIN
   IF strpos(v_expr, '@') > 0 THEN
     v_expr := CASE lower(v_expr)
@@ -235,11 +251,10 @@ BEGIN
   SELECT array_agg(DISTINCT f.value) INTO v_values FROM workhorse.cron_field(v_parts[5], 'month', 1, 12, p_field) AS f;
   v_spec.months := workhorse.cron_lookup(v_values, 1, 12);
   -- A plain weekday allows every nth (63); `#n`/`L` items add their bit.
-  SELECT ARRAY(SELECT coalesce((SELECT CASE WHEN bool_or(f.nth = 63) THEN 63 ELSE bit_or(f.nth) END
-                                FROM workhorse.cron_field(v_parts[6], 'day-of-week', 0, 6, p_field) AS f
-                                WHERE f.value = g), 0)
-               FROM generate_series(0, 6) AS g ORDER BY g)
-    INTO v_spec.weekdays;
+  v_spec.weekdays := array_fill(0, ARRAY[7]);
+  FOR r IN SELECT f.value, f.nth FROM workhorse.cron_field(v_parts[6], 'day-of-week', 0, 6, p_field) AS f LOOP
+    v_spec.weekdays[r.value + 1] := CASE WHEN r.nth = 63 THEN 63 ELSE v_spec.weekdays[r.value + 1] | r.nth END;
+  END LOOP;
   RETURN v_spec;
 END
 $$;

@@ -6,10 +6,12 @@
  * with `--schedules` (default 10,000) synced in 10 namespaces (a mix: daily at random minutes in
  * five zones, hourly, every 5 minutes, every minute, and 1% every second), ticking once a second
  * for `--seconds` (default 90), and last the worst case: every schedule due for planning at once
- * (replan_at moved to the past), ticked until all are planned again. Prints JSON: the sync's
+ * (replan_at moved to the past), ticked until all are planned again. With `--mix idle` the
+ * schedules are daily, 12 hours away: what many schedules cost a tick that has nothing to fire.
+ * Prints JSON: the sync's
  * time, the tick's median, p95 and max in each phase, and the ratio to the empty database.
  *
- *   node test/bench/schedules-tick.js --schedules 10000 --seconds 90
+ *   node test/bench/schedules-tick.js --schedules 10000 --seconds 90 [--mix mixed|idle]
  *
  * Not part of CI (no timed assertion anywhere). Uses the embedded server (durable) or
  * BENCH_DATABASE_URL (a superuser URL). Results: docs/benchmarks/schedules-tick.md.
@@ -53,10 +55,16 @@ async function tickFor(pool, seconds) {
   return { ...stats(samples), schedulesPlanned: planned, schedulesFired: fired };
 }
 
-function definitions(count) {
+function definitions(count, mix) {
   const zones = ['UTC', 'Europe/Berlin', 'America/New_York', 'Asia/Tokyo', 'Australia/Sydney'];
   const list = [];
+  // idle: daily, 12 hours from now in UTC, so none comes due during the run.
+  const idleHour = (new Date().getUTCHours() + 12) % 24;
   for (let i = 0; i < count; i++) {
+    if (mix === 'idle') {
+      list.push({ key: `s${i}`, type: 'bench.daily', cron: `${i % 60} ${idleHour} * * *` });
+      continue;
+    }
     const kind = i % 100;
     const cron =
       kind < 40 ? `${i % 60} ${i % 24} * * *` : kind < 70 ? `${i % 60} * * * *` : kind < 90 ? '*/5 * * * *' : kind < 99 ? '* * * * *' : '* * * * * *';
@@ -66,7 +74,7 @@ function definitions(count) {
 }
 
 async function main() {
-  const { values } = parseArgs({ options: { schedules: { type: 'string', default: '10000' }, seconds: { type: 'string', default: '90' } } });
+  const { values } = parseArgs({ options: { schedules: { type: 'string', default: '10000' }, seconds: { type: 'string', default: '90' }, mix: { type: 'string', default: 'mixed' } } });
   const count = Number(values.schedules);
   const seconds = Number(values.seconds);
   const server = await startServer({ log });
@@ -79,7 +87,7 @@ async function main() {
     log('ticking with no schedules');
     const empty = await tickFor(pool, Math.min(seconds, 30));
 
-    const all = definitions(count);
+    const all = definitions(count, values.mix);
     const queue = new Queue(pool);
     const syncStarted = performance.now();
     for (let n = 0; n < all.length; n += 1000) await queue.syncSchedules(`bench-${n / 1000}`, all.slice(n, n + 1000));
@@ -102,6 +110,7 @@ async function main() {
     const version = (await pool.query('SHOW server_version')).rows[0].server_version;
     const result = {
       postgres: version,
+      mix: values.mix,
       schedules: count,
       syncMs,
       plannedRows: rows[0].n,
