@@ -801,8 +801,14 @@ BEGIN
     LIMIT p_limit
     FOR UPDATE SKIP LOCKED
   LOOP
-    PERFORM workhorse.plan_schedule(s, v_now);
-    v_planned := v_planned + 1;
+    BEGIN
+      PERFORM workhorse.plan_schedule(s, v_now);
+      v_planned := v_planned + 1;
+    EXCEPTION WHEN OTHERS THEN
+      UPDATE workhorse.schedule
+         SET replan_at = v_now + interval '1 hour', last_error = 'planning: ' || SQLERRM, last_error_at = v_now
+       WHERE id = s.id;
+    END;
   END LOOP;
   RETURN v_planned;
 END

@@ -105,3 +105,27 @@ describe('after an outage longer than the plan (plan ended 10 minutes ago; misse
     expect(missed[999]).toBe('2026-01-01T23:59:00.000Z');
   });
 });
+
+describe('a schedule that cannot be planned', () => {
+  it('never fails the tick: the error goes on the schedule, planning is tried again an hour later, the others go on', async () => {
+    await queue.syncSchedules('unplannable', [
+      { key: 'broken', type: 'plan.broken', cron: '* * * * * *' },
+      { key: 'fine', type: 'plan.fine', cron: '* * * * * *' },
+    ]);
+    // As if the zone had gone from a newer time zone database after the sync.
+    await pool.query(
+      `UPDATE workhorse.schedule SET definition = jsonb_set(definition, '{timezone}', '"Gone/Away"'), replan_at = '-infinity'
+       WHERE namespace = 'unplannable' AND key = 'broken'`,
+    );
+    await pool.query(`UPDATE workhorse.schedule SET replan_at = '-infinity' WHERE namespace = 'unplannable' AND key = 'fine'`);
+    const { rows } = await pool.query<{ tick: { skipped: boolean; schedulesPlanned: number } }>('SELECT workhorse.tick_v1() AS tick');
+    expect(rows[0].tick).toMatchObject({ skipped: false, schedulesPlanned: 1 });
+    const states = await pool.query<{ key: string; last_error: string | null; retry_in_minutes: number }>(
+      `SELECT key, last_error, round(extract(epoch FROM replan_at - clock_timestamp()) / 60)::int AS retry_in_minutes
+       FROM workhorse.schedule WHERE namespace = 'unplannable' ORDER BY key`,
+    );
+    expect(states.rows[0]).toMatchObject({ key: 'broken', retry_in_minutes: 60 });
+    expect(states.rows[0].last_error).toMatch(/^planning: .*Gone\/Away/);
+    expect(states.rows[1]).toMatchObject({ key: 'fine', last_error: null });
+  });
+});

@@ -360,7 +360,9 @@ $$;
 
 -- Plans the schedules due for it (replan_at passed), up to p_limit, those due the longest first
 -- (called by tick_v1 before it fires; a schedule that a sync or an operator holds is left to the
--- next tick). Returns how many were planned.
+-- next tick). A schedule that cannot be planned (its zone gone from a newer time zone database,
+-- say) never fails the tick: the error goes on the schedule and it is tried again an hour later.
+-- Returns how many were planned.
 CREATE FUNCTION workhorse.plan_due_schedules(p_limit integer)
 RETURNS integer
 LANGUAGE plpgsql AS $$
@@ -376,8 +378,14 @@ BEGIN
     LIMIT p_limit
     FOR UPDATE SKIP LOCKED
   LOOP
-    PERFORM workhorse.plan_schedule(s, v_now);
-    v_planned := v_planned + 1;
+    BEGIN
+      PERFORM workhorse.plan_schedule(s, v_now);
+      v_planned := v_planned + 1;
+    EXCEPTION WHEN OTHERS THEN
+      UPDATE workhorse.schedule
+         SET replan_at = v_now + interval '1 hour', last_error = 'planning: ' || SQLERRM, last_error_at = v_now
+       WHERE id = s.id;
+    END;
   END LOOP;
   RETURN v_planned;
 END
