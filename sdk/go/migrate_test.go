@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -199,14 +200,20 @@ func TestInstallSchemaUpgradesTheBaselineKeepingItsJobsAndEndsInTheFreshCatalog(
 	id, err := workhorse.NewQueue(workhorse.Pgx(db.Pool)).Enqueue(ctx, "report.build", map[string]int{"n": 1}, nil)
 	must(t, err)
 	status, err := workhorse.GetSchemaStatus(ctx, workhorse.Pgx(db.Pool))
-	if err != nil || status.Situation() != workhorse.SchemaOlder || !reflect.DeepEqual(status.Pending, []workhorse.PendingStep{{Version: 5, Name: "migration_log", Transactional: true}}) {
+	if err != nil || status.Situation() != workhorse.SchemaOlder || !reflect.DeepEqual(status.Pending, shippedSteps(t)) {
 		t.Fatalf("status before: %+v, %v", status, err)
 	}
+	var versions []int
+	var log []string
+	for _, step := range shippedSteps(t) {
+		versions = append(versions, step.Version)
+		log = append(log, fmt.Sprintf("%d %s", step.Version, step.Name))
+	}
 	result, err := workhorse.InstallSchema(ctx, db.Pool)
-	if err != nil || !reflect.DeepEqual(result, workhorse.MigrationResult{From: 4, To: workhorse.SchemaVersion, Applied: []int{5}}) {
+	if err != nil || !reflect.DeepEqual(result, workhorse.MigrationResult{From: 4, To: workhorse.SchemaVersion, Applied: versions}) {
 		t.Fatalf("migrate: %+v, %v", result, err)
 	}
-	if got := migrationLog(t, db); !reflect.DeepEqual(got, []string{"5 migration_log"}) || installedVersion(t, db) != workhorse.SchemaVersion {
+	if got := migrationLog(t, db); !reflect.DeepEqual(got, log) || installedVersion(t, db) != workhorse.SchemaVersion {
 		t.Fatalf("log %v", got)
 	}
 	job, err := workhorse.NewAdmin(workhorse.Pgx(db.Pool)).GetJob(ctx, id)
@@ -309,18 +316,43 @@ func installAtOnce(t *testing.T, db *testpg.DB, n int) []workhorse.MigrationResu
 
 func TestConcurrentMigratorsApplyEachStepOnce(t *testing.T) {
 	db := newBaselineDB(t)
-	applied := 0
+	// Each step by exactly one migrator (one that came late may find some steps done).
+	var applied []int
 	for _, r := range installAtOnce(t, db, 4) {
-		if len(r.Applied) > 0 {
-			applied++
-			if !reflect.DeepEqual(r.Applied, []int{5}) {
-				t.Fatalf("applied %v", r.Applied)
-			}
+		applied = append(applied, r.Applied...)
+	}
+	sort.Ints(applied)
+	var want []int
+	var log []string
+	for _, step := range shippedSteps(t) {
+		want = append(want, step.Version)
+		log = append(log, fmt.Sprintf("%d %s", step.Version, step.Name))
+	}
+	if !reflect.DeepEqual(applied, want) || !reflect.DeepEqual(migrationLog(t, db), log) || installedVersion(t, db) != workhorse.SchemaVersion {
+		t.Fatalf("applied %v; log %v", applied, migrationLog(t, db))
+	}
+}
+
+// shippedSteps are the steps of sql/migrations (NNNN_<name>.sql), all transactional here.
+func shippedSteps(t *testing.T) []workhorse.PendingStep {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Join("sql", "migrations"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps []workhorse.PendingStep
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".sql") {
+			continue
 		}
+		version, err := strconv.Atoi(name[:4])
+		if err != nil {
+			t.Fatal(err)
+		}
+		steps = append(steps, workhorse.PendingStep{Version: version, Name: strings.TrimSuffix(name[5:], ".sql"), Transactional: true})
 	}
-	if applied != 1 || !reflect.DeepEqual(migrationLog(t, db), []string{"5 migration_log"}) || installedVersion(t, db) != workhorse.SchemaVersion {
-		t.Fatalf("%d migrators applied the step; log %v", applied, migrationLog(t, db))
-	}
+	return steps
 }
 
 func TestConcurrentFreshInstallsInstallOnce(t *testing.T) {

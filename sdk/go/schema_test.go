@@ -3,6 +3,7 @@ package workhorse_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -41,7 +42,7 @@ func TestClientsRefuseASchemaVersionTheyDoNotKnow(t *testing.T) {
 	if !errors.As(err, &mismatch) || mismatch.Installed != 999 || mismatch.Expected != workhorse.SchemaVersion {
 		t.Fatalf("Enqueue: got %v", err)
 	}
-	if !strings.Contains(err.Error(), "version 999, newer than this package (version 5): upgrade the package") {
+	if !strings.Contains(err.Error(), fmt.Sprintf("version 999, newer than this package (version %d): upgrade the package", workhorse.SchemaVersion)) {
 		t.Fatalf("the message does not say what to do: %s", err)
 	}
 	w, err := workhorse.NewWorker(workhorse.Pgx(db.Pool), workhorse.WorkerOptions{})
