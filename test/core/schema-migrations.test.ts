@@ -61,6 +61,14 @@ async function logRows(pool: Pool): Promise<{ version: number; name: string }[]>
   return rows;
 }
 
+/** The steps this package ships, as the migration log records them, and the versions after them (for probe steps). */
+const SHIPPED = readMigrationSteps(MIGRATIONS_DIR).map((step) => ({ version: step.version, name: step.name }));
+const SHIPPED_VERSIONS = SHIPPED.map((step) => step.version);
+const NEXT = SCHEMA_VERSION + 1;
+const AFTER_NEXT = SCHEMA_VERSION + 2;
+/** A probe step's file name for `version` (`0007_probe.sql`). */
+const stepFile = (version: number, slug: string) => `${String(version).padStart(4, '0')}_${slug}.sql`;
+
 async function installedVersion(pool: Pool): Promise<number> {
   const { rows } = await pool.query<{ version: number }>('SELECT version FROM workhorse.schema_version');
   return rows[0].version;
@@ -199,8 +207,8 @@ describe('concurrent migrators', () => {
     // Two more steps, so the migrators race over several: a table (created twice it would fail)
     // and a no-transaction step with CREATE INDEX CONCURRENTLY (which fails inside a transaction).
     const source = sourceWithSteps({
-      '0006_probe.sql': 'CREATE TABLE workhorse.migration_probe (id integer PRIMARY KEY);\nINSERT INTO workhorse.migration_probe VALUES (6);',
-      '0007_probe_index.sql':
+      [stepFile(NEXT, 'probe')]: 'CREATE TABLE workhorse.migration_probe (id integer PRIMARY KEY);\nINSERT INTO workhorse.migration_probe VALUES (6);',
+      [stepFile(AFTER_NEXT, 'probe_index')]:
         '-- workhorse:no-transaction\nCREATE INDEX CONCURRENTLY IF NOT EXISTS migration_probe_id ON workhorse.migration_probe (id);',
     });
     const migrators = Array.from({ length: 5 }, () => {
@@ -210,22 +218,16 @@ describe('concurrent migrators', () => {
     });
     const results = await Promise.all(migrators.map((pool) => migrateWith(pool, source)));
     // A migrator whose connection came late may find some or all steps done: it starts from there.
-    expect(results.every((r) => r.from !== null && r.from >= BASELINE_VERSION && r.to === 7 && !r.created)).toBe(true);
+    expect(results.every((r) => r.from !== null && r.from >= BASELINE_VERSION && r.to === AFTER_NEXT && !r.created)).toBe(true);
     expect(results.some((r) => r.from === BASELINE_VERSION)).toBe(true);
     // Every step by exactly one migrator, the no-transaction one too (its lock is held on a second connection).
     const applied = results.flatMap((r) => r.applied);
-    expect(applied.filter((v) => v === 5)).toHaveLength(1);
-    expect(applied.filter((v) => v === 6)).toHaveLength(1);
-    expect(applied.filter((v) => v === 7)).toHaveLength(1);
-    expect(await logRows(db.pool)).toEqual([
-      { version: 5, name: 'migration_log' },
-      { version: 6, name: 'probe' },
-      { version: 7, name: 'probe_index' },
-    ]);
+    expect([...applied].sort((a, b) => a - b)).toEqual([...SHIPPED_VERSIONS, NEXT, AFTER_NEXT]);
+    expect(await logRows(db.pool)).toEqual([...SHIPPED, { version: NEXT, name: 'probe' }, { version: AFTER_NEXT, name: 'probe_index' }]);
     expect((await db.pool.query('SELECT id FROM workhorse.migration_probe')).rows).toEqual([{ id: 6 }]);
     const index = await db.pool.query("SELECT indisvalid FROM pg_index WHERE indexrelid = 'workhorse.migration_probe_id'::regclass");
     expect(index.rows).toEqual([{ indisvalid: true }]);
-    expect(await installedVersion(db.pool)).toBe(7);
+    expect(await installedVersion(db.pool)).toBe(AFTER_NEXT);
   });
 
   it('several installers on an empty database: one creates it, the others find it installed', async () => {
@@ -264,7 +266,9 @@ describe('refusals', () => {
     await db.pool.query('UPDATE workhorse.schema_version SET version = 3');
     const old = await expectRejects(installSchema(db.pool), SchemaMigrationError);
     expect(old.message).toMatch(/version 3, older than version 4, the first one that can be migrated/);
-    await expect(verifySchema(db.pool)).rejects.toThrow(/older than this package needs \(version 4 to 5\): run `npx workhorse schema migrate`/);
+    await expect(verifySchema(db.pool)).rejects.toThrow(
+      new RegExp(`older than this package needs \\(version 4 to ${SCHEMA_VERSION}\\): run \`npx workhorse schema migrate\``),
+    );
 
     await db.pool.query('UPDATE workhorse.schema_version SET version = 4');
     const lacking = { ...sourceWithSteps({}), target: SCHEMA_VERSION + 1 };
@@ -278,23 +282,25 @@ describe('refusals', () => {
   it('a failing step rolls back whole and leaves the version before it; fixed, it applies', async () => {
     const db = await baselineDatabase();
     const source = sourceWithSteps({
-      '0006_broken.sql': 'CREATE TABLE workhorse.half_done (id integer);\nSELECT * FROM workhorse.not_there_yet;',
+      [stepFile(NEXT, 'broken')]: 'CREATE TABLE workhorse.half_done (id integer);\nSELECT * FROM workhorse.not_there_yet;',
     });
     const error = await expectRejects(migrateWith(db.pool, source), SchemaMigrationError);
-    expect(error).toMatchObject({ version: 6 });
-    expect(error.message).toMatch(/Migration step 0006_broken\.sql \(version 5 to 6\) failed: relation "workhorse\.not_there_yet" does not exist\. Nothing of this step was applied/);
-    expect(await installedVersion(db.pool)).toBe(5);
+    expect(error).toMatchObject({ version: NEXT });
+    expect(error.message).toMatch(
+      new RegExp(`Migration step ${stepFile(NEXT, 'broken').replace('.', '\\.')} \\(version ${SCHEMA_VERSION} to ${NEXT}\\) failed: relation "workhorse\\.not_there_yet" does not exist\\. Nothing of this step was applied`),
+    );
+    expect(await installedVersion(db.pool)).toBe(SCHEMA_VERSION);
     expect((await db.pool.query("SELECT to_regclass('workhorse.half_done') AS t")).rows).toEqual([{ t: null }]);
-    expect(await logRows(db.pool)).toEqual([{ version: 5, name: 'migration_log' }]);
+    expect(await logRows(db.pool)).toEqual(SHIPPED);
 
     await db.pool.query('CREATE TABLE workhorse.not_there_yet (id integer)');
-    await expect(migrateWith(db.pool, source)).resolves.toMatchObject({ from: 5, to: 6, applied: [6] });
+    await expect(migrateWith(db.pool, source)).resolves.toMatchObject({ from: SCHEMA_VERSION, to: NEXT, applied: [NEXT] });
   });
 
   it('a no-transaction step interrupted half-way is resumed by the next run', async () => {
     const db = await baselineDatabase();
     const source = sourceWithSteps({
-      '0006_concurrent.sql': [
+      [stepFile(NEXT, 'concurrent')]: [
         '-- workhorse:no-transaction',
         'CREATE INDEX CONCURRENTLY IF NOT EXISTS job_created_probe ON workhorse.job (created_at);',
         'SELECT * FROM workhorse.appears_later;',
@@ -302,13 +308,10 @@ describe('refusals', () => {
     });
     const error = await expectRejects(migrateWith(db.pool, source), SchemaMigrationError);
     expect(error.message).toMatch(/may have been applied; the step is resumable/);
-    expect(await installedVersion(db.pool)).toBe(5);
+    expect(await installedVersion(db.pool)).toBe(SCHEMA_VERSION);
     await db.pool.query('CREATE TABLE workhorse.appears_later (id integer)');
-    await expect(migrateWith(db.pool, source)).resolves.toMatchObject({ from: 5, to: 6, applied: [6] });
-    expect(await logRows(db.pool)).toEqual([
-      { version: 5, name: 'migration_log' },
-      { version: 6, name: 'concurrent' },
-    ]);
+    await expect(migrateWith(db.pool, source)).resolves.toMatchObject({ from: SCHEMA_VERSION, to: NEXT, applied: [NEXT] });
+    expect(await logRows(db.pool)).toEqual([...SHIPPED, { version: NEXT, name: 'concurrent' }]);
   });
 });
 
@@ -317,12 +320,12 @@ describe("docs/upgrading.md's no-transaction step", () => {
     const [example] = fencedBlocks(ROOT, 'docs/upgrading.md').filter((block) => block.language === 'sql');
     expect(example.code.split('\n')[0]).toBe('-- workhorse:no-transaction');
     const db = await baselineDatabase();
-    const source = sourceWithSteps({ '0006_lease_index.sql': example.code });
-    expect(source.steps()[1]).toMatchObject({ version: 6, transactional: false });
+    const source = sourceWithSteps({ [stepFile(NEXT, 'lease_index')]: example.code });
+    expect(source.steps()[SHIPPED.length]).toMatchObject({ version: NEXT, transactional: false });
     // What an interrupted CREATE INDEX CONCURRENTLY leaves: the index, marked invalid.
     await db.pool.query('CREATE INDEX job_runtime_lease_idx ON workhorse.job_runtime (lease_expires_at)');
     await db.pool.query("UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'workhorse.job_runtime_lease_idx'::regclass");
-    await expect(migrateWith(db.pool, source)).resolves.toMatchObject({ from: BASELINE_VERSION, to: 6, applied: [5, 6] });
+    await expect(migrateWith(db.pool, source)).resolves.toMatchObject({ from: BASELINE_VERSION, to: NEXT, applied: [...SHIPPED_VERSIONS, NEXT] });
     const valid = () => db.pool.query("SELECT indisvalid FROM pg_index WHERE indexrelid = 'workhorse.job_runtime_lease_idx'::regclass");
     expect((await valid()).rows).toEqual([{ indisvalid: true }]);
     // Run again from scratch (as a second migrator that lost the race would): nothing breaks.
@@ -364,7 +367,7 @@ describe('the migration lock and application roles', () => {
       const rolePool = poolFor(role.url, 1);
       pools.push(rolePool);
       const refused = await expectRejects(installSchema(rolePool), SchemaMigrationError);
-      expect(refused.message).toMatch(/Cannot migrate the workhorse schema to version 5 as this role: .*Run the migration as the schema's owner/);
+      expect(refused.message).toMatch(new RegExp(`Cannot migrate the workhorse schema to version ${BASELINE_VERSION + 1} as this role: .*Run the migration as the schema's owner`));
     }
     expect(await installedVersion(db.pool)).toBe(BASELINE_VERSION);
 
@@ -377,7 +380,7 @@ describe('the migration lock and application roles', () => {
       await holder.query('SELECT version FROM workhorse.schema_version');
       await holder.query('SELECT pg_advisory_lock($1)', [INSTALL_LOCK_KEY]);
       const started = Date.now();
-      await expect(installSchema(db.pool)).resolves.toMatchObject({ from: BASELINE_VERSION, applied: [5] });
+      await expect(installSchema(db.pool)).resolves.toMatchObject({ from: BASELINE_VERSION, applied: SHIPPED_VERSIONS });
       expect(Date.now() - started).toBeLessThan(10_000);
       // Its open transaction still reads (the old snapshot's row is not locked against reads).
       await expect(holder.query('SELECT version FROM workhorse.schema_version')).resolves.toBeDefined();
