@@ -155,3 +155,21 @@ def test_python_worker_processes_fire_a_per_second_schedule_once_per_occurrence(
     assert sorted(str(o[2]) for o in fired_rows) == sorted(str(j[0]) for j in jobs)
     assert len({j[1] for j in jobs}) == len(jobs)
     assert len(jobs) >= 130
+
+
+async def test_the_async_queue_and_admin_sync_and_operate_schedules_through_asyncpg(asyncpg_pool: Any) -> None:
+    from workhorse.aio import AsyncAdmin, AsyncQueue
+
+    queue, admin = AsyncQueue(asyncpg_pool), AsyncAdmin(asyncpg_pool)
+    synced = await queue.sync_schedules("py-async", [{"key": "a", "type": "py.async", "cron": "0 6 * * *", "timezone": "Asia/Tokyo"}])
+    assert [(s.key, s.change) for s in synced] == [("a", "created")]
+    [listed] = await admin.list_schedules(namespace="py-async")
+    assert (listed.key, listed.state, listed.definition["timezone"]) == ("a", "active", "Asia/Tokyo")
+    assert listed.next_run_at is not None
+    assert await admin.pause_schedule("a", namespace="py-async") is True
+    job_id = await admin.trigger_schedule("a", namespace="py-async")
+    history = await admin.get_schedule_history("a", namespace="py-async")
+    assert [h.change for h in history] == ["triggered", "paused", "created"] and history[0].job_id == job_id
+    with pytest.raises(WorkhorseValidationError) as refused:
+        await queue.sync_schedules("py-async", [{"key": "b", "type": "t", "cron": "61 * * * *"}])
+    assert refused.value.field == "definitions[0].cron"
