@@ -9,7 +9,7 @@ import psycopg
 import pytest
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from workhorse import Admin, IdempotencyConflictError, Queue, SchemaVersionMismatchError, WorkhorseValidationError
+from workhorse import SCHEMA_VERSION, Admin, IdempotencyConflictError, Queue, SchemaVersionMismatchError, WorkhorseValidationError
 from workhorse.aio import AsyncAdmin, AsyncQueue
 
 
@@ -113,7 +113,7 @@ def test_a_schema_version_this_sdk_does_not_know_is_refused_with_a_clear_message
     with psycopg.connect(db_url, autocommit=True) as conn:
         conn.execute("UPDATE workhorse.schema_version SET version = 99")
     with ConnectionPool(db_url, min_size=1, max_size=2) as pool:
-        with pytest.raises(SchemaVersionMismatchError, match=r"version 99, newer than this package \(version 5\): upgrade the package"):
+        with pytest.raises(SchemaVersionMismatchError, match=rf"version 99, newer than this package \(version {SCHEMA_VERSION}\): upgrade the package"):
             Queue(pool).enqueue("t", {})
 
 
