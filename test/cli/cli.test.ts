@@ -10,6 +10,8 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { getSchemaStatus, grantRole, MIN_SCHEMA_VERSION, SCHEMA_VERSION, type JobSnapshot, type Page, type TimelineEntry } from '../../lib/core';
+import { readMigrationSteps } from '../../lib/core/migration-steps';
+import { MIGRATIONS_DIR } from '../../lib/core/schema';
 import { BASELINE_VERSION, installBaseline } from '../support/baseline';
 import { createTestDatabase } from '../support/db';
 import { claimOne, complete, fail } from '../support/protocol';
@@ -211,7 +213,7 @@ describe('schema migrate, install and status', () => {
       await report('c', '0.10.0', 0);
       await report('d', '0.8.0', 60);
 
-      const pending = [{ version: 5, name: 'migration_log', transactional: true }];
+      const pending = readMigrationSteps(MIGRATIONS_DIR).map((step) => ({ version: step.version, name: step.name, transactional: step.transactional }));
       expect(documentOf(await cli(['schema', 'status', '--json'], oldEnv), 3)).toEqual({
         installed: BASELINE_VERSION,
         expected: SCHEMA_VERSION,
@@ -228,8 +230,8 @@ describe('schema migrate, install and status', () => {
       expect(text).toMatchObject({ code: 3, stderr: '' });
       expect(text.stdout).toBe(
         `Installed: version ${BASELINE_VERSION}. This package: version ${SCHEMA_VERSION}. Out of date.\n` +
-          'The database holds an older workhorse schema: 1 migration step to apply.\n' +
-          '  0005 migration_log (one transaction)\n' +
+          `The database holds an older workhorse schema: ${pending.length} migration step${pending.length === 1 ? '' : 's'} to apply.\n` +
+          pending.map((step) => `  ${String(step.version).padStart(4, '0')} ${step.name} (one transaction)\n`).join('') +
           "Run `workhorse schema migrate` as the schema's owner; queued jobs, schedules and history are kept.\n" +
           `This package's workers and producers also work with version ${BASELINE_VERSION} meanwhile (they accept ${MIN_SCHEMA_VERSION} to ${SCHEMA_VERSION}).\n` +
           'Live workers: 1 on 0.10.0, 2 on 0.9.0.\n',
@@ -248,7 +250,7 @@ describe('schema migrate, install and status', () => {
 
       expect(await cli(['schema', 'migrate'], oldEnv)).toEqual({
         code: 0,
-        stdout: `Migrated the workhorse schema from version ${BASELINE_VERSION} to ${SCHEMA_VERSION} (applied step 5). Queued jobs, schedules and history are kept.\n`,
+        stdout: `Migrated the workhorse schema from version ${BASELINE_VERSION} to ${SCHEMA_VERSION} (applied step${pending.length === 1 ? '' : 's'} ${pending.map((step) => step.version).join(', ')}). Queued jobs, schedules and history are kept.\n`,
         stderr: '',
       });
       expect(documentOf(await cli(['schema', 'status', '--json'], oldEnv))).toMatchObject({ installed: SCHEMA_VERSION, status: 'up-to-date', pending: [] });
