@@ -119,7 +119,9 @@ describe('a schedule that cannot be planned', () => {
     );
     await pool.query(`UPDATE workhorse.schedule SET replan_at = '-infinity' WHERE namespace = 'unplannable' AND key = 'fine'`);
     const { rows } = await pool.query<{ tick: { skipped: boolean; schedulesPlanned: number } }>('SELECT workhorse.tick_v1() AS tick');
-    expect(rows[0].tick).toMatchObject({ skipped: false, schedulesPlanned: 1 });
+    // (Other schedules of this file may be planned by the same tick.)
+    expect(rows[0].tick.skipped).toBe(false);
+    expect(rows[0].tick.schedulesPlanned).toBeGreaterThanOrEqual(1);
     const states = await pool.query<{ key: string; last_error: string | null; retry_in_minutes: number }>(
       `SELECT key, last_error, round(extract(epoch FROM replan_at - clock_timestamp()) / 60)::int AS retry_in_minutes
        FROM workhorse.schedule WHERE namespace = 'unplannable' ORDER BY key`,
@@ -127,5 +129,10 @@ describe('a schedule that cannot be planned', () => {
     expect(states.rows[0]).toMatchObject({ key: 'broken', retry_in_minutes: 60 });
     expect(states.rows[0].last_error).toMatch(/^planning: .*Gone\/Away/);
     expect(states.rows[1]).toMatchObject({ key: 'fine', last_error: null });
+    const fine = await pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM workhorse.schedule_occurrence o JOIN workhorse.schedule s ON s.id = o.schedule_id
+       WHERE s.namespace = 'unplannable' AND s.key = 'fine' AND o.state = 'planned' AND o.at > clock_timestamp()`,
+    );
+    expect(fine.rows[0].n).toBeGreaterThan(50);
   });
 });
