@@ -190,14 +190,14 @@ CREATE TABLE workhorse.maintenance_lock (
 INSERT INTO workhorse.maintenance_lock (name) VALUES ('tick');
 
 -- One maintenance pass: deadlines, promotion, recovery, expiry of idempotency keys, due schedule
--- occurrences (sql/085_schedules.sql), and (when the prepared days run short) partition
--- preparation. Every worker offers a tick about once a second; the `tick` row of
--- maintenance_lock (FOR UPDATE SKIP LOCKED) lets one caller work at a time and makes the others
--- return at once with {"skipped": true}; the pass records its time there (health_v1 reads it).
--- Either answer says in `schedulesToPlan` whether a schedule's plan of occurrences runs short,
--- for a TypeScript caller to top it up (lib/core/worker/ticker.ts); other callers may ignore it.
+-- occurrences (planned first, then fired: sql/085_schedules.sql), and (when the prepared days
+-- run short) partition preparation. Every worker offers a tick about once a second; the `tick`
+-- row of maintenance_lock (FOR UPDATE SKIP LOCKED) lets one caller work at a time and makes the
+-- others return at once with {"skipped": true}; the pass records its time there (health_v1
+-- reads it). `schedulesToPlan` is for the previous release's TypeScript workers (they plan
+-- through plan_schedule_v1 when it is true: only while more schedules were due than one tick plans).
 -- Each part does a bounded amount of work: promotion up to 10,000 jobs (about a fifth of a
--- second here), schedules up to 100, the others up to 1000 rows. `more` says that some part
+-- second here), schedules up to 500 planned and 100 fired, the others up to 1000 rows. `more` says that some part
 -- stopped at its bound: the caller should tick again at once rather than after its interval, so
 -- a backlog (100,000 delayed jobs due together) is worked off in a series of short transactions,
 -- each of whose jobs can be claimed as soon as it commits, faster than a worker drains them.
@@ -209,6 +209,7 @@ DECLARE
   v_recovered integer;
   v_expired integer;
   v_fired integer;
+  v_planned integer;
   v_keys integer;
   v_created integer := 0;
   v_retention jsonb;
@@ -221,6 +222,7 @@ BEGIN
   v_expired := workhorse.expire_deadlines_v1(1000);
   v_promoted := workhorse.promote_v1(10000);
   v_recovered := workhorse.recover_expired_v1(1000);
+  v_planned := workhorse.plan_due_schedules(500);
   v_fired := workhorse.fire_due_schedules(100);
   DELETE FROM workhorse.enqueue_idempotency
   WHERE ctid = ANY (ARRAY(SELECT ctid FROM workhorse.enqueue_idempotency WHERE expires_at <= clock_timestamp() LIMIT 1000));
@@ -245,8 +247,9 @@ BEGIN
   RETURN jsonb_build_object('skipped', false, 'promoted', v_promoted, 'recovered', v_recovered,
                             'deadlinesExpired', v_expired, 'partitionsCreated', v_created,
                             'jobsPurged', coalesce((v_retention ->> 'jobsPurged')::integer, 0),
-                            'schedulesFired', v_fired, 'schedulesToPlan', workhorse.schedules_need_plan(),
+                            'schedulesPlanned', v_planned, 'schedulesFired', v_fired,
+                            'schedulesToPlan', workhorse.schedules_need_plan(),
                             'more', v_expired = 1000 OR v_promoted = 10000 OR v_recovered = 1000 OR v_keys = 1000
-                                    OR v_fired >= 100);
+                                    OR v_fired >= 100 OR v_planned = 500);
 END
 $$;

@@ -72,7 +72,7 @@ export type {
   StandardSchemaV1,
 } from './standard-schema';
 export { DEFAULT_SCHEDULE_NAMESPACE } from './schedules/admin-operations';
-export { planSchedules } from './schedules/planner';
+export { planSchedules } from './schedules/sync';
 export type * from './schedules/types';
 export {
   getSchemaStatus,

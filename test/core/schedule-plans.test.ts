@@ -1,131 +1,144 @@
 /**
- * What the planner writes into a schedule's plan (extendPlan, the function every TypeScript
- * planner runs): occurrences across daylight-saving changes in real zones (New York and Berlin,
- * spring forward and fall back, fixed times and intervals, as docs/schedules.md documents them),
- * 5 and 6 fields and macros, the plan's size and horizon, and which missed occurrences are
- * planned after an outage longer than the plan, per catch-up mode.
+ * What the server writes into a schedule's plan (plan_schedule, sql/085_schedules.sql, which the
+ * tick, a sync and a resume run), at a chosen "now": the occurrences of the next minute and at
+ * least the next one however far, replan_at at the last of them, and which missed occurrences
+ * are planned after an outage, per catch-up mode. (Which times an expression gives, daylight
+ * saving included, is test/core/cron.test.ts with the shared vectors.)
  */
-import { extendPlan, PLAN_SIZE, type ScheduleToPlan } from '../../lib/core/schedules/planner';
+import type { ScheduleDefinition } from '../../lib/core';
+import { useTestDatabase } from '../support/test-database';
 
-function row(cron: string, timezone: string, plannedThrough: string, extra: Partial<ScheduleToPlan> = {}): ScheduleToPlan {
-  return {
-    schedule_id: '1',
-    revision: 1,
-    cron,
-    timezone,
-    catch_up: 'skip',
-    catch_up_limit: 100,
-    missed_after_ms: 60_000,
-    planned_through: new Date(plannedThrough),
-    db_now: new Date(plannedThrough),
-    ...extra,
-  };
+const { pool, queue } = useTestDatabase();
+
+let counter = 0;
+
+/**
+ * Syncs one schedule, then plans it as the tick would at `now` with its plan ending at
+ * `plannedThrough` (its planned occurrences dropped first). Returns the planned times and replan_at.
+ */
+async function plan(
+  definition: Omit<ScheduleDefinition, 'key' | 'type'>,
+  plannedThrough: string,
+  now = plannedThrough,
+): Promise<{ planned: string[]; replanAt: string | null }> {
+  const key = `plan-${++counter}`;
+  await queue.syncSchedules('plans', [{ key, type: 'plan.job', ...definition }], undefined);
+  const { rows } = await pool.query<{ id: string }>(`SELECT id FROM workhorse.schedule WHERE namespace = 'plans' AND key = $1`, [key]);
+  const id = rows[0].id;
+  await pool.query(`DELETE FROM workhorse.schedule_occurrence WHERE schedule_id = $1`, [id]);
+  await pool.query(`UPDATE workhorse.schedule SET planned_through = $2 WHERE id = $1`, [id, plannedThrough]);
+  await pool.query(`SELECT workhorse.plan_schedule(s, $2) FROM workhorse.schedule s WHERE s.id = $1`, [id, now]);
+  const planned = await pool.query<{ at: Date }>(`SELECT at FROM workhorse.schedule_occurrence WHERE schedule_id = $1 ORDER BY at`, [id]);
+  const replan = await pool.query<{ replan_at: Date | null }>(`SELECT replan_at FROM workhorse.schedule WHERE id = $1`, [id]);
+  return { planned: planned.rows.map((r) => r.at.toISOString()), replanAt: replan.rows[0].replan_at?.toISOString() ?? null };
 }
 
-const iso = (dates: Date[], count: number) => dates.slice(0, count).map((d) => d.toISOString());
-
-describe('daylight saving time', () => {
-  it('New York, spring forward (2026-03-08, 02:00 -> 03:00): a fixed time in the gap runs at the end of the gap, once', () => {
-    const { occurrences } = extendPlan(row('30 2 * * *', 'America/New_York', '2026-03-07T12:00:00Z'));
-    expect(iso(occurrences, 3)).toEqual([
-      '2026-03-08T07:00:00.000Z', // 03:00 EDT: 02:30 does not exist that night
-      '2026-03-09T06:30:00.000Z', // 02:30 EDT
-      '2026-03-10T06:30:00.000Z',
-    ]);
-  });
-
-  it('New York, fall back (2026-11-01, 02:00 -> 01:00): a fixed time that occurs twice runs once, at the first', () => {
-    const { occurrences } = extendPlan(row('30 1 * * *', 'America/New_York', '2026-10-31T12:00:00Z'));
-    expect(iso(occurrences, 3)).toEqual([
-      '2026-11-01T05:30:00.000Z', // 01:30 EDT; not again at 01:30 EST (06:30Z)
-      '2026-11-02T06:30:00.000Z', // 01:30 EST
-      '2026-11-03T06:30:00.000Z',
-    ]);
-  });
-
-  it('Berlin, spring forward (2026-03-29, 02:00 -> 03:00): an hourly schedule skips the hour that does not exist', () => {
-    const { occurrences } = extendPlan(row('0 * * * *', 'Europe/Berlin', '2026-03-28T23:30:00Z'));
-    const local = occurrences.slice(0, 3).map((d) => new Intl.DateTimeFormat('en-GB', { timeZone: 'Europe/Berlin', hour: '2-digit', minute: '2-digit' }).format(d));
-    expect(iso(occurrences, 3)).toEqual(['2026-03-29T00:00:00.000Z', '2026-03-29T01:00:00.000Z', '2026-03-29T02:00:00.000Z']);
-    expect(local).toEqual(['01:00', '03:00', '04:00']);
-  });
-
-  it('Berlin, fall back (2026-10-25, 03:00 -> 02:00): an hourly schedule runs at both 02:00s', () => {
-    const { occurrences } = extendPlan(row('0 * * * *', 'Europe/Berlin', '2026-10-24T23:30:00Z'));
-    expect(iso(occurrences, 4)).toEqual([
-      '2026-10-25T00:00:00.000Z', // 02:00 CEST
-      '2026-10-25T01:00:00.000Z', // 02:00 CET
-      '2026-10-25T02:00:00.000Z', // 03:00 CET
-      '2026-10-25T03:00:00.000Z',
-    ]);
-  });
-
-  it('Berlin, a daily 02:30 across both changes of 2026', () => {
-    const spring = extendPlan(row('30 2 * * *', 'Europe/Berlin', '2026-03-28T12:00:00Z')).occurrences;
-    expect(iso(spring, 2)).toEqual(['2026-03-29T01:00:00.000Z', '2026-03-30T00:30:00.000Z']); // 03:00 CEST, then 02:30 CEST
-    const autumn = extendPlan(row('30 2 * * *', 'Europe/Berlin', '2026-10-24T12:00:00Z')).occurrences;
-    expect(iso(autumn, 2)).toEqual(['2026-10-25T00:30:00.000Z', '2026-10-26T01:30:00.000Z']); // once, at 02:30 CEST
-  });
-});
-
-describe('expressions', () => {
-  it('reads 5 fields (seconds 0), 6 fields (seconds first) and macros', () => {
-    expect(iso(extendPlan(row('*/20 * * * * *', 'UTC', '2026-01-01T00:00:00.500Z')).occurrences, 3)).toEqual([
-      '2026-01-01T00:00:20.000Z',
-      '2026-01-01T00:00:40.000Z',
-      '2026-01-01T00:01:00.000Z',
-    ]);
-    expect(iso(extendPlan(row('15 6 * * 1', 'UTC', '2026-01-01T00:00:00Z')).occurrences, 2)).toEqual([
-      '2026-01-05T06:15:00.000Z',
-      '2026-01-12T06:15:00.000Z',
-    ]);
-    expect(iso(extendPlan(row('@daily', 'Asia/Tokyo', '2026-01-01T00:00:00Z')).occurrences, 2)).toEqual([
-      '2026-01-01T15:00:00.000Z',
-      '2026-01-02T15:00:00.000Z',
-    ]);
-  });
-});
-
 describe('the plan', () => {
-  it('holds the next 100 occurrences and asks again when half have passed', () => {
-    const { occurrences, replanAt } = extendPlan(row('* * * * *', 'UTC', '2026-01-01T00:00:30Z'));
-    expect(occurrences.length).toBe(PLAN_SIZE);
-    expect(occurrences[0].toISOString()).toBe('2026-01-01T00:01:00.000Z');
-    expect(replanAt?.toISOString()).toBe(occurrences[50].toISOString());
+  it('holds the occurrences of the next minute, and the tick plans again at the last of them', async () => {
+    const { planned, replanAt } = await plan({ cron: '*/10 * * * * *' }, '2026-01-01T00:00:30.250Z');
+    expect(planned).toEqual([
+      '2026-01-01T00:00:40.000Z',
+      '2026-01-01T00:00:50.000Z',
+      '2026-01-01T00:01:00.000Z',
+      '2026-01-01T00:01:10.000Z',
+      '2026-01-01T00:01:20.000Z',
+      '2026-01-01T00:01:30.000Z',
+    ]);
+    expect(replanAt).toBe('2026-01-01T00:01:30.000Z');
   });
 
-  it('reaches at most 400 days ahead, but always holds the next occurrence', () => {
-    const yearly = extendPlan(row('@yearly', 'UTC', '2026-06-01T00:00:00Z')).occurrences;
-    expect(iso(yearly, 5)).toEqual(['2027-01-01T00:00:00.000Z']);
-    const leap = extendPlan(row('0 0 29 2 *', 'UTC', '2026-06-01T00:00:00Z')).occurrences;
-    expect(iso(leap, 5)).toEqual(['2028-02-29T00:00:00.000Z']);
+  it('a per-second schedule: 60 occurrences', async () => {
+    const { planned } = await plan({ cron: '* * * * * *' }, '2026-01-01T00:00:00Z');
+    expect(planned.length).toBe(60);
   });
 
-  describe('after an outage longer than the plan (plan ended 10 minutes ago; missed after 60 s)', () => {
-    const now = '2026-01-01T12:00:30Z';
-    const ended = '2026-01-01T11:50:30Z';
-    const planned = (catchUp: 'skip' | 'latest' | 'all', limit = 100) =>
-      iso(extendPlan(row('* * * * *', 'UTC', ended, { db_now: new Date(now), catch_up: catchUp, catch_up_limit: limit })).occurrences, 5);
-
-    it('skip: plans from one grace period ago, nothing missed', () => {
-      expect(planned('skip')).toEqual(['2026-01-01T12:00:00.000Z', '2026-01-01T12:01:00.000Z', '2026-01-01T12:02:00.000Z', '2026-01-01T12:03:00.000Z', '2026-01-01T12:04:00.000Z']);
+  it('always holds the next occurrence, however far: a yearly one, and Feb 29 two years ahead', async () => {
+    expect(await plan({ cron: '@yearly' }, '2026-06-01T00:00:00Z')).toEqual({
+      planned: ['2027-01-01T00:00:00.000Z'],
+      replanAt: '2027-01-01T00:00:00.000Z',
     });
+    expect((await plan({ cron: '0 0 29 2 *' }, '2026-06-01T00:00:00Z')).planned).toEqual(['2028-02-29T00:00:00.000Z']);
+  });
 
-    it('latest: the most recent missed occurrence, then on', () => {
-      expect(planned('latest')).toEqual(['2026-01-01T11:59:00.000Z', '2026-01-01T12:00:00.000Z', '2026-01-01T12:01:00.000Z', '2026-01-01T12:02:00.000Z', '2026-01-01T12:03:00.000Z']);
-    });
+  it('reads the expression in the schedule zone', async () => {
+    expect((await plan({ cron: '0 6 * * *', timezone: 'Europe/Berlin' }, '2026-07-01T00:00:00Z')).planned).toEqual(['2026-07-01T04:00:00.000Z']);
+  });
+});
 
-    it('all: the most recent catchUpLimit missed occurrences, never before the plan ended', () => {
-      expect(planned('all', 3)).toEqual(['2026-01-01T11:57:00.000Z', '2026-01-01T11:58:00.000Z', '2026-01-01T11:59:00.000Z', '2026-01-01T12:00:00.000Z', '2026-01-01T12:01:00.000Z']);
-      const all = extendPlan(row('* * * * *', 'UTC', ended, { db_now: new Date(now), catch_up: 'all', catch_up_limit: 1000 })).occurrences;
-      expect(all[0].toISOString()).toBe('2026-01-01T11:51:00.000Z');
-      expect(all.filter((d) => d.getTime() <= Date.parse(now) - 60_000).length).toBe(9);
-    });
+describe('after an outage longer than the plan (plan ended 10 minutes ago; missed after 60 s)', () => {
+  const now = '2026-01-01T12:00:30Z';
+  const ended = '2026-01-01T11:50:30Z';
+  const planned = async (catchUp: 'skip' | 'latest' | 'all', catchUpLimit = 100) =>
+    (await plan({ cron: '* * * * *', catchUp, catchUpLimit }, ended, now)).planned;
 
-    it('an occurrence exactly at the grace boundary is planned once', () => {
-      const exact = extendPlan(row('* * * * * *', 'UTC', '2026-01-01T12:00:00Z', { db_now: new Date('2026-01-01T12:02:00Z'), catch_up: 'all', catch_up_limit: 2 })).occurrences;
-      // Boundary 12:01:00: missed are 12:00:59 and 12:01:00, then 12:01:01 on.
-      expect(iso(exact, 4)).toEqual(['2026-01-01T12:00:59.000Z', '2026-01-01T12:01:00.000Z', '2026-01-01T12:01:01.000Z', '2026-01-01T12:01:02.000Z']);
-    });
+  it('skip: plans from one grace period ago, nothing missed', async () => {
+    expect(await planned('skip')).toEqual(['2026-01-01T12:00:00.000Z', '2026-01-01T12:01:00.000Z']);
+  });
+
+  it('latest: the most recent missed occurrence, then on', async () => {
+    expect(await planned('latest')).toEqual(['2026-01-01T11:59:00.000Z', '2026-01-01T12:00:00.000Z', '2026-01-01T12:01:00.000Z']);
+  });
+
+  it('all: the most recent catchUpLimit missed occurrences, never before the plan ended', async () => {
+    expect(await planned('all', 3)).toEqual([
+      '2026-01-01T11:57:00.000Z',
+      '2026-01-01T11:58:00.000Z',
+      '2026-01-01T11:59:00.000Z',
+      '2026-01-01T12:00:00.000Z',
+      '2026-01-01T12:01:00.000Z',
+    ]);
+    const all = await planned('all', 1000);
+    expect(all[0]).toBe('2026-01-01T11:51:00.000Z');
+    expect(all.filter((at) => Date.parse(at) <= Date.parse(now) - 60_000).length).toBe(9);
+  });
+
+  it('an occurrence exactly at the grace boundary is planned once', async () => {
+    const exact = await plan({ cron: '* * * * * *', catchUp: 'all', catchUpLimit: 2 }, '2026-01-01T12:00:00Z', '2026-01-01T12:02:00Z');
+    // Boundary 12:01:00: missed are 12:00:59 and 12:01:00, then 12:01:01 on.
+    expect(exact.planned.slice(0, 4)).toEqual(['2026-01-01T12:00:59.000Z', '2026-01-01T12:01:00.000Z', '2026-01-01T12:01:01.000Z', '2026-01-01T12:01:02.000Z']);
+  });
+
+  it('a per-second schedule missed for a day, all with the largest limit: the last 1000 seconds', async () => {
+    const day = await plan({ cron: '* * * * * *', catchUp: 'all', catchUpLimit: 1000 }, '2026-01-01T00:00:00Z', '2026-01-02T00:00:00Z');
+    const missed = day.planned.filter((at) => Date.parse(at) <= Date.parse('2026-01-01T23:59:00Z'));
+    expect(missed.length).toBe(1000);
+    expect(missed[999]).toBe('2026-01-01T23:59:00.000Z');
+  });
+});
+
+describe('a schedule that cannot be planned', () => {
+  it('never fails the tick: the error goes on the schedule, planning is tried again an hour later, the others go on', async () => {
+    await queue.syncSchedules('unplannable', [
+      { key: 'broken', type: 'plan.broken', cron: '* * * * * *' },
+      { key: 'fine', type: 'plan.fine', cron: '* * * * * *' },
+    ]);
+    // As if the zone had gone from a newer time zone database after the sync.
+    await pool.query(
+      `UPDATE workhorse.schedule SET definition = jsonb_set(definition, '{timezone}', '"Gone/Away"'), replan_at = '-infinity'
+       WHERE namespace = 'unplannable' AND key = 'broken'`,
+    );
+    await pool.query(`UPDATE workhorse.schedule SET replan_at = '-infinity' WHERE namespace = 'unplannable' AND key = 'fine'`);
+    // Without the occurrences the sync planned (in UTC): one of them falling due would fire in
+    // this tick, and a fired occurrence clears the schedule's error.
+    await pool.query(
+      `DELETE FROM workhorse.schedule_occurrence o USING workhorse.schedule s
+       WHERE o.schedule_id = s.id AND s.namespace = 'unplannable' AND s.key = 'broken'`,
+    );
+    const { rows } = await pool.query<{ tick: { skipped: boolean; schedulesPlanned: number } }>('SELECT workhorse.tick_v1() AS tick');
+    // (Other schedules of this file may be planned by the same tick.)
+    expect(rows[0].tick.skipped).toBe(false);
+    expect(rows[0].tick.schedulesPlanned).toBeGreaterThanOrEqual(1);
+    const states = await pool.query<{ key: string; last_error: string | null; retry_in_minutes: number }>(
+      `SELECT key, last_error, round(extract(epoch FROM replan_at - clock_timestamp()) / 60)::int AS retry_in_minutes
+       FROM workhorse.schedule WHERE namespace = 'unplannable' ORDER BY key`,
+    );
+    expect(states.rows[0]).toMatchObject({ key: 'broken', retry_in_minutes: 60 });
+    expect(states.rows[0].last_error).toMatch(/^planning: .*Gone\/Away/);
+    expect(states.rows[1]).toMatchObject({ key: 'fine', last_error: null });
+    const fine = await pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM workhorse.schedule_occurrence o JOIN workhorse.schedule s ON s.id = o.schedule_id
+       WHERE s.namespace = 'unplannable' AND s.key = 'fine' AND o.state = 'planned' AND o.at > clock_timestamp()`,
+    );
+    expect(fine.rows[0].n).toBeGreaterThan(50);
   });
 });

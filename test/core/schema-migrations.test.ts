@@ -63,6 +63,7 @@ async function logRows(pool: Pool): Promise<{ version: number; name: string }[]>
   return rows;
 }
 
+
 async function installedVersion(pool: Pool): Promise<number> {
   const { rows } = await pool.query<{ version: number }>('SELECT version FROM workhorse.schema_version');
   return rows[0].version;

@@ -319,7 +319,7 @@ describe('starting', () => {
       const startedAt = Date.now();
       const run = worker.run();
       await expect(run).rejects.toBeInstanceOf(SchemaNotInstalledError);
-      await expect(run).rejects.toThrow('npx workhorse schema install');
+      await expect(run).rejects.toThrow('npx workhorse schema migrate');
       await expect(worker.runOnce()).rejects.toBeInstanceOf(SchemaNotInstalledError);
       // At once: no loop of failing claims and ticks first.
       expect(Date.now() - startedAt).toBeLessThan(5000);

@@ -125,21 +125,29 @@ it('a worker that declares no schedule leaves the namespace alone and warns abou
 });
 
 describe('refusals before anything starts', () => {
-  it('an invalid cron expression or zone on a handler is the typed error, naming the schedule', () => {
-    expect(() => {
-      class Bad {
-        @JobHandler('bad.cron', { schedule: { key: 'bad.one', cron: '0 0 * * * * *' } })
-        run(): void {}
-      }
-      return Bad;
-    }).toThrow(InvalidCronError);
-    expect(() => {
-      class Bad {
-        @JobHandler('bad.zone', { schedule: { cron: '@daily', timezone: 'Europe/Atlantis' } })
-        run(): void {}
-      }
-      return Bad;
-    }).toThrow(/schedule "bad\.zone" names an unknown time zone "Europe\/Atlantis"/);
+  it('an invalid cron expression or zone on a handler is the typed error, naming the schedule, at bootstrap', async () => {
+    // The server reads expressions and zones: the sync on bootstrap refuses them, before the worker starts.
+    @Injectable()
+    class BadCron {
+      @JobHandler('bad.cron', { schedule: { key: 'bad.one', cron: '0 0 * * * * *' } })
+      run(): void {}
+    }
+    @Injectable()
+    class BadZone {
+      @JobHandler('bad.zone', { schedule: { cron: '@daily', timezone: 'Europe/Atlantis' } })
+      run(): void {}
+    }
+    const worker = { tickMs: 60_000 };
+    const cronError = await startModule({
+      imports: [WorkhorseModule.forRoot({ pool: db.pool, worker, scheduleNamespace: 'bad-cron' })],
+      providers: [BadCron],
+    }).catch((e: unknown) => e);
+    expect(cronError).toBeInstanceOf(InvalidCronError);
+    expect((cronError as InvalidCronError).scheduleKey).toBe('bad.one');
+    await expect(
+      startModule({ imports: [WorkhorseModule.forRoot({ pool: db.pool, worker, scheduleNamespace: 'bad-zone' })], providers: [BadZone] }),
+    ).rejects.toThrow(/schedule "bad\.zone" names an unknown time zone "Europe\/Atlantis"/);
+    expect(await admin.listSchedules({ namespace: 'bad-cron' })).toEqual([]);
     expect(() => {
       class Bad {
         @JobHandler('bad.keys', { schedule: [{ cron: '@daily' }, { cron: '@hourly' }] })
@@ -151,7 +159,9 @@ describe('refusals before anything starts', () => {
 
   it('so are the module schedules, and keys declared twice', async () => {
     await expect(
-      startModule({ imports: [WorkhorseModule.forRoot({ pool: db.pool, schedules: [{ key: 'z', type: 'x', cron: '@daily', timezone: 'Nowhere/City' }] })] }),
+      startModule({
+        imports: [WorkhorseModule.forRoot({ pool: db.pool, worker: { tickMs: 60_000 }, schedules: [{ key: 'z', type: 'x', cron: '@daily', timezone: 'Nowhere/City' }] })],
+      }),
     ).rejects.toBeInstanceOf(UnknownTimeZoneError);
     await expect(
       startModule({ imports: [WorkhorseModule.forRoot({ pool: db.pool, schedules: [{ key: 'z', type: 'x', cron: '@daily', overlap: 'never' as 'skip' }] })] }),

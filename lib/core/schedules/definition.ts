@@ -1,6 +1,5 @@
 import { WorkhorseValidationError } from '../errors';
 import { checkInteger, checkName, LIMITS, toRequestJson } from '../validation';
-import { compileCron } from './cron';
 import type { ScheduleDefinition } from './types';
 
 const DEFINITION_KEYS = [
@@ -37,9 +36,8 @@ function fail(field: string, message: string): never {
 
 /**
  * Checks one schedule definition before anything is written, and returns what the SQL function
- * receives. Field names are prefixed with `path` (`definitions[2].`); a cron expression the
- * library refuses or a zone it does not know raise {@link InvalidCronError} or
- * {@link UnknownTimeZoneError}, naming the schedule. The SQL function checks the rest again.
+ * receives. Field names are prefixed with `path` (`definitions[2].`). The cron expression and
+ * the zone are read by the server (sync_schedules_v1), which also checks the rest again.
  */
 export function toWireSchedule(definition: unknown, path = ''): WireScheduleDefinition {
   if (typeof definition !== 'object' || definition === null || Array.isArray(definition)) {
@@ -60,7 +58,6 @@ export function toWireSchedule(definition: unknown, path = ''): WireScheduleDefi
   if (def.timezone !== undefined && (typeof def.timezone !== 'string' || def.timezone.length === 0 || def.timezone.length > 64)) {
     fail(`${path}timezone`, 'must be an IANA time zone name such as Europe/Berlin');
   }
-  compileCron(key, def.cron, def.timezone ?? 'UTC');
   const wire: WireScheduleDefinition = { key, type, cron: def.cron };
   if (def.timezone !== undefined) wire.timezone = def.timezone;
   if (def.options !== undefined && (typeof def.options !== 'object' || def.options === null || Array.isArray(def.options))) {

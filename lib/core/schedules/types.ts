@@ -34,7 +34,7 @@ export interface ScheduleDefinition {
   type: string;
   /**
    * 5 fields (minute hour day-of-month month day-of-week), 6 (seconds first) or a macro
-   * (`@yearly`, `@monthly`, `@weekly`, `@daily`, `@hourly`). Evaluated by croner.
+   * (`@yearly`, `@monthly`, `@weekly`, `@daily`, `@hourly`). Read by the server (docs/schedules.md), which refuses an invalid one at the sync.
    */
   cron: string;
   /** IANA time zone the expression is read in, default `UTC`. */
@@ -93,14 +93,14 @@ export interface ScheduleInfo extends StoredScheduleDefinition {
   pausedAt: Date | null;
   pausedBy: string | null;
   pauseReason: string | null;
-  /** The next planned occurrence (null unless active, or before a TypeScript process planned it). */
+  /** The next planned occurrence (null unless active). */
   nextRunAt: Date | null;
   /** The time of the occurrence (or trigger) that enqueued the last job. */
   lastRunAt: Date | null;
   lastJobId: string | null;
   /** The last job's state now (null when its history is gone or there is none). */
   lastJobState: JobState | null;
-  /** How far occurrences are planned (see docs/schedules.md: who plans). */
+  /** How far the server has planned occurrences (see docs/schedules.md). */
   plannedThrough: Date;
   /** The last failure to enqueue an occurrence's job, until an occurrence enqueues again. */
   lastError: string | null;

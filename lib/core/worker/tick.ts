@@ -1,7 +1,6 @@
 import type { Pool, QueryResult } from 'pg';
 import { CheckedOutClient } from '../checked-out-client';
 import { failpoint } from '../failpoints';
-import { planSchedules } from '../schedules/planner';
 
 /** What tick_v1 answers (sql/050_maintenance.sql); a skipped tick carries `skipped` and `schedulesToPlan` only. */
 export interface TickResult {
@@ -10,18 +9,18 @@ export interface TickResult {
   recovered?: number;
   deadlinesExpired?: number;
   partitionsCreated?: number;
+  /** Schedules whose occurrences the tick planned (the server plans every schedule). */
+  schedulesPlanned?: number;
   schedulesFired?: number;
-  /** Some schedule's plan of occurrences runs short: a TypeScript process should top it up. */
+  /** For the previous release's workers, which planned themselves: more schedules were due for planning than one tick plans. */
   schedulesToPlan: boolean;
   /** Some part of the tick stopped at its bound: tick again at once. */
   more?: boolean;
 }
 
 /**
- * One maintenance tick of a TypeScript worker: tick_v1 (promotion, recovery, deadlines, due
- * schedule occurrences, partitions), then, when the tick says a schedule's plan runs short,
- * {@link planSchedules} (the cron library lives here, so planning is the TypeScript side's part;
- * Python and Go workers fire what is planned).
+ * One maintenance tick of a TypeScript worker: tick_v1 (promotion, recovery, deadlines, schedule
+ * occurrences planned and fired, partitions), the same call every SDK's worker makes.
  *
  * The tick runs in an explicit transaction so that a process killed after its work and before
  * its commit (failpoint `after-schedule-fire`, armed only when the tick fired an occurrence)
@@ -47,6 +46,5 @@ export async function runTick(pool: Pool): Promise<TickResult> {
     // A connection that failed mid-tick is not given back to the pool.
     checkedOut.release(failure);
   }
-  if (result.schedulesToPlan) await planSchedules(pool);
   return result;
 }

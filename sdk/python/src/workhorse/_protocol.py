@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any, cast
 
 from .errors import InvalidCursorError
-from .types import JobSnapshot, QueueInfo, TimelineEntry, WorkerInfo
+from .types import JobSnapshot, QueueInfo, ScheduleHistoryEntry, ScheduleInfo, TimelineEntry, WorkerInfo
 
 Row = Sequence[Any]
 
@@ -265,3 +265,47 @@ def first_value(rows: Sequence[Row]) -> Any:
 
 def status_of(rows: Sequence[Row]) -> str:
     return cast(str, rows[0][0])
+
+
+# Schedules (sql/085_schedules.sql): the server reads cron expressions and plans every schedule.
+SYNC_SCHEDULES_SQL = "SELECT key, change, revision FROM workhorse.sync_schedules_v1($1::text, $2::jsonb, $3::text)"
+LIST_SCHEDULES_SQL = (
+    "SELECT namespace, key, definition::text, state, revision, created_at, updated_at, paused_at, paused_by, pause_reason,"
+    " next_run_at, last_run_at, last_job_id::text, last_job_state, planned_through, last_error, last_error_at"
+    " FROM workhorse.list_schedules_v1($1::text)"
+)
+PAUSE_SCHEDULE_SQL = "SELECT workhorse.pause_schedule_v1($1::text, $2::text, $3::text, $4::text)"
+RESUME_SCHEDULE_SQL = "SELECT workhorse.resume_schedule_v1($1::text, $2::text, $3::text, $4::text)"
+TRIGGER_SCHEDULE_SQL = "SELECT workhorse.trigger_schedule_v1($1::text, $2::text, $3::text, $4::text)::text"
+SCHEDULE_HISTORY_SQL = (
+    "SELECT revision, at, change, definition::text, actor, reason, job_id::text"
+    " FROM workhorse.get_schedule_history_v1($1::text, $2::text, $3::integer)"
+)
+
+
+def to_schedule_info(row: Row) -> ScheduleInfo:
+    return ScheduleInfo(
+        namespace=row[0],
+        key=row[1],
+        definition=parse_json(row[2]),
+        state=row[3],
+        revision=int(row[4]),
+        created_at=row[5],
+        updated_at=row[6],
+        paused_at=row[7],
+        paused_by=row[8],
+        pause_reason=row[9],
+        next_run_at=row[10],
+        last_run_at=row[11],
+        last_job_id=row[12],
+        last_job_state=row[13],
+        planned_through=row[14],
+        last_error=row[15],
+        last_error_at=row[16],
+    )
+
+
+def to_schedule_history_entry(row: Row) -> ScheduleHistoryEntry:
+    return ScheduleHistoryEntry(
+        revision=int(row[0]), at=row[1], change=row[2], definition=parse_json(row[3]), actor=row[4], reason=row[5], job_id=row[6]
+    )

@@ -9,6 +9,7 @@ from psycopg_pool import ConnectionPool
 
 from . import _calls as calls
 from . import _orchestration_calls as orchestration
+from . import _schedule_calls as schedules
 from ._sync import Connection, SyncExecutor
 from .types import (
     CancelResult,
@@ -21,6 +22,8 @@ from .types import (
     Page,
     QueueInfo,
     RedriveResult,
+    ScheduleHistoryEntry,
+    ScheduleInfo,
     TimelineEntry,
     WorkerInfo,
 )
@@ -132,6 +135,38 @@ class Admin:
     def list_queues(self, *, conn: Connection | None = None) -> list[QueueInfo]:
         """Every queue with live jobs or a pause record, with its live counts."""
         return self._executor.run(calls.list_queues(), conn)
+
+    def list_schedules(self, *, namespace: str | None = None, conn: Connection | None = None) -> list[ScheduleInfo]:
+        """Schedules (of one namespace, or all) by namespace and key, with their state, next
+        planned occurrence (``None`` unless active) and last run."""
+        return self._executor.run(schedules.list_schedules(namespace), conn)
+
+    def pause_schedule(
+        self, key: str, *, namespace: str = "default", actor: str | None = None, reason: str | None = None,
+        conn: Connection | None = None,
+    ) -> bool:
+        """Pauses a schedule (its occurrences are skipped until it is resumed); whether it changed."""
+        return self._executor.run(schedules.set_schedule_paused(True, namespace, key, actor, reason), conn)
+
+    def resume_schedule(
+        self, key: str, *, namespace: str = "default", actor: str | None = None, reason: str | None = None,
+        conn: Connection | None = None,
+    ) -> bool:
+        """Resumes a paused schedule from its next occurrence (nothing is caught up); whether it changed."""
+        return self._executor.run(schedules.set_schedule_paused(False, namespace, key, actor, reason), conn)
+
+    def trigger_schedule(
+        self, key: str, *, namespace: str = "default", actor: str | None = None, reason: str | None = None,
+        conn: Connection | None = None,
+    ) -> str:
+        """Enqueues the schedule's job now (also while paused, whatever its overlap rule); the job's id."""
+        return self._executor.run(schedules.trigger_schedule(namespace, key, actor, reason), conn)
+
+    def get_schedule_history(
+        self, key: str, *, namespace: str = "default", limit: int = 100, conn: Connection | None = None
+    ) -> list[ScheduleHistoryEntry]:
+        """A schedule's history, newest first: each revision's change and each trigger."""
+        return self._executor.run(schedules.schedule_history(namespace, key, limit), conn)
 
     def list_workers(self, *, conn: Connection | None = None) -> list[WorkerInfo]:
         """The registered workers of every language, newest first, with their status

@@ -5,11 +5,12 @@ API (``psycopg_pool.AsyncConnectionPool``) or on asyncpg (an ``asyncpg`` pool; i
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Unpack
 
 from . import _calls as calls
 from . import _orchestration_calls as orchestration
+from . import _schedule_calls as schedules
 from ._drivers import AsyncDriver, driver_for
 from ._job_tracing import start_send
 from ._worker_base import WorkerBase
@@ -30,6 +31,9 @@ from .types import (
     Page,
     QueueInfo,
     RedriveResult,
+    ScheduleHistoryEntry,
+    ScheduleInfo,
+    SyncedSchedule,
     TimelineEntry,
     WorkerInfo,
     WorkerOptions,
@@ -88,6 +92,12 @@ class AsyncQueue:
         """Records a human decision; see ``workhorse.Queue.complete_human_wait``."""
         call = orchestration.complete_human_wait(job_id, name, decision, actor, reason, idempotency_key)
         return await self.driver.run(call, conn)
+
+    async def sync_schedules(
+        self, namespace: str, definitions: Sequence[Mapping[str, Any]], *, actor: str | None = None, conn: Any = None
+    ) -> list[SyncedSchedule]:
+        """Makes ``definitions`` the desired state of ``namespace``; see ``workhorse.Queue.sync_schedules``."""
+        return await self.driver.run(schedules.sync_schedules(namespace, definitions, actor), conn)
 
 
 class AsyncAdmin:
@@ -160,6 +170,29 @@ class AsyncAdmin:
 
     async def list_queues(self, *, conn: Any = None) -> list[QueueInfo]:
         return await self._driver.run(calls.list_queues(), conn)
+
+    async def list_schedules(self, *, namespace: str | None = None, conn: Any = None) -> list[ScheduleInfo]:
+        return await self._driver.run(schedules.list_schedules(namespace), conn)
+
+    async def pause_schedule(
+        self, key: str, *, namespace: str = "default", actor: str | None = None, reason: str | None = None, conn: Any = None
+    ) -> bool:
+        return await self._driver.run(schedules.set_schedule_paused(True, namespace, key, actor, reason), conn)
+
+    async def resume_schedule(
+        self, key: str, *, namespace: str = "default", actor: str | None = None, reason: str | None = None, conn: Any = None
+    ) -> bool:
+        return await self._driver.run(schedules.set_schedule_paused(False, namespace, key, actor, reason), conn)
+
+    async def trigger_schedule(
+        self, key: str, *, namespace: str = "default", actor: str | None = None, reason: str | None = None, conn: Any = None
+    ) -> str:
+        return await self._driver.run(schedules.trigger_schedule(namespace, key, actor, reason), conn)
+
+    async def get_schedule_history(
+        self, key: str, *, namespace: str = "default", limit: int = 100, conn: Any = None
+    ) -> list[ScheduleHistoryEntry]:
+        return await self._driver.run(schedules.schedule_history(namespace, key, limit), conn)
 
     async def list_workers(self, *, conn: Any = None) -> list[WorkerInfo]:
         return await self._driver.run(calls.list_workers(), conn)

@@ -16,6 +16,7 @@ SQLSTATE_UNKNOWN_DEPENDENCY = "P1020"
 SQLSTATE_CHILD_JOB_CONFLICT = "P1021"
 SQLSTATE_DECISION_NOT_ALLOWED = "P1030"
 SQLSTATE_NOT_YOURS = "P1040"
+SQLSTATE_SCHEDULE_NOT_FOUND = "P1010"
 
 
 class WorkhorseError(Exception):
@@ -102,6 +103,14 @@ class NotYoursError(WorkhorseError):
     def __init__(self, field: str, message: str) -> None:
         super().__init__(f"{field}: {message}")
         self.field = field
+
+
+class ScheduleNotFoundError(WorkhorseValidationError):
+    """Pause, resume, trigger or history of a schedule key its namespace does not have (SQLSTATE
+    ``P1010``)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("key", message)
 
 
 class InvalidCursorError(WorkhorseValidationError):
@@ -300,6 +309,7 @@ class RetryAfterError(Exception):
 
 _TYPED_CODES = (
     SQLSTATE_VALIDATION,
+    SQLSTATE_SCHEDULE_NOT_FOUND,
     SQLSTATE_BATCH_TOO_LARGE,
     SQLSTATE_IDEMPOTENCY_CONFLICT,
     SQLSTATE_UNKNOWN_DEPENDENCY,
@@ -334,6 +344,8 @@ def from_db_error(error: BaseException, field_prefix: str = "") -> BaseException
         return ChildJobConflictError(field, text, [str(i) for i in parsed.get("childIds", [])])
     if code == SQLSTATE_NOT_YOURS:
         return NotYoursError(field, text)
+    if code == SQLSTATE_SCHEDULE_NOT_FOUND:
+        return ScheduleNotFoundError(text)
     if code == SQLSTATE_DECISION_NOT_ALLOWED:
         return DecisionNotAllowedError(text, [str(c) for c in parsed.get("choices", [])])
     return WorkhorseValidationError(field, text)

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Unpack
 
 from psycopg_pool import ConnectionPool
 
 from . import _calls as calls
 from . import _orchestration_calls as orchestration
+from . import _schedule_calls as schedules
 from ._job_tracing import start_send
 from ._sync import Connection, SyncExecutor
-from .types import CompleteHumanWaitStatus, EnqueueOptions, EnqueueRequest, JsonValue, SendSignalStatus
+from .types import CompleteHumanWaitStatus, EnqueueOptions, EnqueueRequest, JsonValue, SendSignalStatus, SyncedSchedule
 
 
 class Queue:
@@ -100,3 +101,20 @@ class Queue:
         ``finished``."""
         call = orchestration.complete_human_wait(job_id, name, decision, actor, reason, idempotency_key)
         return self._executor.run(call, conn)
+
+    def sync_schedules(
+        self,
+        namespace: str,
+        definitions: Sequence[Mapping[str, Any]],
+        *,
+        actor: str | None = None,
+        conn: Connection | None = None,
+    ) -> list[SyncedSchedule]:
+        """Makes ``definitions`` the desired state of ``namespace`` (docs/schedules.md): new keys
+        are created, changed ones updated, keys no longer listed disabled, in one transaction
+        under the namespace's lock (with ``conn``, in the caller's). Each definition is a dict
+        with ``key``, ``type``, ``cron`` and optionally ``timezone``, ``payload``, ``options``,
+        ``catchUp``, ``catchUpLimit``, ``overlap``, ``missedAfterMs``. The server checks every
+        one (an invalid cron expression or unknown zone is a ``WorkhorseValidationError`` naming
+        ``definitions[i].cron`` or ``.timezone``) before writing anything, and plans them."""
+        return self._executor.run(schedules.sync_schedules(namespace, definitions, actor), conn)

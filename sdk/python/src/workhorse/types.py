@@ -317,3 +317,55 @@ class WorkerInfo:
     drain_requested_at: datetime | None
     drain_requested_by: str | None
     drain_reason: str | None
+
+
+#: A schedule's state: ``active``, ``paused`` by an operator, or ``disabled`` (a sync no longer lists it).
+ScheduleState = Literal["active", "paused", "disabled"]
+
+
+@dataclass(frozen=True)
+class SyncedSchedule:
+    """What ``Queue.sync_schedules`` did to one key: ``created``, ``updated``, ``unchanged``,
+    ``enabled`` or ``disabled``, and its revision now."""
+
+    key: str
+    change: str
+    revision: int
+
+
+@dataclass(frozen=True)
+class ScheduleInfo:
+    """A schedule as ``Admin.list_schedules`` gives it: its normalized definition (type, cron,
+    timezone, payload, options, catchUp, catchUpLimit, overlap, missedAfterMs), its state, and
+    its next and last runs (the server plans every schedule)."""
+
+    namespace: str
+    key: str
+    definition: dict[str, JsonValue]
+    state: ScheduleState
+    revision: int
+    created_at: datetime
+    updated_at: datetime
+    paused_at: datetime | None
+    paused_by: str | None
+    pause_reason: str | None
+    next_run_at: datetime | None
+    last_run_at: datetime | None
+    last_job_id: str | None
+    last_job_state: JobState | None
+    planned_through: datetime
+    last_error: str | None
+    last_error_at: datetime | None
+
+
+@dataclass(frozen=True)
+class ScheduleHistoryEntry:
+    """A change of a schedule (a new revision, with the definition from then on) or a trigger."""
+
+    revision: int
+    at: datetime
+    change: str
+    definition: dict[str, JsonValue] | None
+    actor: str | None
+    reason: str | None
+    job_id: str | None

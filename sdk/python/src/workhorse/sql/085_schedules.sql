@@ -1,6 +1,6 @@
 -- Cron schedules: definitions synced as the desired state of a namespace, occurrences planned
--- ahead by a TypeScript process (the cron library lives there), and fired by any caller of
--- tick_v1, whatever its language.
+-- by the server (the cron evaluator of sql/084_cron.sql) and fired by any caller of tick_v1,
+-- whatever its language.
 --
 -- Exactly once per occurrence: each occurrence is one row of schedule_occurrence, keyed by
 -- (schedule, time). Firing turns that row from `planned` into `fired` and enqueues the job in the
@@ -9,11 +9,10 @@
 -- leaves the row `planned` and no job; the next tick fires it. Nothing else creates a job for an
 -- occurrence, so no number of workers and no crash can fire one twice.
 --
--- Why the plan lives here: a cron expression is evaluated by the TypeScript client (croner, see
--- docs/decisions.md), but Python and Go workers tick too. So the TypeScript side writes each
--- schedule's next occurrences (up to 100, within 400 days) into schedule_occurrence, and marks in
--- `replan_at` when the plan runs short; ticks say so (`schedulesToPlan`), and a TypeScript worker
--- tops the plan up. Any tick fires what is planned.
+-- The plan: each schedule holds its occurrences of the next minute (at least its next one) as
+-- `planned` rows. The tick plans a schedule again when its last planned occurrence comes due
+-- (`replan_at`), before it fires, so the plan never runs out while any worker ticks; a sync, a
+-- re-timing and a resume plan at once. No client computes an occurrence.
 
 CREATE TABLE workhorse.schedule (
   id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
@@ -35,7 +34,8 @@ CREATE TABLE workhorse.schedule (
   -- The planner continues after this time (the latest occurrence planned, or the moment the
   -- plan was started again).
   planned_through timestamptz NOT NULL,
-  -- From this time on the plan is short and ticks ask for more; null while nothing is to plan.
+  -- From this time on the tick plans it again (its last planned occurrence); null while nothing
+  -- is to plan (disabled, or the expression has no further occurrence).
   replan_at timestamptz,
   -- The time of the occurrence (or trigger) that enqueued the last job, and that job.
   last_run_at timestamptz,
@@ -45,7 +45,7 @@ CREATE TABLE workhorse.schedule (
   last_error_at timestamptz,
   UNIQUE (namespace, key)
 );
--- Ticks look for schedules whose plan runs short.
+-- Ticks look for schedules to plan again.
 CREATE INDEX schedule_replan_idx ON workhorse.schedule (replan_at)
   WHERE enabled AND paused_at IS NULL AND replan_at IS NOT NULL;
 
@@ -107,8 +107,9 @@ END
 $$;
 
 -- Checks one definition (as a client sends it) and returns it normalized, every default filled
--- in, so that two syncs of the same definition compare equal. The cron expression and the time
--- zone are checked for shape only: evaluating them is the client's (its cron library's) work.
+-- in, so that two syncs of the same definition compare equal. The cron expression is parsed here
+-- (sql/084_cron.sql); the time zone is checked for shape only, and against the time zone
+-- database by sync_schedules_v1 (once per zone: that lookup reads the database's zone files).
 CREATE FUNCTION workhorse.normalize_schedule_definition(p_def jsonb, p_path text)
 RETURNS jsonb
 LANGUAGE plpgsql AS $$
@@ -131,6 +132,7 @@ BEGIN
   IF jsonb_typeof(p_def -> 'cron') IS DISTINCT FROM 'string' OR length(p_def ->> 'cron') NOT BETWEEN 1 AND 200 THEN
     PERFORM workhorse.raise_invalid(p_path || '.cron', 'must be a cron expression of 1 to 200 characters');
   END IF;
+  PERFORM workhorse.check_cron(p_def ->> 'cron', p_path || '.cron');
   IF p_def ? 'timezone' AND (jsonb_typeof(p_def -> 'timezone') IS DISTINCT FROM 'string'
       OR (p_def ->> 'timezone') !~ '^[A-Za-z][A-Za-z0-9/_+-]{0,63}$') THEN
     PERFORM workhorse.raise_invalid(p_path || '.timezone', 'must be an IANA time zone name such as Europe/Berlin');
@@ -187,17 +189,19 @@ CREATE TABLE workhorse.schedule_namespace (
 -- changed definition updated, an unchanged one left alone, a key no longer listed disabled (never
 -- deleted), and a disabled key listed again enabled. Each change bumps the schedule's revision
 -- and writes a history row. A new, re-enabled, or re-timed (cron or time zone changed) schedule
--- starts a new plan after now: its future planned occurrences are dropped, and the next
--- TypeScript planner (the syncing client's, at once) plans it. Returns one row per key listed or
--- disabled, with what happened: created, updated, unchanged, enabled or disabled.
+-- starts a new plan after now: its future planned occurrences are dropped and it is planned at
+-- once (plan_schedule). Returns one row per key listed or disabled, with what happened: created,
+-- updated, unchanged, enabled or disabled.
 CREATE FUNCTION workhorse.sync_schedules_v1(p_namespace text, p_definitions jsonb, p_actor text DEFAULT NULL)
 RETURNS TABLE (key text, change text, revision integer)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
   -- Plans start after now, in whole milliseconds (the precision of a JavaScript Date, which the
-  -- planner hands back as p_after of plan_schedule_v1).
+  -- previous release's planner hands back as p_after of plan_schedule_v1).
   v_now timestamptz := date_trunc('milliseconds', clock_timestamp());
+  v_zone text;
+  v_zones text[] := '{}';
   v_def jsonb;
   v_norm jsonb;
   v_i integer := 0;
@@ -218,7 +222,11 @@ BEGIN
   END IF;
   -- Every definition is checked before anything is written.
   FOR v_def IN SELECT e FROM jsonb_array_elements(p_definitions) AS e LOOP
-    PERFORM workhorse.normalize_schedule_definition(v_def, format('definitions[%s]', v_i));
+    v_zone := workhorse.normalize_schedule_definition(v_def, format('definitions[%s]', v_i)) ->> 'timezone';
+    IF NOT v_zone = ANY (v_zones) THEN
+      PERFORM workhorse.check_time_zone(v_zone, format('definitions[%s].timezone', v_i));
+      v_zones := v_zones || v_zone;
+    END IF;
     v_key := v_def ->> 'key';
     IF v_key = ANY (v_keys) THEN
       PERFORM workhorse.raise_invalid(format('definitions[%s].key', v_i), format('"%s" is listed twice', v_key));
@@ -242,6 +250,7 @@ BEGIN
                                             planned_through, replan_at)
       VALUES (p_namespace, v_key, v_norm, true, 1, v_now, v_now, v_now, '-infinity')
       RETURNING * INTO s;
+      PERFORM workhorse.plan_schedule(s, v_now);
       v_change := 'created';
     ELSIF s.enabled AND s.definition = v_norm THEN
       key := v_key; change := 'unchanged'; revision := s.revision;
@@ -260,6 +269,9 @@ BEGIN
              replan_at = CASE WHEN v_retimed THEN '-infinity' ELSE sc.replan_at END
        WHERE sc.id = s.id
       RETURNING * INTO s;
+      IF v_retimed AND s.paused_at IS NULL THEN
+        PERFORM workhorse.plan_schedule(s, v_now);
+      END IF;
     END IF;
     INSERT INTO workhorse.schedule_history (schedule_id, revision, at, change, definition, actor)
     VALUES (s.id, s.revision, v_now, v_change, v_norm, p_actor);
@@ -287,10 +299,9 @@ BEGIN
 END
 $$;
 
--- The schedules whose plan runs short (or was started again), for a TypeScript planner: what it
--- needs to compute their next occurrences, the time it continues after (`planned_through`), and
--- the database's clock (`db_now`), which it plans by instead of its own. At most p_limit, those
--- short the longest first; p_namespace narrows it to one namespace.
+-- Deprecated (kept for the previous release's TypeScript workers, see docs/protocol.md): the
+-- schedules due for planning, as that release's planner read them before calling
+-- plan_schedule_v1. The tick plans them itself now, so this mostly answers nothing.
 CREATE FUNCTION workhorse.schedules_to_plan_v1(p_limit integer DEFAULT 100, p_namespace text DEFAULT NULL)
 RETURNS TABLE (schedule_id uuid, revision integer, cron text, timezone text, catch_up text, catch_up_limit integer,
                missed_after_ms integer, planned_through timestamptz, db_now timestamptz)
@@ -313,12 +324,90 @@ BEGIN
 END
 $$;
 
--- Adds occurrences to a schedule's plan: p_occurrences (ascending, each after p_after) as the
--- planner computed them from the row schedules_to_plan_v1 gave it, and when to ask again
--- (p_replan_at; null: never, the expression has no further occurrence). Applied only if the
--- schedule is still at p_revision and its plan still ends at p_after; otherwise another planner
--- got there first, or the definition changed meanwhile, and nothing is written. Returns
--- `planned` or `stale`.
+-- Plans one schedule (its row locked by the caller) at p_now: its occurrences after
+-- planned_through up to a minute ahead (at least its next one after now, at most 200) become
+-- `planned` rows, and replan_at the last of them, when the tick plans it again.
+-- After an outage the plan may end before p_now minus missedAfterMs: the occurrences of that gap
+-- were missed. For catch-up `skip` none of them is planned; for `latest` the most recent, for
+-- `all` the most recent catchUpLimit, so that the tick fires them (fire_due_schedules decides
+-- which occurrences are missed). The expression was checked when it was synced.
+CREATE FUNCTION workhorse.plan_schedule(s workhorse.schedule, p_now timestamptz)
+RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_spec workhorse.cron_spec := workhorse.cron_parse(s.definition ->> 'cron', 'cron');
+  v_zone text := s.definition ->> 'timezone';
+  v_boundary timestamptz := p_now - (s.definition ->> 'missedAfterMs')::integer * interval '1 millisecond';
+  v_start timestamptz := s.planned_through;
+  v_missed timestamptz[] := '{}';
+  v_future timestamptz[];
+  v_last timestamptz;
+  v_next timestamptz;
+BEGIN
+  IF v_start < v_boundary THEN
+    IF s.definition ->> 'catchUp' <> 'skip' THEN
+      v_missed := workhorse.cron_latest(v_spec, v_zone, v_start, v_boundary,
+        CASE s.definition ->> 'catchUp' WHEN 'latest' THEN 1 ELSE (s.definition ->> 'catchUpLimit')::integer END);
+    END IF;
+    v_start := v_boundary;
+  END IF;
+  v_future := workhorse.cron_occurrences(v_spec, v_zone, v_start, p_now + interval '1 minute', 200);
+  v_last := v_future[cardinality(v_future)];
+  IF v_last IS NULL OR (v_last <= p_now AND cardinality(v_future) < 200) THEN
+    v_next := workhorse.cron_next(v_spec, v_zone, coalesce(v_last, v_start));
+    IF v_next IS NOT NULL THEN
+      v_future := v_future || v_next;
+      v_last := v_next;
+    END IF;
+  END IF;
+  INSERT INTO workhorse.schedule_occurrence (schedule_id, at, state)
+  SELECT s.id, u.at, 'planned' FROM unnest(v_missed || v_future) AS u (at)
+  ON CONFLICT DO NOTHING;
+  UPDATE workhorse.schedule
+     SET planned_through = greatest(v_start, coalesce(v_last, v_missed[cardinality(v_missed)])), replan_at = v_last
+   WHERE id = s.id;
+  RETURN cardinality(v_missed) + cardinality(v_future);
+END
+$$;
+
+-- Plans the schedules due for it (replan_at passed), up to p_limit, those due the longest first
+-- (called by tick_v1 before it fires; a schedule that a sync or an operator holds is left to the
+-- next tick). A schedule that cannot be planned (its zone gone from a newer time zone database,
+-- say) never fails the tick: the error goes on the schedule and it is tried again an hour later.
+-- Returns how many were planned.
+CREATE FUNCTION workhorse.plan_due_schedules(p_limit integer)
+RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_now timestamptz := clock_timestamp();
+  s workhorse.schedule;
+  v_planned integer := 0;
+BEGIN
+  FOR s IN
+    SELECT * FROM workhorse.schedule sc
+    WHERE sc.enabled AND sc.paused_at IS NULL AND sc.replan_at <= v_now
+    ORDER BY sc.replan_at
+    LIMIT p_limit
+    FOR UPDATE SKIP LOCKED
+  LOOP
+    BEGIN
+      PERFORM workhorse.plan_schedule(s, v_now);
+      v_planned := v_planned + 1;
+    EXCEPTION WHEN OTHERS THEN
+      UPDATE workhorse.schedule
+         SET replan_at = v_now + interval '1 hour', last_error = 'planning: ' || SQLERRM, last_error_at = v_now
+       WHERE id = s.id;
+    END;
+  END LOOP;
+  RETURN v_planned;
+END
+$$;
+
+-- Deprecated (the previous release's TypeScript planner calls it; see docs/protocol.md). It no
+-- longer takes a plan from its caller: p_occurrences and p_replan_at are checked for shape, as
+-- before, and otherwise ignored. If the schedule is still at p_revision, its plan still ends at
+-- p_after and it is due for planning, the server plans it (plan_schedule), exactly as the tick
+-- would; otherwise nothing is written. Returns `planned` or `stale`.
 CREATE FUNCTION workhorse.plan_schedule_v1(
   p_schedule_id uuid, p_revision integer, p_after timestamptz, p_occurrences timestamptz[], p_replan_at timestamptz)
 RETURNS text
@@ -327,6 +416,7 @@ DECLARE
   s workhorse.schedule;
   v_last timestamptz;
   v_at timestamptz;
+  v_now timestamptz := clock_timestamp();
 BEGIN
   IF p_after IS NULL THEN
     PERFORM workhorse.raise_invalid('after', 'must be the end of the plan that schedules_to_plan_v1 gave');
@@ -342,15 +432,11 @@ BEGIN
     v_last := v_at;
   END LOOP;
   SELECT * INTO s FROM workhorse.schedule WHERE id = p_schedule_id FOR UPDATE;
-  IF NOT FOUND OR s.revision <> p_revision OR s.planned_through <> p_after OR NOT s.enabled OR s.paused_at IS NOT NULL THEN
+  IF NOT FOUND OR s.revision <> p_revision OR s.planned_through <> p_after OR NOT s.enabled OR s.paused_at IS NOT NULL
+     OR NOT s.replan_at <= v_now THEN
     RETURN 'stale';
   END IF;
-  INSERT INTO workhorse.schedule_occurrence (schedule_id, at, state)
-  SELECT p_schedule_id, u.at, 'planned' FROM unnest(p_occurrences) AS u (at)
-  ON CONFLICT DO NOTHING;
-  UPDATE workhorse.schedule
-     SET planned_through = v_last, replan_at = p_replan_at
-   WHERE id = p_schedule_id;
+  PERFORM workhorse.plan_schedule(s, v_now);
   RETURN 'planned';
 END
 $$;
@@ -393,7 +479,8 @@ $$;
 -- or the schedule was just planned after an outage): catch-up `skip` skips each, `latest` fires
 -- the most recent and skips the rest, `all` fires the most recent catchUpLimit and skips the
 -- rest. Which occurrences were missed is only known once the plan reaches past now, so while a
--- plan has run out the missed ones wait for the planner (a `skip` schedule needs no wait).
+-- plan has run out the missed ones wait for the planner (plan_due_schedules, which the tick runs
+-- first; a `skip` schedule needs no wait).
 -- A job that cannot be enqueued leaves its occurrence planned, to be tried on the next tick, and
 -- the error on the schedule. Returns how many jobs were enqueued.
 CREATE FUNCTION workhorse.fire_due_schedules(p_limit integer)
@@ -465,15 +552,20 @@ BEGIN
 END
 $$;
 
--- True when some schedule's plan runs short: a TypeScript tick then plans (see lib/core/tick.ts).
+-- True when some schedule is due for planning that the tick has not planned yet (more than one
+-- tick's worth were due): the previous release's TypeScript workers then call plan_schedule_v1.
 -- PL/pgSQL, not SQL: every tick calls it, and PostgreSQL before 18 plans a SQL function that it
 -- cannot inline on every call, where PL/pgSQL keeps the plan.
 CREATE FUNCTION workhorse.schedules_need_plan()
 RETURNS boolean
 LANGUAGE plpgsql STABLE AS $$
+DECLARE
+  -- A variable, not clock_timestamp() in the condition: a volatile call there keeps the index
+  -- out (a scan of every schedule on every tick).
+  v_now timestamptz := clock_timestamp();
 BEGIN
   RETURN EXISTS (SELECT 1 FROM workhorse.schedule s
-                 WHERE s.enabled AND s.paused_at IS NULL AND s.replan_at IS NOT NULL AND s.replan_at <= clock_timestamp());
+                 WHERE s.enabled AND s.paused_at IS NULL AND s.replan_at IS NOT NULL AND s.replan_at <= v_now);
 END
 $$;
 
@@ -497,7 +589,7 @@ $$;
 -- Pauses (p_pause) or resumes a schedule; returns whether it changed (pausing a paused schedule,
 -- or resuming a running one, changes nothing). A resumed schedule continues from its next
 -- occurrence after now: what came due while it was paused is skipped (as `paused`), never caught
--- up, and a plan that ran out meanwhile starts again after now.
+-- up, and a plan that ran out meanwhile starts again after now, at once.
 CREATE FUNCTION workhorse.set_schedule_paused(p_namespace text, p_key text, p_pause boolean, p_actor text, p_reason text)
 RETURNS boolean
 LANGUAGE plpgsql AS $$
@@ -527,6 +619,9 @@ BEGIN
   RETURNING * INTO s;
   INSERT INTO workhorse.schedule_history (schedule_id, revision, at, change, actor, reason)
   VALUES (s.id, s.revision, v_now, CASE WHEN p_pause THEN 'paused' ELSE 'resumed' END, p_actor, p_reason);
+  IF NOT p_pause AND s.replan_at <= v_now THEN
+    PERFORM workhorse.plan_schedule(s, v_now);
+  END IF;
   RETURN true;
 END
 $$;
