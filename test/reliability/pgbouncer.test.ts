@@ -141,7 +141,14 @@ describeIf(PGBOUNCER, 'behind PgBouncer in transaction pooling mode', () => {
     extraPools.push(freshPool);
 
     await Promise.all([installSchema(freshPool), installSchema(freshPool)]);
-    expect(await getSchemaStatus(freshPool)).toEqual({ installed: SCHEMA_VERSION, expected: SCHEMA_VERSION, minimum: MIN_SCHEMA_VERSION, upToDate: true });
+    expect(await getSchemaStatus(freshPool)).toEqual({
+      installed: SCHEMA_VERSION,
+      expected: SCHEMA_VERSION,
+      minimum: MIN_SCHEMA_VERSION,
+      oldestClient: 4,
+      upToDate: true,
+      compatible: true,
+    });
     const { rows } = await fresh.pool.query<{ n: number }>(
       "SELECT count(*)::int AS n FROM pg_proc WHERE pronamespace = 'workhorse'::regnamespace AND proname = 'claim_many_v1'",
     );
