@@ -58,3 +58,17 @@ it('names the bad argument', async () => {
     await expect(call()).rejects.toMatchObject({ constructor: WorkhorseValidationError, field });
   }
 });
+
+it('reads a wait past its timeout as timed_out by the database clock, before its job wakes to record it', async () => {
+  const worker = new Worker(queue, { queues: ['flows-late'] }).handle('flow.late', async (_payload, ctx) => {
+    const approval = await ctx.waitForHuman<string>('approve', { choices: ['yes', 'no'], timeoutMs: 300 });
+    return { decision: approval.decision };
+  });
+  const id = await queue.enqueue('flow.late', {}, { queue: 'flows-late' });
+  await worker.runOnce();
+  expect((await admin.listJobWaits(id)).map((w) => [w.kind, w.name, w.status])).toEqual([['human', 'approve', 'open']]);
+  // No worker runs: the job stays parked past the timeout, and the wait's row still says open.
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  expect((await admin.listJobWaits(id)).map((w) => [w.kind, w.name, w.status])).toEqual([['human', 'approve', 'timed_out']]);
+  expect(await admin.completeHumanWait(id, 'approve', 'yes', { actor: 'ops:ada' })).toBe('timed_out');
+});
