@@ -335,11 +335,21 @@ func TestTheClientsAcceptTheRangeAndSayWhatToDoOutsideIt(t *testing.T) {
 	db := testpg.New(t)
 	ctx := context.Background()
 	for _, c := range []struct {
-		version int
-		advice  string
-	}{{workhorse.MinSchemaVersion, ""}, {workhorse.MinSchemaVersion - 1, "python -m workhorse schema migrate"}, {workhorse.SchemaVersion + 1, "upgrade the package"}} {
+		version      int
+		oldestClient int // 0: as installed
+		advice       string
+	}{
+		{workhorse.MinSchemaVersion, 0, ""},
+		{workhorse.MinSchemaVersion - 1, 0, "python -m workhorse schema migrate"},
+		// A newer schema that still serves this release, and one that no longer does.
+		{workhorse.SchemaVersion + 1, 0, ""},
+		{workhorse.SchemaVersion + 1, workhorse.SchemaVersion + 1, "and it no longer serves this release: upgrade the package"},
+	} {
 		_, err := db.Pool.Exec(ctx, "UPDATE workhorse.schema_version SET version = $1", c.version)
 		must(t, err)
+		if c.oldestClient > 0 {
+			setNewer(t, db, c.oldestClient)
+		}
 		_, err = workhorse.NewQueue(workhorse.Pgx(db.Pool)).Enqueue(ctx, "a", 1, nil)
 		if c.advice == "" {
 			must(t, err)
