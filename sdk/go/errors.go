@@ -120,15 +120,16 @@ func (e *SchemaNotInstalledError) Error() string {
 }
 
 // SchemaVersionMismatchError says the database holds a schema version this SDK cannot work
-// with (it accepts Minimum through Expected): newer than the SDK (InstallSchema never
-// downgrades), or older than the oldest version its calls still exist in (InstallSchema
+// with: newer than the SDK and no longer serving this release (workhorse.oldest_client_v1()
+// above Expected; InstallSchema never downgrades), or older than the oldest version its calls still exist in (InstallSchema
 // migrates it). Nothing is changed.
 type SchemaVersionMismatchError struct{ Installed, Expected, Minimum int }
 
 func (e *SchemaVersionMismatchError) Error() string {
 	if e.Installed > e.Expected {
-		return fmt.Sprintf("the workhorse schema in this database is version %d, newer than this package (version %d): "+
-			"upgrade the package to the release that ships it; a schema is never downgraded", e.Installed, e.Expected)
+		return fmt.Sprintf("the workhorse schema in this database is version %d, newer than this package (version %d), "+
+			"and it no longer serves this release: upgrade the package to a release that works with it; a schema is never downgraded",
+			e.Installed, e.Expected)
 	}
 	minimum := e.Minimum
 	if minimum == 0 {

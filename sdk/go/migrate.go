@@ -43,7 +43,8 @@ type MigrationResult struct {
 	Created bool
 	// From is the version before the call, 0 when the schema was absent.
 	From int
-	// To is the version now installed: SchemaVersion.
+	// To is the version now installed: SchemaVersion, or a newer one that still serves this
+	// release (left as it is: a schema is never downgraded).
 	To int
 	// Applied lists the steps this call applied, in order (not those another migrator applied first).
 	Applied []int
@@ -54,8 +55,9 @@ type MigrationResult struct {
 // to date. Run it as the role that owns the schema. Each step commits together with its
 // bookkeeping in one transaction (a step marked `-- workhorse:no-transaction` runs its
 // statements outside one and is idempotent), and concurrent migrators apply each step once. A
-// database newer than this module is refused with a *SchemaVersionMismatchError and left
-// unchanged: a schema is never downgraded.
+// schema is never downgraded: a database newer than this module that still serves this release
+// (workhorse.oldest_client_v1()) is left as it is (From == To, nothing applied); one that does
+// not is refused with a *SchemaVersionMismatchError, unchanged.
 //
 //	pool, _ := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
 //	result, err := workhorse.InstallSchema(ctx, pool)
@@ -78,23 +80,28 @@ func installSchemaFrom(ctx context.Context, pool *pgxpool.Pool, fsys fs.FS) (Mig
 
 func migrate(ctx context.Context, pool *pgxpool.Pool, conn *pgx.Conn, files schemaFiles) (MigrationResult, error) {
 	target := files.target()
-	installed, err := installedVersion(ctx, conn)
+	schema, err := readInstalledSchema(ctx, connRows(conn))
 	if err != nil {
 		return MigrationResult{}, err
 	}
-	if installed == 0 {
-		created, version, err := installFresh(ctx, conn, files)
+	if schema.version == 0 {
+		created, found, err := installFresh(ctx, conn, files)
 		if err != nil {
 			return MigrationResult{}, err
 		}
 		if created {
 			return MigrationResult{Created: true, To: target, Applied: []int{}}, nil
 		}
-		if installed = version; installed == 0 {
-			installed = target
+		if schema = found; schema.version == 0 {
+			schema.version = target
 		}
 	}
+	installed := schema.version
 	if installed > target {
+		// Never a downgrade. A newer schema that still serves this release is left as it is.
+		if schema.worksWith(target, MinSchemaVersion) {
+			return MigrationResult{From: installed, To: installed, Applied: []int{}}, nil
+		}
 		return MigrationResult{}, &SchemaVersionMismatchError{Installed: installed, Expected: target, Minimum: MinSchemaVersion}
 	}
 	result := MigrationResult{From: installed, To: target, Applied: []int{}}
@@ -139,27 +146,13 @@ type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// installedVersion is the version in workhorse.schema_version, 0 when the schema is absent.
-func installedVersion(ctx context.Context, q querier) (int, error) {
-	var present bool
-	if err := q.QueryRow(ctx, "SELECT to_regclass('workhorse.schema_version') IS NOT NULL").Scan(&present); err != nil || !present {
-		return 0, err
-	}
-	var version int
-	err := q.QueryRow(ctx, "SELECT version FROM workhorse.schema_version").Scan(&version)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, nil
-	}
-	return version, err
-}
-
 // installFresh creates the schema unless it exists, and says whether this call made it and the
 // version installed afterwards. Everything happens in one transaction under a
 // transaction-level lock, so it also holds behind a transaction-pooling PgBouncer (a session
 // lock could be taken on one server connection and the install run on another). Whether
 // another installer got there first is read from pg_class (schemaPresentSQL); the version is
 // read only after this transaction has ended, in a fresh one.
-func installFresh(ctx context.Context, conn *pgx.Conn, files schemaFiles) (created bool, version int, err error) {
+func installFresh(ctx context.Context, conn *pgx.Conn, files schemaFiles) (created bool, installed installedSchema, err error) {
 	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(installLockKey)); err != nil {
 			return err
@@ -183,10 +176,10 @@ func installFresh(ctx context.Context, conn *pgx.Conn, files schemaFiles) (creat
 		return nil
 	})
 	if err != nil || created {
-		return created, files.target(), err
+		return created, installedSchema{version: files.target()}, err
 	}
-	version, err = installedVersion(ctx, conn)
-	return false, version, err
+	installed, err = readInstalledSchema(ctx, connRows(conn))
+	return false, installed, err
 }
 
 // schemaOwner is the role that owns the schema, after checking that this session may act as it.

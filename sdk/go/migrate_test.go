@@ -232,9 +232,10 @@ func TestInstallSchemaInstallsAnEmptyDatabaseOnce(t *testing.T) {
 func TestInstallSchemaUpgradesTheBaselineKeepingItsJobsAndEndsInTheFreshCatalog(t *testing.T) {
 	db := newBaselineDB(t)
 	ctx := context.Background()
-	// This release's clients work with the baseline schema before it is migrated.
-	id, err := workhorse.NewQueue(workhorse.Pgx(db.Pool)).Enqueue(ctx, "report.build", map[string]int{"n": 1}, nil)
-	must(t, err)
+	// A job the baseline's producers queued (through its SQL: this release's clients need version
+	// MinSchemaVersion) survives the upgrade.
+	var id string
+	must(t, db.Pool.QueryRow(ctx, "SELECT job_id::text FROM workhorse.enqueue_many_v1($1::jsonb)", `[{"type": "report.build", "payload": {"n": 1}}]`).Scan(&id))
 	status, err := workhorse.GetSchemaStatus(ctx, workhorse.Pgx(db.Pool))
 	if err != nil || status.Situation() != workhorse.SchemaOlder || !reflect.DeepEqual(status.Pending, shippedSteps(t)) {
 		t.Fatalf("status before: %+v, %v", status, err)
@@ -258,17 +259,60 @@ func TestInstallSchemaUpgradesTheBaselineKeepingItsJobsAndEndsInTheFreshCatalog(
 	}
 }
 
-func TestInstallSchemaRefusesANewerDatabaseAndChangesNothing(t *testing.T) {
-	db := testpg.New(t)
+// setNewer leaves what the next release's migration would: SchemaVersion + 1, still serving this
+// release, or (oldestClient > 0) no longer serving releases before oldestClient.
+func setNewer(t *testing.T, db *testpg.DB, oldestClient int) int {
+	t.Helper()
 	ctx := context.Background()
 	newer := workhorse.SchemaVersion + 1
 	_, err := db.Pool.Exec(ctx, "UPDATE workhorse.schema_version SET version = $1", newer)
 	must(t, err)
+	if oldestClient > 0 {
+		_, err = db.Pool.Exec(ctx, fmt.Sprintf("CREATE OR REPLACE FUNCTION workhorse.oldest_client_v1() RETURNS integer LANGUAGE plpgsql AS $$ BEGIN RETURN %d; END $$", oldestClient))
+		must(t, err)
+	}
+	return newer
+}
+
+func TestInstallSchemaLeavesANewerDatabaseThatStillServesThisReleaseAsItIs(t *testing.T) {
+	db := testpg.New(t)
+	ctx := context.Background()
+	newer := setNewer(t, db, 0)
 	before, log := catalog(t, db), migrationLog(t, db)
-	_, err = workhorse.InstallSchema(ctx, db.Pool)
+	if err := workhorse.VerifySchema(ctx, workhorse.Pgx(db.Pool)); err != nil {
+		t.Fatalf("VerifySchema: %v", err)
+	}
+	status, err := workhorse.GetSchemaStatus(ctx, workhorse.Pgx(db.Pool))
+	if err != nil || status.Installed != newer || status.Situation() != workhorse.SchemaNewer || status.OldestClient == nil || *status.OldestClient != 4 ||
+		!status.Compatible || len(status.Pending) != 0 {
+		t.Fatalf("status %+v, %v", status, err)
+	}
+	result, err := workhorse.InstallSchema(ctx, db.Pool)
+	if err != nil || !reflect.DeepEqual(result, workhorse.MigrationResult{From: newer, To: newer, Applied: []int{}}) {
+		t.Fatalf("migrate: %+v, %v", result, err)
+	}
+	if installedVersion(t, db) != newer || !reflect.DeepEqual(catalog(t, db), before) || !reflect.DeepEqual(migrationLog(t, db), log) {
+		t.Fatal("the migration changed a newer database")
+	}
+}
+
+func TestInstallSchemaRefusesANewerDatabaseThatNoLongerServesThisReleaseAndChangesNothing(t *testing.T) {
+	db := testpg.New(t)
+	ctx := context.Background()
+	newer := setNewer(t, db, workhorse.SchemaVersion+1)
+	before, log := catalog(t, db), migrationLog(t, db)
+	refusal := fmt.Sprintf("version %d, newer than this package (version %d), and it no longer serves this release: upgrade the package", newer, workhorse.SchemaVersion)
+	_, err := workhorse.InstallSchema(ctx, db.Pool)
 	var mismatch *workhorse.SchemaVersionMismatchError
-	if !errors.As(err, &mismatch) || mismatch.Installed != newer || !strings.Contains(err.Error(), fmt.Sprintf("newer than this package (version %d): upgrade the package", workhorse.SchemaVersion)) {
+	if !errors.As(err, &mismatch) || mismatch.Installed != newer || mismatch.Expected != workhorse.SchemaVersion || !strings.Contains(err.Error(), refusal) {
 		t.Fatalf("got %v", err)
+	}
+	if err := workhorse.VerifySchema(ctx, workhorse.Pgx(db.Pool)); !errors.As(err, &mismatch) || !strings.Contains(err.Error(), refusal) {
+		t.Fatalf("VerifySchema: %v", err)
+	}
+	status, err := workhorse.GetSchemaStatus(ctx, workhorse.Pgx(db.Pool))
+	if err != nil || status.Installed != newer || status.OldestClient == nil || *status.OldestClient != newer || status.Compatible {
+		t.Fatalf("status %+v, %v", status, err)
 	}
 	if installedVersion(t, db) != newer || !reflect.DeepEqual(catalog(t, db), before) || !reflect.DeepEqual(migrationLog(t, db), log) {
 		t.Fatal("the refused migration changed the database")
@@ -291,11 +335,21 @@ func TestTheClientsAcceptTheRangeAndSayWhatToDoOutsideIt(t *testing.T) {
 	db := testpg.New(t)
 	ctx := context.Background()
 	for _, c := range []struct {
-		version int
-		advice  string
-	}{{workhorse.MinSchemaVersion, ""}, {workhorse.MinSchemaVersion - 1, "python -m workhorse schema migrate"}, {workhorse.SchemaVersion + 1, "upgrade the package"}} {
+		version      int
+		oldestClient int // 0: as installed
+		advice       string
+	}{
+		{workhorse.MinSchemaVersion, 0, ""},
+		{workhorse.MinSchemaVersion - 1, 0, "python -m workhorse schema migrate"},
+		// A newer schema that still serves this release, and one that no longer does.
+		{workhorse.SchemaVersion + 1, 0, ""},
+		{workhorse.SchemaVersion + 1, workhorse.SchemaVersion + 1, "and it no longer serves this release: upgrade the package"},
+	} {
 		_, err := db.Pool.Exec(ctx, "UPDATE workhorse.schema_version SET version = $1", c.version)
 		must(t, err)
+		if c.oldestClient > 0 {
+			setNewer(t, db, c.oldestClient)
+		}
 		_, err = workhorse.NewQueue(workhorse.Pgx(db.Pool)).Enqueue(ctx, "a", 1, nil)
 		if c.advice == "" {
 			must(t, err)

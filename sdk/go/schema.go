@@ -11,7 +11,8 @@ const SchemaVersion = 11
 
 // MinSchemaVersion is the oldest schema version whose functions every call of this SDK still
 // finds, so a database not yet migrated keeps serving this release during a rolling deploy.
-// The clients accept MinSchemaVersion through SchemaVersion.
+// The clients accept MinSchemaVersion through SchemaVersion, and a newer schema that still
+// serves this release (see SchemaStatus.Compatible).
 const MinSchemaVersion = 9
 
 // SchemaSituation names how the installed schema compares with this SDK's.
@@ -43,6 +44,14 @@ type SchemaStatus struct {
 	Expected int
 	// Minimum is MinSchemaVersion, the oldest version this SDK's clients work with.
 	Minimum int
+	// OldestClient is workhorse.oldest_client_v1() (schema version 6 on): the oldest client
+	// release, by the schema version it ships, that the installed schema still serves. Nil when
+	// the schema is absent, older than version 6, or this role may not call it.
+	OldestClient *int
+	// Compatible says whether this SDK's clients and workers work with the installed schema: a
+	// version from Minimum to Expected, or a newer one that still serves this release
+	// (OldestClient <= Expected).
+	Compatible bool
 	// Pending lists the steps InstallSchema would apply, in order (none for an absent or newer schema).
 	Pending []PendingStep
 }
@@ -73,22 +82,12 @@ func (s SchemaStatus) Situation() SchemaSituation {
 //	}
 func GetSchemaStatus(ctx context.Context, db DB) (SchemaStatus, error) {
 	status := SchemaStatus{Expected: SchemaVersion, Minimum: MinSchemaVersion, Pending: []PendingStep{}}
-	var present bool
-	if err := queryRow(ctx, db, "SELECT to_regclass('workhorse.schema_version') IS NOT NULL", nil, &present); err != nil {
-		return status, err
-	}
-	if !present {
-		return status, nil
-	}
-	var version int64
-	err := queryRow(ctx, db, "SELECT version FROM workhorse.schema_version", nil, &version)
-	if err == errNoRow {
-		return status, nil
-	}
+	installed, err := readInstalledSchema(ctx, dbRows(db))
 	if err != nil {
 		return status, err
 	}
-	status.Installed = int(version)
+	status.Installed, status.OldestClient = installed.version, installed.oldestClient
+	status.Compatible = installed.worksWith(SchemaVersion, MinSchemaVersion)
 	// Older than the baseline, no step leads from there (InstallSchema refuses it).
 	if status.Situation() == SchemaOlder && status.Installed >= baselineVersion {
 		files, err := loadSchemaFiles(embeddedSchema())
@@ -103,8 +102,9 @@ func GetSchemaStatus(ctx context.Context, db DB) (SchemaStatus, error) {
 }
 
 // VerifySchema returns a *SchemaNotInstalledError or *SchemaVersionMismatchError (each says
-// what to do) unless the database holds a schema version this SDK works with
-// (MinSchemaVersion through SchemaVersion).
+// what to do) unless the database holds a schema this SDK works with: MinSchemaVersion through
+// SchemaVersion, or a newer one that still serves this release (workhorse.oldest_client_v1()
+// at most SchemaVersion).
 func VerifySchema(ctx context.Context, db DB) error {
 	status, err := GetSchemaStatus(ctx, db)
 	if err != nil {
@@ -113,7 +113,7 @@ func VerifySchema(ctx context.Context, db DB) error {
 	if status.Installed == 0 {
 		return &SchemaNotInstalledError{Expected: SchemaVersion}
 	}
-	if status.Installed < MinSchemaVersion || status.Installed > SchemaVersion {
+	if !status.Compatible {
 		return &SchemaVersionMismatchError{Installed: status.Installed, Expected: SchemaVersion, Minimum: MinSchemaVersion}
 	}
 	return nil

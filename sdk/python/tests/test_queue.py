@@ -112,8 +112,13 @@ def test_an_idempotency_conflict_names_the_existing_job_and_the_fields(pool: Con
 def test_a_schema_version_this_sdk_does_not_know_is_refused_with_a_clear_message(db_url: str) -> None:
     with psycopg.connect(db_url, autocommit=True) as conn:
         conn.execute("UPDATE workhorse.schema_version SET version = 99")
+        # A newer schema that no longer serves this release (one that does is used as it is).
+        conn.execute("CREATE OR REPLACE FUNCTION workhorse.oldest_client_v1() RETURNS integer LANGUAGE plpgsql AS $$ BEGIN RETURN 99; END $$")
     with ConnectionPool(db_url, min_size=1, max_size=2) as pool:
-        with pytest.raises(SchemaVersionMismatchError, match=rf"version 99, newer than this package \(version {SCHEMA_VERSION}\): upgrade the package"):
+        with pytest.raises(
+            SchemaVersionMismatchError,
+            match=rf"version 99, newer than this package \(version {SCHEMA_VERSION}\), and it no longer serves this release: upgrade the package",
+        ):
             Queue(pool).enqueue("t", {})
 
 

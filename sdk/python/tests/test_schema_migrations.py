@@ -29,6 +29,7 @@ from workhorse import (
     SchemaVersionMismatchError,
     install_schema,
     schema_status,
+    verify_schema,
 )
 from workhorse._cli import main as cli
 from workhorse._schema_files import load_schema_files
@@ -94,6 +95,27 @@ def migration_log(url: str) -> list[tuple[Any, ...]]:
     return rows(url, "SELECT version, name, applied_by::text FROM workhorse.schema_migration ORDER BY version")
 
 
+def enqueue_through_sql(url: str, type: str, payload: Any) -> str:
+    """Queues a job with the protocol's SQL, as a release of any schema version since the baseline can."""
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SELECT job_id FROM workhorse.enqueue_many_v1(%s::jsonb)", (json.dumps([{"type": type, "payload": payload}]),)).fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+def set_newer(url: str, *, oldest_client: int | None = None) -> int:
+    """What the next release's migration leaves: SCHEMA_VERSION + 1, still serving this release,
+    or (with ``oldest_client``) no longer serving releases before that version."""
+    newer = SCHEMA_VERSION + 1
+    with psycopg.connect(url) as conn:
+        conn.execute("UPDATE workhorse.schema_version SET version = %s", (newer,))
+        if oldest_client is not None:
+            conn.execute(
+                f"CREATE OR REPLACE FUNCTION workhorse.oldest_client_v1() RETURNS integer LANGUAGE plpgsql AS $$ BEGIN RETURN {oldest_client:d}; END $$".encode()
+            )
+    return newer
+
+
 def migrate(url: str, **options: Any) -> MigrationResult:
     with psycopg.connect(url) as conn:
         return install_schema(conn, **options)
@@ -147,11 +169,11 @@ def test_a_fresh_install_records_one_install_row_and_a_second_run_does_nothing(e
 def test_an_upgrade_from_the_baseline_keeps_the_jobs_logs_each_step_and_ends_in_the_fresh_catalog(
     baseline_db_url: str, empty_db_url: str, server_url: str
 ) -> None:
-    # This release's clients work with the baseline schema before it is migrated.
     from psycopg_pool import ConnectionPool
 
-    with ConnectionPool(baseline_db_url, min_size=1, max_size=2) as pool:
-        job_id = Queue(pool).enqueue("report.build", {"n": 1})
+    # A job the baseline's producers queued (through its SQL: this release's clients need version
+    # MIN_SCHEMA_VERSION) survives the upgrade.
+    job_id = enqueue_through_sql(baseline_db_url, "report.build", {"n": 1})
     with psycopg.connect(baseline_db_url) as conn:
         status = schema_status(conn)
         pending = [(s.version, s.name) for s in status.pending]
@@ -168,20 +190,38 @@ def test_an_upgrade_from_the_baseline_keeps_the_jobs_logs_each_step_and_ends_in_
     assert catalog(baseline_db_url) == catalog(empty_db_url)
 
 
-def test_a_newer_database_is_refused_and_left_unchanged(db_url: str) -> None:
-    newer = SCHEMA_VERSION + 1
-    with psycopg.connect(db_url) as conn:
-        conn.execute("UPDATE workhorse.schema_version SET version = %s", (newer,))
+def test_a_newer_database_that_still_serves_this_release_is_used_as_it_is_never_downgraded(db_url: str) -> None:
+    newer = set_newer(db_url)
     before = catalog(db_url), migration_log(db_url)
-    with pytest.raises(SchemaVersionMismatchError, match=r"newer than this package \(version \d+\): upgrade the package") as refused:
+    with psycopg.connect(db_url) as conn:
+        verify_schema(conn)
+        status = schema_status(conn)
+    assert (status.installed, status.situation, status.oldest_client, status.compatible, status.pending) == (newer, "newer", 4, True, ())
+    assert migrate(db_url) == MigrationResult(created=False, from_version=newer, to_version=newer, applied=())
+    assert installed(db_url) == newer
+    assert (catalog(db_url), migration_log(db_url)) == before
+
+
+def test_a_newer_database_that_no_longer_serves_this_release_is_refused_and_left_unchanged(db_url: str) -> None:
+    newer = set_newer(db_url, oldest_client=SCHEMA_VERSION + 1)
+    before = catalog(db_url), migration_log(db_url)
+    refusal = rf"version {newer}, newer than this package \(version {SCHEMA_VERSION}\), and it no longer serves this release: upgrade the package"
+    with pytest.raises(SchemaVersionMismatchError, match=refusal) as refused:
         migrate(db_url)
     assert (refused.value.installed, refused.value.expected, refused.value.minimum) == (newer, SCHEMA_VERSION, MIN_SCHEMA_VERSION)
+    with psycopg.connect(db_url) as conn:
+        with pytest.raises(SchemaVersionMismatchError, match=refusal):
+            verify_schema(conn)
+        status = schema_status(conn)
+    assert (status.installed, status.oldest_client, status.compatible) == (newer, newer, False)
     assert installed(db_url) == newer
     assert (catalog(db_url), migration_log(db_url)) == before
     code, out, err = run_cli("schema", "migrate", "--database-url", db_url)
-    assert (code, out) == (1, "") and "upgrade the package" in err and err.startswith("workhorse: ") and err.count("\n") == 1
+    assert (code, out) == (1, "") and "no longer serves this release: upgrade the package" in err and err.startswith("workhorse: ") and err.count("\n") == 1
     code, out, _ = run_cli("schema", "status", "--json", "--database-url", db_url)
-    assert code == 3 and json.loads(out)["status"] == "newer"
+    document = json.loads(out)
+    assert code == 3 and (document["status"], document["oldestClient"], document["compatible"]) == ("newer", newer, False)
+    assert (catalog(db_url), migration_log(db_url)) == before
 
 
 def test_a_schema_older_than_the_baseline_is_refused(db_url: str) -> None:
@@ -365,23 +405,114 @@ def test_a_failing_step_changes_nothing(db_url: str, tmp_path: Path) -> None:
 def test_the_clients_accept_the_range_and_say_what_to_do_outside_it(db_url: str) -> None:
     from psycopg_pool import ConnectionPool
 
-    for version, advice in ((MIN_SCHEMA_VERSION, None), (MIN_SCHEMA_VERSION - 1, "python -m workhorse schema migrate"), (SCHEMA_VERSION + 1, "upgrade the package")):
+    for version, advice in ((MIN_SCHEMA_VERSION, None), (MIN_SCHEMA_VERSION - 1, "python -m workhorse schema migrate"), (SCHEMA_VERSION + 1, None)):
         with psycopg.connect(db_url) as conn:
             conn.execute("UPDATE workhorse.schema_version SET version = %s", (version,))
         with ConnectionPool(db_url, min_size=1, max_size=2) as pool:
             if advice is None:
                 assert Queue(pool).enqueue("a", 1)
                 continue
-            with pytest.raises(SchemaVersionMismatchError, match=f"is version {version}, (older|newer) than this package") as refused:
+            with pytest.raises(SchemaVersionMismatchError, match=f"is version {version}, older than this package") as refused:
                 Queue(pool).enqueue("a", 1)
             assert advice in str(refused.value)
+
+
+def every_client_start(url: str) -> list[tuple[str, BaseException | None]]:
+    """What each client's first call does on ``url``: a sync queue and admin, a sync worker,
+    async queues on Psycopg and asyncpg, and an async worker (None: it worked)."""
+    import asyncio
+
+    import asyncpg
+    from psycopg_pool import AsyncConnectionPool, ConnectionPool
+
+    from workhorse import Worker
+    from workhorse.aio import AsyncAdmin, AsyncQueue, AsyncWorker
+
+    def attempt(name: str, action: Any) -> tuple[str, BaseException | None]:
+        try:
+            action()
+        except SchemaVersionMismatchError as error:
+            return name, error
+        return name, None
+
+    outcomes = []
+    with ConnectionPool(url, min_size=1, max_size=4) as pool:
+        outcomes.append(attempt("queue", lambda: Queue(pool).enqueue("a", 1)))
+        outcomes.append(attempt("admin", lambda: Admin(pool).list_queues()))
+
+        def run_worker() -> None:
+            worker = Worker(Queue(pool), poll_ms=50, tick_ms=100)
+            worker.start()
+            worker.stop()
+
+        outcomes.append(attempt("worker", run_worker))
+
+    async def run_async() -> list[tuple[str, BaseException | None]]:
+        found: list[tuple[str, BaseException | None]] = []
+        async with AsyncConnectionPool(url, min_size=1, max_size=4) as apool:
+            for name, action in (("async queue", lambda: AsyncQueue(apool).enqueue("a", 1)), ("async admin", lambda: AsyncAdmin(apool).list_queues())):
+                try:
+                    await action()
+                    found.append((name, None))
+                except SchemaVersionMismatchError as error:
+                    found.append((name, error))
+            worker = AsyncWorker(AsyncQueue(apool), poll_ms=50, tick_ms=100)
+            task = asyncio.create_task(worker.run())
+            started = asyncio.create_task(worker.started())
+            await asyncio.wait({task, started}, timeout=10, return_when=asyncio.FIRST_COMPLETED)
+            if task.done():
+                started.cancel()
+                failure = task.exception()
+                if failure is not None and not isinstance(failure, SchemaVersionMismatchError):
+                    raise failure
+                found.append(("async worker", failure))
+            else:
+                found.append(("async worker", None))
+                await worker.stop()
+                await task
+        apg = await asyncpg.create_pool(url, min_size=1, max_size=4)
+        try:
+            try:
+                await AsyncQueue(apg).enqueue("a", 1)
+                found.append(("asyncpg queue", None))
+            except SchemaVersionMismatchError as error:
+                found.append(("asyncpg queue", error))
+        finally:
+            await apg.close()
+        return found
+
+    outcomes.extend(asyncio.run(run_async()))
+    return outcomes
+
+
+def test_every_client_works_with_a_newer_schema_that_still_serves_this_release_and_refuses_one_that_does_not(db_url: str) -> None:
+    newer = set_newer(db_url)
+    assert all(error is None for _, error in every_client_start(db_url)), every_client_start(db_url)
+    set_newer(db_url, oldest_client=newer)
+    outcomes = every_client_start(db_url)
+    assert [name for name, _ in outcomes] == ["queue", "admin", "worker", "async queue", "async admin", "async worker", "asyncpg queue"]
+    for name, error in outcomes:
+        assert isinstance(error, SchemaVersionMismatchError), name
+        assert (error.installed, error.expected) == (newer, SCHEMA_VERSION), name
+        assert "and it no longer serves this release: upgrade the package" in str(error), name
+    assert installed(db_url) == newer
 
 
 def test_the_cli_reports_status_and_migrates_as_the_typescript_cli_does(empty_db_url: str, baseline_db_url: str) -> None:
     code, out, _ = run_cli("schema", "status", "--json", "--database-url", empty_db_url)
     assert (code, json.loads(out)) == (
         3,
-        {"installed": None, "expected": SCHEMA_VERSION, "minimum": MIN_SCHEMA_VERSION, "upToDate": False, "status": "not-installed", "pending": [], "workers": []},
+        {
+            "installed": None,
+            "expected": SCHEMA_VERSION,
+            "minimum": MIN_SCHEMA_VERSION,
+            "upToDate": False,
+            "oldestClient": None,
+            "compatible": False,
+            "status": "not-installed",
+            "pending": [],
+            "workers": [],
+        },
     )
     code, out, _ = run_cli("schema", "migrate", "--json", "--database-url", empty_db_url)
     assert (code, json.loads(out)) == (0, migrate_document(created=True, from_version=None, applied=[]))
@@ -401,6 +532,9 @@ def test_the_cli_reports_status_and_migrates_as_the_typescript_cli_does(empty_db
         "expected": SCHEMA_VERSION,
         "minimum": MIN_SCHEMA_VERSION,
         "upToDate": False,
+        # The baseline has no oldest_client_v1() (schema version 6 on).
+        "oldestClient": None,
+        "compatible": 4 >= MIN_SCHEMA_VERSION,
         "status": "older",
         "pending": [{"version": s.version, "name": s.name, "transactional": s.transactional} for s in load_schema_files().steps],
         "workers": [],
@@ -412,8 +546,12 @@ def test_the_cli_reports_status_and_migrates_as_the_typescript_cli_does(empty_db
         f"The database holds an older workhorse schema: {n} migration step{'' if n == 1 else 's'} to apply.\n"
         + "".join(f"  {s.version:04d} {s.name} (one transaction)\n" for s in load_schema_files().steps)
         + "Run `python -m workhorse schema migrate` as the schema's owner; queued jobs, schedules and history are kept.\n"
-        f"This package's workers and producers also work with version 4 meanwhile (they accept 4 to {SCHEMA_VERSION}).\n"
-        "Live workers: none.\n"
+        + (
+            f"This package's workers and producers also work with version 4 meanwhile (they accept {MIN_SCHEMA_VERSION} to {SCHEMA_VERSION}).\n"
+            if 4 >= MIN_SCHEMA_VERSION
+            else f"Until then this package's workers refuse to start (they accept versions {MIN_SCHEMA_VERSION} to {SCHEMA_VERSION}).\n"
+        )
+        + "Live workers: none.\n"
     )
     code, out, _ = run_cli("schema", "migrate", "--json", "--database-url", baseline_db_url)
     assert (code, json.loads(out)) == (0, migrate_document(created=False, from_version=4, applied=list(range(5, SCHEMA_VERSION + 1))))
@@ -432,6 +570,96 @@ def migrate_document(*, created: bool, from_version: int | None, applied: list[i
         "applied": applied,
     }
 
+
+
+def test_the_cli_reports_a_newer_schema_by_whether_it_still_serves_this_release(db_url: str) -> None:
+    newer = set_newer(db_url)
+    head = (
+        f"Installed: version {newer}. This package: version {SCHEMA_VERSION}. Out of date.\n"
+        "The database holds a newer workhorse schema than this package ships: a service there probably runs a newer\n"
+    )
+    code, out, _ = run_cli("schema", "status", "--json", "--database-url", db_url)
+    document = json.loads(out)
+    assert (code, document["status"], document["upToDate"], document["oldestClient"], document["compatible"], document["pending"]) == (
+        3, "newer", False, 4, True, [],
+    )
+    assert run_cli("schema", "status", "--database-url", db_url) == (
+        3,
+        head + "nestjs-workhorse. It still serves this release, whose workers and producers keep working with it; upgrade\n"
+        f"this package to the release that ships schema version {newer} when you can. A schema is never downgraded.\n"
+        "Live workers: none.\n",
+        "",
+    )
+    assert run_cli("schema", "migrate", "--database-url", db_url) == (
+        0,
+        f"The workhorse schema is version {newer}, newer than this package's {SCHEMA_VERSION}, and still serves this release. "
+        "Nothing to do: a schema is never downgraded.\n",
+        "",
+    )
+    code, out, _ = run_cli("schema", "migrate", "--json", "--database-url", db_url)
+    assert (code, json.loads(out)) == (
+        0,
+        {"installed": newer, "expected": SCHEMA_VERSION, "upToDate": False, "changed": False, "created": False, "from": newer, "to": newer, "applied": []},
+    )
+    assert installed(db_url) == newer
+
+    set_newer(db_url, oldest_client=newer)
+    assert run_cli("schema", "status", "--database-url", db_url) == (
+        3,
+        head + "nestjs-workhorse, and it no longer serves this release.\n"
+        f"Upgrade this package to the release that ships schema version {newer}; a schema is never downgraded.\n"
+        "Live workers: none.\n",
+        "",
+    )
+
+
+@pytest.fixture
+def producer_url(db_url: str) -> Iterator[str]:
+    """A login role with the producer capability's grants (not the operator's), as a URL on the test database."""
+    import secrets
+    from urllib.parse import urlsplit, urlunsplit
+
+    role, password = f"wh_py_p_{secrets.token_hex(4)}", secrets.token_hex(12)
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN PASSWORD '{password}'".encode())
+        conn.execute(f"GRANT USAGE ON SCHEMA workhorse TO {role}".encode())
+        conn.execute(f"GRANT SELECT ON TABLE workhorse.schema_version TO {role}".encode())
+        for (function,) in conn.execute(
+            "SELECT p.oid::regprocedure::text FROM pg_catalog.pg_proc p JOIN workhorse.protocol_function f ON f.name = p.proname "
+            "WHERE p.pronamespace = 'workhorse'::regnamespace AND f.capabilities && ARRAY['producer']"
+        ).fetchall():
+            conn.execute(f"GRANT EXECUTE ON FUNCTION {function} TO {role}".encode())
+    parts = urlsplit(db_url)
+    yield urlunsplit(parts._replace(netloc=f"{role}:{password}@{parts.hostname}:{parts.port}"))
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        conn.execute(f"DROP OWNED BY {role}".encode())
+        conn.execute(f"DROP ROLE {role}".encode())
+
+
+def test_the_cli_says_when_this_role_may_not_list_the_live_workers(producer_url: str) -> None:
+    assert run_cli("schema", "status", "--database-url", producer_url) == (
+        0,
+        f"Installed: version {SCHEMA_VERSION}. This package: version {SCHEMA_VERSION}. Up to date.\n"
+        "Live workers: not visible to this role (listing them needs the operator capability).\n",
+        "",
+    )
+    code, out, _ = run_cli("schema", "status", "--json", "--database-url", producer_url)
+    document = json.loads(out)
+    assert (code, document["workers"], document["oldestClient"], document["compatible"]) == (0, None, 4, True)
+
+
+def test_the_cli_lists_worker_versions_in_numeric_order(db_url: str) -> None:
+    with psycopg.connect(db_url) as conn:
+        for index, version in enumerate(("0.10.0", "0.9.0", "0.10.0", "0.9.1")):
+            conn.execute(
+                "INSERT INTO workhorse.worker_registry (worker_id, host, pid, queues, concurrency, in_flight, version, started_at, last_seen_at, period_ms) "
+                "VALUES (%s, 'h', 1, ARRAY['q'], 1, 0, %s, now(), now(), 60000)",
+                (f"w{index}", version),
+            )
+    code, out, _ = run_cli("schema", "status", "--database-url", db_url)
+    assert (code, out.splitlines()[-1]) == (0, "Live workers: 1 on 0.9.0, 1 on 0.9.1, 2 on 0.10.0.")
+    code, out, _ = run_cli("schema", "status", "--json", "--database-url", db_url)
+    assert json.loads(out)["workers"] == [{"version": "0.9.0", "count": 1}, {"version": "0.9.1", "count": 1}, {"version": "0.10.0", "count": 2}]
 
 
 def test_the_cli_counts_live_workers_by_version(db_url: str) -> None:

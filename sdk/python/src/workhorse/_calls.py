@@ -6,7 +6,7 @@ are written once."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, TypeVar
@@ -35,21 +35,75 @@ class Call(Generic[R]):
     field_prefix: str = ""
 
 
-def check_schema_version(installed: int | None) -> None:
-    """Refuses a database whose schema version is outside the range this SDK speaks, with what
-    to do about it."""
+@dataclass(frozen=True)
+class InstalledSchema:
+    """The installed schema, as far as a client must know it."""
+
+    #: ``workhorse.schema_version.version``.
+    version: int
+    #: ``workhorse.oldest_client_v1()`` (schema version 6 on): the oldest client release, by the
+    #: schema version it ships, whose calls this schema serves. None before version 6, or when
+    #: this role may not call it.
+    oldest_client: int | None
+
+
+def works_with(installed: InstalledSchema | None, expected: int = SCHEMA_VERSION, minimum: int = MIN_SCHEMA_VERSION) -> bool:
+    """Whether a package that ships ``expected`` and needs at least ``minimum`` works with
+    ``installed``: not older than ``minimum``, and not newer than ``expected`` unless that schema
+    still serves ``expected`` (its oldest client is at most ``expected``)."""
+    if installed is None or installed.version < minimum:
+        return False
+    return installed.version <= expected or (installed.oldest_client is not None and installed.oldest_client <= expected)
+
+
+def check_schema_version(installed: InstalledSchema | None) -> None:
+    """Refuses a database whose schema this SDK does not work with (see :func:`works_with`),
+    with what to do about it."""
     if installed is None:
         raise SchemaNotInstalledError(SCHEMA_VERSION)
-    if not MIN_SCHEMA_VERSION <= installed <= SCHEMA_VERSION:
-        raise SchemaVersionMismatchError(installed, SCHEMA_VERSION, MIN_SCHEMA_VERSION)
+    if not works_with(installed):
+        raise SchemaVersionMismatchError(installed.version, SCHEMA_VERSION, MIN_SCHEMA_VERSION)
 
 
-def schema_present() -> Call[bool]:
-    return Call(p.SCHEMA_PRESENT_SQL, (), lambda rows: bool(rows[0][0]))
+def _installed_schema() -> Generator[tuple[str, tuple[Any, ...]], Sequence[p.Row], InstalledSchema | None]:
+    """Reads the installed schema as a short exchange: each statement's rows decide the next.
+    None when the schema is absent (or its version row is missing). Driven by
+    :func:`read_installed_schema` and :func:`aread_installed_schema`, so every client reads it
+    the same way."""
+    present = yield p.SCHEMA_PRESENT_SQL, ()
+    if not present[0][0]:
+        return None
+    rows = yield p.SCHEMA_ROW_SQL, ()
+    if not rows:
+        return None
+    version, callable_ = rows[0]
+    oldest: int | None = None
+    if callable_:
+        answer = yield p.OLDEST_CLIENT_SQL, ()
+        oldest = None if answer[0][0] is None else int(answer[0][0])
+    return InstalledSchema(int(version), oldest)
 
 
-def schema_version() -> Call[int | None]:
-    return Call(p.SCHEMA_VERSION_SQL, (), lambda rows: int(rows[0][0]) if rows else None)
+def read_installed_schema(rows: Callable[[str, tuple[Any, ...]], Sequence[p.Row]]) -> InstalledSchema | None:
+    """:func:`_installed_schema` over a blocking ``rows(sql, params)``."""
+    exchange = _installed_schema()
+    try:
+        statement = next(exchange)
+        while True:
+            statement = exchange.send(rows(*statement))
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+
+
+async def aread_installed_schema(rows: Callable[[str, tuple[Any, ...]], Awaitable[Sequence[p.Row]]]) -> InstalledSchema | None:
+    """:func:`_installed_schema` over an awaitable ``rows(sql, params)``."""
+    exchange = _installed_schema()
+    try:
+        statement = next(exchange)
+        while True:
+            statement = exchange.send(await rows(*statement))
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
 
 
 # ---- Queue ------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -19,7 +20,7 @@ from . import _calls as calls
 from ._schema_files import BASELINE_VERSION
 from ._sync import _value
 from .errors import WorkhorseError
-from .schema import MigrationResult, SchemaStatus, install_schema, schema_status
+from .schema import SCHEMA_VERSION, MigrationResult, SchemaStatus, install_schema, schema_status
 
 #: The exit codes of ``workhorse`` (lib/cli/cli.errors.ts EXIT).
 EXIT_OK = 0
@@ -81,12 +82,25 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
     return EXIT_FAILURE
 
 
-def _worker_versions(conn: psycopg.Connection[Any], status: SchemaStatus) -> list[dict[str, Any]]:
-    """The registry's live workers (not gone) counted by the version they run."""
+def _worker_versions(conn: psycopg.Connection[Any], status: SchemaStatus) -> list[dict[str, Any]] | None:
+    """The registry's live workers (not gone) counted by the version they run, in version order
+    (0.9.0 before 0.10.0); none when the schema is absent, None when this role may not list them
+    (listing needs the operator capability)."""
     if status.installed is None:
         return []
-    counts = Counter(worker.version for worker in _value(conn, calls.list_workers()) if worker.status != "gone")
-    return [{"version": version, "count": count} for version, count in sorted(counts.items())]
+    try:
+        workers = _value(conn, calls.list_workers())
+    except psycopg.errors.InsufficientPrivilege:
+        return None
+    counts = Counter(worker.version for worker in workers if worker.status != "gone")
+    return [{"version": version, "count": counts[version]} for version in sorted(counts, key=_version_order)]
+
+
+def _version_order(version: str) -> tuple[Any, ...]:
+    """Orders versions as the TypeScript CLI does (a numeric collation): runs of digits compare
+    as numbers, so 0.9.0 comes before 0.10.0."""
+    parts = re.split(r"(\d+)", version)
+    return tuple(int(part) if index % 2 else part for index, part in enumerate(parts))
 
 
 def _status_document(status: SchemaStatus) -> dict[str, Any]:
@@ -95,6 +109,8 @@ def _status_document(status: SchemaStatus) -> dict[str, Any]:
         "expected": status.expected,
         "minimum": status.minimum,
         "upToDate": status.up_to_date,
+        "oldestClient": status.oldest_client,
+        "compatible": status.compatible,
         "status": status.situation,
         "pending": [{"version": step.version, "name": step.name, "transactional": step.transactional} for step in status.pending],
     }
@@ -107,11 +123,15 @@ def _describe_status(status: SchemaStatus) -> str:
     if status.situation == "up-to-date":
         return f"{head} Up to date."
     if status.situation == "newer":
+        newer = f"{head} Out of date.\nThe database holds a newer workhorse schema than this package ships: a service there probably runs a newer\n"
+        if status.compatible:
+            return (
+                f"{newer}nestjs-workhorse. It still serves this release, whose workers and producers keep working with it; upgrade\n"
+                f"this package to the release that ships schema version {status.installed} when you can. A schema is never downgraded."
+            )
         return (
-            f"{head} Out of date.\n"
-            "The database holds a newer workhorse schema than this package ships: a service there probably runs a newer\n"
-            f"release. Upgrade this package to the release that ships schema version {status.installed}; a schema is never\n"
-            "downgraded."
+            f"{newer}nestjs-workhorse, and it no longer serves this release.\n"
+            f"Upgrade this package to the release that ships schema version {status.installed}; a schema is never downgraded."
         )
     if not status.pending:
         return (
@@ -136,7 +156,9 @@ def _describe_status(status: SchemaStatus) -> str:
     )
 
 
-def _describe_workers(workers: Sequence[Mapping[str, Any]]) -> str:
+def _describe_workers(workers: Sequence[Mapping[str, Any]] | None) -> str:
+    if workers is None:
+        return "Live workers: not visible to this role (listing them needs the operator capability)."
     if not workers:
         return "Live workers: none."
     return "Live workers: " + ", ".join(f"{w['count']} on {w['version']}" for w in workers) + "."
@@ -145,8 +167,8 @@ def _describe_workers(workers: Sequence[Mapping[str, Any]]) -> str:
 def _migration_document(result: MigrationResult) -> dict[str, Any]:
     return {
         "installed": result.to_version,
-        "expected": result.to_version,
-        "upToDate": True,
+        "expected": SCHEMA_VERSION,
+        "upToDate": result.to_version == SCHEMA_VERSION,
         "changed": result.created or bool(result.applied),
         "created": result.created,
         "from": result.from_version,
@@ -165,7 +187,12 @@ def _describe_migration(result: MigrationResult) -> str:
             f"Migrated the workhorse schema from version {result.from_version} to {result.to_version} "
             f"(applied step{'' if count == 1 else 's'} {steps}). Queued jobs, schedules and history are kept."
         )
-    return f"The workhorse schema is already installed (version {result.to_version}, the version this package ships). Nothing to do."
+    if result.to_version == SCHEMA_VERSION:
+        return f"The workhorse schema is already installed (version {result.to_version}, the version this package ships). Nothing to do."
+    return (
+        f"The workhorse schema is version {result.to_version}, newer than this package's {SCHEMA_VERSION}, and still serves "
+        "this release. Nothing to do: a schema is never downgraded."
+    )
 
 
 def _json(document: Mapping[str, Any]) -> str:

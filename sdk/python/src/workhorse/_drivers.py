@@ -111,12 +111,7 @@ class PsycopgDriver:
 
     async def _on(self, conn: psycopg.AsyncConnection[Any], call: calls.Call[R]) -> R:
         if not self._verified:
-            present = calls.schema_present()
-            installed = None
-            if present.convert(await _fetch(conn, present.sql, present.params)):
-                version = calls.schema_version()
-                installed = version.convert(await _fetch(conn, version.sql, version.params))
-            calls.check_schema_version(installed)
+            calls.check_schema_version(await calls.aread_installed_schema(lambda sql, params: _fetch(conn, sql, params)))
             self._verified = True
         return call.convert(await _fetch(conn, call.sql, call.params))
 
@@ -195,13 +190,7 @@ class AsyncpgDriver:
     async def run(self, call: calls.Call[R], conn: Any = None) -> R:
         target = conn if conn is not None else self._pool
         if not self._verified:
-            rows = await _AsyncpgStatements(target).rows(calls.schema_present().sql, ())
-            installed = None
-            if rows[0][0]:
-                installed = calls.schema_version().convert(
-                    await _AsyncpgStatements(target).rows(calls.schema_version().sql, ())
-                )
-            calls.check_schema_version(installed)
+            calls.check_schema_version(await calls.aread_installed_schema(_AsyncpgStatements(target).rows))
             self._verified = True
         import asyncpg
 

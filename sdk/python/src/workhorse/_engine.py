@@ -92,12 +92,7 @@ class Engine:
         self._statements = statements
         try:
             # A clear refusal of a schema this SDK does not speak, before anything else.
-            present = _calls.schema_present()
-            installed = None
-            if present.convert(await statements.rows(present.sql, ())):
-                version = _calls.schema_version()
-                installed = version.convert(await statements.rows(version.sql, ()))
-            _calls.check_schema_version(installed)
+            _calls.check_schema_version(await _calls.aread_installed_schema(statements.rows))
         except BaseException:
             await statements.close()
             raise

@@ -55,7 +55,13 @@ LIST_QUEUES_SQL = (
     "SELECT queue, paused, changed_at, changed_by, reason, ready, scheduled, active, blocked FROM workhorse.list_queues_v1()"
 )
 SCHEMA_PRESENT_SQL = "SELECT to_regclass('workhorse.schema_version') IS NOT NULL"
-SCHEMA_VERSION_SQL = "SELECT version FROM workhorse.schema_version"
+#: The installed version, and whether this role may call ``workhorse.oldest_client_v1()``
+#: (schema version 6 on; NULL when the function is absent).
+SCHEMA_ROW_SQL = (
+    "SELECT s.version, (SELECT pg_catalog.has_function_privilege(p.oid, 'EXECUTE') FROM pg_catalog.pg_proc p "
+    "WHERE p.oid = pg_catalog.to_regprocedure('workhorse.oldest_client_v1()')) FROM workhorse.schema_version s"
+)
+OLDEST_CLIENT_SQL = "SELECT workhorse.oldest_client_v1()"
 
 # ---- worker side ----------------------------------------------------------------------------
 

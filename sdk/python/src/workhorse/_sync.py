@@ -3,12 +3,14 @@ a pooled connection that commits when the call is done."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 import psycopg
 from psycopg_pool import ConnectionPool
 
 from . import _calls as calls
+from ._protocol import Row
 from .errors import from_db_error
 
 R = TypeVar("R")
@@ -53,6 +55,13 @@ def _value(conn: Connection, call: calls.Call[R]) -> R:
 
 def verify_schema(conn: Connection) -> None:
     """Raises ``SchemaNotInstalledError`` or ``SchemaVersionMismatchError`` unless the database
-    holds the schema version this SDK speaks (``workhorse.SCHEMA_VERSION``)."""
-    installed = _value(conn, calls.schema_version()) if _value(conn, calls.schema_present()) else None
-    calls.check_schema_version(installed)
+    holds a schema this SDK works with: ``MIN_SCHEMA_VERSION`` to ``SCHEMA_VERSION``, or a newer
+    one that still serves this release (``workhorse.oldest_client_v1()`` at most
+    ``SCHEMA_VERSION``)."""
+    calls.check_schema_version(calls.read_installed_schema(lambda sql, params: _rows(conn, sql, params)))
+
+
+def _rows(conn: Connection, sql: str, params: tuple[Any, ...]) -> Sequence[Row]:
+    with psycopg.RawCursor(conn) as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()

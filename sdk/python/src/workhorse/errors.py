@@ -133,17 +133,18 @@ class SchemaNotInstalledError(WorkhorseError):
 
 
 class SchemaVersionMismatchError(WorkhorseError):
-    """The database holds a schema version outside the range this SDK works with
-    (``minimum``..``expected``): newer than the package (``install_schema`` never downgrades),
-    or older than the oldest version its calls still exist in (``install_schema`` migrates it).
+    """The database holds a schema this SDK does not work with: newer than the package and no
+    longer serving this release (``workhorse.oldest_client_v1()`` above ``expected``;
+    ``install_schema`` never downgrades), or older than the oldest version its calls still exist in (``install_schema`` migrates it).
     Nothing is changed."""
 
     def __init__(self, installed: int, expected: int, minimum: int | None = None) -> None:
         low = expected if minimum is None else minimum
         if installed > expected:
             message = (
-                f"The workhorse schema in this database is version {installed}, newer than this package (version {expected}): "
-                "upgrade the package to the release that ships it. A schema is never downgraded."
+                f"The workhorse schema in this database is version {installed}, newer than this package (version {expected}), "
+                "and it no longer serves this release: upgrade the package to a release that works with it. A schema is never "
+                "downgraded."
             )
         else:
             message = (

@@ -71,6 +71,14 @@ class SchemaStatus:
     situation: SchemaSituation
     #: The steps ``install_schema`` would apply, in order (none for an absent or newer schema).
     pending: tuple[PendingStep, ...] = field(default=())
+    #: ``workhorse.oldest_client_v1()`` (schema version 6 on): the oldest client release, by the
+    #: schema version it ships, that the installed schema still serves. None when the schema is
+    #: absent, older than version 6, or this role may not call it.
+    oldest_client: int | None = None
+    #: Whether this package's workers and producers work with the installed schema: a version
+    #: from ``minimum`` to ``expected``, or a newer one that still serves this release
+    #: (``oldest_client <= expected``).
+    compatible: bool = False
 
     @property
     def up_to_date(self) -> bool:
@@ -85,7 +93,8 @@ class MigrationResult:
     created: bool
     #: The version before the call, None when the schema was absent.
     from_version: int | None
-    #: The version now installed (this package's).
+    #: The version now installed: this package's, or a newer one that still serves this release
+    #: (left as it is: a schema is never downgraded).
     to_version: int
     #: The steps this call applied, in order (a step another migrator applied first is not listed).
     applied: tuple[int, ...]
@@ -99,8 +108,9 @@ def install_schema(conn: psycopg.Connection[Any], *, sql_dir: str | Path | None 
     idempotent, while a second connection, opened with ``conn``'s parameters and password,
     holds the migration lock), and concurrent migrators apply each step once: a migrator that
     finds the lock taken polls for it, holding no lock and no snapshot. A database newer than this
-    package is refused with ``SchemaVersionMismatchError`` and left unchanged (never
-    downgraded). ``conn`` must not be inside a transaction; its autocommit setting is restored.
+    package is never downgraded: one that still serves this release
+    (``workhorse.oldest_client_v1()``) is left as it is (``from_version == to_version``, nothing
+    applied), one that does not is refused with ``SchemaVersionMismatchError``, unchanged. ``conn`` must not be inside a transaction; its autocommit setting is restored.
     ``sql_dir`` is for tests: a folder laid out like the package's ``sql/``.
 
     Example::
@@ -134,7 +144,8 @@ def schema_status(conn: psycopg.Connection[Any], *, sql_dir: str | Path | None =
     # In a transaction block of its own (a savepoint inside the caller's), so an idle connection
     # is left idle, ready for install_schema.
     with conn.transaction():
-        installed = _installed_version(conn)
+        schema = _installed_schema(conn)
+    installed = None if schema is None else schema.version
     situation: SchemaSituation
     pending: tuple[SchemaStep, ...] = ()
     if installed is None:
@@ -153,27 +164,27 @@ def schema_status(conn: psycopg.Connection[Any], *, sql_dir: str | Path | None =
         minimum=MIN_SCHEMA_VERSION,
         situation=situation,
         pending=tuple(PendingStep(step.version, step.name, step.transactional) for step in pending),
+        oldest_client=None if schema is None else schema.oldest_client,
+        compatible=calls.works_with(schema, source.target, MIN_SCHEMA_VERSION),
     )
 
 
-def _installed_version(conn: psycopg.Connection[Any]) -> int | None:
-    present = conn.execute(calls.schema_present().sql).fetchone()
-    if present is None or not present[0]:
-        return None
-    row = conn.execute(calls.schema_version().sql).fetchone()
-    return None if row is None else int(row[0])
+def _installed_schema(conn: psycopg.Connection[Any]) -> calls.InstalledSchema | None:
+    return calls.read_installed_schema(lambda statement, params: conn.execute(statement, params).fetchall())
 
 
 def _migrate(conn: psycopg.Connection[Any], source: SchemaFiles) -> MigrationResult:
     target = source.target
-    installed = _installed_version(conn)
-    if installed is None:
-        created, installed = _install_fresh(conn, source)
+    schema = _installed_schema(conn)
+    if schema is None:
+        created, schema = _install_fresh(conn, source)
         if created:
             return MigrationResult(created=True, from_version=None, to_version=target, applied=())
-        if installed is None:
-            installed = target
+    installed = target if schema is None else schema.version
     if installed > target:
+        # Never a downgrade. A newer schema that still serves this release is left as it is.
+        if calls.works_with(schema, target, MIN_SCHEMA_VERSION):
+            return MigrationResult(created=False, from_version=installed, to_version=installed, applied=())
         raise SchemaVersionMismatchError(installed, target, MIN_SCHEMA_VERSION)
     if installed == target:
         return MigrationResult(created=False, from_version=installed, to_version=target, applied=())
@@ -197,7 +208,7 @@ def _migrate(conn: psycopg.Connection[Any], source: SchemaFiles) -> MigrationRes
     return MigrationResult(created=False, from_version=installed, to_version=target, applied=tuple(applied))
 
 
-def _install_fresh(conn: psycopg.Connection[Any], source: SchemaFiles) -> tuple[bool, int | None]:
+def _install_fresh(conn: psycopg.Connection[Any], source: SchemaFiles) -> tuple[bool, calls.InstalledSchema | None]:
     """Creates the schema unless it exists; says whether this call made it, and the version
     installed afterwards. One transaction under a transaction-level lock, so it also holds behind
     a transaction-pooling PgBouncer (a session lock could be taken on one server connection and
@@ -213,9 +224,9 @@ def _install_fresh(conn: psycopg.Connection[Any], source: SchemaFiles) -> tuple[
             conn.execute("INSERT INTO workhorse.schema_version (version) VALUES (%s)", (source.target,))
             conn.execute(_LOG_STEP, (source.target, "install"))
     if not present:
-        return True, source.target
+        return True, None
     with conn.transaction():
-        return False, _installed_version(conn)
+        return False, _installed_schema(conn)
 
 
 def _refused_role(step: SchemaStep, error: BaseException | str) -> SchemaMigrationError:
