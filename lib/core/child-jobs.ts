@@ -15,8 +15,6 @@ export interface ChildRow {
 }
 
 const SPEC_KEYS = ['type', 'payload', 'options'];
-/** Enqueue options that are not a child's (the SQL refuses them too: run_children_v1). */
-const DEPENDENCY_KEYS = ['dependsOn', 'onDependencyFailed', 'onDependencyCanceled'];
 
 /**
  * The children of a `ctx.runChildren` call as the protocol's JSON request texts, checked (each
@@ -29,12 +27,7 @@ export function childRequestsJson(children: readonly ChildJobSpec[]): string[] {
   const requests = children.map((spec: ChildJobSpec, i) => {
     if (typeof spec !== 'object' || spec === null) throw new WorkhorseValidationError(`children[${i}]`, 'must be an object with type and payload');
     for (const key of Object.keys(spec)) if (!SPEC_KEYS.includes(key)) throw new WorkhorseValidationError(`children[${i}].${key}`, `is not a child job field (${SPEC_KEYS.join(', ')})`);
-    const options: unknown = spec.options;
-    if (typeof options === 'object' && options !== null) {
-      for (const key of DEPENDENCY_KEYS) {
-        if (key in options) throw new WorkhorseValidationError(`children[${i}].${key}`, 'is not an option of a child job: a child runs when its parent starts it and waits for nothing');
-      }
-    }
+    // Dependency options on a child are refused by run_children_v1 (check_child_requests), the rule's one place.
     return toRequestJson(spec.type, spec.payload, spec.options, `children[${i}].`);
   });
   return requests;

@@ -1,7 +1,8 @@
 import { hostname } from 'node:os';
 import type { Pool } from 'pg';
 import { reportedVersion } from '../package-version';
-import { fromPgError, SQLSTATE } from '../protocol-errors';
+import { NotYoursError } from '../capability-errors';
+import { fromPgError } from '../protocol-errors';
 import type { EventHub } from './event-hub';
 
 /** What the registration needs of its worker. */
@@ -85,8 +86,9 @@ export class Registration {
       this.hub.reportSuccess('report');
       if (rows[0].drain) this.onDrainRequested();
     } catch (error) {
-      if ((error as { code?: string }).code === SQLSTATE.notYours) this.secret = null;
-      this.hub.reportError('report', fromPgError(error) as Error);
+      const refused = fromPgError(error);
+      if (refused instanceof NotYoursError) this.secret = null;
+      this.hub.reportError('report', refused as Error);
     } finally {
       this.inFlight = null;
     }
