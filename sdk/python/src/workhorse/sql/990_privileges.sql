@@ -20,8 +20,10 @@
 --             runs maintenance and retention; lists, pauses, resumes and triggers schedules (a
 --             trigger enqueues the job a producer defined, as a redrive enqueues a copy of an
 --             existing one).
--- Planning a schedule's occurrences (computed by the TypeScript cron library) belongs to all
--- three: workers top plans up on their ticks, and whoever syncs plans at once.
+-- The server plans schedules itself (inside tick_v1 and at a sync). The deprecated planning calls
+-- of the previous release's TypeScript workers (schedules_to_plan_v1, plan_schedule_v1) stay
+-- granted to all three capabilities, as that release used them; they plan only what the server
+-- computes.
 -- A new protocol function joins with one line below; installation fails while a workhorse.*_vN
 -- function is missing from the list (and test/reliability/privileges.test.ts checks it too).
 CREATE TABLE workhorse.protocol_function (
