@@ -12,7 +12,7 @@
  * of an application do. Names a block takes from its surroundings (your own providers, an
  * existing pool) are declared by PRELUDE below.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import * as ts from 'typescript';
 import { fencedBlocks as blocksOf, namedFile, type Block } from './support/markdown';
@@ -20,7 +20,15 @@ import { fencedBlocks as blocksOf, namedFile, type Block } from './support/markd
 const ROOT = resolve(__dirname, '..');
 const fencedBlocks = (document: string): Block[] => blocksOf(ROOT, document);
 const CHECKED_DOCUMENTS = ['README.md', 'docs/workers.md', 'docs/nest.md', 'docs/durable-execution.md', 'docs/testing.md', 'docs/integrations.md', 'docs/dashboard.md', 'docs/security.md', 'docs/operations.md', 'docs/orchestration.md', 'docs/schedules.md', 'docs/upgrading.md'];
-const LINKED_DOCUMENTS = ['README.md', 'docs/README.md', 'docs/workers.md', 'docs/integrations.md', 'docs/dashboard.md', 'docs/security.md', 'docs/operations.md', 'docs/orchestration.md', 'docs/schedules.md', 'docs/cli.md', 'docs/upgrading.md', 'docs/protocol.md'];
+/** Every document: README.md, docs/ and docs/benchmarks/, and the SDKs' own. */
+const LINKED_DOCUMENTS = [
+  'README.md',
+  ...readdirSync(join(ROOT, 'docs')).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`),
+  ...readdirSync(join(ROOT, 'docs', 'benchmarks')).filter((name) => name.endsWith('.md')).map((name) => `docs/benchmarks/${name}`),
+  'sdk/conformance/README.md',
+  'sdk/python/README.md',
+  'sdk/go/README.md',
+].sort();
 /** Where the blocks live, virtually: inside the repository, so node_modules and paths resolve. */
 const VIRTUAL_ROOT = join(ROOT, '.readme-blocks');
 
@@ -193,4 +201,32 @@ describe('links and commands in the documents', () => {
     const missing = targets.filter((target) => !existsSync(resolve(ROOT, dirname(document), target)));
     expect(missing).toEqual([]);
   });
+
+  it.each(LINKED_DOCUMENTS)("%s links only to headings that exist (its own, or another document's)", (document) => {
+    const text = readFileSync(join(ROOT, document), 'utf8').replace(/```[\s\S]*?```/g, '');
+    const links = [...text.matchAll(/\]\(([^)\s]*#[^)\s]+)\)/g)].map((match) => match[1]).filter((target) => !/^[a-z]+:/.test(target));
+    const broken = links.filter((link) => {
+      const [file, anchor] = link.split('#');
+      const target = file === '' ? join(ROOT, document) : resolve(ROOT, dirname(document), file);
+      if (!target.endsWith('.md') || !existsSync(target)) return false; // a missing file fails the test above
+      return !headingAnchors(readFileSync(target, 'utf8')).has(anchor);
+    });
+    expect(broken).toEqual([]);
+  });
 });
+
+/** The anchors GitHub gives a document's headings: lower case, punctuation dropped, spaces as hyphens, repeats numbered. */
+function headingAnchors(markdown: string): Set<string> {
+  const anchors = new Set<string>();
+  for (const [, title] of markdown.replace(/```[\s\S]*?```/g, '').matchAll(/^#{1,6} (.*)$/gm)) {
+    const base = title
+      .trim()
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+      .replace(/ /g, '-');
+    let anchor = base;
+    for (let n = 1; anchors.has(anchor); n += 1) anchor = `${base}-${n}`;
+    anchors.add(anchor);
+  }
+  return anchors;
+}
