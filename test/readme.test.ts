@@ -182,6 +182,32 @@ describe('TypeScript examples of the documents', () => {
   });
 });
 
+/**
+ * Where each kind of code block of README.md and docs/ is checked. A block in another language (or
+ * none) fails until a test covers it, or it is marked `text` (output, diagrams: not code).
+ */
+const BLOCK_CHECKS: Record<string, { documents: string[] | 'all'; checkedBy: string }> = {
+  ts: { documents: CHECKED_DOCUMENTS, checkedBy: 'this file: type-checked' },
+  sh: { documents: 'all', checkedBy: 'test/cli/docs.test.ts (workhorse command lines, files run), this file (npm scripts), test/package/install-lines.test.ts (install lines)' },
+  sql: { documents: ['README.md', 'docs/security.md', 'docs/upgrading.md'], checkedBy: 'test/package/consumer-app.test.ts, test/reliability/security-setup.test.ts, test/core/schema-migrations.test.ts' },
+  json: { documents: ['docs/cli.md'], checkedBy: 'test/cli/doc-examples.test.ts' },
+  prisma: { documents: ['docs/integrations.md'], checkedBy: 'test/package/install-lines.test.ts' },
+  text: { documents: 'all', checkedBy: 'not code (test/cli/doc-examples.test.ts compares the CLI transcripts of docs/cli.md)' },
+};
+
+it.each(LINKED_DOCUMENTS.filter((document) => !document.startsWith('sdk/')))(
+  "%s has code blocks only in languages a test checks (or text)",
+  (document) => {
+    const unchecked = fencedBlocks(document)
+      .filter((block) => {
+        const check = BLOCK_CHECKS[block.language];
+        return check === undefined || (check.documents !== 'all' && !check.documents.includes(document));
+      })
+      .map((block) => `${document}:${block.line} (${block.language || 'no language'})`);
+    expect(unchecked).toEqual([]);
+  },
+);
+
 describe('links and commands in the documents', () => {
   const scripts = Object.keys((JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: object }).scripts);
 

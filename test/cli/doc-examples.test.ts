@@ -172,6 +172,37 @@ const SCENARIOS: Record<string, (bed: Bed) => Promise<void>> = {
 
 const ALL = transcripts();
 
+/** The ```json blocks of docs/cli.md (documents a `--json` run prints), by section. */
+const JSON_BLOCKS = fencedBlocks(ROOT, DOC).filter((block) => block.language === 'json');
+
+/**
+ * How each JSON block is checked: the whole document (masked) where its state can be built, else
+ * its keys, in order, against a real run's.
+ */
+const JSON_CHECKS: Record<string, (bed: Bed, env: Env, shown: string) => Promise<void>> = {
+  '`workhorse schema status`': async (_bed, env, shown) => {
+    const run = await cli(['schema', 'status', '--json'], env);
+    expect(Object.keys(JSON.parse(shown) as object)).toEqual(Object.keys(JSON.parse(run.stdout) as object));
+  },
+  '`workhorse jobs get ID`': async (bed, env, shown) => {
+    await failedInvoice(bed, 'doc');
+    const run = await cli(['jobs', 'get', bed.ids.get('doc') as string, '--json'], env);
+    expect(masked(run.stdout)).toEqual(masked(`${shown}\n`));
+  },
+};
+
+it('every JSON example of docs/cli.md is checked here', () => {
+  expect(JSON_BLOCKS.map((block) => block.section).sort()).toEqual(Object.keys(JSON_CHECKS).sort());
+});
+
+describe.each(JSON_BLOCKS.map((block) => [`${block.section} (line ${block.line})`, block] as const))('docs/cli.md %s, its --json document', (_title, block) => {
+  const { db, env, queue, admin } = useCliDatabase();
+
+  it('is what the CLI prints', async () => {
+    await JSON_CHECKS[block.section]({ db, queue, admin, ids: new Map() }, env, block.code);
+  });
+});
+
 it('every example transcript of docs/cli.md is compared here or listed with the reason it is not', () => {
   const sections = ALL.map((transcript) => transcript.section);
   expect(sections.filter((section) => !(section in SCENARIOS) && !(section in NOT_COMPARED))).toEqual([]);

@@ -709,7 +709,7 @@ function diagnoseMarkdown(results, label) {
       `auto_explain (ANALYZE, BUFFERS, nested statements, 5% of top-level statements sampled) loaded into the worker's own sessions during a drain at concurrency ${dg.config.concurrency} (${fmtRate(dg.plans.rate)} jobs/s with it); per statement that touches a table, the sampled plan whose top node returned the most rows:`,
       '',
     );
-    for (const plan of dg.plans.plans) L.push('```', plan, '```', '');
+    for (const plan of dg.plans.plans) L.push('```text', plan, '```', '');
   }
   const e = dg.enqueue;
   if (e && !e.error) {
@@ -721,7 +721,7 @@ function diagnoseMarkdown(results, label) {
     L.push(statementTable(e.statements, 4), '');
     if (e.plans?.length) {
       L.push('Statements over 1 ms while enqueueing (auto_explain, ANALYZE, BUFFERS, nested):', '');
-      for (const plan of e.plans) L.push('```', plan, '```', '');
+      for (const plan of e.plans) L.push('```text', plan, '```', '');
     }
   }
   return L;
