@@ -256,3 +256,16 @@ function headingAnchors(markdown: string): Set<string> {
   }
   return anchors;
 }
+
+describe('docs/reliability.md', () => {
+  it("lists exactly the failpoints of lib/core/failpoints.ts, in its order", () => {
+    const source = readFileSync(join(ROOT, 'lib/core/failpoints.ts'), 'utf8');
+    const union = /export type FailpointName =([^;]*);/.exec(source)?.[1] ?? '';
+    const named = [...union.matchAll(/'([a-z-]+)'/g)].map((match) => match[1]);
+    const doc = readFileSync(join(ROOT, 'docs/reliability.md'), 'utf8');
+    const table = doc.slice(doc.indexOf('| point | where |'));
+    const listed = [...table.slice(0, table.indexOf('\n\n')).matchAll(/^\| `([a-z-]+)` \|/gm)].map((match) => match[1]);
+    expect(named.length).toBeGreaterThan(5);
+    expect(listed).toEqual(named);
+  });
+});
