@@ -6,8 +6,8 @@
  * from run to run are masked: job ids, times, durations, cursors) or listed in NOT_COMPARED with
  * the reason. A new example therefore fails here until it is compared or listed.
  */
-import { readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { createServer, type AddressInfo } from 'node:net';
+import { resolve } from 'node:path';
 import type { Admin, Queue } from '../../lib/core';
 import type { TestDatabase } from '../support/db';
 import { fencedBlocks } from '../support/markdown';
@@ -67,6 +67,15 @@ function masked(text: string): string {
     .replace(/took=\d+ms/g, 'took=<n>ms')
     .replace(/--cursor \S+/g, '--cursor <cursor>')
     .replace(/ +$/gm, '');
+}
+
+/** A local port nothing listens on (one the system just handed out and took back). */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((done) => server.close(() => done()));
+  return port;
 }
 
 /** A command line split into words (double quotes group), with `NAME=value` prefixes as environment. */
@@ -221,10 +230,15 @@ describe.each(ALL.filter((transcript) => transcript.section in SCENARIOS).map((t
       for (const step of transcript.steps) {
         const { env: prefix, args } = parse(step.command);
         const real = args.map((word) => bed.ids.get(word) ?? word);
-        // A command with its own environment runs with only that; the others with the test database.
-        const run = await cli(real, Object.keys(prefix).length > 0 ? prefix : /schema status$/.test(step.command) ? {} : env);
+        // A command with its own environment runs with only that (a URL's port replaced by one
+        // nothing listens on, shown back as the document's); the others with the test database.
+        const closed = await closedPort();
+        const own = Object.fromEntries(Object.entries(prefix).map(([name, value]) => [name, value?.replace(/:(\d+)\//, `:${closed}/`)]));
+        const run = await cli(real, Object.keys(own).length > 0 ? own : /schema status$/.test(step.command) ? {} : env);
         if (process.env.DOC_EXAMPLES_PRINT) process.stdout.write(`$ ${step.command}\n${run.stdout}${run.stderr}`);
-        expect({ command: step.command, output: masked(run.stdout + run.stderr) }).toEqual({ command: step.command, output: masked(step.output) });
+        const port = /:(\d+)\//.exec(Object.values(prefix).join(' '))?.[1];
+        const printed = port ? (run.stdout + run.stderr).replaceAll(`:${closed}/`, `:${port}/`) : run.stdout + run.stderr;
+        expect({ command: step.command, output: masked(printed) }).toEqual({ command: step.command, output: masked(step.output) });
       }
     });
   },
