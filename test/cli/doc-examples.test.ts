@@ -53,7 +53,6 @@ const NOT_COMPARED: Record<string, string> = {
   '`workhorse health`': 'an oldest ready job 74 s old, a state made by the clock; test/cli/operations.test.ts checks the report',
   '`workhorse retention status`': 'times, lags and counts of a long-running deployment',
   '`workhorse retention run`': 'counts of a deployment with 100,000 expired jobs',
-  '`workhorse workers list`': "the host, pid and start times of live processes",
   '`workhorse waits list`': 'a job parked by a running worker on a human wait (test/cli/waits.test.ts)',
   '`workhorse waits complete ID NAME DECISION`': 'the same',
 };
@@ -117,6 +116,12 @@ async function deadLetter(bed: Bed, docId: string, type: string, name: string): 
   bed.ids.set(docId, id);
 }
 
+/** A worker in the registry of live workers, as a worker's first report puts it there. */
+async function registerWorker(bed: Bed, id: string, host: string, pid: number, queues: string[], inFlight: number): Promise<void> {
+  const info = { host, pid, queues, concurrency: 10, version: '0.1.0', startedAt: new Date().toISOString(), periodMs: 5000 };
+  await bed.db.pool.query('SELECT * FROM workhorse.report_worker_v2($1, $2::jsonb, $3, NULL)', [id, JSON.stringify(info), inFlight]);
+}
+
 /** Each compared block's state, built before its first command. */
 const SCENARIOS: Record<string, (bed: Bed) => Promise<void>> = {
   'Exit codes': async () => undefined,
@@ -170,6 +175,11 @@ const SCENARIOS: Record<string, (bed: Bed) => Promise<void>> = {
   },
   '`workhorse schedules pause KEY`, `workhorse schedules resume KEY` and `workhorse schedules trigger KEY`': async (bed) => {
     await bed.queue.syncSchedules('default', [{ key: 'reports.nightly', cron: '0 6 * * *', timezone: 'Europe/Berlin', type: 'report.daily' }]);
+  },
+  '`workhorse workers list`': async (bed) => {
+    await registerWorker(bed, 'web-2:3121:1b7d22aa', 'web-2', 3121, ['default'], 7);
+    await registerWorker(bed, 'web-1:4242:9f3a0c1e', 'web-1', 4242, ['default', 'emails'], 3);
+    await bed.admin.drainWorker('web-1:4242:9f3a0c1e');
   },
   '`workhorse workers drain ID`': async (bed) => {
     await bed.db.pool.query('SELECT * FROM workhorse.report_worker_v2($1, $2::jsonb, 0, NULL)', [
