@@ -53,8 +53,6 @@ const NOT_COMPARED: Record<string, string> = {
   '`workhorse health`': 'an oldest ready job 74 s old, a state made by the clock; test/cli/operations.test.ts checks the report',
   '`workhorse retention status`': 'times, lags and counts of a long-running deployment',
   '`workhorse retention run`': 'counts of a deployment with 100,000 expired jobs',
-  '`workhorse waits list`': 'a job parked by a running worker on a human wait (test/cli/waits.test.ts)',
-  '`workhorse waits complete ID NAME DECISION`': 'the same',
 };
 
 /** The parts of an output that differ between runs, masked the same way on both sides. */
@@ -113,6 +111,18 @@ async function deadLetter(bed: Bed, docId: string, type: string, name: string): 
   const id = await bed.queue.enqueue(type, {}, { queue: 'billing', maxAttempts: 1 });
   const owner = await claimOne(bed.db.pool, 'billing', { workerId: 'worker-a' });
   await fail(bed.db.pool, owner, { name, message: 'refused' });
+  bed.ids.set(docId, id);
+}
+
+/** A refund parked on the human wait `approve-refund`, as its handler's `ctx.waitForHuman` parks it. */
+async function refundWaitingForApproval(bed: Bed, docId: string): Promise<void> {
+  const id = await bed.queue.enqueue('order.refund', { orderId: 'o-1' }, { queue: 'refunds' });
+  const owner = await claimOne(bed.db.pool, 'refunds', { workerId: 'worker-a' });
+  const { rows } = await bed.db.pool.query<{ status: string }>(
+    'SELECT status FROM workhorse.wait_human_v1($1, $2, $3, $4, $5::jsonb, $6::jsonb, NULL)',
+    [id, owner.workerId, owner.fence, 'approve-refund', JSON.stringify({ orderId: 'o-1', amount: 1200 }), JSON.stringify(['approve', 'reject'])],
+  );
+  expect(rows[0].status).toBe('waiting');
   bed.ids.set(docId, id);
 }
 
@@ -176,6 +186,8 @@ const SCENARIOS: Record<string, (bed: Bed) => Promise<void>> = {
   '`workhorse schedules pause KEY`, `workhorse schedules resume KEY` and `workhorse schedules trigger KEY`': async (bed) => {
     await bed.queue.syncSchedules('default', [{ key: 'reports.nightly', cron: '0 6 * * *', timezone: 'Europe/Berlin', type: 'report.daily' }]);
   },
+  '`workhorse waits list`': (bed) => refundWaitingForApproval(bed, '0192b1c4-6f0e-7c53-9a8e-2f1d5b7c9a10'),
+  '`workhorse waits complete ID NAME DECISION`': (bed) => refundWaitingForApproval(bed, '0192b1c4-6f0e-7c53-9a8e-2f1d5b7c9a10'),
   '`workhorse workers list`': async (bed) => {
     await registerWorker(bed, 'web-2:3121:1b7d22aa', 'web-2', 3121, ['default'], 7);
     await registerWorker(bed, 'web-1:4242:9f3a0c1e', 'web-1', 4242, ['default', 'emails'], 3);
