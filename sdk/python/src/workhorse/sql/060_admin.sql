@@ -39,9 +39,9 @@ BEGIN
   IF r.state = 'active' THEN
     IF r.cancel_requested_at IS NULL THEN
       UPDATE workhorse.job_runtime SET cancel_requested_at = v_now, cancel_reason = p_reason WHERE job_id = p_job_id;
-      INSERT INTO workhorse.job_event (job_id, at, kind, attempt, worker_id, fence_token, data)
-      VALUES (p_job_id, v_now, 'cancel_requested', r.current_attempt, r.worker_id, r.fence_token,
-              jsonb_build_object('reason', p_reason) || jsonb_strip_nulls(jsonb_build_object('actor', p_actor)));
+      PERFORM workhorse.write_event(p_job_id, 'cancel_requested', v_now, r.current_attempt,
+        jsonb_build_object('reason', p_reason) || jsonb_strip_nulls(jsonb_build_object('actor', p_actor)),
+        r.worker_id, r.fence_token);
     END IF;
     RETURN 'cancel_requested';
   END IF;
