@@ -97,7 +97,7 @@ $$;
 
 -- Pages through jobs newest first in creation order (keyset on job_query.seq: stable while jobs
 -- are added), optionally filtered by queue, type and current states. p_before_seq is the `seq`
--- of the last row of the previous page. The listing of list_jobs_v2 (080_operator_reads.sql)
+-- of the last row of the previous page. The listing of list_jobs_v2 (064_operator_reads.sql)
 -- without its time window and scan bound, and without its continuation row.
 CREATE FUNCTION workhorse.list_jobs_v1(
   p_queue text DEFAULT NULL, p_type text DEFAULT NULL, p_states text[] DEFAULT NULL,

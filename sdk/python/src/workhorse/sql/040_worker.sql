@@ -1,7 +1,9 @@
 -- The worker side of the protocol: claim, heartbeat, complete, fail, release, checkpoints and
 -- cancellation acknowledgement. Every owner write carries the worker id and the fence token it
 -- was given at claim time; a write from a worker that no longer owns the job changes nothing and
--- reports `stale`.
+-- reports `stale` (lock_owned, 020_helpers.sql, is that check for the writes on one job). The hot
+-- path, complete_and_claim_v1 at the end of this file, composes record_completions and
+-- claim_ready.
 
 -- Claims up to p_limit ready jobs from p_queues for one worker, in (priority DESC, FIFO) order,
 -- and returns everything the worker needs (type, payload, attempt, fence, lease, the enqueuer's

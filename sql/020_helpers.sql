@@ -1,4 +1,8 @@
--- Internal helpers shared by the protocol functions. Not part of the versioned API.
+-- Internal helpers shared by the protocol functions. Not part of the versioned API: no
+-- application role may execute them, the SECURITY DEFINER protocol functions call them. Input
+-- checks (raise_invalid, check_*), the ownership rule (owns) and the preamble of every owner
+-- write (lock_owned), the one writer of job_event (write_events), and the ways a live job ends
+-- (finish_job) or goes back to waiting (requeue_job).
 
 -- Refuses input with SQLSTATE P1001; the offending field travels in the error's COLUMN field so
 -- clients can name it without parsing the message.
