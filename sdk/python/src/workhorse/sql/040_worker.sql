@@ -466,7 +466,11 @@ RETURNS TABLE (job_id uuid, status text)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
-  v_in record;
+  -- (Arrays, not a record: a statement that reads a record variable's fields is planned again
+  -- on every call.)
+  v_ids uuid[];
+  v_fences_in bigint[];
+  v_results jsonb[];
   v_now timestamptz;
   -- First values of this statement's blocks (see the sequences in 010_tables.sql): row k of a
   -- batch gets base + k - 1.
@@ -481,15 +485,15 @@ DECLARE
   v_event_ids bigint[];
 BEGIN
   PERFORM workhorse.check_worker(p_worker_id);
-  SELECT * INTO v_in FROM workhorse.read_completions(p_items);
-  PERFORM 1 FROM workhorse.job_runtime r WHERE r.job_id = ANY (v_in.ids) ORDER BY r.job_id FOR UPDATE;
+  SELECT c.ids, c.fences, c.results INTO v_ids, v_fences_in, v_results FROM workhorse.read_completions(p_items) AS c;
+  PERFORM 1 FROM workhorse.job_runtime r WHERE r.job_id = ANY (v_ids) ORDER BY r.job_id FOR UPDATE;
   v_now := clock_timestamp();
   -- The attempt's block first: a job's closed attempt precedes its terminal event, as in fail_v1.
   v_attempt_id := nextval('workhorse.history_seq');
   v_event_id := nextval('workhorse.history_seq');
   WITH input AS (
     SELECT i.job_id, i.fence, i.result, i.ord
-    FROM unnest(v_in.ids, v_in.fences, v_in.results) WITH ORDINALITY AS i (job_id, fence, result, ord)
+    FROM unnest(v_ids, v_fences_in, v_results) WITH ORDINALITY AS i (job_id, fence, result, ord)
   ),
   done AS (
     DELETE FROM workhorse.job_runtime r
@@ -530,7 +534,7 @@ BEGIN
                            WHERE o.job_id = i.job_id AND o.state = 'succeeded'
                              AND o.worker_id = p_worker_id AND o.fence_token = i.fence) THEN 'succeeded'
               ELSE 'stale' END
-  FROM unnest(v_in.ids, v_in.fences) WITH ORDINALITY AS i (job_id, fence, ord)
+  FROM unnest(v_ids, v_fences_in) WITH ORDINALITY AS i (job_id, fence, ord)
   LEFT JOIN unnest(v_ended, v_states) AS d (job_id, state) ON d.job_id = i.job_id
   ORDER BY i.ord;
   -- Jobs that wait on the ones that just ended are counted down. One probe of job_dependency's
@@ -609,7 +613,10 @@ DECLARE
   v_queues text[];
   v_i integer;
   v_now timestamptz;
-  v_picked record;
+  -- The picked jobs, and those of them claimed before (arrays, not a record: see
+  -- record_completions).
+  v_picked uuid[];
+  v_before uuid[];
   -- First values of this claim's blocks (see the sequences in 010_tables.sql): row k gets
   -- base + k - 1.
   v_fence bigint;
@@ -660,12 +667,12 @@ BEGIN
     FROM workhorse.claim_allowances(v_limited, p_limit) AS a;
     v_now := coalesce(v_now, clock_timestamp());
   END IF;
-  SELECT * INTO v_picked FROM workhorse.pick_ready(v_queues, p_limit, v_limited, v_allowed, v_now);
-  IF cardinality(v_picked.ids) = 0 THEN
+  SELECT p.ids, p.before INTO v_picked, v_before FROM workhorse.pick_ready(v_queues, p_limit, v_limited, v_allowed, v_now) AS p;
+  IF cardinality(v_picked) = 0 THEN
     RETURN;
   END IF;
   IF v_limited IS NOT NULL THEN
-    PERFORM workhorse.record_rate_claims(v_limited, v_picked.ids, v_now);
+    PERFORM workhorse.record_rate_claims(v_limited, v_picked, v_now);
   END IF;
 
   v_fence := nextval('workhorse.fence_seq');
@@ -681,7 +688,7 @@ BEGIN
            heartbeat_at = v_now,
            attempt_started_at = v_now,
            attempt_deadline = v_now + r.execution_timeout_ms * interval '1 millisecond'
-      FROM unnest(v_picked.ids) WITH ORDINALITY AS u (job_id, ord)
+      FROM unnest(v_picked) WITH ORDINALITY AS u (job_id, ord)
      WHERE r.job_id = u.job_id
     RETURNING r.job_id, r.queue, r.priority, r.seq, r.current_attempt, r.max_attempts, r.fence_token, r.lease_expires_at,
               r.execution_timeout_ms, r.resuming, u.ord
@@ -701,11 +708,11 @@ BEGIN
          -- Each value travels wrapped: [] for a stage that returned nothing, [value] otherwise.
          -- A job claimed for the first time cannot have checkpoints or sleeps yet, so it skips
          -- those probes.
-         CASE WHEN c.job_id = ANY (v_picked.before) THEN
+         CASE WHEN c.job_id = ANY (v_before) THEN
            (SELECT jsonb_object_agg(k.name, CASE WHEN k.value IS NULL THEN '[]'::jsonb ELSE jsonb_build_array(k.value) END)
             FROM workhorse.job_checkpoint k WHERE k.job_id = c.job_id)
          END,
-         CASE WHEN c.job_id = ANY (v_picked.before) THEN
+         CASE WHEN c.job_id = ANY (v_before) THEN
            (SELECT jsonb_object_agg(w.name, w.wake_at) FROM workhorse.job_wait w WHERE w.job_id = c.job_id)
          END,
          j.trace_context
