@@ -400,9 +400,13 @@ BEGIN
 END
 $$;
 
--- The completions a worker reports ([{"jobId", "fence", "result"}], at most 1000, each job
--- once), as three arrays that line up item by item in input order. Refused with P1001 naming the
--- first bad field.
+-- Records one worker's completions (p_items as complete_many_v1: at most 1000, each job once)
+-- and answers each item in input order: `succeeded`, `canceled` (a cancel request that arrived
+-- meanwhile wins over the result) or `stale`. The rows are locked in id order (no deadlock between two batches) and the clock is
+-- read after the locks; outcome and closed attempt are written set-based, one statement per
+-- table, and the events in one call of the event writer. Then the jobs that wait on the ones that
+-- ended are counted down (046_orchestration.sql). Runs inside complete_and_claim_v1, whose
+-- plan_cache_mode holds here too.
 --
 -- Well-formed input (what the worker sends) is read in one set-based pass of plain casts; if a
 -- cast fails, or anything came out null, parse_leases goes through the items again and names the
@@ -410,67 +414,17 @@ $$;
 -- expressions: a regular expression match costs ~3.5 us here, ~7% of a job's server time at 100
 -- jobs per round trip. A job id counts only in the canonical form the regular expression of
 -- check_uuid accepts: 36 characters that read back the same, case aside.)
-CREATE FUNCTION workhorse.read_completions(p_items jsonb, OUT ids uuid[], OUT fences bigint[], OUT results jsonb[])
-LANGUAGE plpgsql AS $$
-DECLARE
-  v_large boolean;
-  v_i integer;
-BEGIN
-  IF jsonb_typeof(p_items) = 'array' AND jsonb_array_length(p_items) <= 1000 THEN
-    BEGIN
-      -- (One aggregate pass, so the three arrays line up item by item, in input order.)
-      -- (No DISTINCT or ORDER BY aggregate here: either may make PostgreSQL sort the rows first.)
-      SELECT array_agg(x.id), array_agg(x.fence), array_agg(x.result),
-             coalesce(max(octet_length(x.result::text)), 0) > 1048576
-        INTO ids, fences, results, v_large
-      FROM (
-        SELECT CASE WHEN jsonb_typeof(e.v -> 'jobId') = 'string' AND length(e.v ->> 'jobId') = 36
-                         AND (e.v ->> 'jobId')::uuid::text = lower(e.v ->> 'jobId')
-                    THEN (e.v ->> 'jobId')::uuid END AS id,
-               CASE WHEN jsonb_typeof(e.v -> 'fence') = 'number' AND (e.v ->> 'fence')::bigint > 0
-                    THEN (e.v ->> 'fence')::bigint END AS fence,
-               e.v -> 'result' AS result
-        FROM jsonb_array_elements(p_items) AS e (v)) AS x;
-    EXCEPTION WHEN invalid_text_representation OR numeric_value_out_of_range THEN
-      ids := NULL;
-    END;
-  END IF;
-  IF ids IS NULL OR array_position(ids, NULL) IS NOT NULL OR array_position(fences, NULL) IS NOT NULL THEN
-    SELECT array_agg(l.job_id ORDER BY l.ord), array_agg(l.fence ORDER BY l.ord),
-           array_agg(l.item -> 'result' ORDER BY l.ord)
-      INTO ids, fences, results
-    FROM workhorse.parse_leases(p_items, 'items', 1000) AS l;
-    v_large := true;
-  END IF;
-  IF cardinality(ids) > 1 AND cardinality(ids) <> (SELECT count(DISTINCT u) FROM unnest(ids) AS u) THEN
-    PERFORM workhorse.raise_invalid('items', 'names the same job more than once');
-  END IF;
-  IF v_large THEN
-    -- Only a result whose JSON text could be over the limit needs the exact measure.
-    FOR v_i IN SELECT u.o FROM unnest(results) WITH ORDINALITY AS u (r, o) WHERE octet_length(u.r::text) > 1048576 LOOP
-      PERFORM workhorse.check_json_size(results[v_i], format('items[%s].result', v_i - 1));
-    END LOOP;
-  END IF;
-END
-$$;
-
--- Records one worker's completions (p_items as complete_many_v1) and answers each item in input
--- order: `succeeded`, `canceled` (a cancel request that arrived meanwhile wins over the result)
--- or `stale`. The rows are locked in id order (no deadlock between two batches) and the clock is
--- read after the locks; outcome and closed attempt are written set-based, one statement per
--- table, and the events in one call of the event writer. Then the jobs that wait on the ones that
--- ended are counted down (046_orchestration.sql). Runs inside complete_and_claim_v1, whose
--- plan_cache_mode holds here too.
 CREATE FUNCTION workhorse.record_completions(p_worker_id text, p_items jsonb)
 RETURNS TABLE (job_id uuid, status text)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
-  -- (Arrays, not a record: a statement that reads a record variable's fields is planned again
-  -- on every call.)
+  -- The items, in input order.
   v_ids uuid[];
   v_fences_in bigint[];
   v_results jsonb[];
+  v_large boolean;
+  v_i integer;
   v_now timestamptz;
   -- First values of this statement's blocks (see the sequences in 010_tables.sql): row k of a
   -- batch gets base + k - 1.
@@ -485,7 +439,41 @@ DECLARE
   v_event_ids bigint[];
 BEGIN
   PERFORM workhorse.check_worker(p_worker_id);
-  SELECT c.ids, c.fences, c.results INTO v_ids, v_fences_in, v_results FROM workhorse.read_completions(p_items) AS c;
+  IF jsonb_typeof(p_items) = 'array' AND jsonb_array_length(p_items) <= 1000 THEN
+    BEGIN
+      -- (One aggregate pass, so the three arrays line up item by item, in input order.)
+      -- (No DISTINCT or ORDER BY aggregate here: either may make PostgreSQL sort the rows first.)
+      SELECT array_agg(x.id), array_agg(x.fence), array_agg(x.result),
+             coalesce(max(octet_length(x.result::text)), 0) > 1048576
+        INTO v_ids, v_fences_in, v_results, v_large
+      FROM (
+        SELECT CASE WHEN jsonb_typeof(e.v -> 'jobId') = 'string' AND length(e.v ->> 'jobId') = 36
+                         AND (e.v ->> 'jobId')::uuid::text = lower(e.v ->> 'jobId')
+                    THEN (e.v ->> 'jobId')::uuid END AS id,
+               CASE WHEN jsonb_typeof(e.v -> 'fence') = 'number' AND (e.v ->> 'fence')::bigint > 0
+                    THEN (e.v ->> 'fence')::bigint END AS fence,
+               e.v -> 'result' AS result
+        FROM jsonb_array_elements(p_items) AS e (v)) AS x;
+    EXCEPTION WHEN invalid_text_representation OR numeric_value_out_of_range THEN
+      v_ids := NULL;
+    END;
+  END IF;
+  IF v_ids IS NULL OR array_position(v_ids, NULL) IS NOT NULL OR array_position(v_fences_in, NULL) IS NOT NULL THEN
+    SELECT array_agg(l.job_id ORDER BY l.ord), array_agg(l.fence ORDER BY l.ord),
+           array_agg(l.item -> 'result' ORDER BY l.ord)
+      INTO v_ids, v_fences_in, v_results
+    FROM workhorse.parse_leases(p_items, 'items', 1000) AS l;
+    v_large := true;
+  END IF;
+  IF cardinality(v_ids) > 1 AND cardinality(v_ids) <> (SELECT count(DISTINCT u) FROM unnest(v_ids) AS u) THEN
+    PERFORM workhorse.raise_invalid('items', 'names the same job more than once');
+  END IF;
+  IF v_large THEN
+    -- Only a result whose JSON text could be over the limit needs the exact measure.
+    FOR v_i IN SELECT u.o FROM unnest(v_results) WITH ORDINALITY AS u (r, o) WHERE octet_length(u.r::text) > 1048576 LOOP
+      PERFORM workhorse.check_json_size(v_results[v_i], format('items[%s].result', v_i - 1));
+    END LOOP;
+  END IF;
   PERFORM 1 FROM workhorse.job_runtime r WHERE r.job_id = ANY (v_ids) ORDER BY r.job_id FOR UPDATE;
   v_now := clock_timestamp();
   -- The attempt's block first: a job's closed attempt precedes its terminal event, as in fail_v1.
@@ -545,59 +533,8 @@ BEGIN
 END
 $$;
 
--- Picks up to p_limit ready jobs of p_queues for a claim at p_now and locks them, in
--- (priority DESC, seq) order; p_allowed[k] caps what queue p_limited[k] gives (flow control,
--- 042_flow_control.sql; null: no queue has a policy). `before`: the picked jobs that were
--- claimed before (a fence was issued), the only ones that can have checkpoints or sleeps.
---
--- Per queue one walk of job_runtime_ready_idx in index order that stops after p_limit rows.
--- FOR UPDATE SKIP LOCKED lets concurrent workers take disjoint rows without waiting on each
--- other; a row another claimer holds is simply skipped. With several queues, each queue gives up
--- to p_limit candidates and the best p_limit of all of them are kept; the other candidates stay
--- locked until the commit, which only delays them.
-CREATE FUNCTION workhorse.pick_ready(
-  p_queues text[], p_limit integer, p_limited text[], p_allowed integer[], p_now timestamptz,
-  OUT ids uuid[], OUT before uuid[])
-LANGUAGE plpgsql AS $$
-DECLARE
-  v_queue text;
-  v_take integer;
-  v_picked uuid[];
-  v_picked_before uuid[];
-BEGIN
-  ids := '{}';
-  before := '{}';
-  FOREACH v_queue IN ARRAY p_queues LOOP
-    v_take := p_limit;
-    IF p_limited IS NOT NULL THEN
-      v_take := coalesce(p_allowed[array_position(p_limited, v_queue)], p_limit);
-      CONTINUE WHEN v_take = 0;
-    END IF;
-    SELECT coalesce(array_agg(x.job_id), '{}'), coalesce(array_agg(x.job_id) FILTER (WHERE x.fence_token IS NOT NULL), '{}')
-      INTO v_picked, v_picked_before
-    FROM (
-      SELECT r.job_id, r.fence_token
-      FROM workhorse.job_runtime r
-      WHERE r.state = 'ready' AND r.queue = v_queue
-        -- A job past its deadline is never started; maintenance fails it.
-        AND (r.deadline IS NULL OR r.deadline > p_now)
-        -- A paused queue gives nothing (one primary-key probe, evaluated once).
-        AND NOT EXISTS (SELECT 1 FROM workhorse.queue_control qc WHERE qc.queue = v_queue AND qc.paused)
-      ORDER BY r.priority DESC, r.seq
-      LIMIT v_take
-      FOR UPDATE SKIP LOCKED) AS x;
-    ids := ids || v_picked;
-    before := before || v_picked_before;
-  END LOOP;
-  IF cardinality(p_queues) > 1 AND cardinality(ids) > p_limit THEN
-    ids := ARRAY(SELECT r.job_id FROM workhorse.job_runtime r WHERE r.job_id = ANY (ids)
-                 ORDER BY r.priority DESC, r.seq LIMIT p_limit);
-  END IF;
-END
-$$;
-
 -- Claims up to p_limit ready jobs from p_queues for one worker (as claim_many_v1): checks the
--- claim's input, takes the flow-control allowances, picks and locks the jobs (pick_ready), then
+-- claim's input, takes the flow-control allowances, picks and locks the jobs, then
 -- opens an attempt on each under a new fence and lease, writes their `claimed` events and hands
 -- over what the worker needs, in (priority DESC, seq) order. Runs inside complete_and_claim_v1,
 -- whose plan_cache_mode holds here too.
@@ -613,10 +550,14 @@ DECLARE
   v_queues text[];
   v_i integer;
   v_now timestamptz;
-  -- The picked jobs, and those of them claimed before (arrays, not a record: see
-  -- record_completions).
+  v_queue text;
+  v_take integer;
+  -- The picked jobs, and those of them claimed before (a fence was issued): only those can have
+  -- checkpoints or sleeps to hand over.
   v_picked uuid[];
   v_before uuid[];
+  v_queue_picked uuid[];
+  v_queue_before uuid[];
   -- First values of this claim's blocks (see the sequences in 010_tables.sql): row k gets
   -- base + k - 1.
   v_fence bigint;
@@ -667,7 +608,39 @@ BEGIN
     FROM workhorse.claim_allowances(v_limited, p_limit) AS a;
     v_now := coalesce(v_now, clock_timestamp());
   END IF;
-  SELECT p.ids, p.before INTO v_picked, v_before FROM workhorse.pick_ready(v_queues, p_limit, v_limited, v_allowed, v_now) AS p;
+  -- Per queue one walk of job_runtime_ready_idx in index order that stops after p_limit rows.
+  -- FOR UPDATE SKIP LOCKED lets concurrent workers take disjoint rows without waiting on each
+  -- other; a row another claimer holds is simply skipped. With several queues, each queue gives
+  -- up to p_limit candidates and the best p_limit of all of them by (priority DESC, seq) are
+  -- kept; the other candidates stay locked until the commit, which only delays them.
+  v_picked := '{}';
+  v_before := '{}';
+  FOREACH v_queue IN ARRAY v_queues LOOP
+    v_take := p_limit;
+    IF v_limited IS NOT NULL THEN
+      v_take := coalesce(v_allowed[array_position(v_limited, v_queue)], p_limit);
+      CONTINUE WHEN v_take = 0;
+    END IF;
+    SELECT coalesce(array_agg(x.job_id), '{}'), coalesce(array_agg(x.job_id) FILTER (WHERE x.fence_token IS NOT NULL), '{}')
+      INTO v_queue_picked, v_queue_before
+    FROM (
+      SELECT r.job_id, r.fence_token
+      FROM workhorse.job_runtime r
+      WHERE r.state = 'ready' AND r.queue = v_queue
+        -- A job past its deadline is never started; maintenance fails it.
+        AND (r.deadline IS NULL OR r.deadline > v_now)
+        -- A paused queue gives nothing (one primary-key probe, evaluated once).
+        AND NOT EXISTS (SELECT 1 FROM workhorse.queue_control qc WHERE qc.queue = v_queue AND qc.paused)
+      ORDER BY r.priority DESC, r.seq
+      LIMIT v_take
+      FOR UPDATE SKIP LOCKED) AS x;
+    v_picked := v_picked || v_queue_picked;
+    v_before := v_before || v_queue_before;
+  END LOOP;
+  IF cardinality(v_queues) > 1 AND cardinality(v_picked) > p_limit THEN
+    v_picked := ARRAY(SELECT r.job_id FROM workhorse.job_runtime r WHERE r.job_id = ANY (v_picked)
+                 ORDER BY r.priority DESC, r.seq LIMIT p_limit);
+  END IF;
   IF cardinality(v_picked) = 0 THEN
     RETURN;
   END IF;
