@@ -1,5 +1,23 @@
 -- The workhorse schema: tables, sequences and indexes.
 --
+-- Installation runs the files of sql/ in name order (then sql/migrations/ upgrades an existing
+-- schema step by step); the number range of a file is its layer, each built on the ones before:
+--   010-012  tables, sequences, indexes; daily partitions of the history
+--   020      internal helpers: input checks, the ownership rule and owner-write preamble
+--            (owns, lock_owned), the one event writer (write_events), ending and requeueing a job
+--   030      producer protocol: enqueue
+--   040-045  worker protocol: claim and complete (the hot path), heartbeat, fail, release,
+--            checkpoints, sleeps; flow control inside the claim; handler policies
+--   046-048  orchestration: dependencies, child jobs, signals, human waits
+--   050      maintenance: promotion, lease recovery, deadlines, the tick
+--   060-066  operator admin and reads: cancel, timelines, queue control, dead letters and
+--            redrive, listings, a job's waits
+--   084-085  schedules: the cron evaluator, then schedules and their occurrences
+--   095-098  registry of live workers, health, retention; the install-time partitions
+--   990      privileges: every protocol function's capability, run last
+-- Functions named *_vN are the protocol clients call; the others are internal (no application
+-- role may execute them).
+--
 -- A job is three kinds of row. `job` is its immutable definition; `job_runtime` exists only
 -- while the job is live (blocked, scheduled, ready, active) and is the only row the lifecycle
 -- mutates; `job_outcome` is written once, in the same transaction that deletes the runtime row,

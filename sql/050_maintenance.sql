@@ -23,6 +23,10 @@ DECLARE
   v_seq bigint;
   v_event_id bigint;
   v_moved_queues text[];
+  v_moved uuid[];
+  v_kinds text[];
+  v_attempts integer[];
+  v_event_ids bigint[];
   v_queues text[] := '{}';
   v_queue text;
 BEGIN
@@ -47,13 +51,12 @@ BEGIN
         FROM unnest(v_ids) WITH ORDINALITY AS u (job_id, ord)
        WHERE r.job_id = u.job_id
       RETURNING r.job_id, r.queue, r.current_attempt, r.resuming, u.ord
-    ),
-    ev AS (
-      INSERT INTO workhorse.job_event (id, job_id, at, kind, attempt)
-      SELECT v_event_id + m.ord - 1, m.job_id, v_now, CASE WHEN m.resuming THEN 'woke' ELSE 'promoted' END, m.current_attempt
-      FROM moved m
     )
-    SELECT array_agg(DISTINCT m.queue) INTO v_moved_queues FROM moved m;
+    SELECT array_agg(DISTINCT m.queue), array_agg(m.job_id), array_agg(CASE WHEN m.resuming THEN 'woke' ELSE 'promoted' END),
+           array_agg(m.current_attempt), array_agg(v_event_id + m.ord - 1)
+      INTO v_moved_queues, v_moved, v_kinds, v_attempts, v_event_ids
+    FROM moved m;
+    PERFORM workhorse.write_events(v_moved, v_kinds, v_now, v_attempts, p_ids => v_event_ids);
     v_total := v_total + cardinality(v_ids);
     v_queues := v_queues || v_moved_queues;
     EXIT WHEN cardinality(v_ids) < v_block OR v_total >= p_limit;
@@ -124,11 +127,11 @@ BEGIN
         INSERT INTO workhorse.attempt_history (job_id, attempt, outcome, worker_id, fence_token, started_at, finished_at, error)
         VALUES (r.job_id, r.current_attempt, v_outcome, r.worker_id, r.fence_token, r.attempt_started_at, v_now, v_error);
         v_state := workhorse.requeue_job(r.job_id, v_next, v_now, v_error, 0);
-        INSERT INTO workhorse.job_event (job_id, at, kind, attempt, worker_id, fence_token, data)
-        VALUES (r.job_id, v_now, CASE WHEN v_timeout THEN 'timed_out' ELSE 'lease_expired' END, r.current_attempt,
-                r.worker_id, r.fence_token,
-                jsonb_build_object('error', v_error, 'state', v_state, 'delayMs', v_delay, 'delaySource', v_source,
-                                   'runAt', greatest(v_next, v_now)));
+        PERFORM workhorse.write_event(r.job_id, CASE WHEN v_timeout THEN 'timed_out' ELSE 'lease_expired' END, v_now,
+          r.current_attempt,
+          jsonb_build_object('error', v_error, 'state', v_state, 'delayMs', v_delay, 'delaySource', v_source,
+                             'runAt', greatest(v_next, v_now)),
+          r.worker_id, r.fence_token);
         IF v_state = 'ready' THEN
           PERFORM pg_notify('workhorse_jobs', r.queue);
         END IF;

@@ -192,8 +192,7 @@ BEGIN
       UPDATE workhorse.job_runtime
          SET state = 'ready', seq = nextval('workhorse.job_seq'), run_at = p_now, blockers = NULL
        WHERE job_id = r.job_id;
-      INSERT INTO workhorse.job_event (job_id, at, kind, attempt, data)
-      VALUES (r.job_id, p_now, 'unblocked', r.current_attempt, '{"state": "ready", "replay": true}');
+      PERFORM workhorse.write_event(r.job_id, 'unblocked', p_now, r.current_attempt, '{"state": "ready", "replay": true}');
       v_queues := v_queues || r.queue;
       CONTINUE;
     END IF;
@@ -222,8 +221,8 @@ BEGIN
        SET state = v_state, seq = CASE WHEN v_state = 'ready' THEN nextval('workhorse.job_seq') ELSE seq END,
            blockers = NULL
      WHERE job_id = r.job_id;
-    INSERT INTO workhorse.job_event (job_id, at, kind, attempt, data)
-    VALUES (r.job_id, p_now, 'unblocked', r.current_attempt, jsonb_build_object('state', v_state, 'runAt', greatest(r.run_at, p_now)));
+    PERFORM workhorse.write_event(r.job_id, 'unblocked', p_now, r.current_attempt,
+      jsonb_build_object('state', v_state, 'runAt', greatest(r.run_at, p_now)));
     IF v_state = 'ready' THEN
       v_queues := v_queues || r.queue;
     END IF;
@@ -289,9 +288,8 @@ BEGIN
     IF c.state = 'active' THEN
       IF c.cancel_requested_at IS NULL THEN
         UPDATE workhorse.job_runtime SET cancel_requested_at = p_now, cancel_reason = v_reason WHERE job_id = c.job_id;
-        INSERT INTO workhorse.job_event (job_id, at, kind, attempt, worker_id, fence_token, data)
-        VALUES (c.job_id, p_now, 'cancel_requested', c.current_attempt, c.worker_id, c.fence_token,
-                jsonb_build_object('reason', v_reason, 'parentId', p_parent_id));
+        PERFORM workhorse.write_event(c.job_id, 'cancel_requested', p_now, c.current_attempt,
+          jsonb_build_object('reason', v_reason, 'parentId', p_parent_id), c.worker_id, c.fence_token);
       END IF;
     ELSE
       PERFORM workhorse.finish_job(c, 'canceled', NULL,
@@ -377,7 +375,6 @@ DECLARE
   v_ids uuid[];
   v_live integer;
 BEGIN
-  PERFORM workhorse.check_worker(p_worker_id);
   IF p_key IS NULL OR length(p_key) NOT BETWEEN 1 AND 200 THEN
     PERFORM workhorse.raise_invalid('key', 'must be a string of 1 to 200 characters');
   END IF;
@@ -413,9 +410,9 @@ BEGIN
     INSERT INTO workhorse.job_dependency (prerequisite_id, dependent_id, kind, ordinal)
     SELECT u.id, p_job_id, 'child', (u.ord - 1)::integer FROM unnest(v_ids) WITH ORDINALITY AS u (id, ord)
     ON CONFLICT DO NOTHING;
-    INSERT INTO workhorse.job_event (job_id, at, kind, attempt, data)
-    SELECT u.id, v_now, 'child_of', 0, jsonb_build_object('parentId', p_job_id, 'key', p_key)
-    FROM unnest(v_ids) AS u (id);
+    PERFORM workhorse.write_events(v_ids, array_fill('child_of'::text, ARRAY[cardinality(v_ids)]), v_now,
+      array_fill(0, ARRAY[cardinality(v_ids)]),
+      array_fill(jsonb_build_object('parentId', p_job_id, 'key', p_key), ARRAY[cardinality(v_ids)]));
   END IF;
   SELECT count(*) INTO v_live FROM workhorse.job_runtime x WHERE x.job_id = ANY (v_ids);
   IF v_live = 0 THEN
@@ -437,9 +434,8 @@ BEGIN
          worker_id = NULL, lease_expires_at = NULL, heartbeat_at = NULL, attempt_started_at = NULL,
          attempt_deadline = NULL
    WHERE x.job_id = p_job_id;
-  INSERT INTO workhorse.job_event (job_id, at, kind, attempt, worker_id, fence_token, data)
-  VALUES (p_job_id, v_now, 'blocked', r.current_attempt, p_worker_id, p_fence,
-          jsonb_build_object('key', p_key, 'children', to_jsonb(v_ids), 'live', v_live));
+  PERFORM workhorse.write_event(p_job_id, 'blocked', v_now, r.current_attempt,
+    jsonb_build_object('key', p_key, 'children', to_jsonb(v_ids), 'live', v_live), p_worker_id, p_fence);
   RETURN QUERY SELECT 'parked'::text, NULL::uuid, NULL::text, NULL::jsonb, NULL::jsonb;
 END
 $$;

@@ -118,9 +118,9 @@ BEGIN
   IF p_timeout_at IS NULL THEN
     UPDATE workhorse.job_runtime SET state = 'blocked', run_at = p_now WHERE job_id = r.job_id;
   END IF;
-  INSERT INTO workhorse.job_event (job_id, at, kind, attempt, worker_id, fence_token, data)
-  VALUES (r.job_id, p_now, 'waiting', r.current_attempt, r.worker_id, r.fence_token,
-          p_data || jsonb_build_object('timeoutAt', p_timeout_at, 'state', CASE WHEN p_timeout_at IS NULL THEN 'blocked' ELSE 'scheduled' END));
+  PERFORM workhorse.write_event(r.job_id, 'waiting', p_now, r.current_attempt,
+    p_data || jsonb_build_object('timeoutAt', p_timeout_at, 'state', CASE WHEN p_timeout_at IS NULL THEN 'blocked' ELSE 'scheduled' END),
+    r.worker_id, r.fence_token);
 END
 $$;
 
@@ -155,7 +155,6 @@ DECLARE
   v_now timestamptz;
   v_signal workhorse.job_signal;
 BEGIN
-  PERFORM workhorse.check_worker(p_worker_id);
   PERFORM workhorse.check_wait_name(p_name);
   PERFORM workhorse.check_wait_timeout(p_timeout_ms);
   IF p_seq IS NULL OR p_seq < 1 THEN
@@ -183,18 +182,16 @@ BEGIN
       UPDATE workhorse.job_signal SET wait_seq = p_seq WHERE id = v_signal.id;
       UPDATE workhorse.job_signal_wait x SET status = 'delivered', signal_id = v_signal.id, resolved_at = v_now
        WHERE x.job_id = p_job_id AND x.name = p_name AND x.seq = p_seq;
-      INSERT INTO workhorse.job_event (job_id, at, kind, attempt, worker_id, fence_token, data)
-      VALUES (p_job_id, v_now, 'signal_consumed', r.current_attempt, p_worker_id, p_fence,
-              jsonb_build_object('name', p_name, 'signalId', v_signal.id));
+      PERFORM workhorse.write_event(p_job_id, 'signal_consumed', v_now, r.current_attempt,
+        jsonb_build_object('name', p_name, 'signalId', v_signal.id), p_worker_id, p_fence);
       RETURN QUERY SELECT 'delivered'::text, v_signal.payload, w.timeout_at;
       RETURN;
     END IF;
     IF w.timeout_at IS NOT NULL AND w.timeout_at <= v_now THEN
       UPDATE workhorse.job_signal_wait x SET status = 'timed_out', resolved_at = v_now
        WHERE x.job_id = p_job_id AND x.name = p_name AND x.seq = p_seq;
-      INSERT INTO workhorse.job_event (job_id, at, kind, attempt, worker_id, fence_token, data)
-      VALUES (p_job_id, v_now, 'wait_timed_out', r.current_attempt, p_worker_id, p_fence,
-              jsonb_build_object('waitFor', 'signal', 'name', p_name));
+      PERFORM workhorse.write_event(p_job_id, 'wait_timed_out', v_now, r.current_attempt,
+        jsonb_build_object('waitFor', 'signal', 'name', p_name), p_worker_id, p_fence);
       RETURN QUERY SELECT 'timed_out'::text, NULL::jsonb, w.timeout_at;
       RETURN;
     END IF;
@@ -267,14 +264,12 @@ BEGIN
     UPDATE workhorse.job_signal_wait w SET status = 'delivered', signal_id = v_id, resolved_at = v_now
      WHERE w.job_id = p_job_id AND w.name = p_name AND w.seq = v_seq;
     PERFORM workhorse.wake_parked_job(r, v_now);
-    INSERT INTO workhorse.job_event (job_id, at, kind, attempt, data)
-    VALUES (p_job_id, v_now, 'signal_delivered', r.current_attempt,
-            jsonb_build_object('name', p_name, 'signalId', v_id, 'payload', p_payload));
+    PERFORM workhorse.write_event(p_job_id, 'signal_delivered', v_now, r.current_attempt,
+      jsonb_build_object('name', p_name, 'signalId', v_id, 'payload', p_payload));
     RETURN 'delivered';
   END IF;
-  INSERT INTO workhorse.job_event (job_id, at, kind, attempt, data)
-  VALUES (p_job_id, v_now, 'signal_buffered', r.current_attempt,
-          jsonb_build_object('name', p_name, 'signalId', v_id, 'payload', p_payload));
+  PERFORM workhorse.write_event(p_job_id, 'signal_buffered', v_now, r.current_attempt,
+    jsonb_build_object('name', p_name, 'signalId', v_id, 'payload', p_payload));
   RETURN 'buffered';
 END
 $$;
@@ -294,7 +289,6 @@ DECLARE
   w workhorse.job_human_wait;
   v_now timestamptz;
 BEGIN
-  PERFORM workhorse.check_worker(p_worker_id);
   PERFORM workhorse.check_wait_name(p_name);
   PERFORM workhorse.check_wait_timeout(p_timeout_ms);
   PERFORM workhorse.check_json_size(p_context, 'context');
@@ -312,9 +306,8 @@ BEGIN
   SELECT * INTO w FROM workhorse.job_human_wait x WHERE x.job_id = p_job_id AND x.name = p_name;
   IF w.status = 'open' AND w.timeout_at IS NOT NULL AND w.timeout_at <= v_now THEN
     UPDATE workhorse.job_human_wait x SET status = 'timed_out', decided_at = v_now WHERE x.id = w.id;
-    INSERT INTO workhorse.job_event (job_id, at, kind, attempt, worker_id, fence_token, data)
-    VALUES (p_job_id, v_now, 'wait_timed_out', r.current_attempt, p_worker_id, p_fence,
-            jsonb_build_object('waitFor', 'human', 'name', p_name));
+    PERFORM workhorse.write_event(p_job_id, 'wait_timed_out', v_now, r.current_attempt,
+      jsonb_build_object('waitFor', 'human', 'name', p_name), p_worker_id, p_fence);
     w.status := 'timed_out';
   END IF;
   IF w.status = 'open' THEN
@@ -412,9 +405,8 @@ BEGIN
          idempotency_key = p_idempotency_key, decided_at = v_now
    WHERE x.id = w.id;
   PERFORM workhorse.wake_parked_job(r, v_now);
-  INSERT INTO workhorse.job_event (job_id, at, kind, attempt, data)
-  VALUES (p_job_id, v_now, 'human_decided', r.current_attempt,
-          jsonb_build_object('name', p_name, 'context', w.context, 'decision', p_decision, 'actor', p_actor, 'reason', p_reason));
+  PERFORM workhorse.write_event(p_job_id, 'human_decided', v_now, r.current_attempt,
+    jsonb_build_object('name', p_name, 'context', w.context, 'decision', p_decision, 'actor', p_actor, 'reason', p_reason));
   RETURN 'completed';
 END
 $$;

@@ -39,9 +39,9 @@ BEGIN
   IF r.state = 'active' THEN
     IF r.cancel_requested_at IS NULL THEN
       UPDATE workhorse.job_runtime SET cancel_requested_at = v_now, cancel_reason = p_reason WHERE job_id = p_job_id;
-      INSERT INTO workhorse.job_event (job_id, at, kind, attempt, worker_id, fence_token, data)
-      VALUES (p_job_id, v_now, 'cancel_requested', r.current_attempt, r.worker_id, r.fence_token,
-              jsonb_build_object('reason', p_reason) || jsonb_strip_nulls(jsonb_build_object('actor', p_actor)));
+      PERFORM workhorse.write_event(p_job_id, 'cancel_requested', v_now, r.current_attempt,
+        jsonb_build_object('reason', p_reason) || jsonb_strip_nulls(jsonb_build_object('actor', p_actor)),
+        r.worker_id, r.fence_token);
     END IF;
     RETURN 'cancel_requested';
   END IF;
@@ -97,7 +97,7 @@ $$;
 
 -- Pages through jobs newest first in creation order (keyset on job_query.seq: stable while jobs
 -- are added), optionally filtered by queue, type and current states. p_before_seq is the `seq`
--- of the last row of the previous page. The listing of list_jobs_v2 (080_operator_reads.sql)
+-- of the last row of the previous page. The listing of list_jobs_v2 (064_operator_reads.sql)
 -- without its time window and scan bound, and without its continuation row.
 CREATE FUNCTION workhorse.list_jobs_v1(
   p_queue text DEFAULT NULL, p_type text DEFAULT NULL, p_states text[] DEFAULT NULL,

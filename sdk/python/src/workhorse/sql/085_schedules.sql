@@ -460,9 +460,8 @@ BEGIN
   SELECT e.job_id INTO v_job_id
   FROM workhorse.enqueue_many_v1(jsonb_build_array(
          (s.definition -> 'options') || jsonb_build_object('type', s.definition -> 'type', 'payload', s.definition -> 'payload'))) AS e;
-  INSERT INTO workhorse.job_event (job_id, at, kind, data)
-  VALUES (v_job_id, p_now, 'schedule_fired',
-          jsonb_build_object('namespace', s.namespace, 'key', s.key, 'occurrence', p_at, 'revision', s.revision));
+  PERFORM workhorse.write_event(v_job_id, 'schedule_fired', p_now,
+    p_data => jsonb_build_object('namespace', s.namespace, 'key', s.key, 'occurrence', p_at, 'revision', s.revision));
   UPDATE workhorse.schedule_occurrence
      SET state = 'fired', job_id = v_job_id, revision = s.revision, decided_at = p_now
    WHERE schedule_id = s.id AND at = p_at AND state = 'planned';
@@ -666,9 +665,8 @@ BEGIN
   SELECT e.job_id INTO v_job_id
   FROM workhorse.enqueue_many_v1(jsonb_build_array(
          (s.definition -> 'options') || jsonb_build_object('type', s.definition -> 'type', 'payload', s.definition -> 'payload'))) AS e;
-  INSERT INTO workhorse.job_event (job_id, at, kind, data)
-  VALUES (v_job_id, v_now, 'schedule_triggered',
-          jsonb_build_object('namespace', s.namespace, 'key', s.key, 'revision', s.revision, 'actor', p_actor, 'reason', p_reason));
+  PERFORM workhorse.write_event(v_job_id, 'schedule_triggered', v_now,
+    p_data => jsonb_build_object('namespace', s.namespace, 'key', s.key, 'revision', s.revision, 'actor', p_actor, 'reason', p_reason));
   UPDATE workhorse.schedule SET last_run_at = v_now, last_job_id = v_job_id WHERE id = s.id;
   INSERT INTO workhorse.schedule_history (schedule_id, revision, at, change, actor, reason, job_id)
   VALUES (s.id, s.revision, v_now, 'triggered', p_actor, p_reason, v_job_id);

@@ -1,4 +1,8 @@
--- Internal helpers shared by the protocol functions. Not part of the versioned API.
+-- Internal helpers shared by the protocol functions. Not part of the versioned API: no
+-- application role may execute them, the SECURITY DEFINER protocol functions call them. Input
+-- checks (raise_invalid, check_*), the ownership rule (owns) and the preamble of every owner
+-- write (lock_owned), the one writer of job_event (write_events), and the ways a live job ends
+-- (finish_job) or goes back to waiting (requeue_job).
 
 -- Refuses input with SQLSTATE P1001; the offending field travels in the error's COLUMN field so
 -- clients can name it without parsing the message.
@@ -261,19 +265,28 @@ LANGUAGE sql IMMUTABLE AS $$
          AND (r.deadline IS NULL OR r.deadline > p_now)
 $$;
 
--- Locks a job's runtime row and returns it only if the caller still owns the job (see owns). The
--- clock is read after the lock is granted, so a lease that ran out while we waited counts as lost.
+-- The preamble of every owner write on one job, after the function's own input checks: checks
+-- the worker id, locks the job's runtime row and returns it only if the caller still owns the
+-- job (see owns); for a null row the caller answers `stale` and writes nothing. The clock is read
+-- after the lock is granted, so a lease that ran out while we waited counts as lost.
 -- p_past_timeout lets the owner report its own timed-out attempt (the worker aborts the handler at
 -- the execution timeout, so its report necessarily arrives just after it) while the lease holds,
--- the job's deadline has not passed and recovery has not taken the job.
-CREATE FUNCTION workhorse.lock_owned(p_job_id uuid, p_worker_id text, p_fence bigint, p_past_timeout boolean DEFAULT false)
+-- the job's deadline has not passed and recovery has not taken the job. p_lock false reads the row
+-- without locking it (a transactional handler's checkpoint: see save_checkpoint_v1).
+CREATE FUNCTION workhorse.lock_owned(
+  p_job_id uuid, p_worker_id text, p_fence bigint, p_past_timeout boolean DEFAULT false, p_lock boolean DEFAULT true)
 RETURNS workhorse.job_runtime
 LANGUAGE plpgsql AS $$
 DECLARE
   r workhorse.job_runtime;
   v_now timestamptz;
 BEGIN
-  SELECT * INTO r FROM workhorse.job_runtime WHERE job_id = p_job_id FOR UPDATE;
+  PERFORM workhorse.check_worker(p_worker_id);
+  IF p_lock THEN
+    SELECT * INTO r FROM workhorse.job_runtime WHERE job_id = p_job_id FOR UPDATE;
+  ELSE
+    SELECT * INTO r FROM workhorse.job_runtime WHERE job_id = p_job_id;
+  END IF;
   v_now := clock_timestamp();
   IF NOT FOUND OR NOT (CASE WHEN p_past_timeout
                             THEN r.state = 'active' AND r.worker_id = p_worker_id AND r.fence_token = p_fence
@@ -282,6 +295,37 @@ BEGIN
     RETURN NULL;
   END IF;
   RETURN r;
+END
+$$;
+
+-- The one writer of job_event: row k is the event of kind p_kinds[k] for job p_job_ids[k] at
+-- p_at. The other arrays may be null (no worker, no fence, no data; ids from history_seq), or
+-- carry ids a caller took as one block of history_seq (see 010_tables.sql). login_role is
+-- the column's default, the session's login role (a SECURITY DEFINER function does not change
+-- it); an `actor` travels in p_data. One statement for a whole batch, so the hot path pays one
+-- insert per batch, not one per job.
+CREATE FUNCTION workhorse.write_events(
+  p_job_ids uuid[], p_kinds text[], p_at timestamptz, p_attempts integer[] DEFAULT NULL, p_data jsonb[] DEFAULT NULL,
+  p_worker_ids text[] DEFAULT NULL, p_fences bigint[] DEFAULT NULL, p_ids bigint[] DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO workhorse.job_event (id, job_id, at, kind, attempt, worker_id, fence_token, data)
+  SELECT coalesce(e.id, nextval('workhorse.history_seq')), e.job_id, p_at, e.kind, e.attempt, e.worker_id, e.fence, e.data
+  FROM unnest(p_job_ids, p_kinds, p_attempts, p_data, p_worker_ids, p_fences, p_ids)
+       AS e (job_id, kind, attempt, data, worker_id, fence, id);
+END
+$$;
+
+-- One event (see write_events).
+CREATE FUNCTION workhorse.write_event(
+  p_job_id uuid, p_kind text, p_at timestamptz, p_attempt integer DEFAULT NULL, p_data jsonb DEFAULT NULL,
+  p_worker_id text DEFAULT NULL, p_fence bigint DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM workhorse.write_events(ARRAY[p_job_id], ARRAY[p_kind], p_at, ARRAY[p_attempt], ARRAY[p_data],
+                                 ARRAY[p_worker_id], ARRAY[p_fence]);
 END
 $$;
 
@@ -308,9 +352,8 @@ BEGIN
             coalesce(r.attempt_started_at, r.sleep_attempt_started_at), p_now,
             CASE WHEN p_attempt_outcome <> 'succeeded' THEN p_error END);
   END IF;
-  INSERT INTO workhorse.job_event (job_id, at, kind, attempt, worker_id, fence_token, data)
-  VALUES (r.job_id, p_now, p_state, r.current_attempt, r.worker_id, r.fence_token,
-          CASE WHEN p_error IS NOT NULL THEN jsonb_build_object('error', p_error) END);
+  PERFORM workhorse.write_event(r.job_id, p_state, p_now, r.current_attempt,
+    CASE WHEN p_error IS NOT NULL THEN jsonb_build_object('error', p_error) END, r.worker_id, r.fence_token);
   IF p_follow THEN
     IF EXISTS (SELECT 1 FROM workhorse.job_dependency e WHERE e.prerequisite_id = r.job_id) THEN
       PERFORM workhorse.settle_dependents(ARRAY[r.job_id], p_now);

@@ -92,7 +92,6 @@ LANGUAGE plpgsql AS $$
 DECLARE
   r workhorse.job_runtime;
 BEGIN
-  PERFORM workhorse.check_worker(p_worker_id);
   PERFORM workhorse.check_json_size(p_progress, 'progress', 65536);
   r := workhorse.lock_owned(p_job_id, p_worker_id, p_fence);
   IF r.job_id IS NULL THEN
@@ -207,13 +206,12 @@ BEGIN
   IF NOT FOUND THEN
     PERFORM workhorse.raise_invalid('requestId', 'was used at the same time to redrive another job');
   END IF;
-  INSERT INTO workhorse.job_event (job_id, at, kind, data)
-  VALUES (p_job_id, v_now, 'redriven',
-          jsonb_build_object('newJobId', v_new, 'requestId', p_request_id, 'actor', p_actor, 'reason', p_reason)
-            || CASE WHEN v_redrive.again THEN '{"again": true}'::jsonb ELSE '{}'::jsonb END),
-         (v_new, v_now, 'redriven_from',
-          jsonb_build_object('sourceJobId', p_job_id, 'requestId', p_request_id, 'actor', p_actor, 'reason', p_reason)
-            || CASE WHEN v_redrive.again THEN '{"again": true}'::jsonb ELSE '{}'::jsonb END);
+  PERFORM workhorse.write_events(ARRAY[p_job_id, v_new], ARRAY['redriven', 'redriven_from'], v_now,
+    p_data => ARRAY[
+      jsonb_build_object('newJobId', v_new, 'requestId', p_request_id, 'actor', p_actor, 'reason', p_reason)
+        || CASE WHEN v_redrive.again THEN '{"again": true}'::jsonb ELSE '{}'::jsonb END,
+      jsonb_build_object('sourceJobId', p_job_id, 'requestId', p_request_id, 'actor', p_actor, 'reason', p_reason)
+        || CASE WHEN v_redrive.again THEN '{"again": true}'::jsonb ELSE '{}'::jsonb END]);
   RETURN v_redrive;
 END
 $$;
