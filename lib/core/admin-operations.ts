@@ -103,12 +103,12 @@ export abstract class AdminOperations {
    * is resumed. Returns false when it was paused already.
    */
   async pauseSchedule(key: string, options: ScheduleActionOptions = {}, client?: Queryable): Promise<boolean> {
-    return setSchedulePaused(this.runner(client), 'pause_schedule_v1', key, options);
+    return setSchedulePaused(this.runner(client), true, key, options);
   }
 
   /** Resumes a paused schedule from its next occurrence (nothing missed meanwhile is caught up). Returns false when it was not paused. */
   async resumeSchedule(key: string, options: ScheduleActionOptions = {}, client?: Queryable): Promise<boolean> {
-    return setSchedulePaused(this.runner(client), 'resume_schedule_v1', key, options);
+    return setSchedulePaused(this.runner(client), false, key, options);
   }
 
   /** Enqueues a schedule's job now, besides its occurrences (also while paused), and returns the job's id. */

@@ -1,6 +1,7 @@
 import type { PoolClient } from 'pg';
 import { ChildJobFailedError, LeaseLostError, WorkhorseValidationError } from './errors';
-import { fromPgError } from './protocol-errors';
+import { call, callOne } from './protocol/call';
+import { DEPENDENCIES, READ_CHECKPOINT_ENTRY, SAVE_CHECKPOINT, SET_PROGRESS, SLEEP } from './protocol/handler';
 import { HandlerWaits } from './handler-waits';
 import { childRequestsJson, startChildren } from './child-jobs';
 import { failpoint } from './failpoints';
@@ -141,18 +142,16 @@ export class HandlerContext {
     this.signal.throwIfAborted();
     const value = await operation();
     const text = value === undefined ? null : toJsonText(value, `checkpoint ${JSON.stringify(name)}`);
-    let status: string;
-    try {
-      // In a transactional handler the checkpoint is part of its transaction, and commits (or
-      // not) with the job's completion; it must not lock the job's row meanwhile (see the SQL).
-      const result = await this.db.query(
-        'SELECT workhorse.save_checkpoint_v1($1, $2, $3, $4, $5::jsonb, $6) AS status',
-        [this.job.jobId, this.job.workerId, this.job.fenceToken, name, text, this.client !== undefined],
-      );
-      status = (result.rows[0] as { status: string }).status;
-    } catch (error) {
-      throw fromPgError(error);
-    }
+    // In a transactional handler the checkpoint is part of its transaction, and commits (or
+    // not) with the job's completion; it must not lock the job's row meanwhile (see the SQL).
+    const { status } = await callOne<{ status: string }>(this.db, SAVE_CHECKPOINT, [
+      this.job.jobId,
+      this.job.workerId,
+      this.job.fenceToken,
+      name,
+      text,
+      this.client !== undefined,
+    ]);
     if (status === 'stale') {
       this.owner.leaseLost(this.execution);
       throw new LeaseLostError(this.job.jobId);
@@ -165,18 +164,8 @@ export class HandlerContext {
   }
 
   private async readCheckpoint(name: string): Promise<[] | [JsonValue]> {
-    let rows: { entry: [] | [JsonValue] }[];
-    try {
-      // Wrapped as the claim hands checkpoints over: [] for a stage that returned nothing, [value] otherwise.
-      const result = await this.db.query(
-        "SELECT CASE WHEN value IS NULL THEN '[]'::jsonb ELSE jsonb_build_array(value) END AS entry " +
-          'FROM workhorse.read_checkpoints_v1($1) WHERE name = $2',
-        [this.job.jobId, name],
-      );
-      rows = result.rows as { entry: [] | [JsonValue] }[];
-    } catch (error) {
-      throw fromPgError(error);
-    }
+    // Wrapped as the claim hands checkpoints over: [] for a stage that returned nothing, [value] otherwise.
+    const rows = await call<{ entry: [] | [JsonValue] }>(this.db, READ_CHECKPOINT_ENTRY, [this.job.jobId, name]);
     // (Checkpoints are never removed, so the one that answered `exists` is there.)
     return rows[0].entry;
   }
@@ -197,18 +186,7 @@ export class HandlerContext {
     if (Buffer.byteLength(text, 'utf8') > 65536) {
       throw new WorkhorseValidationError('progress', 'is larger than the 64 KiB limit (65536 bytes of JSON)');
     }
-    let status: string;
-    try {
-      const result = await this.pool.query('SELECT workhorse.set_progress_v1($1, $2, $3, $4::jsonb) AS status', [
-        this.job.jobId,
-        this.job.workerId,
-        this.job.fenceToken,
-        text,
-      ]);
-      status = (result.rows[0] as { status: string }).status;
-    } catch (error) {
-      throw fromPgError(error);
-    }
+    const { status } = await callOne<{ status: string }>(this.pool, SET_PROGRESS, [this.job.jobId, this.job.workerId, this.job.fenceToken, text]);
     if (status === 'stale') {
       this.owner.leaseLost(this.execution);
       throw new LeaseLostError(this.job.jobId);
@@ -244,20 +222,14 @@ export class HandlerContext {
     const known = entryOf(this.job.waits, name);
     if (known !== undefined && new Date(known).getTime() <= Date.now()) return;
     this.signal.throwIfAborted();
-    let row: { status: string; wake_at: Date | null };
-    try {
-      const result = await this.pool.query('SELECT status, wake_at FROM workhorse.sleep_v1($1, $2, $3, $4, $5, $6)', [
-        this.job.jobId,
-        this.job.workerId,
-        this.job.fenceToken,
-        name,
-        until,
-        ms,
-      ]);
-      row = result.rows[0] as { status: string; wake_at: Date | null };
-    } catch (error) {
-      throw fromPgError(error);
-    }
+    const row = await callOne<{ status: string; wake_at: Date | null }>(this.pool, SLEEP, [
+      this.job.jobId,
+      this.job.workerId,
+      this.job.fenceToken,
+      name,
+      until,
+      ms,
+    ]);
     if (row.status === 'stale') {
       this.owner.leaseLost(this.execution);
       throw new LeaseLostError(this.job.jobId);
@@ -276,18 +248,9 @@ export class HandlerContext {
    * operator forced the job on), so a job with policy `run` can see which of them failed.
    */
   async dependencies(): Promise<DependencyOutcome[]> {
-    try {
-      const result = await this.pool.query('SELECT job_id, state, result, error FROM workhorse.dependencies_v2($1, $2, $3)', [
-        this.job.jobId,
-        this.job.workerId,
-        this.job.fenceToken,
-      ]);
-      return (result.rows as { job_id: string; state: DependencyOutcome['state']; result: JsonValue | null; error: DependencyOutcome['error'] }[]).map(
-        (row) => ({ jobId: row.job_id, state: row.state, result: row.result, error: row.error }),
-      );
-    } catch (error) {
-      throw fromPgError(error);
-    }
+    type Row = { job_id: string; state: DependencyOutcome['state']; result: JsonValue | null; error: DependencyOutcome['error'] };
+    const rows = await call<Row>(this.pool, DEPENDENCIES, [this.job.jobId, this.job.workerId, this.job.fenceToken]);
+    return rows.map((row) => ({ jobId: row.job_id, state: row.state, result: row.result, error: row.error }));
   }
 
   /**

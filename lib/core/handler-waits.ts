@@ -1,6 +1,7 @@
 import type { ClaimedJob } from './context';
 import { HumanWaitTimeoutError, JobCanceledError, LeaseLostError, SignalTimeoutError, WorkhorseValidationError } from './errors';
-import { fromPgError } from './protocol-errors';
+import { callOne } from './protocol/call';
+import { WAIT_HUMAN, WAIT_SIGNAL } from './protocol/handler';
 import { failpoint } from './failpoints';
 import type { JsonValue, Queryable } from './types';
 import { checkOptions, checkText } from './validation';
@@ -55,7 +56,7 @@ export class HandlerWaits {
     const seq = (this.signalWaits.get(name) ?? 0) + 1;
     this.signalWaits.set(name, seq);
     const row = await this.call<{ status: string; payload: JsonValue; timeout_at: Date | null }>(
-      'SELECT status, payload, timeout_at FROM workhorse.wait_signal_v1($1, $2, $3, $4, $5, $6)',
+      WAIT_SIGNAL,
       [name, seq, timeoutMs],
     );
     if (row.status === 'delivered') return row.payload;
@@ -73,7 +74,7 @@ export class HandlerWaits {
       reason: string | null;
       decided_at: Date;
       timeout_at: Date | null;
-    }>('SELECT * FROM workhorse.wait_human_v1($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7)', [name, context, choices, timeoutMs]);
+    }>(WAIT_HUMAN, [name, context, choices, timeoutMs]);
     if (row.status === 'decided') {
       // An ISO 8601 string, not a Date: what a handler is given it can return or checkpoint as it is.
       return { decision: row.decision, actor: row.actor, reason: row.reason, decidedAt: row.decided_at.toISOString() };
@@ -83,17 +84,11 @@ export class HandlerWaits {
   }
 
   /** Runs a wait function as the job's owner (job id, worker id and fence first). */
-  private async call<R extends { status: string }>(text: string, values: unknown[]): Promise<R> {
+  private async call<R extends { status: string }>(statement: string, values: unknown[]): Promise<R> {
     const { job, pool } = this.owner;
     this.owner.signal().throwIfAborted();
-    let row: R;
     failpoint('before-wait');
-    try {
-      const result = await pool.query(text, [job.jobId, job.workerId, job.fenceToken, ...values]);
-      row = result.rows[0] as R;
-    } catch (error) {
-      throw fromPgError(error);
-    }
+    const row = await callOne<R>(pool, statement, [job.jobId, job.workerId, job.fenceToken, ...values]);
     failpoint('after-wait');
     if (row.status === 'stale') {
       this.owner.leaseLost();

@@ -12,7 +12,8 @@ import type { Lane } from './lane';
 import { OutcomeRecorder } from './outcome-recorder';
 import type { JobMetrics } from '../telemetry/job-metrics';
 import { runInSpan, type JobTracing } from '../telemetry/job-tracing';
-import type { OwnerStatements, RoundTripRow } from './owner-statements';
+import type { OwnerStatements, RoundTripRow } from '../protocol/owner-statements';
+import { BEGIN, COMMIT, ROLLBACK } from '../protocol/session';
 import type { HandlerSettings, JobHandlerFn, WorkerSettings } from './worker-options';
 
 /** A registered handler. */
@@ -166,7 +167,7 @@ export class Executor {
       let value: unknown;
       let threw = false;
       try {
-        await client.query('BEGIN');
+        await client.query(BEGIN);
         failpoint('before-handler');
         value = await runInSpan(execution.span, fn, payload, this.context(execution, client, client));
       } catch (error) {
@@ -181,14 +182,14 @@ export class Executor {
         status = await this.statements.completeIn(client, job, resultText);
       }
       if (status === 'succeeded') {
-        await client.query('COMMIT');
+        await client.query(COMMIT);
         failpoint('after-complete');
       } else {
         // Failed, stale or canceled meanwhile: none of the handler's writes may stay.
-        await client.query('ROLLBACK');
+        await client.query(ROLLBACK);
       }
     } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
+      await client.query(ROLLBACK).catch(() => undefined);
       thrown ??= error;
       status = null;
     } finally {

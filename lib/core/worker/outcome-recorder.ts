@@ -4,7 +4,7 @@ import { retryControlOf, toErrorEnvelope } from './error-envelope';
 import type { EventHub } from './event-hub';
 import { endedFields, jobFields, type Execution, type Interruption } from './execution';
 import type { Handler } from './executor';
-import type { FailOptions, OwnerStatements } from './owner-statements';
+import type { FailOptions, OwnerStatements } from '../protocol/owner-statements';
 import type { JobMetrics } from '../telemetry/job-metrics';
 import { recordError } from '../telemetry/job-tracing';
 

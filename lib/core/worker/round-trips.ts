@@ -1,10 +1,10 @@
 import { WorkhorseError } from '../errors';
-import { fromPgError } from '../protocol-errors';
+import { fromPgError } from '../protocol/errors';
 import { failpoint } from '../failpoints';
 import type { EventHub } from './event-hub';
 import type { Executor } from './executor';
 import { completionItems, Lane } from './lane';
-import { MAX_ROUND, type OwnerStatements, type RoundTripRow } from './owner-statements';
+import { MAX_ROUND, type OwnerStatements, type RoundTripRow } from '../protocol/owner-statements';
 import type { OutcomeRecorder } from './outcome-recorder';
 import type { WorkerGroupSettings, WorkerSettings } from './worker-options';
 
