@@ -106,7 +106,7 @@ func (j *Job) fenced(s string, err error) error {
 }
 
 func (j *Job) saveCheckpoint(ctx context.Context, name string, data []byte) error {
-	err := j.fenced(status(context.WithoutCancel(ctx), j.w.db, "SELECT workhorse.save_checkpoint_v1($1, $2, $3, $4, $5::jsonb)",
+	err := j.fenced(status(context.WithoutCancel(ctx), j.w.db, saveCheckpointSQL,
 		j.ID, j.WorkerID, j.FenceToken, name, string(data)))
 	if err != nil {
 		return err
@@ -127,7 +127,7 @@ func (j *Job) SetProgress(ctx context.Context, value any) error {
 	if err != nil {
 		return err
 	}
-	return j.fenced(status(context.WithoutCancel(ctx), j.w.db, "SELECT workhorse.set_progress_v1($1, $2, $3, $4::jsonb)",
+	return j.fenced(status(context.WithoutCancel(ctx), j.w.db, setProgressSQL,
 		j.ID, j.WorkerID, j.FenceToken, string(data)))
 }
 
@@ -173,7 +173,7 @@ func (j *Job) sleep(ctx context.Context, name string, until, ms any) error {
 	}
 	var s string
 	var wakeAt time.Time
-	err = queryRow(context.WithoutCancel(ctx), j.w.db, "SELECT status, wake_at FROM workhorse.sleep_v1($1, $2, $3, $4, $5::text::timestamptz, $6::bigint)",
+	err = queryRow(context.WithoutCancel(ctx), j.w.db, sleepSQL,
 		[]any{j.ID, j.WorkerID, j.FenceToken, name, until, ms}, &s, &wakeAt)
 	if err := j.fenced(s, err); err != nil {
 		return err

@@ -49,20 +49,6 @@ type claimRow struct {
 // limits of complete_and_claim_v1).
 const maxRound = 1000
 
-// pumpSQL is the hot path's statement, with the columns the worker uses. The completions that
-// succeeded (nearly all) are left out: only the others (canceled, stale) come back, each with
-// its job id, followed by the claimed jobs. Absent columns are coalesced so rows scan into
-// plain values. pgx prepares it once per connection.
-const pumpSQL = "SELECT job_id::text, status, coalesce(queue, ''), coalesce(type, ''), payload, coalesce(attempt, 0), " +
-	"coalesce(max_attempts, 0), coalesce(fence_token, 0), coalesce(execution_timeout_ms, 0), checkpoints, waits " +
-	"FROM workhorse.complete_and_claim_v1($1, $2::jsonb, $3::text[], $4, $5) WHERE status <> 'succeeded'"
-
-// pumpTracedSQL is pumpSQL with each claimed job's trace context, for a worker that traces (the
-// others do not fetch it).
-const pumpTracedSQL = "SELECT job_id::text, status, coalesce(queue, ''), coalesce(type, ''), payload, coalesce(attempt, 0), " +
-	"coalesce(max_attempts, 0), coalesce(fence_token, 0), coalesce(execution_timeout_ms, 0), checkpoints, waits, trace_context " +
-	"FROM workhorse.complete_and_claim_v1($1, $2::jsonb, $3::text[], $4, $5) WHERE status <> 'succeeded'"
-
 func (l *lane) wakeUp() {
 	select {
 	case l.wake <- struct{}{}:
