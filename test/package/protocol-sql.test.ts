@@ -22,9 +22,9 @@ const ALLOWED: Record<string, string> = {
   'lib/nest/workhorse.connection.ts': 'transaction plumbing of the Nest connection',
 };
 
-// A literal that is SQL: it starts with a statement keyword, or calls a workhorse function or table.
+// A literal that is SQL: it starts with a statement keyword, or calls a versioned workhorse function or reads a table.
 const STATEMENT_START = /^\s*(SELECT|INSERT|UPDATE|DELETE|WITH|LISTEN|UNLISTEN|NOTIFY|BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE|SET|DO|GRANT|REVOKE|CREATE|ALTER|DROP)\b/;
-const WORKHORSE_CALL = /\bworkhorse\.[a-z_][a-z0-9_]*\s*\(|\bFROM\s+workhorse\./i;
+const WORKHORSE_CALL = /\bworkhorse\.[a-z_][a-z0-9_]*_v\d+\s*\(|\b(FROM|JOIN)\s+workhorse\./;
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
