@@ -1,4 +1,4 @@
-import type { ClaimedJob } from './context';
+import type { ClaimedJob } from './claimed-job';
 import { WorkhorseValidationError } from './errors';
 import { fromPgError } from './protocol/errors';
 import { RUN_CHILDREN } from './protocol/handler';

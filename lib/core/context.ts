@@ -1,4 +1,5 @@
 import type { PoolClient } from 'pg';
+import type { ClaimedJob } from './claimed-job';
 import { ChildJobFailedError, LeaseLostError, WorkhorseValidationError } from './errors';
 import { call, callOne } from './protocol/call';
 import { DEPENDENCIES, READ_CHECKPOINT_ENTRY, SAVE_CHECKPOINT, SET_PROGRESS, SLEEP } from './protocol/handler';
@@ -13,20 +14,7 @@ import { JobBlocked, JobSleeping } from './parked-errors';
 
 export { JobBlocked, JobSleeping };
 
-/** What the worker tells a context about the job it runs. */
-export interface ClaimedJob {
-  jobId: string;
-  queue: string;
-  type: string;
-  attempt: number;
-  maxAttempts: number;
-  fenceToken: string;
-  workerId: string;
-  /** Checkpoints stored by earlier runs: name -> [] (undefined) or [value]; null while there are none. */
-  checkpoints: Record<string, [] | [JsonValue]> | null;
-  /** Wake times of durable sleeps reached by earlier runs (ISO text); null while there are none. */
-  waits: Record<string, string> | null;
-}
+export type { ClaimedJob };
 
 /**
  * The entry a job itself holds under `name`: never a property every object has (a checkpoint

@@ -1,4 +1,4 @@
-import type { ClaimedJob } from './context';
+import type { ClaimedJob } from './claimed-job';
 import { HumanWaitTimeoutError, JobCanceledError, LeaseLostError, SignalTimeoutError, WorkhorseValidationError } from './errors';
 import { callOne } from './protocol/call';
 import { WAIT_HUMAN, WAIT_SIGNAL } from './protocol/handler';

@@ -1,12 +1,13 @@
 import type { Pool, PoolClient } from 'pg';
 import { CheckedOutClient } from '../checked-out-client';
-import { HandlerContext, type ClaimedJob } from '../context';
+import type { ClaimedJob } from '../claimed-job';
+import { HandlerContext } from '../context';
 import { JobCanceledError } from '../errors';
 import { failpoint } from '../failpoints';
 import type { JsonValue, Queryable } from '../types';
 import { toJsonText } from '../validation';
 import type { EventHub } from './event-hub';
-import { isLetGo, jobFields, signalOf, type Execution } from './execution';
+import { canceledOnCompletion, CLAIMED, interruptionOf, isLetGo, jobFields, signalOf, type Execution } from './execution';
 import { Interrupter } from './interrupter';
 import type { Lane } from './lane';
 import { OutcomeRecorder } from './outcome-recorder';
@@ -14,13 +15,9 @@ import type { JobMetrics } from '../telemetry/job-metrics';
 import { runInSpan, type JobTracing } from '../telemetry/job-tracing';
 import type { OwnerStatements, RoundTripRow } from '../protocol/owner-statements';
 import { BEGIN, COMMIT, ROLLBACK } from '../protocol/session';
-import type { HandlerSettings, JobHandlerFn, WorkerSettings } from './worker-options';
+import type { Handler, JobHandlerFn, WorkerSettings } from './worker-options';
 
-/** A registered handler. */
-export interface Handler {
-  fn: JobHandlerFn<any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-  settings: HandlerSettings;
-}
+export type { Handler };
 
 /**
  * Executes the jobs the round trips claim: starts each one's handler (in a transaction of its
@@ -66,10 +63,8 @@ export class Executor {
       lane,
       controller: null,
       startedAt: claimedAt,
-      interruption: null,
+      state: CLAIMED,
       timer: null,
-      returned: false,
-      finished: false,
       onFinished: null,
       span: this.tracing === null ? null : this.tracing.startAttempt(job, traceContext),
     };
@@ -87,7 +82,7 @@ export class Executor {
     const handler = this.handlers.get(execution.job.type);
     if (!handler) {
       const reason = `no handler for job type "${execution.job.type}" on worker ${this.settings.workerId}`;
-      execution.returned = true;
+      this.interrupter.handlerDone(execution);
       this.recorder.finishAfter(execution, this.recorder.release(execution, reason), 'release');
       return;
     }
@@ -153,7 +148,7 @@ export class Executor {
       if (interrupter.handlerDone(execution)) throw error;
       return;
     }
-    if (execution.interruption === 'abandoned') {
+    if (interruptionOf(execution) === 'abandoned') {
       // Abandoned while it waited for a connection: the handler never runs.
       checkedOut.release();
       interrupter.handlerDone(execution);
@@ -199,7 +194,7 @@ export class Executor {
     if (status === 'succeeded' || status === 'stale') {
       this.recorder.reportOutcome(execution, status, null);
     } else if (status === 'canceled') {
-      execution.interruption = 'canceled';
+      canceledOnCompletion(execution);
       await this.recorder.recordFailure(execution, new JobCanceledError(job.jobId));
     } else {
       await this.recorder.recordFailure(execution, thrown);
