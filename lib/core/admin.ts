@@ -22,7 +22,7 @@ import { toSnapshot, type JobRow } from './protocol/job-row';
 import { readPage } from './paging';
 import { timelineSql, toTimelineEntry, type TimelineRow } from './timeline';
 import { ACTOR_KEYS, actorOf } from './actor-options';
-import { AdminOperations } from './admin-operations';
+import { AdminCalls } from './admin-calls';
 import {
   JOB_STATES,
   type ActorOptions,
@@ -73,7 +73,7 @@ const DEAD_LETTER_KEYS = ['queue', 'type', 'errorName', 'finishedAfter', 'finish
  * const job = await admin.getJob(jobId);
  * console.log(job?.state, job?.currentAttempt, job?.result);
  */
-export class Admin extends AdminOperations {
+export class Admin extends AdminCalls {
 
   /**
    * The job's snapshot, whichever state it is in, or null if no such job exists. Given a

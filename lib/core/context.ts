@@ -36,7 +36,7 @@ function setEntry<T>(entries: Record<string, T> | null, name: string, value: T):
  * every job's context holds it with the worker's own record of that job (`execution`), so
  * starting a job creates no closures.
  */
-export interface ExecutionOwner {
+export interface ExecutingWorker {
   /** The job's AbortSignal (the worker may make it on first use). */
   signalOf(execution: object): AbortSignal;
   /** The database said this worker no longer owns the job. */
@@ -79,7 +79,7 @@ export class HandlerContext {
 
   constructor(
     private readonly job: ClaimedJob,
-    private readonly owner: ExecutionOwner,
+    private readonly owner: ExecutingWorker,
     private readonly execution: object,
     /** Where checkpoints are written: the pool, or a transactional handler's client. */
     private readonly db: Queryable,
@@ -207,7 +207,7 @@ export class HandlerContext {
 
   private async sleepCall(name: string, until: Date | null, ms: number | null): Promise<void> {
     checkText(name, 'name', 1, 200);
-    const known = entryOf(this.job.waits, name);
+    const known = entryOf(this.job.sleeps, name);
     if (known !== undefined && new Date(known).getTime() <= Date.now()) return;
     this.signal.throwIfAborted();
     const row = await callOne<{ status: string; wake_at: Date | null }>(this.pool, SLEEP, [
@@ -223,7 +223,7 @@ export class HandlerContext {
       throw new LeaseLostError(this.job.jobId);
     }
     const wakeAt = row.wake_at as Date;
-    this.job.waits = setEntry(this.job.waits, name, wakeAt.toISOString());
+    this.job.sleeps = setEntry(this.job.sleeps, name, wakeAt.toISOString());
     if (row.status === 'elapsed') return;
     // `sleeping` or `canceled`: either way the job is no longer this worker's to execute.
     this.owner.slept(this.execution, wakeAt);

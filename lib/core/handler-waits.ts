@@ -28,7 +28,7 @@ export class JobWaiting extends Error {
 }
 
 /** What a handler's context lends its waits. */
-export interface WaitOwner {
+export interface WaitScope {
   readonly job: ClaimedJob;
   /** Waits always commit on their own (never in a transactional handler's transaction). */
   readonly pool: Queryable;
@@ -48,7 +48,7 @@ export class HandlerWaits {
   /** How many waits for each signal name this run reached (the n-th is wait n on every replay). */
   private readonly signalWaits = new Map<string, number>();
 
-  constructor(private readonly owner: WaitOwner) {}
+  constructor(private readonly owner: WaitScope) {}
 
   async forSignal(name: string, options: WaitForSignalOptions | undefined): Promise<JsonValue> {
     checkText(name, 'name', 1, 200);

@@ -46,6 +46,7 @@ export {
   WORKER_EVENT_NAMES,
   type AbandonReason,
   type RecurringOperation,
+  type RecurringTask,
   type WorkerErrorDuring,
   type WorkerEvent,
   type WorkerGroupInfo,
@@ -71,7 +72,7 @@ export type {
   StandardSchemaResult,
   StandardSchemaV1,
 } from './standard-schema';
-export { DEFAULT_SCHEDULE_NAMESPACE } from './schedules/admin-operations';
+export { DEFAULT_SCHEDULE_NAMESPACE } from './schedules/admin-calls';
 export { planSchedules } from './schedules/sync';
 export type * from './schedules/types';
 export {

@@ -28,11 +28,12 @@ type Job struct {
 	run *run
 
 	mu sync.Mutex
-	// Stored by earlier runs, as claimed: {"name": [] | [value]} and {"name": wake time}.
+	// Stored by earlier runs, as claimed: {"name": [] | [value]} and the sleeps, {"name": wake time}
+	// (the claim's waits column: durable sleeps, never signal or human waits).
 	checkpointsJSON []byte
-	waitsJSON       []byte
+	sleepsJSON      []byte
 	checkpoints     map[string]json.RawMessage // decoded on first use; value nil for []
-	waits           map[string]time.Time
+	sleeps          map[string]time.Time
 	// signalWaits counts the waits for each signal name this run reached (the n-th is wait n on
 	// every replay).
 	signalWaits map[string]int
@@ -161,7 +162,7 @@ func (j *Job) sleep(ctx context.Context, name string, until, ms any) error {
 	if n := len([]rune(name)); n == 0 || n > 200 {
 		return invalid("name", "must be a string of 1 to 200 characters")
 	}
-	known, err := j.wait(name)
+	known, err := j.sleepWakeAt(name)
 	if err != nil {
 		return err
 	}
@@ -179,7 +180,7 @@ func (j *Job) sleep(ctx context.Context, name string, until, ms any) error {
 		return err
 	}
 	j.mu.Lock()
-	j.waits[name] = wakeAt
+	j.sleeps[name] = wakeAt
 	j.mu.Unlock()
 	if s == "elapsed" {
 		return nil
@@ -189,16 +190,16 @@ func (j *Job) sleep(ctx context.Context, name string, until, ms any) error {
 	return &JobSleepingError{JobID: j.ID, WakeAt: wakeAt}
 }
 
-func (j *Job) wait(name string) (time.Time, error) {
+func (j *Job) sleepWakeAt(name string) (time.Time, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.waits == nil {
-		j.waits = map[string]time.Time{}
-		if j.waitsJSON != nil {
-			if err := json.Unmarshal(j.waitsJSON, &j.waits); err != nil {
+	if j.sleeps == nil {
+		j.sleeps = map[string]time.Time{}
+		if j.sleepsJSON != nil {
+			if err := json.Unmarshal(j.sleepsJSON, &j.sleeps); err != nil {
 				return time.Time{}, err
 			}
 		}
 	}
-	return j.waits[name], nil
+	return j.sleeps[name], nil
 }

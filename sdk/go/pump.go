@@ -42,7 +42,7 @@ type claimRow struct {
 	payload              []byte
 	attempt, maxAttempts int
 	fence, timeoutMs     int64
-	checkpoints, waits   []byte
+	checkpoints, sleeps  []byte
 }
 
 // maxRound is the most jobs one round trip claims and the most completions it records (the
@@ -281,7 +281,7 @@ func (w *Worker) roundTrip(items []byte, want int) (map[string]string, []claimRo
 		var c claimRow
 		var s string
 		var attempt, maxAttempts int64
-		if err := r.Scan(&c.jobID, &s, &c.queue, &c.typ, &c.payload, &attempt, &maxAttempts, &c.fence, &c.timeoutMs, &c.checkpoints, &c.waits); err != nil {
+		if err := r.Scan(&c.jobID, &s, &c.queue, &c.typ, &c.payload, &attempt, &maxAttempts, &c.fence, &c.timeoutMs, &c.checkpoints, &c.sleeps); err != nil {
 			return err
 		}
 		keep(&c, s, attempt, maxAttempts)
@@ -294,7 +294,7 @@ func (w *Worker) roundTrip(items []byte, want int) (map[string]string, []claimRo
 			var s string
 			var attempt, maxAttempts int64
 			var traceContext []byte
-			if err := r.Scan(&c.jobID, &s, &c.queue, &c.typ, &c.payload, &attempt, &maxAttempts, &c.fence, &c.timeoutMs, &c.checkpoints, &c.waits, &traceContext); err != nil {
+			if err := r.Scan(&c.jobID, &s, &c.queue, &c.typ, &c.payload, &attempt, &maxAttempts, &c.fence, &c.timeoutMs, &c.checkpoints, &c.sleeps, &traceContext); err != nil {
 				return err
 			}
 			if s == "claimed" {

@@ -62,7 +62,7 @@ func (r *run) gaveUp() bool {
 func (w *Worker) start(c *claimRow, l *lane, sentAt time.Time, traceContext []byte) {
 	job := &Job{
 		ID: c.jobID, Queue: c.queue, Type: c.typ, Attempt: c.attempt, MaxAttempts: c.maxAttempts,
-		WorkerID: w.s.workerID, FenceToken: c.fence, w: w, checkpointsJSON: c.checkpoints, waitsJSON: c.waits,
+		WorkerID: w.s.workerID, FenceToken: c.fence, w: w, checkpointsJSON: c.checkpoints, sleepsJSON: c.sleeps,
 	}
 	r := &run{job: job, lane: l, startedAt: time.Now()}
 	job.run = r

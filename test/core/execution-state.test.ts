@@ -18,7 +18,7 @@ import {
 
 function claimed(): Execution {
   return {
-    job: { jobId: 'j1', queue: 'q', type: 't', attempt: 1, maxAttempts: 1, fenceToken: '1', workerId: 'w', checkpoints: null, waits: null },
+    job: { jobId: 'j1', queue: 'q', type: 't', attempt: 1, maxAttempts: 1, fenceToken: '1', workerId: 'w', checkpoints: null, sleeps: null },
     lane: { group: 'g', active: 0, wake: () => undefined, complete: () => undefined },
     deadline: 0,
     renewing: true,

@@ -43,7 +43,8 @@ export type RoundTripRow = [
   fenceToken: string,
   executionTimeoutMs: number | null,
   checkpoints: Record<string, [] | [JsonValue]> | null,
-  waits: Record<string, string> | null,
+  /** The `waits` column: wake times of the job's durable sleeps (not signal or human waits). */
+  sleeps: Record<string, string> | null,
   traceContext: TraceContext | null,
 ];
 

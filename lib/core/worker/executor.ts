@@ -54,8 +54,8 @@ export class Executor {
   }
 
   start(row: RoundTripRow, lane: Lane, sentAt: number, claimedAt: number): void {
-    const [jobId, , queue, type, payload, attempt, maxAttempts, fenceToken, timeoutMs, checkpoints, waits, traceContext] = row;
-    const job: ClaimedJob = { jobId, queue, type, attempt, maxAttempts, fenceToken, workerId: this.settings.workerId, checkpoints, waits };
+    const [jobId, , queue, type, payload, attempt, maxAttempts, fenceToken, timeoutMs, checkpoints, sleeps, traceContext] = row;
+    const job: ClaimedJob = { jobId, queue, type, attempt, maxAttempts, fenceToken, workerId: this.settings.workerId, checkpoints, sleeps };
     const execution: Execution = {
       deadline: sentAt + this.settings.leaseMs,
       renewing: true,

@@ -1,5 +1,5 @@
 import type { CheckedOutClient } from '../checked-out-client';
-import { JobBlocked, JobSleeping, type ExecutionOwner } from '../context';
+import { JobBlocked, JobSleeping, type ExecutingWorker } from '../context';
 import { JobWaiting } from '../handler-waits';
 import { ExecutionTimeoutError, JobCanceledError, LeaseLostError, WorkerShutdownError } from '../errors';
 import type { AbandonReason } from '../events';
@@ -39,7 +39,7 @@ const REASONS: Record<Exclude<Interruption, 'abandoned'>, AbandonReason> = {
  * the handler does later is ignored. Stopping the worker abandons every handler still running
  * after `shutdownTimeoutMs`.
  */
-export class Interrupter implements LeaseListener, ExecutionOwner {
+export class Interrupter implements LeaseListener, ExecutingWorker {
   /** Handlers the worker abandoned that have not returned yet. */
   abandonedCount = 0;
   /** The transactions of transactional handlers running now (an abandoned one's connection is closed). */

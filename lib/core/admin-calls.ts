@@ -4,7 +4,7 @@ import { applyConnectTimeout } from './connect-timeout';
 import { checkHealthThresholds, health, type HealthReport, type HealthThresholds } from './operations/health';
 import { drainWorker, listWorkers, type DrainResult, type WorkerInfo } from './operations/live-workers';
 import { retentionStatus, runRetention, setRetention, type RetentionPolicy, type RetentionRun, type RetentionStatus } from './operations/retention';
-import { getScheduleHistory, listSchedules, setSchedulePaused, triggerSchedule } from './schedules/admin-operations';
+import { getScheduleHistory, listSchedules, setSchedulePaused, triggerSchedule } from './schedules/admin-calls';
 import type { ScheduleActionOptions, ScheduleHistoryEntry, ScheduleInfo } from './schedules/types';
 import type { ActorOptions, Queryable } from './types';
 import { checkInteger, checkOptions, checkText } from './validation';
@@ -14,7 +14,7 @@ import { checkInteger, checkOptions, checkText } from './validation';
  * and their drain, health, retention, and cron schedules. Every method takes an optional client
  * as its last argument, so calls can join a transaction; by default the pool is used.
  */
-export abstract class AdminOperations {
+export abstract class AdminCalls {
   constructor(readonly pool: Pool) {
     applyConnectTimeout(pool);
   }
