@@ -32,11 +32,13 @@ function claimed(): Execution {
 }
 
 describe('an execution state', () => {
-  it('runs, returns and finishes once', () => {
+  it('runs, returns and finishes once, and stops renewing its lease when finished', () => {
     const e = claimed();
     expect(handlerReturned(e)).toBe(true);
     expect(e.state).toEqual({ phase: 'returned', interruption: null });
+    expect(e.renewing).toBe(true);
     expect(finish(e)).toBe(true);
+    expect(e.renewing).toBe(false);
     expect(finish(e)).toBe(false);
     expect(isFinished(e)).toBe(true);
   });
@@ -47,9 +49,16 @@ describe('an execution state', () => {
     expect(() => handlerReturned(e)).toThrow(ExecutionStateError);
   });
 
+  it('stops renewing the lease of a job that slept or parked', () => {
+    const e = claimed();
+    expect(interrupt(e, 'sleeping')).toBe(true);
+    expect(e.renewing).toBe(false);
+  });
+
   it('is interrupted once, and a lost lease overrides the first reason', () => {
     const e = claimed();
     expect(interrupt(e, 'canceled')).toBe(true);
+    expect(e.renewing).toBe(true);
     expect(() => interrupt(e, 'timeout')).toThrow(ExecutionStateError);
     expect(interrupt(e, 'lost')).toBe(true);
     expect(isLost(e)).toBe(true);

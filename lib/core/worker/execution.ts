@@ -113,6 +113,8 @@ export function interrupt(execution: Execution, why: Exclude<Interruption, 'aban
   const allowed = interruption === null || (why === 'lost' && interruption !== 'lost' && interruption !== 'abandoned');
   if (!allowed) return refuse(execution, `interrupt (${why})`);
   execution.state = { phase, interruption: why };
+  // A job that slept or parked is the database's again, and a lost lease is no one's to renew.
+  if (why === 'sleeping' || why === 'lost') execution.renewing = false;
   return true;
 }
 
@@ -148,11 +150,12 @@ export function handlerReturned(execution: Execution): boolean {
   return true;
 }
 
-/** The worker is done with the job. False when it already was (finishing is idempotent). */
+/** The worker is done with the job (its lease is no longer renewed). False when it already was (finishing is idempotent). */
 export function finish(execution: Execution): boolean {
   const { phase, interruption } = execution.state;
   if (phase === 'finished') return false;
   execution.state = { phase: 'finished', interruption };
+  execution.renewing = false;
   return true;
 }
 

@@ -95,7 +95,6 @@ export class Interrupter implements LeaseListener, ExecutingWorker {
   slept(execution: object, wakeAt: Date): void {
     const e = execution as Execution;
     if (interruptionOf(e) !== null) return;
-    e.renewing = false;
     this.interrupt(e, 'sleeping', new JobSleeping(e.job.jobId, wakeAt));
     this.hub.emit({ name: 'job.sleeping', ...jobFields(e), wakeAt });
   }
@@ -103,7 +102,6 @@ export class Interrupter implements LeaseListener, ExecutingWorker {
   parked(execution: object, reason: Error): void {
     const e = execution as Execution;
     if (interruptionOf(e) !== null) return;
-    e.renewing = false;
     // Let go of as a sleeping job is: the database holds its new state, nothing is left to record.
     this.interrupt(e, 'sleeping', reason);
     // (A pending cancel ended the job instead: no `job.blocked` then.)

@@ -63,7 +63,6 @@ export class OutcomeRecorder {
     if (!finish(execution)) return;
     if (execution.timer) clearTimeout(execution.timer);
     const { job, lane } = execution;
-    execution.renewing = false;
     execution.span?.end();
     if (this.executions.get(job.jobId) === execution) this.executions.delete(job.jobId);
     lane.active--;
