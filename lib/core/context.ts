@@ -79,7 +79,7 @@ export class HandlerContext {
 
   constructor(
     private readonly job: ClaimedJob,
-    private readonly owner: ExecutingWorker,
+    private readonly worker: ExecutingWorker,
     private readonly execution: object,
     /** Where checkpoints are written: the pool, or a transactional handler's client. */
     private readonly db: Queryable,
@@ -99,7 +99,7 @@ export class HandlerContext {
 
   /** Aborts when the job is canceled, the lease is lost or the worker shuts down. */
   get signal(): AbortSignal {
-    return this.owner.signalOf(this.execution);
+    return this.worker.signalOf(this.execution);
   }
 
   /**
@@ -141,7 +141,7 @@ export class HandlerContext {
       this.client !== undefined,
     ]);
     if (status === 'stale') {
-      this.owner.leaseLost(this.execution);
+      this.worker.leaseLost(this.execution);
       throw new LeaseLostError(this.job.jobId);
     }
     // `exists`: another run stored a value first (a worker that lost the job while saving); that one is the stage's.
@@ -176,7 +176,7 @@ export class HandlerContext {
     }
     const { status } = await callOne<{ status: string }>(this.pool, SET_PROGRESS, [this.job.jobId, this.job.workerId, this.job.fenceToken, text]);
     if (status === 'stale') {
-      this.owner.leaseLost(this.execution);
+      this.worker.leaseLost(this.execution);
       throw new LeaseLostError(this.job.jobId);
     }
   }
@@ -219,14 +219,14 @@ export class HandlerContext {
       ms,
     ]);
     if (row.status === 'stale') {
-      this.owner.leaseLost(this.execution);
+      this.worker.leaseLost(this.execution);
       throw new LeaseLostError(this.job.jobId);
     }
     const wakeAt = row.wake_at as Date;
     this.job.sleeps = setEntry(this.job.sleeps, name, wakeAt.toISOString());
     if (row.status === 'elapsed') return;
     // `sleeping` or `canceled`: either way the job is no longer this worker's to execute.
-    this.owner.slept(this.execution, wakeAt);
+    this.worker.slept(this.execution, wakeAt);
     throw new JobSleeping(this.job.jobId, wakeAt);
   }
 
@@ -284,14 +284,14 @@ export class HandlerContext {
     const rows = await startChildren(this.pool, this.job, key, children, requests);
     const status = rows[0].status;
     if (status === 'stale') {
-      this.owner.leaseLost(this.execution);
+      this.worker.leaseLost(this.execution);
       throw new LeaseLostError(this.job.jobId);
     }
     if (status !== 'settled') {
       failpoint('after-park');
       // `parked` or `canceled`: either way the job is no longer this worker's to execute.
       const blocked = new JobBlocked(this.job.jobId, 'children');
-      this.owner.parked(this.execution, blocked);
+      this.worker.parked(this.execution, blocked);
       throw blocked;
     }
     return rows.map((row) => ({ jobId: row.child_id, state: row.state, result: row.result, error: row.error }) as ChildOutcome<R>);
@@ -339,8 +339,8 @@ export class HandlerContext {
         job: this.job,
         pool: this.pool,
         signal: () => this.signal,
-        leaseLost: () => this.owner.leaseLost(this.execution),
-        parked: (reason) => this.owner.parked(this.execution, reason),
+        leaseLost: () => this.worker.leaseLost(this.execution),
+        parked: (reason) => this.worker.parked(this.execution, reason),
       });
     }
     return this.handlerWaits;

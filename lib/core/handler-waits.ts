@@ -48,7 +48,7 @@ export class HandlerWaits {
   /** How many waits for each signal name this run reached (the n-th is wait n on every replay). */
   private readonly signalWaits = new Map<string, number>();
 
-  constructor(private readonly owner: WaitScope) {}
+  constructor(private readonly scope: WaitScope) {}
 
   async forSignal(name: string, options: WaitForSignalOptions | undefined): Promise<JsonValue> {
     checkText(name, 'name', 1, 200);
@@ -60,7 +60,7 @@ export class HandlerWaits {
       [name, seq, timeoutMs],
     );
     if (row.status === 'delivered') return row.payload;
-    if (row.status === 'timed_out') throw new SignalTimeoutError(this.owner.job.jobId, name, row.timeout_at as Date);
+    if (row.status === 'timed_out') throw new SignalTimeoutError(this.scope.job.jobId, name, row.timeout_at as Date);
     throw this.parkedOn(row.status, 'signal', name, row.timeout_at);
   }
 
@@ -79,19 +79,19 @@ export class HandlerWaits {
       // An ISO 8601 string, not a Date: what a handler is given it can return or checkpoint as it is.
       return { decision: row.decision, actor: row.actor, reason: row.reason, decidedAt: row.decided_at.toISOString() };
     }
-    if (row.status === 'timed_out') throw new HumanWaitTimeoutError(this.owner.job.jobId, name, row.timeout_at as Date);
+    if (row.status === 'timed_out') throw new HumanWaitTimeoutError(this.scope.job.jobId, name, row.timeout_at as Date);
     throw this.parkedOn(row.status, 'human', name, row.timeout_at);
   }
 
   /** Runs a wait function as the job's owner (job id, worker id and fence first). */
   private async call<R extends { status: string }>(statement: string, values: unknown[]): Promise<R> {
-    const { job, pool } = this.owner;
-    this.owner.signal().throwIfAborted();
+    const { job, pool } = this.scope;
+    this.scope.signal().throwIfAborted();
     failpoint('before-wait');
     const row = await callOne<R>(pool, statement, [job.jobId, job.workerId, job.fenceToken, ...values]);
     failpoint('after-wait');
     if (row.status === 'stale') {
-      this.owner.leaseLost();
+      this.scope.leaseLost();
       throw new LeaseLostError(job.jobId);
     }
     return row;
@@ -99,9 +99,9 @@ export class HandlerWaits {
 
   /** The job parked (`waiting`) or ended by a pending cancel (`canceled`): the worker lets go of it. */
   private parkedOn(status: string, waitFor: 'signal' | 'human', name: string, timeoutAt: Date | null): Error {
-    const jobId = this.owner.job.jobId;
+    const jobId = this.scope.job.jobId;
     const reason = status === 'canceled' ? new JobCanceledError(jobId) : new JobWaiting(jobId, waitFor, name, timeoutAt);
-    this.owner.parked(reason);
+    this.scope.parked(reason);
     return reason;
   }
 }
