@@ -6,7 +6,7 @@
  */
 import type { Pool } from 'pg';
 import type { ExitCode } from './cli.errors';
-import type { ParsedArguments } from './command-line';
+import type { ParsedArguments } from './parsed-arguments';
 import type { Output } from './output';
 
 export interface OptionSpec {

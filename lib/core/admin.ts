@@ -1,11 +1,28 @@
 import { decodeCursor, encodeCursor } from './cursor';
-import { fromDatabaseError } from './database-errors';
+import { call } from './protocol/call';
+import {
+  CANCEL,
+  GET_JOB,
+  GET_QUEUE,
+  JOB_LINKS,
+  LIST_CHILDREN,
+  LIST_DEAD_LETTERS,
+  LIST_JOBS,
+  LIST_QUEUES,
+  PAUSE_QUEUE,
+  QUEUE_ACTIVITY,
+  READ_CHECKPOINTS,
+  REDRIVE,
+  REDRIVE_MANY,
+  RESUME_QUEUE,
+  SET_QUEUE_POLICY,
+} from './protocol/admin';
 import { WorkhorseValidationError } from './errors';
-import { toSnapshot, type JobRow } from './job-snapshot';
+import { toSnapshot, type JobRow } from './protocol/job-row';
 import { readPage } from './paging';
 import { timelineSql, toTimelineEntry, type TimelineRow } from './timeline';
 import { ACTOR_KEYS, actorOf } from './actor-options';
-import { AdminOperations } from './admin-operations';
+import { AdminCalls } from './admin-calls';
 import {
   JOB_STATES,
   type ActorOptions,
@@ -33,7 +50,7 @@ import {
 import { isJobDefinition, type JobDefinition } from './job-definition';
 import { idleQueueInfo, toQueueInfo, type QueueRow } from './queue-info';
 import { checkQueuePolicy } from './queue-policy';
-import { CHILDREN_SQL, JOB_LINKS_SQL, toLineage, type LinkRow } from './lineage';
+import { toLineage, type LinkRow } from './lineage';
 import { checkDate, checkInteger, checkJobId, checkName, checkOptions, checkText } from './validation';
 import { listJobSignals, listJobWaits, type JobSignal, type JobWait, type JobWaitsOptions } from './job-waits';
 import {
@@ -56,7 +73,7 @@ const DEAD_LETTER_KEYS = ['queue', 'type', 'errorName', 'finishedAfter', 'finish
  * const job = await admin.getJob(jobId);
  * console.log(job?.state, job?.currentAttempt, job?.result);
  */
-export class Admin extends AdminOperations {
+export class Admin extends AdminCalls {
 
   /**
    * The job's snapshot, whichever state it is in, or null if no such job exists. Given a
@@ -72,12 +89,12 @@ export class Admin extends AdminOperations {
     const definition = isJobDefinition(job) ? job : undefined;
     const [jobId, client] = definition ? (rest as [string, Queryable?]) : [job as string, rest[0] as Queryable | undefined];
     checkJobId(jobId);
-    const rows = await this.run<JobRow>(client, 'SELECT * FROM workhorse.get_job_v1($1)', [jobId]);
+    const rows = await this.run<JobRow>(client, GET_JOB, [jobId]);
     if (rows.length === 0) return null;
     if (definition !== undefined && rows[0].type !== definition.type) {
       throw new WorkhorseValidationError('jobId', `is a job of type "${rows[0].type}", not "${definition.type}"`);
     }
-    const links = await this.run<LinkRow>(client, JOB_LINKS_SQL, [jobId]);
+    const links = await this.run<LinkRow>(client, JOB_LINKS, [jobId]);
     return { ...toSnapshot(rows[0]), ...toLineage(links, rows[0].state) };
   }
 
@@ -125,12 +142,12 @@ export class Admin extends AdminOperations {
       // A parent's children in the order they were started; the cursor is a position among them.
       const parentId = checkJobId(filter.parentId, 'parentId');
       const after = decodeCursor('children', filter.cursor) ?? '0';
-      const children = await this.run<JobRow & { ordinal: string }>(client, CHILDREN_SQL, [parentId, after, queue, type, states, createdAfter, createdBefore, limit]);
+      const children = await this.run<JobRow & { ordinal: string }>(client, LIST_CHILDREN, [parentId, after, queue, type, states, createdAfter, createdBefore, limit]);
       const last = children[children.length - 1];
       return { items: children.map(toSnapshot), nextCursor: children.length === limit ? encodeCursor('children', last.ordinal) : null };
     }
     const before = decodeCursor('jobs', filter.cursor);
-    const rows = await this.run<JobRow>(client, 'SELECT * FROM workhorse.list_jobs_v2($1, $2, $3, $4, $5, $6, $7, $8)', [
+    const rows = await this.run<JobRow>(client, LIST_JOBS, [
       queue,
       type,
       states,
@@ -150,7 +167,7 @@ export class Admin extends AdminOperations {
     checkJobId(jobId);
     const rows = await this.run<{ name: string; value: JsonValue | null; attempt: number; worker_id: string; created_at: Date }>(
       client,
-      'SELECT name, value, attempt, worker_id, created_at FROM workhorse.read_checkpoints_v1($1)',
+      READ_CHECKPOINTS,
       [jobId],
     );
     return rows.map((r) => ({ name: r.name, value: r.value, attempt: r.attempt, workerId: r.worker_id, createdAt: r.created_at }));
@@ -166,7 +183,7 @@ export class Admin extends AdminOperations {
     const bucketSeconds = checkInteger(given.bucketSeconds, 'bucketSeconds', 1, 86_400);
     const rows = await this.run<{ queue: string; bucket: Date; succeeded: string; failed: string; canceled: string }>(
       client,
-      'SELECT * FROM workhorse.queue_activity_v1($1, $2)',
+      QUEUE_ACTIVITY,
       [since, bucketSeconds],
     );
     return rows.map((r) => ({
@@ -187,7 +204,7 @@ export class Admin extends AdminOperations {
   async cancel(jobId: string, options?: ActorOptions, client?: Queryable): Promise<CancelResult> {
     checkJobId(jobId);
     const [actor, reason] = actorOf(checkOptions(options, 'options', ACTOR_KEYS, 'a cancel option'));
-    const rows = await this.run<{ status: CancelResult }>(client, 'SELECT workhorse.cancel_v1($1, $2, $3) AS status', [
+    const rows = await this.run<{ status: CancelResult }>(client, CANCEL, [
       jobId,
       reason,
       actor,
@@ -247,8 +264,7 @@ export class Admin extends AdminOperations {
       (count, last: DeadLetterRow | null) =>
         this.run<DeadLetterRow>(
           client,
-          `SELECT *, to_char(finished_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_at
-           FROM workhorse.list_dead_letters_v1($1, $2, $3, $4, $5, $6, $7::timestamptz, $8)`,
+          LIST_DEAD_LETTERS,
           [filter.queue ?? null, filter.type ?? null, filter.errorName ?? null, filter.finishedAfter ?? null,
             filter.finishedBefore ?? null, count, last?.cursor_at ?? finishedAt, last?.id ?? jobId],
         ),
@@ -272,7 +288,7 @@ export class Admin extends AdminOperations {
     const requestId = checkText(given.requestId, 'requestId', 1, 200);
     const [actor, reason] = actorOf(given);
     if (given.again !== undefined && typeof given.again !== 'boolean') throw new WorkhorseValidationError('again', 'must be true or false');
-    const rows = await this.run<{ id: string }>(client, 'SELECT workhorse.redrive_v1($1, $2, $3, $4, $5) AS id', [
+    const rows = await this.run<{ id: string }>(client, REDRIVE, [
       jobId,
       requestId,
       actor,
@@ -306,7 +322,7 @@ export class Admin extends AdminOperations {
     };
     const rows = await this.run<{ source_job_id: string; new_job_id: string | null }>(
       client,
-      'SELECT source_job_id, new_job_id FROM workhorse.redrive_many_v1($1::jsonb, $2, $3, $4, $5, $6)',
+      REDRIVE_MANY,
       [JSON.stringify(wire), requestId, given.dryRun ?? false, actor, reason, limit],
     );
     return rows.map((r) => ({ sourceJobId: r.source_job_id, newJobId: r.new_job_id }));
@@ -314,12 +330,12 @@ export class Admin extends AdminOperations {
 
   /** Pauses a queue: workers stop claiming from it; running jobs finish and enqueue goes on. */
   async pauseQueue(queue: string, options?: ActorOptions, client?: Queryable): Promise<QueueInfo> {
-    return this.setPaused('pause_queue_v1', queue, options, client);
+    return this.setPaused(PAUSE_QUEUE, queue, options, client);
   }
 
   /** Resumes a paused queue and wakes its workers. */
   async resumeQueue(queue: string, options?: ActorOptions, client?: Queryable): Promise<QueueInfo> {
-    return this.setPaused('resume_queue_v1', queue, options, client);
+    return this.setPaused(RESUME_QUEUE, queue, options, client);
   }
 
   /**
@@ -332,25 +348,25 @@ export class Admin extends AdminOperations {
     checkName(queue, 'queue');
     const wire = checkQueuePolicy(policy);
     const [actor, reason] = actorOf(checkOptions(options, 'options', ACTOR_KEYS, 'an option of a queue action'));
-    await this.run(client, 'SELECT workhorse.set_queue_policy_v1($1, $2::jsonb, $3, $4)', [queue, JSON.stringify(wire), actor, reason]);
+    await this.run(client, SET_QUEUE_POLICY, [queue, JSON.stringify(wire), actor, reason]);
     return this.queueInfo(queue, client);
   }
 
   /** Every queue with live jobs, a pause record or a policy: whether it is paused, by whom, its live counts and limits. */
   async listQueues(client?: Queryable): Promise<QueueInfo[]> {
-    const rows = await this.run<QueueRow>(client, 'SELECT * FROM workhorse.list_queues_v1()', []);
+    const rows = await this.run<QueueRow>(client, LIST_QUEUES, []);
     return rows.map(toQueueInfo);
   }
 
-  private async setPaused(fn: string, queue: string, options: ActorOptions | undefined, client?: Queryable): Promise<QueueInfo> {
+  private async setPaused(statement: typeof PAUSE_QUEUE | typeof RESUME_QUEUE, queue: string, options: ActorOptions | undefined, client?: Queryable): Promise<QueueInfo> {
     checkName(queue, 'queue');
     const [actor, reason] = actorOf(checkOptions(options, 'options', ACTOR_KEYS, 'an option of a queue action'));
-    await this.run(client, `SELECT workhorse.${fn}($1, $2, $3)`, [queue, actor, reason]);
+    await this.run(client, statement, [queue, actor, reason]);
     return this.queueInfo(queue, client);
   }
 
   private async queueInfo(queue: string, client?: Queryable): Promise<QueueInfo> {
-    const rows = await this.run<QueueRow>(client, 'SELECT * FROM workhorse.list_queues_v1() WHERE queue = $1', [queue]);
+    const rows = await this.run<QueueRow>(client, GET_QUEUE, [queue]);
     // (A queue with no jobs, no pause record and no policy left has no row.)
     return rows[0] === undefined ? idleQueueInfo(queue) : toQueueInfo(rows[0]);
   }
@@ -366,12 +382,7 @@ export class Admin extends AdminOperations {
     };
   }
 
-  private async run<R>(client: Queryable | undefined, text: string, values: unknown[]): Promise<R[]> {
-    try {
-      const result = await this.runner(client).query(text, values);
-      return result.rows as R[];
-    } catch (error) {
-      throw fromDatabaseError(error, this.pool);
-    }
+  private run<R>(client: Queryable | undefined, statement: string, values: unknown[]): Promise<R[]> {
+    return call<R>(this.runner(client), statement, values, this.pool);
   }
 }

@@ -1,6 +1,7 @@
-import type { ClaimedJob } from './context';
+import type { ClaimedJob } from './claimed-job';
 import { WorkhorseValidationError } from './errors';
-import { fromPgError } from './protocol-errors';
+import { fromPgError } from './protocol/errors';
+import { RUN_CHILDREN } from './protocol/handler';
 import { JobTracing } from './telemetry/job-tracing';
 import type { ChildJobSpec, ChildOutcome, JsonValue, Queryable } from './types';
 import { toRequestJson } from './validation';
@@ -47,7 +48,7 @@ export async function startChildren(
 ): Promise<ChildRow[]> {
   const span = JobTracing.active()?.startEnqueue(children.map((child) => ({ type: child.type, queue: child.options?.queue }))) ?? null;
   try {
-    const result = await runner.query('SELECT status, child_id, state, result, error FROM workhorse.run_children_v1($1, $2, $3, $4, $5::jsonb)', [
+    const result = await runner.query(RUN_CHILDREN, [
       job.jobId,
       job.workerId,
       job.fenceToken,

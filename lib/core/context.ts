@@ -1,6 +1,8 @@
 import type { PoolClient } from 'pg';
+import type { ClaimedJob } from './claimed-job';
 import { ChildJobFailedError, LeaseLostError, WorkhorseValidationError } from './errors';
-import { fromPgError } from './protocol-errors';
+import { call, callOne } from './protocol/call';
+import { DEPENDENCIES, READ_CHECKPOINT_ENTRY, SAVE_CHECKPOINT, SET_PROGRESS, SLEEP } from './protocol/handler';
 import { HandlerWaits } from './handler-waits';
 import { childRequestsJson, startChildren } from './child-jobs';
 import { failpoint } from './failpoints';
@@ -12,20 +14,7 @@ import { JobBlocked, JobSleeping } from './parked-errors';
 
 export { JobBlocked, JobSleeping };
 
-/** What the worker tells a context about the job it runs. */
-export interface ClaimedJob {
-  jobId: string;
-  queue: string;
-  type: string;
-  attempt: number;
-  maxAttempts: number;
-  fenceToken: string;
-  workerId: string;
-  /** Checkpoints stored by earlier runs: name -> [] (undefined) or [value]; null while there are none. */
-  checkpoints: Record<string, [] | [JsonValue]> | null;
-  /** Wake times of durable sleeps reached by earlier runs (ISO text); null while there are none. */
-  waits: Record<string, string> | null;
-}
+export type { ClaimedJob };
 
 /**
  * The entry a job itself holds under `name`: never a property every object has (a checkpoint
@@ -47,7 +36,7 @@ function setEntry<T>(entries: Record<string, T> | null, name: string, value: T):
  * every job's context holds it with the worker's own record of that job (`execution`), so
  * starting a job creates no closures.
  */
-export interface ExecutionOwner {
+export interface ExecutingWorker {
   /** The job's AbortSignal (the worker may make it on first use). */
   signalOf(execution: object): AbortSignal;
   /** The database said this worker no longer owns the job. */
@@ -90,7 +79,7 @@ export class HandlerContext {
 
   constructor(
     private readonly job: ClaimedJob,
-    private readonly owner: ExecutionOwner,
+    private readonly worker: ExecutingWorker,
     private readonly execution: object,
     /** Where checkpoints are written: the pool, or a transactional handler's client. */
     private readonly db: Queryable,
@@ -110,7 +99,7 @@ export class HandlerContext {
 
   /** Aborts when the job is canceled, the lease is lost or the worker shuts down. */
   get signal(): AbortSignal {
-    return this.owner.signalOf(this.execution);
+    return this.worker.signalOf(this.execution);
   }
 
   /**
@@ -141,20 +130,18 @@ export class HandlerContext {
     this.signal.throwIfAborted();
     const value = await operation();
     const text = value === undefined ? null : toJsonText(value, `checkpoint ${JSON.stringify(name)}`);
-    let status: string;
-    try {
-      // In a transactional handler the checkpoint is part of its transaction, and commits (or
-      // not) with the job's completion; it must not lock the job's row meanwhile (see the SQL).
-      const result = await this.db.query(
-        'SELECT workhorse.save_checkpoint_v1($1, $2, $3, $4, $5::jsonb, $6) AS status',
-        [this.job.jobId, this.job.workerId, this.job.fenceToken, name, text, this.client !== undefined],
-      );
-      status = (result.rows[0] as { status: string }).status;
-    } catch (error) {
-      throw fromPgError(error);
-    }
+    // In a transactional handler the checkpoint is part of its transaction, and commits (or
+    // not) with the job's completion; it must not lock the job's row meanwhile (see the SQL).
+    const { status } = await callOne<{ status: string }>(this.db, SAVE_CHECKPOINT, [
+      this.job.jobId,
+      this.job.workerId,
+      this.job.fenceToken,
+      name,
+      text,
+      this.client !== undefined,
+    ]);
     if (status === 'stale') {
-      this.owner.leaseLost(this.execution);
+      this.worker.leaseLost(this.execution);
       throw new LeaseLostError(this.job.jobId);
     }
     // `exists`: another run stored a value first (a worker that lost the job while saving); that one is the stage's.
@@ -165,18 +152,8 @@ export class HandlerContext {
   }
 
   private async readCheckpoint(name: string): Promise<[] | [JsonValue]> {
-    let rows: { entry: [] | [JsonValue] }[];
-    try {
-      // Wrapped as the claim hands checkpoints over: [] for a stage that returned nothing, [value] otherwise.
-      const result = await this.db.query(
-        "SELECT CASE WHEN value IS NULL THEN '[]'::jsonb ELSE jsonb_build_array(value) END AS entry " +
-          'FROM workhorse.read_checkpoints_v1($1) WHERE name = $2',
-        [this.job.jobId, name],
-      );
-      rows = result.rows as { entry: [] | [JsonValue] }[];
-    } catch (error) {
-      throw fromPgError(error);
-    }
+    // Wrapped as the claim hands checkpoints over: [] for a stage that returned nothing, [value] otherwise.
+    const rows = await call<{ entry: [] | [JsonValue] }>(this.db, READ_CHECKPOINT_ENTRY, [this.job.jobId, name]);
     // (Checkpoints are never removed, so the one that answered `exists` is there.)
     return rows[0].entry;
   }
@@ -197,20 +174,9 @@ export class HandlerContext {
     if (Buffer.byteLength(text, 'utf8') > 65536) {
       throw new WorkhorseValidationError('progress', 'is larger than the 64 KiB limit (65536 bytes of JSON)');
     }
-    let status: string;
-    try {
-      const result = await this.pool.query('SELECT workhorse.set_progress_v1($1, $2, $3, $4::jsonb) AS status', [
-        this.job.jobId,
-        this.job.workerId,
-        this.job.fenceToken,
-        text,
-      ]);
-      status = (result.rows[0] as { status: string }).status;
-    } catch (error) {
-      throw fromPgError(error);
-    }
+    const { status } = await callOne<{ status: string }>(this.pool, SET_PROGRESS, [this.job.jobId, this.job.workerId, this.job.fenceToken, text]);
     if (status === 'stale') {
-      this.owner.leaseLost(this.execution);
+      this.worker.leaseLost(this.execution);
       throw new LeaseLostError(this.job.jobId);
     }
   }
@@ -241,32 +207,26 @@ export class HandlerContext {
 
   private async sleepCall(name: string, until: Date | null, ms: number | null): Promise<void> {
     checkText(name, 'name', 1, 200);
-    const known = entryOf(this.job.waits, name);
+    const known = entryOf(this.job.sleeps, name);
     if (known !== undefined && new Date(known).getTime() <= Date.now()) return;
     this.signal.throwIfAborted();
-    let row: { status: string; wake_at: Date | null };
-    try {
-      const result = await this.pool.query('SELECT status, wake_at FROM workhorse.sleep_v1($1, $2, $3, $4, $5, $6)', [
-        this.job.jobId,
-        this.job.workerId,
-        this.job.fenceToken,
-        name,
-        until,
-        ms,
-      ]);
-      row = result.rows[0] as { status: string; wake_at: Date | null };
-    } catch (error) {
-      throw fromPgError(error);
-    }
+    const row = await callOne<{ status: string; wake_at: Date | null }>(this.pool, SLEEP, [
+      this.job.jobId,
+      this.job.workerId,
+      this.job.fenceToken,
+      name,
+      until,
+      ms,
+    ]);
     if (row.status === 'stale') {
-      this.owner.leaseLost(this.execution);
+      this.worker.leaseLost(this.execution);
       throw new LeaseLostError(this.job.jobId);
     }
     const wakeAt = row.wake_at as Date;
-    this.job.waits = setEntry(this.job.waits, name, wakeAt.toISOString());
+    this.job.sleeps = setEntry(this.job.sleeps, name, wakeAt.toISOString());
     if (row.status === 'elapsed') return;
     // `sleeping` or `canceled`: either way the job is no longer this worker's to execute.
-    this.owner.slept(this.execution, wakeAt);
+    this.worker.slept(this.execution, wakeAt);
     throw new JobSleeping(this.job.jobId, wakeAt);
   }
 
@@ -276,18 +236,9 @@ export class HandlerContext {
    * operator forced the job on), so a job with policy `run` can see which of them failed.
    */
   async dependencies(): Promise<DependencyOutcome[]> {
-    try {
-      const result = await this.pool.query('SELECT job_id, state, result, error FROM workhorse.dependencies_v2($1, $2, $3)', [
-        this.job.jobId,
-        this.job.workerId,
-        this.job.fenceToken,
-      ]);
-      return (result.rows as { job_id: string; state: DependencyOutcome['state']; result: JsonValue | null; error: DependencyOutcome['error'] }[]).map(
-        (row) => ({ jobId: row.job_id, state: row.state, result: row.result, error: row.error }),
-      );
-    } catch (error) {
-      throw fromPgError(error);
-    }
+    type Row = { job_id: string; state: DependencyOutcome['state']; result: JsonValue | null; error: DependencyOutcome['error'] };
+    const rows = await call<Row>(this.pool, DEPENDENCIES, [this.job.jobId, this.job.workerId, this.job.fenceToken]);
+    return rows.map((row) => ({ jobId: row.job_id, state: row.state, result: row.result, error: row.error }));
   }
 
   /**
@@ -333,14 +284,14 @@ export class HandlerContext {
     const rows = await startChildren(this.pool, this.job, key, children, requests);
     const status = rows[0].status;
     if (status === 'stale') {
-      this.owner.leaseLost(this.execution);
+      this.worker.leaseLost(this.execution);
       throw new LeaseLostError(this.job.jobId);
     }
     if (status !== 'settled') {
       failpoint('after-park');
       // `parked` or `canceled`: either way the job is no longer this worker's to execute.
       const blocked = new JobBlocked(this.job.jobId, 'children');
-      this.owner.parked(this.execution, blocked);
+      this.worker.parked(this.execution, blocked);
       throw blocked;
     }
     return rows.map((row) => ({ jobId: row.child_id, state: row.state, result: row.result, error: row.error }) as ChildOutcome<R>);
@@ -388,8 +339,8 @@ export class HandlerContext {
         job: this.job,
         pool: this.pool,
         signal: () => this.signal,
-        leaseLost: () => this.owner.leaseLost(this.execution),
-        parked: (reason) => this.owner.parked(this.execution, reason),
+        leaseLost: () => this.worker.leaseLost(this.execution),
+        parked: (reason) => this.worker.parked(this.execution, reason),
       });
     }
     return this.handlerWaits;

@@ -25,12 +25,18 @@ export type WorkerErrorDuring =
   | 'listener';
 
 /**
- * The operations a worker repeats while it runs (checking the schema at start until the
- * database answers, its round trips, heartbeats, ticks and LISTEN connection): when one of them
- * works again after failing, the database is reachable again (`worker.reconnected`).
+ * The tasks a worker repeats while it runs (checking the schema at start until the database
+ * answers, its round trips, heartbeats, ticks, registry reports and LISTEN connection): when one
+ * of them works again after failing, the database is reachable again (`worker.reconnected`).
  */
-export const RECURRING_OPERATIONS = ['start', 'claim', 'complete', 'heartbeat', 'tick', 'report', 'listen'] as const satisfies readonly WorkerErrorDuring[];
-export type RecurringOperation = (typeof RECURRING_OPERATIONS)[number];
+export const RECURRING_TASKS = ['start', 'claim', 'complete', 'heartbeat', 'tick', 'report', 'listen'] as const satisfies readonly WorkerErrorDuring[];
+export type RecurringTask = (typeof RECURRING_TASKS)[number];
+
+/**
+ * @deprecated Use {@link RecurringTask} (the same type; "operation" names only what a checkpoint
+ * runs once, see docs/concepts.md#words). Kept so that code of the previous release compiles.
+ */
+export type RecurringOperation = RecurringTask;
 
 /**
  * Why the worker abandoned a handler (`job.abandoned`): it had not returned in time after its
@@ -97,8 +103,8 @@ export type WorkerEvent =
   | {
       name: 'worker.reconnected';
       workerId: string;
-      /** The operation that works again (it had failed: `worker.error` during the same). */
-      during: RecurringOperation;
+      /** The task that works again (it had failed: `worker.error` during the same). */
+      during: RecurringTask;
       /** Its failures (`worker.error` events) since it first failed. */
       failures: number;
       /** How long it failed, from its first failure to now. */

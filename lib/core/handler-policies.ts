@@ -1,4 +1,5 @@
-import { fromPgError } from './protocol-errors';
+import { call } from './protocol/call';
+import { REGISTER_HANDLERS } from './protocol/worker';
 import type { Queryable, RetryPolicy } from './types';
 
 /** A handler as the server needs to know it: its job type and its own retry policy, if any. */
@@ -22,9 +23,5 @@ export async function registerHandlerPolicies(
 ): Promise<void> {
   const items = [...handlers].map((h) => ({ type: h.type, retryPolicy: h.retry ?? null }));
   if (items.length === 0) return;
-  try {
-    await runner.query('SELECT workhorse.register_handlers_v1($1, $2, $3::jsonb)', [workerId, queues, JSON.stringify(items)]);
-  } catch (error) {
-    throw fromPgError(error);
-  }
+  await call(runner, REGISTER_HANDLERS, [workerId, queues, JSON.stringify(items)]);
 }

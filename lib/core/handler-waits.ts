@@ -1,6 +1,7 @@
-import type { ClaimedJob } from './context';
+import type { ClaimedJob } from './claimed-job';
 import { HumanWaitTimeoutError, JobCanceledError, LeaseLostError, SignalTimeoutError, WorkhorseValidationError } from './errors';
-import { fromPgError } from './protocol-errors';
+import { callOne } from './protocol/call';
+import { WAIT_HUMAN, WAIT_SIGNAL } from './protocol/handler';
 import { failpoint } from './failpoints';
 import type { JsonValue, Queryable } from './types';
 import { checkOptions, checkText } from './validation';
@@ -27,7 +28,7 @@ export class JobWaiting extends Error {
 }
 
 /** What a handler's context lends its waits. */
-export interface WaitOwner {
+export interface WaitScope {
   readonly job: ClaimedJob;
   /** Waits always commit on their own (never in a transactional handler's transaction). */
   readonly pool: Queryable;
@@ -47,7 +48,7 @@ export class HandlerWaits {
   /** How many waits for each signal name this run reached (the n-th is wait n on every replay). */
   private readonly signalWaits = new Map<string, number>();
 
-  constructor(private readonly owner: WaitOwner) {}
+  constructor(private readonly scope: WaitScope) {}
 
   async forSignal(name: string, options: WaitForSignalOptions | undefined): Promise<JsonValue> {
     checkText(name, 'name', 1, 200);
@@ -55,11 +56,11 @@ export class HandlerWaits {
     const seq = (this.signalWaits.get(name) ?? 0) + 1;
     this.signalWaits.set(name, seq);
     const row = await this.call<{ status: string; payload: JsonValue; timeout_at: Date | null }>(
-      'SELECT status, payload, timeout_at FROM workhorse.wait_signal_v1($1, $2, $3, $4, $5, $6)',
+      WAIT_SIGNAL,
       [name, seq, timeoutMs],
     );
     if (row.status === 'delivered') return row.payload;
-    if (row.status === 'timed_out') throw new SignalTimeoutError(this.owner.job.jobId, name, row.timeout_at as Date);
+    if (row.status === 'timed_out') throw new SignalTimeoutError(this.scope.job.jobId, name, row.timeout_at as Date);
     throw this.parkedOn(row.status, 'signal', name, row.timeout_at);
   }
 
@@ -73,30 +74,24 @@ export class HandlerWaits {
       reason: string | null;
       decided_at: Date;
       timeout_at: Date | null;
-    }>('SELECT * FROM workhorse.wait_human_v1($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7)', [name, context, choices, timeoutMs]);
+    }>(WAIT_HUMAN, [name, context, choices, timeoutMs]);
     if (row.status === 'decided') {
       // An ISO 8601 string, not a Date: what a handler is given it can return or checkpoint as it is.
       return { decision: row.decision, actor: row.actor, reason: row.reason, decidedAt: row.decided_at.toISOString() };
     }
-    if (row.status === 'timed_out') throw new HumanWaitTimeoutError(this.owner.job.jobId, name, row.timeout_at as Date);
+    if (row.status === 'timed_out') throw new HumanWaitTimeoutError(this.scope.job.jobId, name, row.timeout_at as Date);
     throw this.parkedOn(row.status, 'human', name, row.timeout_at);
   }
 
   /** Runs a wait function as the job's owner (job id, worker id and fence first). */
-  private async call<R extends { status: string }>(text: string, values: unknown[]): Promise<R> {
-    const { job, pool } = this.owner;
-    this.owner.signal().throwIfAborted();
-    let row: R;
+  private async call<R extends { status: string }>(statement: string, values: unknown[]): Promise<R> {
+    const { job, pool } = this.scope;
+    this.scope.signal().throwIfAborted();
     failpoint('before-wait');
-    try {
-      const result = await pool.query(text, [job.jobId, job.workerId, job.fenceToken, ...values]);
-      row = result.rows[0] as R;
-    } catch (error) {
-      throw fromPgError(error);
-    }
+    const row = await callOne<R>(pool, statement, [job.jobId, job.workerId, job.fenceToken, ...values]);
     failpoint('after-wait');
     if (row.status === 'stale') {
-      this.owner.leaseLost();
+      this.scope.leaseLost();
       throw new LeaseLostError(job.jobId);
     }
     return row;
@@ -104,9 +99,9 @@ export class HandlerWaits {
 
   /** The job parked (`waiting`) or ended by a pending cancel (`canceled`): the worker lets go of it. */
   private parkedOn(status: string, waitFor: 'signal' | 'human', name: string, timeoutAt: Date | null): Error {
-    const jobId = this.owner.job.jobId;
+    const jobId = this.scope.job.jobId;
     const reason = status === 'canceled' ? new JobCanceledError(jobId) : new JobWaiting(jobId, waitFor, name, timeoutAt);
-    this.owner.parked(reason);
+    this.scope.parked(reason);
     return reason;
   }
 }

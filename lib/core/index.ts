@@ -39,13 +39,14 @@ export {
   WorkhorseError,
   WorkhorseValidationError,
 } from './errors';
-export { fromPgError, SQLSTATE } from './protocol-errors';
+export { fromPgError, SQLSTATE } from './protocol/errors';
 export { NotYoursError } from './capability-errors';
 export {
   isWorkerEventName,
   WORKER_EVENT_NAMES,
   type AbandonReason,
   type RecurringOperation,
+  type RecurringTask,
   type WorkerErrorDuring,
   type WorkerEvent,
   type WorkerGroupInfo,
@@ -71,7 +72,7 @@ export type {
   StandardSchemaResult,
   StandardSchemaV1,
 } from './standard-schema';
-export { DEFAULT_SCHEDULE_NAMESPACE } from './schedules/admin-operations';
+export { DEFAULT_SCHEDULE_NAMESPACE } from './schedules/admin-calls';
 export { planSchedules } from './schedules/sync';
 export type * from './schedules/types';
 export {

@@ -3,6 +3,7 @@
  * serves: what `getSchemaStatus`, `verifySchema` and the migrator decide by.
  */
 import type { Pool, PoolClient } from 'pg';
+import { HAS_SCHEMA, INSTALLED_VERSION, OLDEST_CLIENT } from './protocol/session';
 
 /** The installed schema, as far as a client must know it. */
 export interface InstalledSchema {
@@ -21,18 +22,13 @@ export interface InstalledSchema {
  * version is unknown, and nothing may be decided by it.
  */
 export async function readInstalledSchema(db: Pool | PoolClient): Promise<InstalledSchema | null | 'damaged'> {
-  const present = await db.query<{ present: boolean }>("SELECT to_regclass('workhorse.schema_version') IS NOT NULL AS present");
+  const present = await db.query<{ present: boolean }>(HAS_SCHEMA);
   if (!present.rows[0].present) return null;
-  const { rows } = await db.query<{ version: number; callable: boolean | null }>(
-    `SELECT s.version,
-            (SELECT pg_catalog.has_function_privilege(p.oid, 'EXECUTE') FROM pg_catalog.pg_proc p
-             WHERE p.oid = pg_catalog.to_regprocedure('workhorse.oldest_client_v1()')) AS callable
-     FROM workhorse.schema_version s`,
-  );
+  const { rows } = await db.query<{ version: number; callable: boolean | null }>(INSTALLED_VERSION);
   if (rows.length === 0) return 'damaged';
   let oldestClient: number | null = null;
   if (rows[0].callable) {
-    const floor = await db.query<{ oldest: number }>('SELECT workhorse.oldest_client_v1() AS oldest');
+    const floor = await db.query<{ oldest: number }>(OLDEST_CLIENT);
     oldestClient = floor.rows[0].oldest;
   }
   return { version: rows[0].version, oldestClient };

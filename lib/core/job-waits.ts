@@ -1,4 +1,5 @@
-import { fromPgError } from './protocol-errors';
+import { call } from './protocol/call';
+import { JOB_SIGNALS, JOB_WAITS } from './protocol/admin';
 import type { JsonValue, Queryable } from './types';
 import { checkInteger, checkJobId, checkOptions } from './validation';
 
@@ -76,25 +77,17 @@ function limitOf(options: JobWaitsOptions | undefined): number {
   return given.limit === undefined ? 100 : checkInteger(given.limit, 'limit', 1, 1000);
 }
 
-async function read<R>(db: Queryable, text: string, values: unknown[]): Promise<R[]> {
-  try {
-    return (await db.query(text, values)).rows as R[];
-  } catch (error) {
-    throw fromPgError(error);
-  }
-}
-
 /** See `Admin.listJobSignals`. */
 export async function listJobSignals(db: Queryable, jobId: string, options?: JobWaitsOptions): Promise<JobSignal[]> {
   checkJobId(jobId);
-  const rows = await read<SignalRow>(db, 'SELECT * FROM workhorse.job_signals_v1($1, $2)', [jobId, limitOf(options)]);
+  const rows = await call<SignalRow>(db, JOB_SIGNALS, [jobId, limitOf(options)]);
   return rows.map((r) => ({ id: r.id, name: r.name, payload: r.payload, status: r.status, waitSeq: r.wait_seq, sentAt: r.sent_at }));
 }
 
 /** See `Admin.listJobWaits`. */
 export async function listJobWaits(db: Queryable, jobId: string, options?: JobWaitsOptions): Promise<JobWait[]> {
   checkJobId(jobId);
-  const rows = await read<WaitRow>(db, 'SELECT * FROM workhorse.job_waits_v1($1, $2)', [jobId, limitOf(options)]);
+  const rows = await call<WaitRow>(db, JOB_WAITS, [jobId, limitOf(options)]);
   return rows.map((r) => ({
     kind: r.kind,
     name: r.name,

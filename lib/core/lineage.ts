@@ -10,19 +10,6 @@ export interface LinkRow {
 
 const LIVE: ReadonlySet<JobState> = new Set(['blocked', 'scheduled', 'ready', 'active']);
 
-/** The SQL that reads a job's links (one row per prerequisite, parent and child). */
-export const JOB_LINKS_SQL = 'SELECT relation, job_id, state, key FROM workhorse.job_links_v1($1)';
-
-/**
- * A page of a parent's children as snapshots, after position $2, filtered by queue ($3), type
- * ($4), states ($5) and creation time ($6, $7), at most $8.
- */
-export const CHILDREN_SQL =
-  'SELECT s.*, c.ordinal FROM workhorse.list_children_v1($1) c CROSS JOIN LATERAL workhorse.get_job_v1(c.job_id) s ' +
-  'WHERE c.ordinal > $2 AND ($3::text IS NULL OR s.queue = $3) AND ($4::text IS NULL OR s.type = $4) ' +
-  'AND ($5::text[] IS NULL OR s.state = ANY ($5)) AND ($6::timestamptz IS NULL OR s.created_at >= $6) ' +
-  'AND ($7::timestamptz IS NULL OR s.created_at < $7) ORDER BY c.ordinal LIMIT $8';
-
 /**
  * What `admin.getJob` reports of a job's links: its prerequisites, its parent and children, and
  * while it is `blocked`, which of its prerequisites or (latest) children have not ended.

@@ -1,7 +1,7 @@
 import type { ClientConfig } from 'pg';
 import { DedicatedConnection } from './connection';
 
-export const NOTIFY_CHANNEL = 'workhorse_jobs';
+import { LISTEN, NOTIFY_CHANNEL } from './protocol/session';
 
 /**
  * Wakes the worker when a queue it serves gains ready work (`pg_notify` from the SQL functions,
@@ -36,7 +36,7 @@ export class Notifier {
             this.wake(message.payload);
           }
         });
-        await client.query(`LISTEN ${NOTIFY_CHANNEL}`);
+        await client.query(LISTEN);
       },
     );
   }

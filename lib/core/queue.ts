@@ -1,11 +1,12 @@
 import type { Pool } from 'pg';
 import { applyConnectTimeout } from './connect-timeout';
-import { fromDatabaseError } from './database-errors';
+import { call } from './protocol/call';
+import { ENQUEUE_MANY, GET_OWN_JOB } from './protocol/producer';
 import { UnknownDependencyError, WorkhorseValidationError } from './errors';
 import { definedRequest, isJobDefinition, type DefinedEnqueueRequest, type EnqueueManyRequests, type JobDefinition } from './job-definition';
 import { syncSchedules } from './schedules/sync';
 import type { ScheduleDefinition, SyncedSchedule } from './schedules/types';
-import { toSnapshot, type JobRow } from './job-snapshot';
+import { toSnapshot, type JobRow } from './protocol/job-row';
 import type { EnqueueOptions, EnqueueRequest, JobSnapshot, Queryable } from './types';
 import { JobMetrics } from './telemetry/job-metrics';
 import { JobTracing } from './telemetry/job-tracing';
@@ -142,7 +143,7 @@ export class Queue {
    */
   async getJob(jobId: string, client?: Queryable): Promise<JobSnapshot | null> {
     checkJobId(jobId);
-    const rows = await this.call<JobRow>('SELECT * FROM workhorse.get_own_job_v1($1)', [jobId], client);
+    const rows = await this.call<JobRow>(GET_OWN_JOB, [jobId], client);
     return rows.length === 0 ? null : toSnapshot(rows[0]);
   }
 
@@ -223,16 +224,12 @@ export class Queue {
   }
 
   private async send(requests: string, client?: Queryable): Promise<string[]> {
-    const rows = await this.call<{ job_id: string }>('SELECT job_id FROM workhorse.enqueue_many_v1($1::jsonb)', [requests], client);
+    const rows = await this.call<{ job_id: string }>(ENQUEUE_MANY, [requests], client);
     return rows.map((row) => row.job_id);
   }
 
-  private async call<R>(text: string, values: unknown[], client?: Queryable): Promise<R[]> {
-    try {
-      return (await this.runner(client).query(text, values)).rows as R[];
-    } catch (error) {
-      throw fromDatabaseError(error, this.pool);
-    }
+  private call<R>(statement: string, values: unknown[], client?: Queryable): Promise<R[]> {
+    return call<R>(this.runner(client), statement, values, this.pool);
   }
 }
 

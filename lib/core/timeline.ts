@@ -1,3 +1,4 @@
+import { HAS_TIMELINE_V2, TIMELINE, TIMELINE_V1 } from './protocol/admin';
 import type { JsonValue, TimelineEntry } from './types';
 
 /** A row of `get_timeline_v2` (or of `get_timeline_v1`, which has no `login_role`). */
@@ -14,11 +15,8 @@ export interface TimelineRow {
 }
 
 /** A page of a job's timeline, with the login role of each event. */
-const TIMELINE_SQL = 'SELECT * FROM workhorse.get_timeline_v2($1, $2, $3)';
 /** The same on a schema that predates get_timeline_v2 (rows without login_role). */
-const TIMELINE_V1_SQL = 'SELECT * FROM workhorse.get_timeline_v1($1, $2, $3)';
 /** Whether the schema has get_timeline_v2: asked until it has (a migration adds it while clients run). */
-const HAS_V2_SQL = "SELECT to_regprocedure('workhorse.get_timeline_v2(uuid,bigint,integer)') IS NOT NULL AS present";
 const withV2 = new WeakSet<object>();
 
 /**
@@ -27,11 +25,11 @@ const withV2 = new WeakSet<object>();
  * trying, so a read inside the caller's transaction never fails on an older schema.
  */
 export async function timelineSql(pool: object, query: (text: string) => Promise<{ present: boolean }[]>): Promise<string> {
-  if (withV2.has(pool)) return TIMELINE_SQL;
-  const [row] = await query(HAS_V2_SQL);
-  if (!row?.present) return TIMELINE_V1_SQL;
+  if (withV2.has(pool)) return TIMELINE;
+  const [row] = await query(HAS_TIMELINE_V2);
+  if (!row?.present) return TIMELINE_V1;
   withV2.add(pool);
-  return TIMELINE_SQL;
+  return TIMELINE;
 }
 
 export function toTimelineEntry(row: TimelineRow): TimelineEntry {

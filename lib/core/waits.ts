@@ -1,5 +1,7 @@
 import { WorkhorseValidationError } from './errors';
-import { fromPgError } from './protocol-errors';
+import { call } from './protocol/call';
+import { LIST_HUMAN_WAITS } from './protocol/admin';
+import { COMPLETE_HUMAN_WAIT, SEND_SIGNAL } from './protocol/producer';
 import type { JsonValue, Page, Queryable } from './types';
 import { checkInteger, checkJobId, checkName, checkOptions, checkText, toJsonText } from './validation';
 
@@ -79,14 +81,6 @@ function checkKey(value: unknown): string | null {
   return value === undefined ? null : checkText(value, 'idempotencyKey', 1, KEY_MAX);
 }
 
-async function run<R>(db: Queryable, text: string, values: unknown[]): Promise<R[]> {
-  try {
-    return (await db.query(text, values)).rows as R[];
-  } catch (error) {
-    throw fromPgError(error);
-  }
-}
-
 /** See `Queue.sendSignal`. */
 export async function sendSignal(
   db: Queryable,
@@ -99,7 +93,7 @@ export async function sendSignal(
   checkText(name, 'name', 1, 200);
   const text = payload === undefined ? null : toJsonText(payload, 'payload');
   const key = checkKey(checkOptions(options, 'options', ['idempotencyKey'], 'a signal option').idempotencyKey);
-  const rows = await run<{ status: SendSignalStatus }>(db, 'SELECT workhorse.send_signal_v1($1, $2, $3::jsonb, $4) AS status', [
+  const rows = await call<{ status: SendSignalStatus }>(db, SEND_SIGNAL, [
     jobId,
     name,
     text,
@@ -125,11 +119,7 @@ export async function completeHumanWait(
   const actor = checkText(given.actor, 'actor', 1, 200);
   const reason = given.reason === undefined ? null : checkText(given.reason, 'reason', 0, 1000);
   const key = checkKey(given.idempotencyKey);
-  const rows = await run<{ status: CompleteHumanWaitStatus }>(
-    db,
-    'SELECT workhorse.complete_human_wait_v1($1, $2, $3::jsonb, $4, $5, $6) AS status',
-    [jobId, name, text, actor, reason, key],
-  );
+  const rows = await call<{ status: CompleteHumanWaitStatus }>(db, COMPLETE_HUMAN_WAIT, [jobId, name, text, actor, reason, key]);
   return rows[0].status;
 }
 
@@ -159,7 +149,7 @@ export async function listHumanWaits(
   const jobId = given.jobId === undefined ? null : checkJobId(given.jobId);
   const limit = given.limit === undefined ? 50 : checkInteger(given.limit, 'limit', 1, 1000);
   const after = cursor.decode(given.cursor as string | undefined) ?? '0';
-  const rows = await run<HumanWaitRow>(db, 'SELECT * FROM workhorse.list_human_waits_v1($1, $2, $3, $4, $5, $6)', [
+  const rows = await call<HumanWaitRow>(db, LIST_HUMAN_WAITS, [
     queue,
     type,
     name,

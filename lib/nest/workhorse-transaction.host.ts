@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Pool, PoolClient, QueryResult, QueryResultRow } from 'pg';
 import { Observable } from 'rxjs';
 import { CheckedOutClient } from '../core/checked-out-client';
+import { BEGIN, COMMIT, ROLLBACK } from '../core/protocol/session';
 import type { TransactionSource } from '../core/transaction-scope';
 import type { Queryable } from '../core/types';
 import { WorkhorseTransactionError } from './workhorse-transaction.error';
@@ -69,7 +70,7 @@ class Transaction {
     let failure: Error | null = this.lost();
     if (!failure) {
       try {
-        result = await client.query(commit ? 'COMMIT' : 'ROLLBACK');
+        result = await client.query(commit ? COMMIT : ROLLBACK);
       } catch (error) {
         failure = error as Error;
       }
@@ -79,7 +80,7 @@ class Transaction {
     if (!commit) return;
     if (failure) throw failure;
     // PostgreSQL answers COMMIT in an aborted transaction with a rollback, not an error.
-    if (result?.command === 'ROLLBACK') throw new WorkhorseTransactionError(messages.commitRolledBack());
+    if (result?.command === ROLLBACK) throw new WorkhorseTransactionError(messages.commitRolledBack());
   }
 
   /** Marks a bound transaction as over, so late queries fail instead of using a client that moved on. */
@@ -92,7 +93,7 @@ class Transaction {
     // query and the commit (never the process), and is destroyed rather than returned.
     const checkedOut = await CheckedOutClient.take(pool);
     try {
-      await checkedOut.client.query('BEGIN');
+      await checkedOut.client.query(BEGIN);
     } catch (error) {
       checkedOut.release(error as Error);
       throw error;

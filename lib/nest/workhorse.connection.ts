@@ -3,6 +3,7 @@ import { Pool } from 'pg';
 import { CheckedOutClient } from '../core/checked-out-client';
 import { applyConnectTimeout, DEFAULT_CONNECT_TIMEOUT_MS } from '../core/connect-timeout';
 import { Admin } from '../core/admin';
+import { BEGIN, COMMIT, ROLLBACK } from '../core/protocol/session';
 import { ConnectTimeoutError, SchemaMigrationError, SchemaNotInstalledError, SchemaVersionMismatchError } from '../core/errors';
 import { installSchema, verifySchema } from '../core/schema';
 import type { QueuePolicy } from '../core/types';
@@ -91,12 +92,12 @@ async function applyQueuePolicies(pool: Pool, queues: Record<string, QueuePolicy
   const checkedOut = await CheckedOutClient.take(pool);
   const { client } = checkedOut;
   try {
-    await client.query('BEGIN');
+    await client.query(BEGIN);
     const admin = new Admin(pool);
     for (const [queue, policy] of entries) await admin.setQueuePolicy(queue, policy, { actor: 'WorkhorseModule.forRoot' }, client);
-    await client.query('COMMIT');
+    await client.query(COMMIT);
   } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
+    await client.query(ROLLBACK).catch(() => undefined);
     throw new WorkhorseConfigurationError(messages.queuePoliciesFailed(error instanceof Error ? error.message : String(error)));
   } finally {
     checkedOut.release();

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Admin } from '../core/admin';
 import { Queue } from '../core/queue';
-import { DEFAULT_SCHEDULE_NAMESPACE } from '../core/schedules/admin-operations';
+import { DEFAULT_SCHEDULE_NAMESPACE } from '../core/schedules/admin-calls';
 import type { ScheduleDefinition } from '../core/schedules/types';
 import { WorkhorseConfigurationError } from './workhorse-configuration.error';
 import type { WorkhorseModuleOptions } from './workhorse-module-options.interface';

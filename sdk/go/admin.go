@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
-	"time"
 )
 
 // Admin reads what happened to jobs and acts on them as an operator (cancel, redrive, pause).
@@ -28,16 +27,12 @@ func (a *Admin) With(db DB) *Admin {
 	return &Admin{db: db, schema: a.schema}
 }
 
-const snapshotColumns = `id::text, queue, type, payload, priority, max_attempts, retry_policy, to_json(tags)::text, state,
-  current_attempt, run_at, created_at, finished_at, result, error, worker_id, lease_expires_at, cancel_requested_at,
-  progress, redriven_from::text, to_json(redriven_to)::text, seq, deadline, execution_timeout_ms`
-
 // GetJob returns the job's snapshot, or nil when no such job exists.
 func (a *Admin) GetJob(ctx context.Context, jobID string) (*JobSnapshot, error) {
 	if err := checkJobID(jobID, "jobId"); err != nil {
 		return nil, err
 	}
-	jobs, _, err := a.snapshots(ctx, "SELECT "+snapshotColumns+" FROM workhorse.get_job_v1($1)", []any{jobID}, nil)
+	jobs, _, err := a.snapshots(ctx, getJobSQL, []any{jobID}, nil)
 	if err != nil || len(jobs) == 0 {
 		return nil, err
 	}
@@ -128,7 +123,7 @@ func (a *Admin) ListJobs(ctx context.Context, f ListJobsFilter) (Page[JobSnapsho
 		}
 	}
 	var lastSeq int64
-	page.Items, lastSeq, err = a.snapshots(ctx, "SELECT "+snapshotColumns+" FROM workhorse.list_jobs_v1($1, $2, $3::text[], $4, $5::text::bigint)",
+	page.Items, lastSeq, err = a.snapshots(ctx, listJobsSQL,
 		[]any{queue, typ, states, limit, before}, nil)
 	if err == nil && len(page.Items) == limit {
 		page.NextCursor = encodeCursor("jobs", strconv.FormatInt(lastSeq, 10))
@@ -149,7 +144,7 @@ func (a *Admin) Cancel(ctx context.Context, jobID string, reason string) (Cancel
 	if err := a.schema.check(ctx, a.db); err != nil {
 		return "", err
 	}
-	s, err := status(ctx, a.db, "SELECT workhorse.cancel_v1($1, $2)", jobID, nullable(reason))
+	s, err := status(ctx, a.db, cancelSQL, jobID, nullable(reason))
 	return CancelResult(s), err
 }
 
@@ -174,8 +169,7 @@ func (a *Admin) ListDeadLetters(ctx context.Context, o ListDeadLettersOptions) (
 		cursorAt, cursorID = position[:27], position[28:]
 	}
 	var lastAt string
-	page.Items, _, err = a.snapshots(ctx, "SELECT "+snapshotColumns+`, to_char(finished_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
-		FROM workhorse.list_dead_letters_v1($1, $2, $3, $4::text::timestamptz, $5::text::timestamptz, $6, $7::text::timestamptz, $8::text::uuid)`,
+	page.Items, _, err = a.snapshots(ctx, listDeadLettersSQL,
 		[]any{nullable(f.Queue), nullable(f.Type), nullable(f.ErrorName), f.after, f.before, limit, cursorAt, cursorID}, &lastAt)
 	if err == nil && len(page.Items) == limit {
 		page.NextCursor = encodeCursor("dead", lastAt+"/"+page.Items[limit-1].ID)
@@ -197,7 +191,7 @@ func (a *Admin) Redrive(ctx context.Context, jobID string, o RedriveOptions) (st
 		return "", err
 	}
 	var id string
-	err := queryRow(ctx, a.db, "SELECT workhorse.redrive_v1($1, $2, $3, $4)::text",
+	err := queryRow(ctx, a.db, redriveSQL,
 		[]any{jobID, o.RequestID, nullable(o.Actor), nullable(o.Reason)}, &id)
 	return id, err
 }
@@ -227,7 +221,7 @@ func (a *Admin) RedriveMany(ctx context.Context, filter DeadLetterFilter, o Redr
 		return nil, err
 	}
 	results := []RedriveResult{}
-	err = queryAll(ctx, a.db, "SELECT source_job_id::text, new_job_id::text FROM workhorse.redrive_many_v1($1::jsonb, $2, $3, $4, $5, $6)",
+	err = queryAll(ctx, a.db, redriveManySQL,
 		[]any{string(filterJSON), o.RequestID, o.DryRun, nullable(o.Actor), nullable(o.Reason), limit}, func(r rows) error {
 			var res RedriveResult
 			var newID *string
@@ -241,12 +235,12 @@ func (a *Admin) RedriveMany(ctx context.Context, filter DeadLetterFilter, o Redr
 
 // PauseQueue stops workers from claiming from the queue; running jobs finish and enqueue goes on.
 func (a *Admin) PauseQueue(ctx context.Context, queue string, o ActorOptions) (QueueInfo, error) {
-	return a.setPaused(ctx, "pause_queue_v1", queue, o)
+	return a.setPaused(ctx, pauseQueueSQL, queue, o)
 }
 
 // ResumeQueue resumes a paused queue and wakes its workers.
 func (a *Admin) ResumeQueue(ctx context.Context, queue string, o ActorOptions) (QueueInfo, error) {
-	return a.setPaused(ctx, "resume_queue_v1", queue, o)
+	return a.setPaused(ctx, resumeQueueSQL, queue, o)
 }
 
 // ListQueues lists every queue with live jobs or a pause record.
@@ -254,10 +248,10 @@ func (a *Admin) ListQueues(ctx context.Context) ([]QueueInfo, error) {
 	if err := a.schema.check(ctx, a.db); err != nil {
 		return nil, err
 	}
-	return a.queues(ctx, "", nil)
+	return a.queues(ctx, listQueuesSQL, nil)
 }
 
-func (a *Admin) setPaused(ctx context.Context, fn, queue string, o ActorOptions) (QueueInfo, error) {
+func (a *Admin) setPaused(ctx context.Context, statement, queue string, o ActorOptions) (QueueInfo, error) {
 	if err := checkName(queue, "queue"); err != nil {
 		return QueueInfo{}, err
 	}
@@ -268,19 +262,19 @@ func (a *Admin) setPaused(ctx context.Context, fn, queue string, o ActorOptions)
 		return QueueInfo{}, err
 	}
 	var ignored []byte
-	if err := queryRow(ctx, a.db, "SELECT workhorse."+fn+"($1, $2, $3)", []any{queue, nullable(o.Actor), nullable(o.Reason)}, &ignored); err != nil {
+	if err := queryRow(ctx, a.db, statement, []any{queue, nullable(o.Actor), nullable(o.Reason)}, &ignored); err != nil {
 		return QueueInfo{}, err
 	}
-	list, err := a.queues(ctx, " WHERE queue = $1", []any{queue})
+	list, err := a.queues(ctx, getQueueSQL, []any{queue})
 	if err != nil || len(list) == 0 {
 		return QueueInfo{Queue: queue}, err
 	}
 	return list[0], nil
 }
 
-func (a *Admin) queues(ctx context.Context, where string, args []any) ([]QueueInfo, error) {
+func (a *Admin) queues(ctx context.Context, statement string, args []any) ([]QueueInfo, error) {
 	list := []QueueInfo{}
-	err := queryAll(ctx, a.db, "SELECT queue, paused, changed_at, changed_by, reason, ready, scheduled, active, blocked FROM workhorse.list_queues_v1()"+where,
+	err := queryAll(ctx, a.db, statement,
 		args, func(r rows) error {
 			var q QueueInfo
 			var by, reason *string
@@ -294,7 +288,7 @@ func (a *Admin) queues(ctx context.Context, where string, args []any) ([]QueueIn
 	return list, err
 }
 
-// snapshots runs a query over snapshotColumns (plus, when extra is given, one more text column
+// snapshots runs a query over jobRowColumns (plus, when extra is given, one more text column
 // whose last value it keeps) and returns the jobs and the last row's seq.
 func (a *Admin) snapshots(ctx context.Context, sql string, args []any, extra *string) ([]JobSnapshot, int64, error) {
 	if err := a.schema.check(ctx, a.db); err != nil {
@@ -303,42 +297,11 @@ func (a *Admin) snapshots(ctx context.Context, sql string, args []any, extra *st
 	jobs := []JobSnapshot{}
 	var seq int64
 	err := queryAll(ctx, a.db, sql, args, func(r rows) error {
-		var j JobSnapshot
-		var priority, maxAttempts, attempt int64
-		var tags, redrivenTo, errorJSON, payload, policy, result, progress []byte
-		var state string
-		var worker, redrivenFrom *string
-		var timeoutMs *int64
-		dest := []any{&j.ID, &j.Queue, &j.Type, &payload, &priority, &maxAttempts, &policy, &tags, &state,
-			&attempt, &j.RunAt, &j.CreatedAt, &j.FinishedAt, &result, &errorJSON, &worker, &j.LeaseExpiresAt, &j.CancelRequestedAt,
-			&progress, &redrivenFrom, &redrivenTo, &seq, &j.Deadline, &timeoutMs}
-		if extra != nil {
-			dest = append(dest, extra)
+		j, err := scanJobRow(r, &seq, extra)
+		if err == nil {
+			jobs = append(jobs, j)
 		}
-		if err := r.Scan(dest...); err != nil {
-			return err
-		}
-		j.Payload, j.RetryPolicy, j.Result, j.Progress = payload, policy, result, progress
-		j.State = JobState(state)
-		j.Priority, j.MaxAttempts, j.CurrentAttempt = int(priority), int(maxAttempts), int(attempt)
-		j.WorkerID, j.RedrivenFrom = deref(worker), deref(redrivenFrom)
-		if timeoutMs != nil {
-			j.ExecutionTimeout = time.Duration(*timeoutMs) * time.Millisecond
-		}
-		if errorJSON != nil {
-			j.Error = &ErrorEnvelope{}
-			if err := json.Unmarshal(errorJSON, j.Error); err != nil {
-				return err
-			}
-		}
-		if err := json.Unmarshal(tags, &j.Tags); err != nil {
-			return err
-		}
-		if err := json.Unmarshal(redrivenTo, &j.RedrivenTo); err != nil {
-			return err
-		}
-		jobs = append(jobs, j)
-		return nil
+		return err
 	})
 	return jobs, seq, err
 }

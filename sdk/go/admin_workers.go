@@ -55,8 +55,7 @@ func (a *Admin) ListWorkers(ctx context.Context) ([]WorkerInfo, error) {
 		return nil, err
 	}
 	list := []WorkerInfo{}
-	err := queryAll(ctx, a.db, `SELECT worker_id, status, host, pid, to_json(queues)::text, concurrency, in_flight, version,
-		started_at, last_seen_at, drain_requested_at, drain_requested_by, drain_reason FROM workhorse.list_workers_v1()`, nil,
+	err := queryAll(ctx, a.db, listWorkersSQL, nil,
 		func(r rows) error {
 			var w WorkerInfo
 			var status, queues string
@@ -89,6 +88,6 @@ func (a *Admin) DrainWorker(ctx context.Context, workerID string, o ActorOptions
 	if err := a.schema.check(ctx, a.db); err != nil {
 		return "", err
 	}
-	s, err := status(ctx, a.db, "SELECT workhorse.drain_worker_v1($1, $2, $3)", workerID, nullable(o.Actor), nullable(o.Reason))
+	s, err := status(ctx, a.db, drainWorkerSQL, workerID, nullable(o.Actor), nullable(o.Reason))
 	return DrainResult(s), err
 }

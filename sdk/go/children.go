@@ -88,7 +88,7 @@ func RunChildren[R any](ctx context.Context, job *Job, key string, children []En
 		ctx, span, body = traced.start(ctx, body)
 	}
 	var childIDs []string
-	err := queryAll(context.WithoutCancel(ctx), job.w.db, "SELECT status, child_id::text, state, result, error FROM workhorse.run_children_v1($1, $2, $3, $4, $5::jsonb)",
+	err := queryAll(context.WithoutCancel(ctx), job.w.db, runChildrenSQL,
 		[]any{job.ID, job.WorkerID, job.FenceToken, key, string(body)}, func(r rows) error {
 			var id, state *string
 			var result, envelope []byte

@@ -141,7 +141,7 @@ type DependencyOutcome struct {
 // the job under its claim's fence: afterwards it answers a *NotYoursError.
 func (j *Job) Dependencies(ctx context.Context) ([]DependencyOutcome, error) {
 	list := []DependencyOutcome{}
-	err := queryAll(ctx, j.w.db, "SELECT job_id::text, state, result, error FROM workhorse.dependencies_v2($1, $2, $3)", []any{j.ID, j.WorkerID, j.FenceToken}, func(r rows) error {
+	err := queryAll(ctx, j.w.db, dependenciesSQL, []any{j.ID, j.WorkerID, j.FenceToken}, func(r rows) error {
 		var d DependencyOutcome
 		var state string
 		var result, envelope []byte

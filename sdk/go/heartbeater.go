@@ -89,7 +89,7 @@ func (w *Worker) beat(ctx context.Context, conn ownConn, batch []*run) error {
 	}
 	leases = append(leases, ']')
 	sentAt := time.Now().UnixMilli()
-	return queryAll(ctx, conn, "SELECT job_id::text, status FROM workhorse.heartbeat_many_v1($1, $2::jsonb, $3)",
+	return queryAll(ctx, conn, heartbeatManySQL,
 		[]any{w.s.workerID, string(leases), w.s.leaseMs}, func(row rows) error {
 			var id, s string
 			if err := row.Scan(&id, &s); err != nil {

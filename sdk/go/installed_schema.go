@@ -8,14 +8,6 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// The installed version, and whether this role may call workhorse.oldest_client_v1() (schema
-// version 6 on; NULL when the function is absent).
-const (
-	schemaRowSQL = `SELECT s.version, (SELECT pg_catalog.has_function_privilege(p.oid, 'EXECUTE') FROM pg_catalog.pg_proc p
-		WHERE p.oid = pg_catalog.to_regprocedure('workhorse.oldest_client_v1()')) FROM workhorse.schema_version s`
-	oldestClientSQL = "SELECT workhorse.oldest_client_v1()"
-)
-
 // installedSchema is the installed schema, as far as a client must know it.
 type installedSchema struct {
 	// version is workhorse.schema_version.version, 0 when the schema is absent (or its row is).
@@ -43,7 +35,7 @@ type rowScanner func(ctx context.Context, sql string, dest ...any) (found bool, 
 // the migrator share (over a DB or a pgx connection).
 func readInstalledSchema(ctx context.Context, scan rowScanner) (installedSchema, error) {
 	var present bool
-	if _, err := scan(ctx, "SELECT to_regclass('workhorse.schema_version') IS NOT NULL", &present); err != nil || !present {
+	if _, err := scan(ctx, hasSchemaSQL, &present); err != nil || !present {
 		return installedSchema{}, err
 	}
 	var version int64

@@ -28,11 +28,12 @@ type Job struct {
 	run *run
 
 	mu sync.Mutex
-	// Stored by earlier runs, as claimed: {"name": [] | [value]} and {"name": wake time}.
+	// Stored by earlier runs, as claimed: {"name": [] | [value]} and the sleeps, {"name": wake time}
+	// (the claim's waits column: durable sleeps, never signal or human waits).
 	checkpointsJSON []byte
-	waitsJSON       []byte
+	sleepsJSON      []byte
 	checkpoints     map[string]json.RawMessage // decoded on first use; value nil for []
-	waits           map[string]time.Time
+	sleeps          map[string]time.Time
 	// signalWaits counts the waits for each signal name this run reached (the n-th is wait n on
 	// every replay).
 	signalWaits map[string]int
@@ -106,7 +107,7 @@ func (j *Job) fenced(s string, err error) error {
 }
 
 func (j *Job) saveCheckpoint(ctx context.Context, name string, data []byte) error {
-	err := j.fenced(status(context.WithoutCancel(ctx), j.w.db, "SELECT workhorse.save_checkpoint_v1($1, $2, $3, $4, $5::jsonb)",
+	err := j.fenced(status(context.WithoutCancel(ctx), j.w.db, saveCheckpointSQL,
 		j.ID, j.WorkerID, j.FenceToken, name, string(data)))
 	if err != nil {
 		return err
@@ -127,7 +128,7 @@ func (j *Job) SetProgress(ctx context.Context, value any) error {
 	if err != nil {
 		return err
 	}
-	return j.fenced(status(context.WithoutCancel(ctx), j.w.db, "SELECT workhorse.set_progress_v1($1, $2, $3, $4::jsonb)",
+	return j.fenced(status(context.WithoutCancel(ctx), j.w.db, setProgressSQL,
 		j.ID, j.WorkerID, j.FenceToken, string(data)))
 }
 
@@ -161,7 +162,7 @@ func (j *Job) sleep(ctx context.Context, name string, until, ms any) error {
 	if n := len([]rune(name)); n == 0 || n > 200 {
 		return invalid("name", "must be a string of 1 to 200 characters")
 	}
-	known, err := j.wait(name)
+	known, err := j.sleepWakeAt(name)
 	if err != nil {
 		return err
 	}
@@ -173,13 +174,13 @@ func (j *Job) sleep(ctx context.Context, name string, until, ms any) error {
 	}
 	var s string
 	var wakeAt time.Time
-	err = queryRow(context.WithoutCancel(ctx), j.w.db, "SELECT status, wake_at FROM workhorse.sleep_v1($1, $2, $3, $4, $5::text::timestamptz, $6::bigint)",
+	err = queryRow(context.WithoutCancel(ctx), j.w.db, sleepSQL,
 		[]any{j.ID, j.WorkerID, j.FenceToken, name, until, ms}, &s, &wakeAt)
 	if err := j.fenced(s, err); err != nil {
 		return err
 	}
 	j.mu.Lock()
-	j.waits[name] = wakeAt
+	j.sleeps[name] = wakeAt
 	j.mu.Unlock()
 	if s == "elapsed" {
 		return nil
@@ -189,16 +190,16 @@ func (j *Job) sleep(ctx context.Context, name string, until, ms any) error {
 	return &JobSleepingError{JobID: j.ID, WakeAt: wakeAt}
 }
 
-func (j *Job) wait(name string) (time.Time, error) {
+func (j *Job) sleepWakeAt(name string) (time.Time, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.waits == nil {
-		j.waits = map[string]time.Time{}
-		if j.waitsJSON != nil {
-			if err := json.Unmarshal(j.waitsJSON, &j.waits); err != nil {
+	if j.sleeps == nil {
+		j.sleeps = map[string]time.Time{}
+		if j.sleepsJSON != nil {
+			if err := json.Unmarshal(j.sleepsJSON, &j.sleeps); err != nil {
 				return time.Time{}, err
 			}
 		}
 	}
-	return j.waits[name], nil
+	return j.sleeps[name], nil
 }

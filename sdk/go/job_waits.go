@@ -48,7 +48,7 @@ func WaitForSignal[T any](ctx context.Context, job *Job, name string, o *WaitOpt
 	var s string
 	var payload []byte
 	var timeoutAt *time.Time
-	err = job.ownerCall(ctx, "SELECT status, payload, timeout_at FROM workhorse.wait_signal_v1($1, $2, $3, $4, $5, $6)",
+	err = job.ownerCall(ctx, waitSignalSQL,
 		[]any{name, seq, timeoutMs}, &s, &payload, &timeoutAt)
 	if err != nil {
 		return value, err
@@ -136,7 +136,7 @@ func (j *Job) WaitForHuman(ctx context.Context, name string, o *HumanWaitOptions
 	var s string
 	var actor, reason *string
 	var decidedAt, timeoutAt *time.Time
-	err = j.ownerCall(ctx, "SELECT status, decision, actor, reason, decided_at, timeout_at FROM workhorse.wait_human_v1($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7)",
+	err = j.ownerCall(ctx, waitHumanSQL,
 		[]any{name, waitContext, choices, timeoutMs}, &s, &d.Decision, &actor, &reason, &decidedAt, &timeoutAt)
 	if err != nil {
 		return d, err

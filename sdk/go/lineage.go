@@ -28,7 +28,7 @@ type JobLineage struct {
 
 func (a *Admin) lineage(ctx context.Context, jobID string, state JobState) (JobLineage, error) {
 	l := JobLineage{Dependencies: []JobLink{}, WaitingOn: []JobLink{}, Children: []ChildLink{}}
-	err := queryAll(ctx, a.db, "SELECT relation, job_id::text, state, key FROM workhorse.job_links_v1($1)", []any{jobID}, func(r rows) error {
+	err := queryAll(ctx, a.db, jobLinksSQL, []any{jobID}, func(r rows) error {
 		var relation, id, linkState string
 		var key *string
 		if err := r.Scan(&relation, &id, &linkState, &key); err != nil {
@@ -81,10 +81,7 @@ func (a *Admin) listChildren(ctx context.Context, parentID string, queue, typ, s
 	}
 	var last string
 	var err error
-	page.Items, _, err = a.snapshots(ctx, "SELECT "+snapshotColumns+`, c.ordinal::text
-		FROM workhorse.list_children_v1($1) c CROSS JOIN LATERAL workhorse.get_job_v1(c.job_id) s
-		WHERE c.ordinal > $2::text::bigint AND ($3::text IS NULL OR s.queue = $3) AND ($4::text IS NULL OR s.type = $4)
-		  AND ($5::text[] IS NULL OR s.state = ANY ($5::text[])) ORDER BY c.ordinal LIMIT $6`,
+	page.Items, _, err = a.snapshots(ctx, listChildrenSQL,
 		[]any{parentID, after, queue, typ, states, limit}, &last)
 	if err == nil && len(page.Items) == limit {
 		page.NextCursor = encodeCursor("children", last)

@@ -8,9 +8,6 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// notifyChannel is where the SQL functions pg_notify a queue's name whenever it gains ready work.
-const notifyChannel = "workhorse_jobs"
-
 // startNotifier wakes the worker when a queue it serves gains ready work (delivered at commit).
 // Polling stays the source of truth: a lost notification only costs latency. A broken LISTEN
 // connection is reopened with capped, jittered backoff, and the worker is woken after each
@@ -26,7 +23,7 @@ func (w *Worker) startNotifier(ctx context.Context) {
 		failures := 0
 		for {
 			listening := func(conn *pgx.Conn) error {
-				if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
+				if _, err := conn.Exec(ctx, listenSQL); err != nil {
 					return err
 				}
 				failures = 0

@@ -42,26 +42,12 @@ type claimRow struct {
 	payload              []byte
 	attempt, maxAttempts int
 	fence, timeoutMs     int64
-	checkpoints, waits   []byte
+	checkpoints, sleeps  []byte
 }
 
 // maxRound is the most jobs one round trip claims and the most completions it records (the
 // limits of complete_and_claim_v1).
 const maxRound = 1000
-
-// pumpSQL is the hot path's statement, with the columns the worker uses. The completions that
-// succeeded (nearly all) are left out: only the others (canceled, stale) come back, each with
-// its job id, followed by the claimed jobs. Absent columns are coalesced so rows scan into
-// plain values. pgx prepares it once per connection.
-const pumpSQL = "SELECT job_id::text, status, coalesce(queue, ''), coalesce(type, ''), payload, coalesce(attempt, 0), " +
-	"coalesce(max_attempts, 0), coalesce(fence_token, 0), coalesce(execution_timeout_ms, 0), checkpoints, waits " +
-	"FROM workhorse.complete_and_claim_v1($1, $2::jsonb, $3::text[], $4, $5) WHERE status <> 'succeeded'"
-
-// pumpTracedSQL is pumpSQL with each claimed job's trace context, for a worker that traces (the
-// others do not fetch it).
-const pumpTracedSQL = "SELECT job_id::text, status, coalesce(queue, ''), coalesce(type, ''), payload, coalesce(attempt, 0), " +
-	"coalesce(max_attempts, 0), coalesce(fence_token, 0), coalesce(execution_timeout_ms, 0), checkpoints, waits, trace_context " +
-	"FROM workhorse.complete_and_claim_v1($1, $2::jsonb, $3::text[], $4, $5) WHERE status <> 'succeeded'"
 
 func (l *lane) wakeUp() {
 	select {
@@ -295,7 +281,7 @@ func (w *Worker) roundTrip(items []byte, want int) (map[string]string, []claimRo
 		var c claimRow
 		var s string
 		var attempt, maxAttempts int64
-		if err := r.Scan(&c.jobID, &s, &c.queue, &c.typ, &c.payload, &attempt, &maxAttempts, &c.fence, &c.timeoutMs, &c.checkpoints, &c.waits); err != nil {
+		if err := r.Scan(&c.jobID, &s, &c.queue, &c.typ, &c.payload, &attempt, &maxAttempts, &c.fence, &c.timeoutMs, &c.checkpoints, &c.sleeps); err != nil {
 			return err
 		}
 		keep(&c, s, attempt, maxAttempts)
@@ -308,7 +294,7 @@ func (w *Worker) roundTrip(items []byte, want int) (map[string]string, []claimRo
 			var s string
 			var attempt, maxAttempts int64
 			var traceContext []byte
-			if err := r.Scan(&c.jobID, &s, &c.queue, &c.typ, &c.payload, &attempt, &maxAttempts, &c.fence, &c.timeoutMs, &c.checkpoints, &c.waits, &traceContext); err != nil {
+			if err := r.Scan(&c.jobID, &s, &c.queue, &c.typ, &c.payload, &attempt, &maxAttempts, &c.fence, &c.timeoutMs, &c.checkpoints, &c.sleeps, &traceContext); err != nil {
 				return err
 			}
 			if s == "claimed" {

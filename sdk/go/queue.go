@@ -145,7 +145,7 @@ func (q *Queue) send(ctx context.Context, traced *tracedSend, requests []byte) (
 		ctx, span, requests = traced.start(ctx, requests)
 	}
 	ids := make([]string, 0, 1)
-	err := queryAll(ctx, q.db, "SELECT job_id FROM workhorse.enqueue_many_v1($1::jsonb)", []any{string(requests)}, func(r rows) error {
+	err := queryAll(ctx, q.db, enqueueManySQL, []any{string(requests)}, func(r rows) error {
 		var id string
 		err := r.Scan(&id)
 		ids = append(ids, id)

@@ -36,7 +36,7 @@ func (w *Worker) startRegistration(ctx context.Context) {
 		for {
 			var drain bool
 			var secret *string
-			err := queryRow(ctx, w.db, "SELECT drain, secret FROM workhorse.report_worker_v2($1, $2::jsonb, $3, $4)",
+			err := queryRow(ctx, w.db, reportWorkerSQL,
 				[]any{w.s.workerID, string(info), w.activeCount(), w.registrySecret.Load()}, &drain, &secret)
 			var notYours *NotYoursError
 			switch {
@@ -70,7 +70,7 @@ func (w *Worker) unregister() {
 		return
 	}
 	var found bool
-	err := queryRow(context.Background(), w.db, "SELECT workhorse.unregister_worker_v2($1, $2)", []any{w.s.workerID, *secret}, &found)
+	err := queryRow(context.Background(), w.db, unregisterWorkerSQL, []any{w.s.workerID, *secret}, &found)
 	if err != nil {
 		w.reportError("report", err)
 	}

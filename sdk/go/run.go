@@ -62,7 +62,7 @@ func (r *run) gaveUp() bool {
 func (w *Worker) start(c *claimRow, l *lane, sentAt time.Time, traceContext []byte) {
 	job := &Job{
 		ID: c.jobID, Queue: c.queue, Type: c.typ, Attempt: c.attempt, MaxAttempts: c.maxAttempts,
-		WorkerID: w.s.workerID, FenceToken: c.fence, w: w, checkpointsJSON: c.checkpoints, waitsJSON: c.waits,
+		WorkerID: w.s.workerID, FenceToken: c.fence, w: w, checkpointsJSON: c.checkpoints, sleepsJSON: c.sleeps,
 	}
 	r := &run{job: job, lane: l, startedAt: time.Now()}
 	job.run = r
@@ -215,7 +215,7 @@ func (w *Worker) settleFailure(r *run, handlerErr error) error {
 		w.emit(w.jobEvent(EventJobLeaseLost, r, true))
 		return nil
 	case outcomeCanceled:
-		s, err := status(context.Background(), w.db, "SELECT workhorse.acknowledge_cancel_v1($1, $2, $3)", job.ID, job.WorkerID, job.FenceToken)
+		s, err := status(context.Background(), w.db, acknowledgeCancelSQL, job.ID, job.WorkerID, job.FenceToken)
 		if err == nil {
 			w.reportStatus(r, s, nil)
 		}
@@ -259,7 +259,7 @@ func (w *Worker) settleFailure(r *run, handlerErr error) error {
 	var s string
 	var runAt *time.Time
 	var delayMs *int64
-	err = queryRow(context.Background(), w.db, "SELECT status, run_at, delay_ms FROM workhorse.fail_v1($1, $2, $3, $4::jsonb, $5::jsonb)",
+	err = queryRow(context.Background(), w.db, failSQL,
 		[]any{job.ID, job.WorkerID, job.FenceToken, string(envelopeJSON), string(options)}, &s, &runAt, &delayMs)
 	if err != nil {
 		return err
@@ -303,7 +303,7 @@ func (w *Worker) reportStatus(r *run, s string, envelope *ErrorEnvelope) {
 // release hands a job of a type without a handler back, without consuming its attempt.
 func (w *Worker) release(r *run, reason string) error {
 	job := r.job
-	s, err := status(context.Background(), w.db, "SELECT workhorse.release_v1($1, $2, $3, $4, $5)",
+	s, err := status(context.Background(), w.db, releaseSQL,
 		job.ID, job.WorkerID, job.FenceToken, w.s.unknownTypeDelay, reason)
 	if err != nil {
 		return err

@@ -121,7 +121,7 @@ func (q *Queue) SyncSchedules(ctx context.Context, namespace string, definitions
 		return nil, err
 	}
 	synced := []SyncedSchedule{}
-	err = queryAll(ctx, q.db, "SELECT key, change, revision FROM workhorse.sync_schedules_v1($1, $2::jsonb)", []any{namespace, string(body)},
+	err = queryAll(ctx, q.db, syncSchedulesSQL, []any{namespace, string(body)},
 		func(r rows) error {
 			var s SyncedSchedule
 			var revision int64
@@ -199,9 +199,7 @@ func (a *Admin) ListSchedules(ctx context.Context, namespace string) ([]Schedule
 		return nil, err
 	}
 	list := []ScheduleInfo{}
-	err := queryAll(ctx, a.db, `SELECT namespace, key, definition, state, revision, created_at, updated_at, paused_at, paused_by,
-	    pause_reason, next_run_at, last_run_at, last_job_id::text, last_job_state, planned_through, last_error, last_error_at
-	  FROM workhorse.list_schedules_v1($1)`, []any{nullable(namespace)},
+	err := queryAll(ctx, a.db, listSchedulesSQL, []any{nullable(namespace)},
 		func(r rows) error {
 			var s ScheduleInfo
 			var revision int64
@@ -219,13 +217,13 @@ func (a *Admin) ListSchedules(ctx context.Context, namespace string) ([]Schedule
 // PauseSchedule pauses a schedule (its occurrences are skipped until it is resumed) and says
 // whether it changed anything.
 func (a *Admin) PauseSchedule(ctx context.Context, namespace, key string, o ActorOptions) (bool, error) {
-	return a.scheduleAction(ctx, "pause_schedule_v1", namespace, key, o)
+	return a.scheduleAction(ctx, pauseScheduleSQL, namespace, key, o)
 }
 
 // ResumeSchedule resumes a paused schedule from its next occurrence (nothing is caught up) and
 // says whether it changed anything.
 func (a *Admin) ResumeSchedule(ctx context.Context, namespace, key string, o ActorOptions) (bool, error) {
-	return a.scheduleAction(ctx, "resume_schedule_v1", namespace, key, o)
+	return a.scheduleAction(ctx, resumeScheduleSQL, namespace, key, o)
 }
 
 // TriggerSchedule enqueues the schedule's job now (also while paused, whatever its overlap rule)
@@ -235,7 +233,7 @@ func (a *Admin) TriggerSchedule(ctx context.Context, namespace, key string, o Ac
 		return "", err
 	}
 	var id string
-	err := queryRow(ctx, a.db, "SELECT workhorse.trigger_schedule_v1($1, $2, $3, $4)::text", []any{namespace, key, nullable(o.Actor), nullable(o.Reason)}, &id)
+	err := queryRow(ctx, a.db, triggerScheduleSQL, []any{namespace, key, nullable(o.Actor), nullable(o.Reason)}, &id)
 	return id, scheduleError(err)
 }
 
@@ -248,7 +246,7 @@ func (a *Admin) ScheduleHistory(ctx context.Context, namespace, key string, limi
 		return nil, invalid("limit", "must be an integer from 1 to 1000")
 	}
 	list := []ScheduleHistoryEntry{}
-	err := queryAll(ctx, a.db, "SELECT revision, at, change, definition, actor, reason, job_id::text FROM workhorse.get_schedule_history_v1($1, $2, $3)",
+	err := queryAll(ctx, a.db, scheduleHistorySQL,
 		[]any{namespace, key, limit}, func(r rows) error {
 			var h ScheduleHistoryEntry
 			var revision int64
@@ -261,12 +259,12 @@ func (a *Admin) ScheduleHistory(ctx context.Context, namespace, key string, limi
 	return list, scheduleError(err)
 }
 
-func (a *Admin) scheduleAction(ctx context.Context, fn, namespace, key string, o ActorOptions) (bool, error) {
+func (a *Admin) scheduleAction(ctx context.Context, statement, namespace, key string, o ActorOptions) (bool, error) {
 	if err := a.checkSchedule(ctx, namespace, key, o); err != nil {
 		return false, err
 	}
 	var changed bool
-	err := queryRow(ctx, a.db, "SELECT workhorse."+fn+"($1, $2, $3, $4)", []any{namespace, key, nullable(o.Actor), nullable(o.Reason)}, &changed)
+	err := queryRow(ctx, a.db, statement, []any{namespace, key, nullable(o.Actor), nullable(o.Reason)}, &changed)
 	return changed, scheduleError(err)
 }
 

@@ -129,11 +129,6 @@ type schemaGate struct {
 	timelineV2 atomic.Bool
 }
 
-const (
-	timelineV2SQL = "SELECT id::text, at, source, kind, attempt, worker_id, fence_token, data, login_role FROM workhorse.get_timeline_v2($1, $2::text::bigint, $3)"
-	timelineV1SQL = "SELECT id::text, at, source, kind, attempt, worker_id, fence_token, data, NULL::text FROM workhorse.get_timeline_v1($1, $2::text::bigint, $3)"
-)
-
 // timelineSQL is the statement that reads a page of a timeline: get_timeline_v2 once the schema
 // has it, else get_timeline_v1 (no login roles). A catalog lookup rather than a try, so a read
 // inside the caller's transaction never fails on an older schema.
@@ -142,7 +137,7 @@ func (g *schemaGate) timelineSQL(ctx context.Context, db DB) (string, error) {
 		return timelineV2SQL, nil
 	}
 	var present bool
-	if err := queryRow(ctx, db, "SELECT to_regprocedure('workhorse.get_timeline_v2(uuid,bigint,integer)') IS NOT NULL", nil, &present); err != nil {
+	if err := queryRow(ctx, db, hasTimelineV2SQL, nil, &present); err != nil {
 		return "", err
 	}
 	if !present {

@@ -59,7 +59,7 @@ func (q *Queue) SendSignal(ctx context.Context, jobID, name string, payload any,
 	if err := q.schema.check(ctx, q.db); err != nil {
 		return "", err
 	}
-	s, err := status(ctx, q.db, "SELECT workhorse.send_signal_v1($1, $2, $3::jsonb, $4)", jobID, name, data, key)
+	s, err := status(ctx, q.db, sendSignalSQL, jobID, name, data, key)
 	return SignalStatus(s), err
 }
 
@@ -128,7 +128,7 @@ func (q *Queue) CompleteHumanWait(ctx context.Context, jobID, name string, decis
 	if err := q.schema.check(ctx, q.db); err != nil {
 		return "", err
 	}
-	s, err := status(ctx, q.db, "SELECT workhorse.complete_human_wait_v1($1, $2, $3::jsonb, $4, $5, $6)",
+	s, err := status(ctx, q.db, completeHumanWaitSQL,
 		jobID, name, string(data), o.Actor, nullable(o.Reason), key)
 	return HumanWaitStatus(s), err
 }
@@ -203,8 +203,7 @@ func (a *Admin) ListHumanWaits(ctx context.Context, f HumanWaitFilter) (Page[Hum
 	}
 	page.Items = []HumanWait{}
 	var lastID int64
-	err = queryAll(ctx, a.db, `SELECT id, job_id::text, queue, type, name, context, choices, timeout_at, attempt, created_at
-		FROM workhorse.list_human_waits_v1($1, $2, $3, $4::text::uuid, $5, $6::text::bigint)`,
+	err = queryAll(ctx, a.db, listHumanWaitsSQL,
 		[]any{queue, typ, name, jobID, limit, after}, func(r rows) error {
 			var w HumanWait
 			var context, choices []byte

@@ -305,7 +305,7 @@ func (w *Worker) startTicks(ctx context.Context) <-chan struct{} {
 			case <-timer.C:
 			}
 			var result []byte
-			if err := queryRow(ctx, w.db, "SELECT workhorse.tick_v1()", nil, &result); err != nil && ctx.Err() == nil {
+			if err := queryRow(ctx, w.db, tickSQL, nil, &result); err != nil && ctx.Err() == nil {
 				w.reportError("tick", err)
 			}
 			timer.Reset(jitter(w.s.tick, 0.8, 1.2))

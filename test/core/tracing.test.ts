@@ -9,7 +9,7 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { Admin, NonRetryableError, Queue, Worker, WorkhorseValidationError, type JobHandlerFn } from '../../lib/core';
-import { fromPgError } from '../../lib/core/protocol-errors';
+import { fromPgError } from '../../lib/core/protocol/errors';
 import { activeTracer } from '../../lib/core/telemetry/job-tracing';
 import { useTestDatabase } from '../support/test-database';
 import { waitFor } from '../support/wait';

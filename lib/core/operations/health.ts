@@ -1,5 +1,6 @@
 import { WorkhorseValidationError } from '../errors';
-import { fromPgError } from '../protocol-errors';
+import { callOne } from '../protocol/call';
+import { HEALTH } from '../protocol/admin';
 import type { Queryable } from '../types';
 
 /** How healthy the queue is: the worst level among the reasons. */
@@ -131,16 +132,11 @@ const dateOrNull = (value: string | null): Date | null => (value === null ? null
 
 /** One `health_v1` statement; `thresholds` are merged over the defaults level by level (in SQL). */
 export async function health(db: Queryable, thresholds: HealthThresholds): Promise<HealthReport> {
-  try {
-    const { rows } = await db.query('SELECT workhorse.health_v1($1::jsonb) AS health', [JSON.stringify(thresholds)]);
-    const row = (rows[0] as { health: HealthRow }).health;
-    const { tickLastRunAt, retentionLastRunAt } = row.maintenance;
-    return {
-      ...row,
-      checkedAt: new Date(row.checkedAt),
-      maintenance: { tickLastRunAt: dateOrNull(tickLastRunAt), retentionLastRunAt: dateOrNull(retentionLastRunAt) },
-    };
-  } catch (error) {
-    throw fromPgError(error);
-  }
+  const row = (await callOne<{ health: HealthRow }>(db, HEALTH, [JSON.stringify(thresholds)])).health;
+  const { tickLastRunAt, retentionLastRunAt } = row.maintenance;
+  return {
+    ...row,
+    checkedAt: new Date(row.checkedAt),
+    maintenance: { tickLastRunAt: dateOrNull(tickLastRunAt), retentionLastRunAt: dateOrNull(retentionLastRunAt) },
+  };
 }

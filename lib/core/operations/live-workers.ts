@@ -1,4 +1,5 @@
-import { fromPgError } from '../protocol-errors';
+import { call, callOne } from '../protocol/call';
+import { DRAIN_WORKER, LIST_WORKERS } from '../protocol/admin';
 import type { Queryable } from '../types';
 
 /**
@@ -49,34 +50,25 @@ interface WorkerRow {
 
 /** The registered workers, newest first (`list_workers_v1`). */
 export async function listWorkers(db: Queryable): Promise<WorkerInfo[]> {
-  try {
-    const { rows } = await db.query('SELECT * FROM workhorse.list_workers_v1()');
-    return (rows as WorkerRow[]).map((r) => ({
-      workerId: r.worker_id,
-      status: r.status,
-      host: r.host,
-      pid: r.pid,
-      queues: r.queues,
-      concurrency: r.concurrency,
-      inFlight: r.in_flight,
-      version: r.version,
-      startedAt: r.started_at,
-      lastSeenAt: r.last_seen_at,
-      drainRequestedAt: r.drain_requested_at,
-      drainRequestedBy: r.drain_requested_by,
-      drainReason: r.drain_reason,
-    }));
-  } catch (error) {
-    throw fromPgError(error);
-  }
+  const rows = await call<WorkerRow>(db, LIST_WORKERS, []);
+  return rows.map((r) => ({
+    workerId: r.worker_id,
+    status: r.status,
+    host: r.host,
+    pid: r.pid,
+    queues: r.queues,
+    concurrency: r.concurrency,
+    inFlight: r.in_flight,
+    version: r.version,
+    startedAt: r.started_at,
+    lastSeenAt: r.last_seen_at,
+    drainRequestedAt: r.drain_requested_at,
+    drainRequestedBy: r.drain_requested_by,
+    drainReason: r.drain_reason,
+  }));
 }
 
 /** Asks one worker to drain (`drain_worker_v1`); the options are checked by the caller. */
 export async function drainWorker(db: Queryable, workerId: string, actor: string | null, reason: string | null): Promise<DrainResult> {
-  try {
-    const { rows } = await db.query('SELECT workhorse.drain_worker_v1($1, $2, $3) AS result', [workerId, actor, reason]);
-    return (rows[0] as { result: DrainResult }).result;
-  } catch (error) {
-    throw fromPgError(error);
-  }
+  return (await callOne<{ result: DrainResult }>(db, DRAIN_WORKER, [workerId, actor, reason])).result;
 }

@@ -1,4 +1,5 @@
-import { fromPgError } from '../protocol-errors';
+import { callOne } from '../protocol/call';
+import { RETENTION_RUN, RETENTION_STATUS, SET_RETENTION } from '../protocol/admin';
 import type { Queryable } from '../types';
 
 /**
@@ -50,13 +51,8 @@ export interface RetentionRun {
   more?: boolean;
 }
 
-async function one<T>(db: Queryable, text: string, values: unknown[]): Promise<T> {
-  try {
-    const { rows } = await db.query(text, values);
-    return (rows[0] as { value: T }).value;
-  } catch (error) {
-    throw fromPgError(error);
-  }
+async function one<T>(db: Queryable, statement: string, values: unknown[]): Promise<T> {
+  return (await callOne<{ value: T }>(db, statement, values)).value;
 }
 
 const dateOrNull = (value: unknown): Date | null => (typeof value === 'string' ? new Date(value) : null);
@@ -67,7 +63,7 @@ export async function retentionStatus(db: Queryable): Promise<RetentionStatus> {
     lastRunAt: string | null;
     coveredUntil: string | null;
   };
-  const wire = await one<Wire>(db, 'SELECT workhorse.retention_status_v1() AS value', []);
+  const wire = await one<Wire>(db, RETENTION_STATUS, []);
   return {
     ...wire,
     policy: { ...wire.policy, changedAt: dateOrNull(wire.policy.changedAt) },
@@ -77,9 +73,9 @@ export async function retentionStatus(db: Queryable): Promise<RetentionStatus> {
 }
 
 export function runRetention(db: Queryable, budget: number): Promise<RetentionRun> {
-  return one<RetentionRun>(db, 'SELECT workhorse.retention_run_v1($1, true) AS value', [budget]);
+  return one<RetentionRun>(db, RETENTION_RUN, [budget]);
 }
 
 export async function setRetention(db: Queryable, policy: Partial<RetentionPolicy>, actor: string | null): Promise<void> {
-  await one<null>(db, 'SELECT workhorse.set_retention_v1($1::jsonb, $2) AS value', [JSON.stringify(policy), actor]);
+  await one<null>(db, SET_RETENTION, [JSON.stringify(policy), actor]);
 }

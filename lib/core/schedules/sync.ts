@@ -1,5 +1,6 @@
 import { InvalidCronError, UnknownTimeZoneError, WorkhorseValidationError } from '../errors';
-import { fromPgError } from '../protocol-errors';
+import { fromPgError } from '../protocol/errors';
+import { SYNC_SCHEDULES } from '../protocol/producer';
 import type { Queryable } from '../types';
 import { toWireSchedules, type WireScheduleDefinition } from './definition';
 import type { ScheduleDefinition, SyncedSchedule } from './types';
@@ -13,7 +14,7 @@ import type { ScheduleDefinition, SyncedSchedule } from './types';
 export async function syncSchedules(db: Queryable, namespace: string, definitions: readonly ScheduleDefinition[]): Promise<SyncedSchedule[]> {
   const wire = toWireSchedules(namespace, definitions);
   try {
-    const result = await db.query('SELECT key, change, revision FROM workhorse.sync_schedules_v1($1, $2::jsonb)', [
+    const result = await db.query(SYNC_SCHEDULES, [
       namespace,
       JSON.stringify(wire),
     ]);

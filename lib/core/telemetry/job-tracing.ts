@@ -10,7 +10,7 @@ import {
   type Span,
   type Tracer,
 } from '@opentelemetry/api';
-import type { ClaimedJob } from '../context';
+import type { ClaimedJob } from '../claimed-job';
 import { reportedVersion } from '../package-version';
 import { injectTraceContext, spanContextOf, type TraceContext } from './trace-context';
 

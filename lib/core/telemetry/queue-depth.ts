@@ -1,5 +1,6 @@
 import type { Meter, ObservableResult } from '@opentelemetry/api';
 import type { Pool } from 'pg';
+import { QUEUE_DEPTHS, QUEUE_DEPTHS_OF } from '../protocol/admin';
 
 const STATES = ['ready', 'scheduled', 'active', 'blocked'] as const;
 
@@ -22,8 +23,8 @@ export function observeQueueDepth(meter: Meter, pool: Pool, queues: readonly str
   const callback = async (result: ObservableResult): Promise<void> => {
     const { rows } =
       all
-        ? await pool.query<DepthRow>('SELECT queue, ready, scheduled, active, blocked FROM workhorse.list_queues_v1()')
-        : await pool.query<DepthRow>('SELECT queue, ready, scheduled, active, blocked FROM workhorse.list_queues_v1() WHERE queue = ANY ($1)', [queues]);
+        ? await pool.query<DepthRow>(QUEUE_DEPTHS)
+        : await pool.query<DepthRow>(QUEUE_DEPTHS_OF, [queues]);
     const seen = new Set<string>();
     for (const row of rows) {
       seen.add(row.queue);

@@ -1,8 +1,8 @@
 import { WorkhorseValidationError } from '../errors';
 import {
   isWorkerEventName,
-  RECURRING_OPERATIONS,
-  type RecurringOperation,
+  RECURRING_TASKS,
+  type RecurringTask,
   type WorkerErrorDuring,
   type WorkerEvent,
   type WorkerEventListener,
@@ -10,8 +10,8 @@ import {
   type WorkerEventOf,
 } from '../events';
 
-function isRecurring(during: WorkerErrorDuring): during is RecurringOperation {
-  return (RECURRING_OPERATIONS as readonly string[]).includes(during);
+function isRecurring(during: WorkerErrorDuring): during is RecurringTask {
+  return (RECURRING_TASKS as readonly string[]).includes(during);
 }
 
 interface Subscription {
@@ -30,7 +30,7 @@ export class EventHub {
   /** The event names some listener wants ('all', or none at all: null). */
   private wanted: ReadonlySet<WorkerEventName> | 'all' | null = null;
   /** Recurring operations failing now: since when, and how many failures. */
-  private readonly failing = new Map<RecurringOperation, { since: number; failures: number }>();
+  private readonly failing = new Map<RecurringTask, { since: number; failures: number }>();
 
   constructor(private readonly workerId: string) {}
 
@@ -90,7 +90,7 @@ export class EventHub {
    * A recurring operation worked: if it had been failing, the database is reachable again, and
    * `worker.reconnected` says so (once per outage and operation).
    */
-  reportSuccess(during: RecurringOperation): void {
+  reportSuccess(during: RecurringTask): void {
     if (this.failing.size === 0) return;
     const failing = this.failing.get(during);
     if (!failing) return;

@@ -1,25 +1,23 @@
 import type { Pool, PoolClient } from 'pg';
 import { CheckedOutClient } from '../checked-out-client';
-import { HandlerContext, type ClaimedJob } from '../context';
+import type { ClaimedJob } from '../claimed-job';
+import { HandlerContext } from '../context';
 import { JobCanceledError } from '../errors';
 import { failpoint } from '../failpoints';
 import type { JsonValue, Queryable } from '../types';
 import { toJsonText } from '../validation';
 import type { EventHub } from './event-hub';
-import { isLetGo, jobFields, signalOf, type Execution } from './execution';
+import { canceledOnCompletion, CLAIMED, interruptionOf, isLetGo, jobFields, signalOf, type Execution } from './execution';
 import { Interrupter } from './interrupter';
 import type { Lane } from './lane';
 import { OutcomeRecorder } from './outcome-recorder';
 import type { JobMetrics } from '../telemetry/job-metrics';
 import { runInSpan, type JobTracing } from '../telemetry/job-tracing';
-import type { OwnerStatements, RoundTripRow } from './owner-statements';
-import type { HandlerSettings, JobHandlerFn, WorkerSettings } from './worker-options';
+import type { OwnerStatements, RoundTripRow } from '../protocol/owner-statements';
+import { BEGIN, COMMIT, ROLLBACK } from '../protocol/session';
+import type { Handler, JobHandlerFn, WorkerSettings } from './worker-options';
 
-/** A registered handler. */
-export interface Handler {
-  fn: JobHandlerFn<any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-  settings: HandlerSettings;
-}
+export type { Handler };
 
 /**
  * Executes the jobs the round trips claim: starts each one's handler (in a transaction of its
@@ -56,8 +54,8 @@ export class Executor {
   }
 
   start(row: RoundTripRow, lane: Lane, sentAt: number, claimedAt: number): void {
-    const [jobId, , queue, type, payload, attempt, maxAttempts, fenceToken, timeoutMs, checkpoints, waits, traceContext] = row;
-    const job: ClaimedJob = { jobId, queue, type, attempt, maxAttempts, fenceToken, workerId: this.settings.workerId, checkpoints, waits };
+    const [jobId, , queue, type, payload, attempt, maxAttempts, fenceToken, timeoutMs, checkpoints, sleeps, traceContext] = row;
+    const job: ClaimedJob = { jobId, queue, type, attempt, maxAttempts, fenceToken, workerId: this.settings.workerId, checkpoints, sleeps };
     const execution: Execution = {
       deadline: sentAt + this.settings.leaseMs,
       renewing: true,
@@ -65,10 +63,8 @@ export class Executor {
       lane,
       controller: null,
       startedAt: claimedAt,
-      interruption: null,
+      state: CLAIMED,
       timer: null,
-      returned: false,
-      finished: false,
       onFinished: null,
       span: this.tracing === null ? null : this.tracing.startAttempt(job, traceContext),
     };
@@ -86,7 +82,7 @@ export class Executor {
     const handler = this.handlers.get(execution.job.type);
     if (!handler) {
       const reason = `no handler for job type "${execution.job.type}" on worker ${this.settings.workerId}`;
-      execution.returned = true;
+      this.interrupter.handlerDone(execution);
       this.recorder.finishAfter(execution, this.recorder.release(execution, reason), 'release');
       return;
     }
@@ -152,7 +148,7 @@ export class Executor {
       if (interrupter.handlerDone(execution)) throw error;
       return;
     }
-    if (execution.interruption === 'abandoned') {
+    if (interruptionOf(execution) === 'abandoned') {
       // Abandoned while it waited for a connection: the handler never runs.
       checkedOut.release();
       interrupter.handlerDone(execution);
@@ -166,7 +162,7 @@ export class Executor {
       let value: unknown;
       let threw = false;
       try {
-        await client.query('BEGIN');
+        await client.query(BEGIN);
         failpoint('before-handler');
         value = await runInSpan(execution.span, fn, payload, this.context(execution, client, client));
       } catch (error) {
@@ -181,14 +177,14 @@ export class Executor {
         status = await this.statements.completeIn(client, job, resultText);
       }
       if (status === 'succeeded') {
-        await client.query('COMMIT');
+        await client.query(COMMIT);
         failpoint('after-complete');
       } else {
         // Failed, stale or canceled meanwhile: none of the handler's writes may stay.
-        await client.query('ROLLBACK');
+        await client.query(ROLLBACK);
       }
     } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
+      await client.query(ROLLBACK).catch(() => undefined);
       thrown ??= error;
       status = null;
     } finally {
@@ -198,7 +194,7 @@ export class Executor {
     if (status === 'succeeded' || status === 'stale') {
       this.recorder.reportOutcome(execution, status, null);
     } else if (status === 'canceled') {
-      execution.interruption = 'canceled';
+      canceledOnCompletion(execution);
       await this.recorder.recordFailure(execution, new JobCanceledError(job.jobId));
     } else {
       await this.recorder.recordFailure(execution, thrown);

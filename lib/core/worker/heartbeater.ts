@@ -1,5 +1,6 @@
 import type { Pool } from 'pg';
 import { DedicatedConnection } from '../connection';
+import { HEARTBEAT_MANY } from '../protocol/worker';
 
 /** A lease the heartbeater keeps alive (the worker's record of a job it runs). */
 export interface HeldLease {
@@ -101,7 +102,7 @@ export class Heartbeater {
     const sentAt = Date.now();
     let rows: HeartbeatRow[];
     try {
-      const result = await this.connection.query('SELECT job_id, status FROM workhorse.heartbeat_many_v1($1, $2::jsonb, $3)', [
+      const result = await this.connection.query(HEARTBEAT_MANY, [
         this.workerId,
         leasesJson(batch),
         this.leaseMs,

@@ -1,7 +1,7 @@
 /**
  * The worker, one part per file: options and their checks (`worker-options`), the lifecycle
  * (`worker`), claims and completions (`round-trips`, `lane`), handler execution (`executor`,
- * `execution`), the statements it sends as a job's owner (`owner-statements`), leases
+ * `execution`), the statements it sends as a job's owner (`../protocol/owner-statements`), leases
  * (`heartbeater`), maintenance (`ticker`), events (`event-hub`) and the error envelope
  * (`error-envelope`).
  */

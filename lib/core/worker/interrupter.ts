@@ -1,10 +1,22 @@
 import type { CheckedOutClient } from '../checked-out-client';
-import { JobBlocked, JobSleeping, type ExecutionOwner } from '../context';
+import { JobBlocked, JobSleeping, type ExecutingWorker } from '../context';
 import { JobWaiting } from '../handler-waits';
 import { ExecutionTimeoutError, JobCanceledError, LeaseLostError, WorkerShutdownError } from '../errors';
 import type { AbandonReason } from '../events';
 import type { EventHub } from './event-hub';
-import { abort, endedFields, jobFields, signalOf, type Execution, type Interruption } from './execution';
+import {
+  abandon,
+  abort,
+  endedFields,
+  handlerReturned,
+  interrupt,
+  interruptionOf,
+  isRunning,
+  jobFields,
+  signalOf,
+  type Execution,
+  type Interruption,
+} from './execution';
 import type { LeaseListener } from './heartbeater';
 import type { OutcomeRecorder } from './outcome-recorder';
 
@@ -27,7 +39,7 @@ const REASONS: Record<Exclude<Interruption, 'abandoned'>, AbandonReason> = {
  * the handler does later is ignored. Stopping the worker abandons every handler still running
  * after `shutdownTimeoutMs`.
  */
-export class Interrupter implements LeaseListener, ExecutionOwner {
+export class Interrupter implements LeaseListener, ExecutingWorker {
   /** Handlers the worker abandoned that have not returned yet. */
   abandonedCount = 0;
   /** The transactions of transactional handlers running now (an abandoned one's connection is closed). */
@@ -44,7 +56,7 @@ export class Interrupter implements LeaseListener, ExecutionOwner {
   startTimeout(execution: Execution, timeoutMs: number, sentAt: number): void {
     // Counted from before the claim was sent, as the server counts from the claim.
     execution.timer = setTimeout(() => {
-      if (execution.interruption === null) this.interrupt(execution, 'timeout', new ExecutionTimeoutError(execution.job.jobId, timeoutMs));
+      if (interruptionOf(execution) === null) this.interrupt(execution, 'timeout', new ExecutionTimeoutError(execution.job.jobId, timeoutMs));
     }, Math.max(0, sentAt + timeoutMs - Date.now()));
   }
 
@@ -53,9 +65,8 @@ export class Interrupter implements LeaseListener, ExecutionOwner {
    * longer counts.
    */
   handlerDone(execution: Execution): boolean {
-    execution.returned = true;
-    if (execution.interruption !== 'abandoned') return true;
-    this.abandonedCount--;
+    if (handlerReturned(execution)) return true;
+    if (interruptionOf(execution) === 'abandoned') this.abandonedCount--;
     return false;
   }
 
@@ -68,7 +79,7 @@ export class Interrupter implements LeaseListener, ExecutionOwner {
 
   cancelRequested(jobId: string): void {
     const execution = this.executions.get(jobId);
-    if (execution && execution.interruption === null) this.interrupt(execution, 'canceled', new JobCanceledError(jobId));
+    if (execution && interruptionOf(execution) === null) this.interrupt(execution, 'canceled', new JobCanceledError(jobId));
   }
 
   // ---- every context's owner ---------------------------------------------------------------------
@@ -83,16 +94,14 @@ export class Interrupter implements LeaseListener, ExecutionOwner {
 
   slept(execution: object, wakeAt: Date): void {
     const e = execution as Execution;
-    if (e.interruption !== null) return;
-    e.renewing = false;
+    if (interruptionOf(e) !== null) return;
     this.interrupt(e, 'sleeping', new JobSleeping(e.job.jobId, wakeAt));
     this.hub.emit({ name: 'job.sleeping', ...jobFields(e), wakeAt });
   }
 
   parked(execution: object, reason: Error): void {
     const e = execution as Execution;
-    if (e.interruption !== null) return;
-    e.renewing = false;
+    if (interruptionOf(e) !== null) return;
     // Let go of as a sleeping job is: the database holds its new state, nothing is left to record.
     this.interrupt(e, 'sleeping', reason);
     // (A pending cancel ended the job instead: no `job.blocked` then.)
@@ -108,17 +117,18 @@ export class Interrupter implements LeaseListener, ExecutionOwner {
   }
 
   private loseLease(execution: Execution): void {
-    if (execution.interruption !== 'lost' && execution.interruption !== 'abandoned') {
+    const interruption = interruptionOf(execution);
+    if (interruption !== 'lost' && interruption !== 'abandoned') {
       this.interrupt(execution, 'lost', new LeaseLostError(execution.job.jobId));
     }
   }
 
   /** Tells the handler (its signal aborts with `reason`), and gives it `abandonAfterMs` to return. */
   private interrupt(execution: Execution, interruption: Exclude<Interruption, 'abandoned'>, reason: Error): void {
-    const first = execution.interruption === null;
-    execution.interruption = interruption;
+    const first = interruptionOf(execution) === null;
+    if (!interrupt(execution, interruption)) return;
     abort(execution, reason);
-    if (first && !execution.returned && !execution.finished) {
+    if (first && isRunning(execution)) {
       // The execution timeout's timer, if any, has nothing left to do.
       if (execution.timer) clearTimeout(execution.timer);
       execution.timer = setTimeout(() => void this.abandon(execution), this.abandonAfterMs);
@@ -126,12 +136,12 @@ export class Interrupter implements LeaseListener, ExecutionOwner {
   }
 
   private abandon(execution: Execution): Promise<void> {
-    if (execution.finished || execution.returned) return DONE;
-    const interruption = execution.interruption;
+    if (!isRunning(execution)) return DONE;
+    const interruption = interruptionOf(execution);
     if (interruption === 'abandoned') return DONE;
     // The reason the handler was told of, before it becomes 'abandoned' (a shutdown tells it now).
     const told = interruption === null ? new WorkerShutdownError(execution.job.jobId) : (signalOf(execution).reason as Error);
-    execution.interruption = 'abandoned';
+    abandon(execution);
     abort(execution, told);
     this.abandonedCount++;
     const checkedOut = this.transactions.get(execution);

@@ -1,5 +1,5 @@
 import { ClaimBudget } from './claim-budget';
-import type { Execution } from './execution';
+import type { Execution, ExecutionLane } from './execution';
 import { leaseFields } from './heartbeater';
 
 /** A success waiting for its lane's next round trip. */
@@ -21,7 +21,7 @@ export interface LanePump {
  * handlers run, the completions waiting for its next round trip, and the state of its pump
  * (the loop that sends its round trips, one at a time).
  */
-export class Lane {
+export class Lane implements ExecutionLane {
   /** Its handlers running now (started and not yet finished). */
   active = 0;
   /** Completions for the next round trip, in the order the handlers returned. */

@@ -2,9 +2,9 @@ import type { WorkerErrorDuring } from '../events';
 import type { ErrorEnvelope } from '../types';
 import { retryControlOf, toErrorEnvelope } from './error-envelope';
 import type { EventHub } from './event-hub';
-import { endedFields, jobFields, type Execution, type Interruption } from './execution';
-import type { Handler } from './executor';
-import type { FailOptions, OwnerStatements } from './owner-statements';
+import { endedFields, finish, interruptionOf, jobFields, type Execution, type Interruption } from './execution';
+import type { Handler } from './worker-options';
+import type { FailOptions, OwnerStatements } from '../protocol/owner-statements';
 import type { JobMetrics } from '../telemetry/job-metrics';
 import { recordError } from '../telemetry/job-tracing';
 
@@ -60,11 +60,9 @@ export class OutcomeRecorder {
 
   /** The job is over for this worker (recorded, given up or abandoned): its slot is free. */
   finish(execution: Execution): void {
-    if (execution.finished) return;
-    execution.finished = true;
+    if (!finish(execution)) return;
     if (execution.timer) clearTimeout(execution.timer);
     const { job, lane } = execution;
-    execution.renewing = false;
     execution.span?.end();
     if (this.executions.get(job.jobId) === execution) this.executions.delete(job.jobId);
     lane.active--;
@@ -81,7 +79,7 @@ export class OutcomeRecorder {
    * own, unless given) means: a cancellation acknowledged, a timed-out attempt, nothing for a job
    * the worker let go of.
    */
-  async recordFailure(execution: Execution, thrown: unknown, interruption: Interruption | null = execution.interruption): Promise<void> {
+  async recordFailure(execution: Execution, thrown: unknown, interruption: Interruption | null = interruptionOf(execution)): Promise<void> {
     const { job } = execution;
     // The job sleeps: the database already holds its new state, there is nothing to record.
     if (interruption === 'sleeping') {
@@ -146,7 +144,7 @@ export class OutcomeRecorder {
 
   private reportLost(execution: Execution): void {
     execution.span?.setAttribute('workhorse.job.outcome', 'lease_lost');
-    if (execution.interruption === 'abandoned') return;
+    if (interruptionOf(execution) === 'abandoned') return;
     this.hub.emit({ name: 'job.lease_lost', ...endedFields(execution) });
   }
 }

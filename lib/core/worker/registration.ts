@@ -2,7 +2,8 @@ import { hostname } from 'node:os';
 import type { Pool } from 'pg';
 import { reportedVersion } from '../package-version';
 import { NotYoursError } from '../capability-errors';
-import { fromPgError } from '../protocol-errors';
+import { fromPgError } from '../protocol/errors';
+import { REPORT_WORKER, UNREGISTER_WORKER } from '../protocol/worker';
 import type { EventHub } from './event-hub';
 
 /** What the registration needs of its worker. */
@@ -63,7 +64,7 @@ export class Registration {
     this.timer = null;
     await this.inFlight;
     try {
-      if (this.secret !== null) await this.pool.query('SELECT workhorse.unregister_worker_v2($1, $2)', [this.worker.workerId, this.secret]);
+      if (this.secret !== null) await this.pool.query(UNREGISTER_WORKER, [this.worker.workerId, this.secret]);
       this.secret = null;
     } catch (error) {
       this.hub.reportError('report', error as Error);
@@ -79,7 +80,7 @@ export class Registration {
   private async report(): Promise<void> {
     try {
       const { rows } = await this.pool.query<{ drain: boolean; secret: string | null }>(
-        'SELECT drain, secret FROM workhorse.report_worker_v2($1, $2::jsonb, $3, $4)',
+        REPORT_WORKER,
         [this.worker.workerId, this.info, this.worker.activeCount, this.secret],
       );
       this.secret = rows[0].secret ?? this.secret;

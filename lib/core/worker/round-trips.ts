@@ -1,10 +1,11 @@
 import { WorkhorseError } from '../errors';
-import { fromPgError } from '../protocol-errors';
+import { fromPgError } from '../protocol/errors';
+import { isLost } from './execution';
 import { failpoint } from '../failpoints';
 import type { EventHub } from './event-hub';
 import type { Executor } from './executor';
 import { completionItems, Lane } from './lane';
-import { MAX_ROUND, type OwnerStatements, type RoundTripRow } from './owner-statements';
+import { MAX_ROUND, type OwnerStatements, type RoundTripRow } from '../protocol/owner-statements';
 import type { OutcomeRecorder } from './outcome-recorder';
 import type { WorkerGroupSettings, WorkerSettings } from './worker-options';
 
@@ -116,7 +117,7 @@ export class RoundTrips {
         // second outcome. Jobs a lost claim may have taken are recovered when their leases expire.
         this.hub.reportError(batch.length > 0 ? 'complete' : 'claim', error as Error);
         failures++;
-        const owned = batch.filter((c) => c.execution.interruption !== 'lost' && c.execution.interruption !== 'abandoned');
+        const owned = batch.filter((c) => !isLost(c.execution));
         for (const c of batch) if (!owned.includes(c)) this.recorder.completed(c.execution, 'stale');
         lane.pending.unshift(...owned);
         if (owned.length === 0 && !this.isClaiming()) return;

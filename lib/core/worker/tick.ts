@@ -1,6 +1,8 @@
 import type { Pool, QueryResult } from 'pg';
 import { CheckedOutClient } from '../checked-out-client';
 import { failpoint } from '../failpoints';
+import { COMMIT, ROLLBACK } from '../protocol/session';
+import { BEGIN_TICK } from '../protocol/worker';
 
 /** What tick_v1 answers (sql/050_maintenance.sql); a skipped tick carries `skipped` and `schedulesToPlan` only. */
 export interface TickResult {
@@ -34,13 +36,13 @@ export async function runTick(pool: Pool): Promise<TickResult> {
   let result: TickResult;
   let failure: Error | undefined;
   try {
-    const answers = (await client.query('BEGIN; SELECT workhorse.tick_v1() AS tick')) as unknown as QueryResult<{ tick: TickResult }>[];
+    const answers = (await client.query(BEGIN_TICK)) as unknown as QueryResult<{ tick: TickResult }>[];
     result = answers[1].rows[0].tick;
     if ((result.schedulesFired ?? 0) > 0) failpoint('after-schedule-fire');
-    await client.query('COMMIT');
+    await client.query(COMMIT);
   } catch (error) {
     failure = error as Error;
-    await client.query('ROLLBACK').catch(() => undefined);
+    await client.query(ROLLBACK).catch(() => undefined);
     throw error;
   } finally {
     // A connection that failed mid-tick is not given back to the pool.

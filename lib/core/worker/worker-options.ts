@@ -325,3 +325,9 @@ export function checkHandlerOptions(options: unknown = {}, moreKeys: readonly st
     retry: o.retry === undefined ? undefined : checkRetryPolicy(o.retry, 'retry'),
   };
 }
+
+/** A registered handler. */
+export interface Handler {
+  fn: JobHandlerFn<any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+  settings: HandlerSettings;
+}

@@ -11,7 +11,7 @@ import { EventLog } from './event-log';
 import { whenFinished } from './execution';
 import { Executor } from './executor';
 import { Heartbeater } from './heartbeater';
-import { OwnerStatements } from './owner-statements';
+import { OwnerStatements } from '../protocol/owner-statements';
 import { Registration } from './registration';
 import { activeMeter, JobMetrics } from '../telemetry/job-metrics';
 import { JobTracing } from '../telemetry/job-tracing';

@@ -1,6 +1,7 @@
 import type { Admin } from '../../core/admin';
 import { CheckedOutClient } from '../../core/checked-out-client';
 import type { HealthReport } from '../../core/operations/health';
+import { BEGIN_READ_ONLY, COMMIT, ROLLBACK, setLocalStatementTimeout } from '../../core/protocol/session';
 import type { PoolClient } from 'pg';
 import type { QueueActivity, QueueInfo } from '../../core/types';
 import { barChart, sparkline, type ChartSeries } from '../charts';
@@ -74,13 +75,13 @@ async function readWithin<T>(admin: Admin, read: (client: PoolClient) => Promise
   const checkedOut = await CheckedOutClient.take(admin.pool);
   const { client } = checkedOut;
   try {
-    await client.query('BEGIN READ ONLY');
-    await client.query(`SET LOCAL statement_timeout = ${ACTIVITY_BUDGET_MS}`);
+    await client.query(BEGIN_READ_ONLY);
+    await client.query(setLocalStatementTimeout(ACTIVITY_BUDGET_MS));
     const rows = await read(client);
-    await client.query('COMMIT');
+    await client.query(COMMIT);
     return rows;
   } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
+    await client.query(ROLLBACK).catch(() => undefined);
     if ((error as { code?: unknown }).code === QUERY_CANCELED) return null;
     throw error;
   } finally {

@@ -15,7 +15,7 @@ import psycopg
 from psycopg_pool import AsyncConnectionPool
 
 from . import _calls as calls
-from ._protocol import NOTIFY_CHANNEL, Row
+from ._protocol import LISTEN_SQL, NOTIFY_CHANNEL, Row
 from .errors import from_db_error
 
 R = TypeVar("R")
@@ -144,7 +144,7 @@ class PsycopgDriver:
     async def listen(self, on_payload: Callable[[str], None], on_ready: Callable[[], None]) -> None:
         conn = await self._connect()
         try:
-            await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+            await conn.execute(LISTEN_SQL)
             on_ready()
             async for notify in conn.notifies():
                 on_payload(notify.payload)

@@ -17,7 +17,7 @@ from ._interrupter import Interrupter
 from ._job_tracing import JobTracing, await_in_span, call_in_span
 from ._outcome_recorder import OutcomeRecorder
 from ._worker_options import EngineOptions
-from .context import AbortSignal, AsyncHandlerContext, ClaimedJob, HandlerContext, _Owner, wake_times
+from .context import AbortSignal, AsyncHandlerContext, ClaimedJob, HandlerContext, _JobCalls, wake_times
 from .errors import WorkhorseError
 from .validation import to_json_text
 
@@ -56,7 +56,7 @@ class JobExecutor:
 
     def start(self, row: p.Row) -> None:
         """Runs one job of a claim (its row of ``complete_and_claim_v1``)."""
-        job_id, _, queue, type, payload, attempt, max_attempts, fence, timeout_ms, checkpoints, waits, trace_context = row
+        job_id, _, queue, type, payload, attempt, max_attempts, fence, timeout_ms, checkpoints, sleeps, trace_context = row
         job = ClaimedJob(
             job_id=job_id,
             queue=queue,
@@ -66,7 +66,7 @@ class JobExecutor:
             fence=fence,
             worker_id=self._options.worker_id,
             checkpoints=p.parse_json(checkpoints) or {},
-            waits=wake_times(p.parse_json(waits)),
+            sleeps=wake_times(p.parse_json(sleeps)),
         )
         now = monotonic()
         run = Run(job=job, signal=AbortSignal(), started_at=now, deadline=now + self._options.lease_ms / 1000)
@@ -81,19 +81,19 @@ class JobExecutor:
             self._recorder.release(run, f'no handler for job type "{type}" on worker {self._options.worker_id}')
             return
         loop = asyncio.get_running_loop()
-        owner = _Owner(job, self._interrupter, self._statements, run.signal)
+        calls = _JobCalls(job, self._interrupter, self._statements, run.signal)
         payload_value = p.parse_json(payload)
         if run.span is not None:
             # The handler runs with its attempt's span active (its spans and enqueues belong to it).
             if handler.is_async:
-                run.task = loop.create_task(await_in_span(run.span, handler.fn, payload_value, AsyncHandlerContext(owner)))
+                run.task = loop.create_task(await_in_span(run.span, handler.fn, payload_value, AsyncHandlerContext(calls)))
             else:
-                context = HandlerContext(owner, loop)
+                context = HandlerContext(calls, loop)
                 run.task = loop.run_in_executor(self._threads, call_in_span, run.span, handler.fn, payload_value, context)
         elif handler.is_async:
-            run.task = loop.create_task(handler.fn(payload_value, AsyncHandlerContext(owner)))
+            run.task = loop.create_task(handler.fn(payload_value, AsyncHandlerContext(calls)))
         else:
-            run.task = loop.run_in_executor(self._threads, handler.fn, payload_value, HandlerContext(owner, loop))
+            run.task = loop.run_in_executor(self._threads, handler.fn, payload_value, HandlerContext(calls, loop))
         run.task.add_done_callback(lambda task: self._handler_done(run, task))
 
     def _handler_done(self, run: Run, task: asyncio.Future[Any]) -> None:

@@ -28,7 +28,7 @@ from .types import ChildOutcome, DependencyOutcome, HumanDecision
 from .validation import ENQUEUE_OPTIONS, check_int, check_text, to_json_text, to_wire_children, to_wire_request
 
 if TYPE_CHECKING:
-    from .context import _Owner
+    from .context import _JobCalls
 
 TIMEOUT_MS = 31_536_000_000
 
@@ -88,29 +88,29 @@ def _checked(wire: list[dict[str, Any]]) -> ChildRequests:
 class HandlerOrchestration:
     """The orchestration calls of one run of a handler."""
 
-    def __init__(self, owner: _Owner) -> None:
-        self._owner = owner
+    def __init__(self, calls: _JobCalls) -> None:
+        self._calls = calls
         #: How many waits for each signal name this run reached (the n-th is wait n on every replay).
         self._signal_waits: dict[str, int] = {}
 
     async def _call(self, sql: str, *values: Any) -> Sequence[p.Row]:
-        owner = self._owner
-        owner.signal.raise_if_aborted()
-        rows = await owner.statements.rows(sql, (owner.job.job_id, owner.job.worker_id, owner.job.fence, *values))
+        calls = self._calls
+        calls.signal.raise_if_aborted()
+        rows = await calls.statements.rows(sql, (calls.job.job_id, calls.job.worker_id, calls.job.fence, *values))
         if rows[0][0] == "stale":
-            raise owner.lost()
+            raise calls.lost()
         return rows
 
     def _parked(self, status: str, reason: BaseException) -> BaseException:
         """The job parked (or ended by a pending cancel): the worker lets go of it."""
-        job_id = self._owner.job.job_id
+        job_id = self._calls.job.job_id
         told = JobCanceledError(job_id) if status == "canceled" else reason
-        self._owner.owner.parked(job_id, told)
+        self._calls.worker.parked(job_id, told)
         return told
 
     async def dependencies(self) -> list[DependencyOutcome]:
-        owner = self._owner
-        rows = await owner.statements.rows(p.DEPENDENCIES_SQL, (owner.job.job_id, owner.job.worker_id, owner.job.fence))
+        calls = self._calls
+        rows = await calls.statements.rows(p.DEPENDENCIES_SQL, (calls.job.job_id, calls.job.worker_id, calls.job.fence))
         return [DependencyOutcome(r[0], r[1], p.parse_json(r[2]), p.parse_json(r[3])) for r in rows]
 
     async def run_children(self, key: str, requests: ChildRequests) -> list[ChildOutcome]:
@@ -120,7 +120,7 @@ class HandlerOrchestration:
             send.sent([r[1] for r in rows if r[1] is not None])
         status = rows[0][0]
         if status != "settled":
-            raise self._parked(status, JobBlocked(self._owner.job.job_id))
+            raise self._parked(status, JobBlocked(self._calls.job.job_id))
         return [ChildOutcome(r[1], r[2], p.parse_json(r[3]), p.parse_json(r[4])) for r in rows]
 
     async def run_child(self, key: str, request: ChildRequests) -> Any:
@@ -135,7 +135,7 @@ class HandlerOrchestration:
         status, payload, timeout_at = (await self._call(p.WAIT_SIGNAL_SQL, name, seq, timeout_ms))[0]
         if status == "delivered":
             return p.parse_json(payload)
-        job_id = self._owner.job.job_id
+        job_id = self._calls.job.job_id
         if status == "timed_out":
             raise SignalTimeoutError(job_id, name, cast(datetime, timeout_at))
         raise self._parked(status, JobWaiting(job_id, "signal", name, timeout_at))
@@ -145,7 +145,7 @@ class HandlerOrchestration:
         status, decision, actor, reason, decided_at, timeout_at = row
         if status == "decided":
             return HumanDecision(p.parse_json(decision), actor, reason, decided_at)
-        job_id = self._owner.job.job_id
+        job_id = self._calls.job.job_id
         if status == "timed_out":
             raise HumanWaitTimeoutError(job_id, name, cast(datetime, timeout_at))
         raise self._parked(status, JobWaiting(job_id, "human", name, timeout_at))

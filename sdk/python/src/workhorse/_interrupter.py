@@ -1,7 +1,7 @@
 """Everything that stops a handler from outside: its execution timeout, a lost lease or a cancel
 request (the heartbeater's news), a durable sleep or a parking wait (its context's). The handler
 is told through ``ctx.signal`` (a coroutine is also cancelled); how the run ended is noted on it
-for the outcome recorder. The ``RunOwner`` of handler contexts and the heartbeater's
+for the outcome recorder. The ``RunningWorker`` of handler contexts and the heartbeater's
 ``LeaseListener``."""
 
 from __future__ import annotations

@@ -134,6 +134,7 @@ LIST_HUMAN_WAITS_SQL = (
     "FROM workhorse.list_human_waits_v1($1::text, $2::text, $3::text, $4::uuid, $5::integer, $6::bigint)"
 )
 NOTIFY_CHANNEL = "workhorse_jobs"
+LISTEN_SQL = f"LISTEN {NOTIFY_CHANNEL}"
 
 
 def parse_json(text: str | None) -> Any:

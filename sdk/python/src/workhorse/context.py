@@ -35,8 +35,9 @@ class ClaimedJob:
     worker_id: str
     #: Checkpoints stored by earlier runs: name -> [] (stored None from another SDK) or [value].
     checkpoints: dict[str, list[JsonValue]]
-    #: Wake times of durable sleeps reached by earlier runs.
-    waits: dict[str, datetime]
+    #: Wake times of durable sleeps reached by earlier runs (the claim's ``waits`` column: sleeps,
+    #: never signal or human waits).
+    sleeps: dict[str, datetime]
 
 
 class AbortSignal:
@@ -81,7 +82,7 @@ class AbortSignal:
         self._waiters.clear()
 
 
-class RunOwner(Protocol):
+class RunningWorker(Protocol):
     """What a context asks of the worker that runs its job."""
 
     def lost(self, job_id: str) -> None: ...
@@ -95,19 +96,19 @@ def _check_name(name: object) -> str:
     return check_text(name, "name", 200, 1)
 
 
-class _Owner:
+class _JobCalls:
     """The protocol calls of one running job, shared by both contexts (they run in the worker's
     event loop)."""
 
-    def __init__(self, job: ClaimedJob, owner: RunOwner, statements: Statements, signal: AbortSignal) -> None:
+    def __init__(self, job: ClaimedJob, worker: RunningWorker, statements: Statements, signal: AbortSignal) -> None:
         self.job = job
-        self.owner = owner
+        self.worker = worker
         self.statements = statements
         self.signal = signal
 
     def lost(self) -> LeaseLostError:
         """The database said this worker no longer owns the job: tells the worker, returns the error."""
-        self.owner.lost(self.job.job_id)
+        self.worker.lost(self.job.job_id)
         return LeaseLostError(self.job.job_id)
 
     async def save_checkpoint(self, name: str, text: str) -> None:
@@ -122,7 +123,7 @@ class _Owner:
             raise self.lost()
 
     async def sleep(self, name: str, until: datetime | None, ms: int | None) -> None:
-        known = self.job.waits.get(name)
+        known = self.job.sleeps.get(name)
         if known is not None and known <= datetime.now(timezone.utc):
             return
         self.signal.raise_if_aborted()
@@ -130,11 +131,11 @@ class _Owner:
         status, wake_at = (await self.statements.rows(p.SLEEP_SQL, params))[0]
         if status == "stale":
             raise self.lost()
-        self.job.waits[name] = wake_at
+        self.job.sleeps[name] = wake_at
         if status == "elapsed":
             return
         # `sleeping` or `canceled`: either way the job is no longer this worker's to run.
-        self.owner.slept(self.job.job_id, wake_at)
+        self.worker.slept(self.job.job_id, wake_at)
         raise JobSleeping(self.job.job_id, wake_at)
 
 
@@ -154,9 +155,9 @@ def _progress_text(value: object) -> str:
 
 
 class _ContextBase:
-    def __init__(self, owner: _Owner) -> None:
-        job = owner.job
-        self._owner = owner
+    def __init__(self, calls: _JobCalls) -> None:
+        job = calls.job
+        self._calls = calls
         #: The job's id.
         self.job_id = job.job_id
         #: This attempt's number, from 1.
@@ -166,8 +167,8 @@ class _ContextBase:
         self.type = job.type
         self.worker_id = job.worker_id
         #: Fires when the job is canceled, the lease is lost, the attempt times out or the worker shuts down.
-        self.signal = owner.signal
-        self._orchestration = HandlerOrchestration(owner)
+        self.signal = calls.signal
+        self._orchestration = HandlerOrchestration(calls)
 
 
 class AsyncHandlerContext(_ContextBase):
@@ -187,20 +188,20 @@ class AsyncHandlerContext(_ContextBase):
         a crash, a retry or a durable sleep) the stored result is returned instead. Raises
         ``LeaseLostError`` if this worker no longer owns the job."""
         _check_name(name)
-        found, value = _replay(self._owner.job, name)
+        found, value = _replay(self._calls.job, name)
         if found:
             return cast(T, value)
         self.signal.raise_if_aborted()
         result = operation()
         if inspect.isawaitable(result):
             result = await result
-        await self._owner.save_checkpoint(name, to_json_text(result, f"checkpoint {name!r}"))
+        await self._calls.save_checkpoint(name, to_json_text(result, f"checkpoint {name!r}"))
         return cast(T, result)
 
     async def set_progress(self, value: JsonValue) -> None:
         """Records progress (any JSON, at most 64 KiB), visible as ``progress`` of the job's
         snapshot and kept when the job ends."""
-        await self._owner.set_progress(_progress_text(value))
+        await self._calls.set_progress(_progress_text(value))
 
     async def sleep(self, name: str, ms: int) -> None:
         """A durable sleep of ``ms`` from the first time the job reached the sleep named
@@ -209,11 +210,11 @@ class AsyncHandlerContext(_ContextBase):
         once). Returns at once when the wake time has passed; otherwise raises ``JobSleeping``,
         which the handler must let through."""
         checked, delay = _check_sleep(name, ms)
-        await self._owner.sleep(checked, None, delay)
+        await self._calls.sleep(checked, None, delay)
 
     async def sleep_until(self, name: str, until: datetime) -> None:
         """Like ``sleep``, until a point in time (timezone-aware)."""
-        await self._owner.sleep(_check_name(name), check_datetime(until, "until"), None)
+        await self._calls.sleep(_check_name(name), check_datetime(until, "until"), None)
 
     async def dependencies(self) -> list[DependencyOutcome]:
         """The prerequisites this job was enqueued with (``depends_on``), in that order, each
@@ -277,8 +278,8 @@ class HandlerContext(_ContextBase):
             return {"chargeId": charge["chargeId"], "attempt": ctx.attempt}
     """
 
-    def __init__(self, owner: _Owner, loop: asyncio.AbstractEventLoop) -> None:
-        super().__init__(owner)
+    def __init__(self, calls: _JobCalls, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(calls)
         self._loop = loop
 
     def _call(self, coroutine: Coroutine[Any, Any, T]) -> T:
@@ -287,26 +288,26 @@ class HandlerContext(_ContextBase):
     def checkpoint(self, name: str, operation: Callable[[], T]) -> T:
         """Runs ``operation`` once per job; see ``AsyncHandlerContext.checkpoint``."""
         _check_name(name)
-        found, value = _replay(self._owner.job, name)
+        found, value = _replay(self._calls.job, name)
         if found:
             return cast(T, value)
         self.signal.raise_if_aborted()
         result = operation()
-        self._call(self._owner.save_checkpoint(name, to_json_text(result, f"checkpoint {name!r}")))
+        self._call(self._calls.save_checkpoint(name, to_json_text(result, f"checkpoint {name!r}")))
         return result
 
     def set_progress(self, value: JsonValue) -> None:
         """Records progress; see ``AsyncHandlerContext.set_progress``."""
-        self._call(self._owner.set_progress(_progress_text(value)))
+        self._call(self._calls.set_progress(_progress_text(value)))
 
     def sleep(self, name: str, ms: int) -> None:
         """A durable sleep; see ``AsyncHandlerContext.sleep``."""
         checked, delay = _check_sleep(name, ms)
-        self._call(self._owner.sleep(checked, None, delay))
+        self._call(self._calls.sleep(checked, None, delay))
 
     def sleep_until(self, name: str, until: datetime) -> None:
         """Like ``sleep``, until a point in time (timezone-aware)."""
-        self._call(self._owner.sleep(_check_name(name), check_datetime(until, "until"), None))
+        self._call(self._calls.sleep(_check_name(name), check_datetime(until, "until"), None))
 
     def dependencies(self) -> list[DependencyOutcome]:
         """The prerequisites' outcomes; see ``AsyncHandlerContext.dependencies``."""
@@ -340,8 +341,8 @@ class HandlerContext(_ContextBase):
         return self._call(self._orchestration.wait_for_human(checked, *check_human_wait(context, choices, timeout_ms)))
 
 
-def wake_times(waits: dict[str, str] | None) -> dict[str, datetime]:
-    """The ``waits`` of a claim (ISO text from jsonb) as datetimes."""
-    return {name: datetime.fromisoformat(at) for name, at in (waits or {}).items()}
+def wake_times(sleeps: dict[str, str] | None) -> dict[str, datetime]:
+    """The sleeps of a claim (its ``waits`` column, ISO text from jsonb) as datetimes."""
+    return {name: datetime.fromisoformat(at) for name, at in (sleeps or {}).items()}
 
 

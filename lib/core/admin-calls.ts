@@ -4,7 +4,7 @@ import { applyConnectTimeout } from './connect-timeout';
 import { checkHealthThresholds, health, type HealthReport, type HealthThresholds } from './operations/health';
 import { drainWorker, listWorkers, type DrainResult, type WorkerInfo } from './operations/live-workers';
 import { retentionStatus, runRetention, setRetention, type RetentionPolicy, type RetentionRun, type RetentionStatus } from './operations/retention';
-import { getScheduleHistory, listSchedules, setSchedulePaused, triggerSchedule } from './schedules/admin-operations';
+import { getScheduleHistory, listSchedules, setSchedulePaused, triggerSchedule } from './schedules/admin-calls';
 import type { ScheduleActionOptions, ScheduleHistoryEntry, ScheduleInfo } from './schedules/types';
 import type { ActorOptions, Queryable } from './types';
 import { checkInteger, checkOptions, checkText } from './validation';
@@ -14,7 +14,7 @@ import { checkInteger, checkOptions, checkText } from './validation';
  * and their drain, health, retention, and cron schedules. Every method takes an optional client
  * as its last argument, so calls can join a transaction; by default the pool is used.
  */
-export abstract class AdminOperations {
+export abstract class AdminCalls {
   constructor(readonly pool: Pool) {
     applyConnectTimeout(pool);
   }
@@ -103,12 +103,12 @@ export abstract class AdminOperations {
    * is resumed. Returns false when it was paused already.
    */
   async pauseSchedule(key: string, options: ScheduleActionOptions = {}, client?: Queryable): Promise<boolean> {
-    return setSchedulePaused(this.runner(client), 'pause_schedule_v1', key, options);
+    return setSchedulePaused(this.runner(client), true, key, options);
   }
 
   /** Resumes a paused schedule from its next occurrence (nothing missed meanwhile is caught up). Returns false when it was not paused. */
   async resumeSchedule(key: string, options: ScheduleActionOptions = {}, client?: Queryable): Promise<boolean> {
-    return setSchedulePaused(this.runner(client), 'resume_schedule_v1', key, options);
+    return setSchedulePaused(this.runner(client), false, key, options);
   }
 
   /** Enqueues a schedule's job now, besides its occurrences (also while paused), and returns the job's id. */

@@ -1,5 +1,6 @@
 import { WorkhorseValidationError } from '../errors';
-import { fromPgError } from '../protocol-errors';
+import { call } from '../protocol/call';
+import { LIST_SCHEDULES, PAUSE_SCHEDULE, RESUME_SCHEDULE, SCHEDULE_HISTORY, TRIGGER_SCHEDULE } from '../protocol/admin';
 import type { JobState, JsonValue, Queryable } from '../types';
 import { checkInteger, checkName } from '../validation';
 import type {
@@ -70,14 +71,6 @@ const toInfo = (row: ScheduleRow): ScheduleInfo => ({
   lastErrorAt: row.last_error_at,
 });
 
-async function run<R>(db: Queryable, text: string, values: unknown[]): Promise<R[]> {
-  try {
-    return (await db.query(text, values)).rows as R[];
-  } catch (error) {
-    throw fromPgError(error);
-  }
-}
-
 function checkAction(key: string, options: ScheduleActionOptions): { namespace: string; actor: string | null; reason: string | null } {
   if (typeof options !== 'object' || options === null) throw new WorkhorseValidationError('options', 'must be an object');
   for (const name of Object.keys(options)) {
@@ -98,7 +91,7 @@ function checkAction(key: string, options: ScheduleActionOptions): { namespace: 
 
 export async function listSchedules(db: Queryable, namespace?: string): Promise<ScheduleInfo[]> {
   const checked = namespace === undefined ? null : checkName(namespace, 'namespace');
-  const rows = await run<ScheduleRow>(db, 'SELECT * FROM workhorse.list_schedules_v1($1)', [checked]);
+  const rows = await call<ScheduleRow>(db, LIST_SCHEDULES, [checked]);
   return rows.map(toInfo);
 }
 
@@ -106,7 +99,7 @@ export async function getScheduleHistory(db: Queryable, key: string, options: { 
   const namespace = checkName(options.namespace ?? DEFAULT_SCHEDULE_NAMESPACE, 'namespace');
   checkName(key, 'key');
   const limit = options.limit === undefined ? 100 : checkInteger(options.limit, 'limit', 1, 1000);
-  const rows = await run<HistoryRow>(db, 'SELECT * FROM workhorse.get_schedule_history_v1($1, $2, $3)', [namespace, key, limit]);
+  const rows = await call<HistoryRow>(db, SCHEDULE_HISTORY, [namespace, key, limit]);
   return rows.map((row) => ({
     revision: row.revision,
     at: row.at,
@@ -119,14 +112,14 @@ export async function getScheduleHistory(db: Queryable, key: string, options: { 
 }
 
 /** Pauses or resumes (`fn`); returns whether the schedule changed. */
-export async function setSchedulePaused(db: Queryable, fn: 'pause_schedule_v1' | 'resume_schedule_v1', key: string, options: ScheduleActionOptions): Promise<boolean> {
+export async function setSchedulePaused(db: Queryable, pause: boolean, key: string, options: ScheduleActionOptions): Promise<boolean> {
   const { namespace, actor, reason } = checkAction(key, options);
-  const rows = await run<{ changed: boolean }>(db, `SELECT workhorse.${fn}($1, $2, $3, $4) AS changed`, [namespace, key, actor, reason]);
+  const rows = await call<{ changed: boolean }>(db, pause ? PAUSE_SCHEDULE : RESUME_SCHEDULE, [namespace, key, actor, reason]);
   return rows[0].changed;
 }
 
 export async function triggerSchedule(db: Queryable, key: string, options: ScheduleActionOptions): Promise<string> {
   const { namespace, actor, reason } = checkAction(key, options);
-  const rows = await run<{ job_id: string }>(db, 'SELECT workhorse.trigger_schedule_v1($1, $2, $3, $4) AS job_id', [namespace, key, actor, reason]);
+  const rows = await call<{ job_id: string }>(db, TRIGGER_SCHEDULE, [namespace, key, actor, reason]);
   return rows[0].job_id;
 }

@@ -1,9 +1,9 @@
 import type { Pool, PoolClient } from 'pg';
-import { fromPgError } from '../protocol-errors';
+import { fromPgError } from './errors';
 import type { TraceContext } from '../telemetry/trace-context';
 import type { ErrorEnvelope, JsonValue, RetryPolicy } from '../types';
-import type { LeaseOf } from './heartbeater';
-import type { WorkerSettings } from './worker-options';
+import type { LeaseOf } from '../worker/heartbeater';
+import type { WorkerSettings } from '../worker/worker-options';
 
 /**
  * The hot path's statement, with the columns the worker uses (a lease time would only cost
@@ -43,7 +43,8 @@ export type RoundTripRow = [
   fenceToken: string,
   executionTimeoutMs: number | null,
   checkpoints: Record<string, [] | [JsonValue]> | null,
-  waits: Record<string, string> | null,
+  /** The `waits` column: wake times of the job's durable sleeps (not signal or human waits). */
+  sleeps: Record<string, string> | null,
   traceContext: TraceContext | null,
 ];
 

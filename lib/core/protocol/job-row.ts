@@ -1,4 +1,4 @@
-import type { ErrorEnvelope, JobSnapshot, JobState, JsonValue, RetryPolicy } from './types';
+import type { ErrorEnvelope, JobSnapshot, JobState, JsonValue, RetryPolicy } from '../types';
 
 /** A row of the `workhorse.job_snapshot` view, as the read functions return it. */
 export interface JobRow {

@@ -1,0 +1,113 @@
+// The operator capability's reads and actions (`Admin`, the dashboard and the CLI through it).
+
+/** Any job's row (see job-row.ts), or no row. */
+export const GET_JOB = 'SELECT * FROM workhorse.get_job_v1($1)';
+
+/** A page of job rows: queue, type, states, created after, created before, limit, after (seq), parent. */
+export const LIST_JOBS = 'SELECT * FROM workhorse.list_jobs_v2($1, $2, $3, $4, $5, $6, $7, $8)';
+
+/** A parent's children as job rows, in start order, from the ordinal after $2, with listJobs' filters. */
+export const LIST_CHILDREN =
+  'SELECT s.*, c.ordinal FROM workhorse.list_children_v1($1) c CROSS JOIN LATERAL workhorse.get_job_v1(c.job_id) s ' +
+  'WHERE c.ordinal > $2 AND ($3::text IS NULL OR s.queue = $3) AND ($4::text IS NULL OR s.type = $4) ' +
+  'AND ($5::text[] IS NULL OR s.state = ANY ($5)) AND ($6::timestamptz IS NULL OR s.created_at >= $6) ' +
+  'AND ($7::timestamptz IS NULL OR s.created_at < $7) ORDER BY c.ordinal LIMIT $8';
+
+/** A job's prerequisites, parent and children. */
+export const JOB_LINKS = 'SELECT relation, job_id, state, key FROM workhorse.job_links_v1($1)';
+
+/** A job's checkpoints. */
+export const READ_CHECKPOINTS = 'SELECT name, value, attempt, worker_id, created_at FROM workhorse.read_checkpoints_v1($1)';
+
+/** Finished jobs per queue and time bucket: since, bucket. */
+export const QUEUE_ACTIVITY = 'SELECT * FROM workhorse.queue_activity_v1($1, $2)';
+
+/** Cancels a job: job id, actor, reason. */
+export const CANCEL = 'SELECT workhorse.cancel_v1($1, $2, $3) AS status';
+
+/**
+ * A page of dead letters (job rows) with the position of each as text (microseconds kept: a
+ * JavaScript Date would cut them to milliseconds): queue, type, error name, finished after,
+ * finished before, limit, after (finished at, id).
+ */
+export const LIST_DEAD_LETTERS =
+  `SELECT *, to_char(finished_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_at
+           FROM workhorse.list_dead_letters_v1($1, $2, $3, $4, $5, $6, $7::timestamptz, $8)`;
+
+/** Redrives one failed or canceled job: job id, payload, actor, reason, options. */
+export const REDRIVE = 'SELECT workhorse.redrive_v1($1, $2, $3, $4, $5) AS id';
+
+/** Redrives several. */
+export const REDRIVE_MANY = 'SELECT source_job_id, new_job_id FROM workhorse.redrive_many_v1($1::jsonb, $2, $3, $4, $5, $6)';
+
+/** Sets a queue's policy: queue, policy (JSON text), actor, reason. */
+export const SET_QUEUE_POLICY = 'SELECT workhorse.set_queue_policy_v1($1, $2::jsonb, $3, $4)';
+
+/** Every queue with jobs, a pause record or a policy. */
+export const LIST_QUEUES = 'SELECT * FROM workhorse.list_queues_v1()';
+
+/** One queue's row of LIST_QUEUES (none for an idle queue). */
+export const GET_QUEUE = 'SELECT * FROM workhorse.list_queues_v1() WHERE queue = $1';
+
+/** Pauses a queue: queue, actor, reason. */
+export const PAUSE_QUEUE = 'SELECT workhorse.pause_queue_v1($1, $2, $3)';
+
+/** Resumes a queue: queue, actor, reason. */
+export const RESUME_QUEUE = 'SELECT workhorse.resume_queue_v1($1, $2, $3)';
+
+/** The signals sent to a job: job id, limit. */
+export const JOB_SIGNALS = 'SELECT * FROM workhorse.job_signals_v1($1, $2)';
+
+/** The signal and human waits a job reached: job id, limit. */
+export const JOB_WAITS = 'SELECT * FROM workhorse.job_waits_v1($1, $2)';
+
+/** A page of open human waits: queue, type, name, job id, limit, after (wait id). */
+export const LIST_HUMAN_WAITS = 'SELECT * FROM workhorse.list_human_waits_v1($1, $2, $3, $4, $5, $6)';
+
+/** A job's timeline with who did each step (schema version 10 on): job id, after, limit. */
+export const TIMELINE = 'SELECT * FROM workhorse.get_timeline_v2($1, $2, $3)';
+
+/** A job's timeline on a schema before version 10. */
+export const TIMELINE_V1 = 'SELECT * FROM workhorse.get_timeline_v1($1, $2, $3)';
+
+/** Whether the installed schema has TIMELINE. */
+export const HAS_TIMELINE_V2 = "SELECT to_regprocedure('workhorse.get_timeline_v2(uuid,bigint,integer)') IS NOT NULL AS present";
+
+/** The schedules of a namespace (all when null). */
+export const LIST_SCHEDULES = 'SELECT * FROM workhorse.list_schedules_v1($1)';
+
+/** A schedule's history: namespace, key, limit. */
+export const SCHEDULE_HISTORY = 'SELECT * FROM workhorse.get_schedule_history_v1($1, $2, $3)';
+
+/** Pauses a schedule: namespace, key, actor, reason; answers whether it changed. */
+export const PAUSE_SCHEDULE = 'SELECT workhorse.pause_schedule_v1($1, $2, $3, $4) AS changed';
+
+/** Resumes a schedule: namespace, key, actor, reason; answers whether it changed. */
+export const RESUME_SCHEDULE = 'SELECT workhorse.resume_schedule_v1($1, $2, $3, $4) AS changed';
+
+/** Enqueues a schedule's job now: namespace, key, actor, reason. */
+export const TRIGGER_SCHEDULE = 'SELECT workhorse.trigger_schedule_v1($1, $2, $3, $4) AS job_id';
+
+/** One consistent health snapshot: thresholds (JSON text). */
+export const HEALTH = 'SELECT workhorse.health_v1($1::jsonb) AS health';
+
+/** The registered workers. */
+export const LIST_WORKERS = 'SELECT * FROM workhorse.list_workers_v1()';
+
+/** Asks a worker to drain: worker id, actor, reason. */
+export const DRAIN_WORKER = 'SELECT workhorse.drain_worker_v1($1, $2, $3) AS result';
+
+/** The retention policy and its progress. */
+export const RETENTION_STATUS = 'SELECT workhorse.retention_status_v1() AS value';
+
+/** One retention run within a budget. */
+export const RETENTION_RUN = 'SELECT workhorse.retention_run_v1($1, true) AS value';
+
+/** Sets the retention policy: policy (JSON text), actor. */
+export const SET_RETENTION = 'SELECT workhorse.set_retention_v1($1::jsonb, $2) AS value';
+
+/** Live jobs by state of every queue (the depth gauge). */
+export const QUEUE_DEPTHS = 'SELECT queue, ready, scheduled, active, blocked FROM workhorse.list_queues_v1()';
+
+/** Live jobs by state of the queues in $1. */
+export const QUEUE_DEPTHS_OF = 'SELECT queue, ready, scheduled, active, blocked FROM workhorse.list_queues_v1() WHERE queue = ANY ($1)';

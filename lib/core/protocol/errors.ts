@@ -1,0 +1,95 @@
+import type { Pool } from 'pg';
+import { NotYoursError } from '../capability-errors';
+import { fromConnectTimeout } from '../connect-timeout';
+import {
+  ChildJobConflictError,
+  DecisionNotAllowedError,
+  IdempotencyConflictError,
+  ScheduleNotFoundError,
+  SchemaNotInstalledError,
+  UnknownDependencyError,
+  WorkhorseValidationError,
+} from '../errors';
+import { SCHEMA_VERSION } from '../schema';
+
+// The one place a database error becomes this library's typed error.
+
+interface PgErrorLike {
+  code?: string;
+  message: string;
+  column?: string;
+  detail?: string;
+}
+
+/** SQLSTATEs of the protocol's own refusals (the `P1xxx` range). */
+export const SQLSTATE = {
+  validation: 'P1001',
+  batchTooLarge: 'P1003',
+  isolation: 'P1004',
+  idempotencyConflict: 'P1005',
+  scheduleNotFound: 'P1010',
+  unknownDependency: 'P1020',
+  childJobConflict: 'P1021',
+  decisionNotAllowed: 'P1030',
+  notYours: 'P1040',
+} as const;
+
+// SQLSTATE 3F000 (invalid_schema_name): a `workhorse.*` function called where no such schema exists.
+const NO_SUCH_SCHEMA = '3F000';
+
+function isMissingSchema(error: unknown): boolean {
+  const e = error as { code?: unknown; message?: unknown } | null;
+  return typeof e === 'object' && e !== null && e.code === NO_SUCH_SCHEMA && typeof e.message === 'string' && e.message.includes('"workhorse"');
+}
+
+function fromRefusal(e: PgErrorLike): unknown {
+  const field = e.column ?? 'request';
+  const prefix = `${field}: `;
+  const message = e.message.startsWith(prefix) ? e.message.slice(prefix.length) : e.message;
+  switch (e.code) {
+    case SQLSTATE.validation:
+    case SQLSTATE.batchTooLarge:
+      return new WorkhorseValidationError(field, message);
+    case SQLSTATE.scheduleNotFound:
+      return new ScheduleNotFoundError(message);
+    case SQLSTATE.notYours:
+      return new NotYoursError(field, message);
+    case SQLSTATE.unknownDependency: {
+      const detail = JSON.parse(e.detail ?? '{}') as { jobId?: string };
+      return new UnknownDependencyError(field, message, detail.jobId ?? '');
+    }
+    case SQLSTATE.childJobConflict: {
+      const detail = JSON.parse(e.detail ?? '{}') as { childIds?: string[] };
+      return new ChildJobConflictError(field, message, detail.childIds ?? []);
+    }
+    case SQLSTATE.decisionNotAllowed: {
+      const detail = JSON.parse(e.detail ?? '{}') as { choices?: string[] };
+      return new DecisionNotAllowedError(message, detail.choices ?? []);
+    }
+    case SQLSTATE.idempotencyConflict: {
+      const detail = JSON.parse(e.detail ?? '{}') as { existingJobId?: string; fields?: string[] };
+      return new IdempotencyConflictError(field, message, detail.existingJobId ?? '', detail.fields ?? []);
+    }
+    default:
+      return null;
+  }
+}
+
+/**
+ * Turns an error raised by a `workhorse.*` SQL function into this library's typed error: the
+ * protocol's refusals (SQLSTATEs `P1xxx`) always. Given the `pool` a client call (`Queue`,
+ * `Admin`, `grantRole`) runs on, also a database without the schema (as
+ * {@link SchemaNotInstalledError}, saying what to run) and a connection not had in time (as a
+ * `ConnectTimeoutError`). Anything else is returned unchanged. The worker's round trip passes
+ * no pool: there a typed error means "the database refused this result" and fails the attempt.
+ */
+export function fromPgError(error: unknown, pool?: Pool): unknown {
+  const e = error as PgErrorLike | null;
+  if (e && typeof e === 'object' && typeof e.code === 'string') {
+    const typed = fromRefusal(e);
+    if (typed !== null) return typed;
+  }
+  if (pool === undefined) return error;
+  if (isMissingSchema(error)) return new SchemaNotInstalledError(SCHEMA_VERSION);
+  return fromConnectTimeout(error, pool);
+}

@@ -1,0 +1,16 @@
+// The producer capability's statements (`Queue`): enqueue, a producer's own jobs, signals and decisions.
+
+/** Up to 1000 requests (JSON text of an array), enqueued in input order; answers the ids in that order. */
+export const ENQUEUE_MANY = 'SELECT job_id FROM workhorse.enqueue_many_v1($1::jsonb)';
+
+/** A job the calling login role enqueued (its job row), or no row. */
+export const GET_OWN_JOB = 'SELECT * FROM workhorse.get_own_job_v1($1)';
+
+/** Sends a signal: job id, name, payload (JSON text or null), idempotency key. */
+export const SEND_SIGNAL = 'SELECT workhorse.send_signal_v1($1, $2, $3::jsonb, $4) AS status';
+
+/** Decides a human wait: job id, name, decision (JSON text), actor, reason, idempotency key. */
+export const COMPLETE_HUMAN_WAIT = 'SELECT workhorse.complete_human_wait_v1($1, $2, $3::jsonb, $4, $5, $6) AS status';
+
+/** Makes definitions (JSON text) the desired state of a namespace's schedules. */
+export const SYNC_SCHEDULES = 'SELECT key, change, revision FROM workhorse.sync_schedules_v1($1, $2::jsonb)';

@@ -1,0 +1,230 @@
+package workhorse
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Every SQL statement the Go SDK sends, in one place (TestSQLOnlyInProtocol keeps it so; the
+// migrator's install SQL is migrate.go's), and the one mapping of the job row (jobRowColumns,
+// scanJobRow). Grouped by capability: producer, worker (as a job's owner, and besides),
+// operator, and the reads of the installed schema.
+
+// The columns of a job row (the workhorse.job_snapshot view the read functions return), in
+// scanJobRow's order.
+const jobRowColumns = `id::text, queue, type, payload, priority, max_attempts, retry_policy, to_json(tags)::text, state,
+  current_attempt, run_at, created_at, finished_at, result, error, worker_id, lease_expires_at, cancel_requested_at,
+  progress, redriven_from::text, to_json(redriven_to)::text, seq, deadline, execution_timeout_ms`
+
+// scanJobRow reads one job row (jobRowColumns, then extra when given) into a snapshot, and its
+// seq (the listing's position) into seq: the one mapping of the job row.
+func scanJobRow(r rows, seq *int64, extra *string) (JobSnapshot, error) {
+	var j JobSnapshot
+	var priority, maxAttempts, attempt int64
+	var tags, redrivenTo, errorJSON, payload, policy, result, progress []byte
+	var state string
+	var worker, redrivenFrom *string
+	var timeoutMs *int64
+	dest := []any{&j.ID, &j.Queue, &j.Type, &payload, &priority, &maxAttempts, &policy, &tags, &state,
+		&attempt, &j.RunAt, &j.CreatedAt, &j.FinishedAt, &result, &errorJSON, &worker, &j.LeaseExpiresAt, &j.CancelRequestedAt,
+		&progress, &redrivenFrom, &redrivenTo, seq, &j.Deadline, &timeoutMs}
+	if extra != nil {
+		dest = append(dest, extra)
+	}
+	if err := r.Scan(dest...); err != nil {
+		return j, err
+	}
+	j.Payload, j.RetryPolicy, j.Result, j.Progress = payload, policy, result, progress
+	j.State = JobState(state)
+	j.Priority, j.MaxAttempts, j.CurrentAttempt = int(priority), int(maxAttempts), int(attempt)
+	j.WorkerID, j.RedrivenFrom = deref(worker), deref(redrivenFrom)
+	if timeoutMs != nil {
+		j.ExecutionTimeout = time.Duration(*timeoutMs) * time.Millisecond
+	}
+	if errorJSON != nil {
+		j.Error = &ErrorEnvelope{}
+		if err := json.Unmarshal(errorJSON, j.Error); err != nil {
+			return j, err
+		}
+	}
+	if err := json.Unmarshal(tags, &j.Tags); err != nil {
+		return j, err
+	}
+	if err := json.Unmarshal(redrivenTo, &j.RedrivenTo); err != nil {
+		return j, err
+	}
+	return j, nil
+}
+
+// Producer (Queue).
+const (
+	// Up to 1000 requests (JSON), enqueued in input order; answers the ids in that order.
+	enqueueManySQL = "SELECT job_id FROM workhorse.enqueue_many_v1($1::jsonb)"
+
+	// Sends a signal: job id, name, payload (JSON), idempotency key.
+	sendSignalSQL = "SELECT workhorse.send_signal_v1($1, $2, $3::jsonb, $4)"
+
+	// Decides a human wait: job id, name, decision (JSON), actor, reason, idempotency key.
+	completeHumanWaitSQL = "SELECT workhorse.complete_human_wait_v1($1, $2, $3::jsonb, $4, $5, $6)"
+
+	// Makes definitions (JSON) the desired state of a namespace's schedules.
+	syncSchedulesSQL = "SELECT key, change, revision FROM workhorse.sync_schedules_v1($1, $2::jsonb)"
+)
+
+// Worker, as a job's owner (job id, worker id and fence token first).
+const (
+	// Saves a checkpoint: job id, worker id, fence, name, value (JSON).
+	saveCheckpointSQL = "SELECT workhorse.save_checkpoint_v1($1, $2, $3, $4, $5::jsonb)"
+
+	// Reports progress: job id, worker id, fence, value (JSON).
+	setProgressSQL = "SELECT workhorse.set_progress_v1($1, $2, $3, $4::jsonb)"
+
+	// Reaches a durable sleep: job id, worker id, fence, name, until, ms.
+	sleepSQL = "SELECT status, wake_at FROM workhorse.sleep_v1($1, $2, $3, $4, $5::text::timestamptz, $6::bigint)"
+
+	// The job's prerequisites with their outcomes: job id, worker id, fence.
+	dependenciesSQL = "SELECT job_id::text, state, result, error FROM workhorse.dependencies_v2($1, $2, $3)"
+
+	// Starts children (or finds them on a replay) and parks the job: job id, worker id, fence, key, requests (JSON).
+	runChildrenSQL = "SELECT status, child_id::text, state, result, error FROM workhorse.run_children_v1($1, $2, $3, $4, $5::jsonb)"
+
+	// Reaches a signal wait: job id, worker id, fence, name, seq, timeout ms.
+	waitSignalSQL = "SELECT status, payload, timeout_at FROM workhorse.wait_signal_v1($1, $2, $3, $4, $5, $6)"
+
+	// Reaches a human wait: job id, worker id, fence, name, context, choices, timeout ms.
+	waitHumanSQL = "SELECT status, decision, actor, reason, decided_at, timeout_at FROM workhorse.wait_human_v1($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7)"
+
+	// Confirms a stopped canceled job: job id, worker id, fence.
+	acknowledgeCancelSQL = "SELECT workhorse.acknowledge_cancel_v1($1, $2, $3)"
+
+	// Records a failed attempt: job id, worker id, fence, error envelope (JSON), options (JSON).
+	failSQL = "SELECT status, run_at, delay_ms FROM workhorse.fail_v1($1, $2, $3, $4::jsonb, $5::jsonb)"
+
+	// Hands a job back without using its attempt: job id, worker id, fence, delay ms, reason.
+	releaseSQL = "SELECT workhorse.release_v1($1, $2, $3, $4, $5)"
+)
+
+// pumpSQL is the hot path's statement, with the columns the worker uses. The completions that
+// succeeded (nearly all) are left out: only the others (canceled, stale) come back, each with
+// its job id, followed by the claimed jobs. Absent columns are coalesced so rows scan into
+// plain values. pgx prepares it once per connection.
+const pumpSQL = "SELECT job_id::text, status, coalesce(queue, ''), coalesce(type, ''), payload, coalesce(attempt, 0), " +
+	"coalesce(max_attempts, 0), coalesce(fence_token, 0), coalesce(execution_timeout_ms, 0), checkpoints, waits " +
+	"FROM workhorse.complete_and_claim_v1($1, $2::jsonb, $3::text[], $4, $5) WHERE status <> 'succeeded'"
+
+// pumpTracedSQL is pumpSQL with each claimed job's trace context, for a worker that traces (the
+// others do not fetch it).
+const pumpTracedSQL = "SELECT job_id::text, status, coalesce(queue, ''), coalesce(type, ''), payload, coalesce(attempt, 0), " +
+	"coalesce(max_attempts, 0), coalesce(fence_token, 0), coalesce(execution_timeout_ms, 0), checkpoints, waits, trace_context " +
+	"FROM workhorse.complete_and_claim_v1($1, $2::jsonb, $3::text[], $4, $5) WHERE status <> 'succeeded'"
+
+// Worker, besides.
+const (
+	// Renews leases: worker id, leases (JSON), lease ms.
+	heartbeatManySQL = "SELECT job_id::text, status FROM workhorse.heartbeat_many_v1($1, $2::jsonb, $3)"
+
+	// Reports the worker to the registry: worker id, info (JSON), active jobs, secret.
+	reportWorkerSQL = "SELECT drain, secret FROM workhorse.report_worker_v2($1, $2::jsonb, $3, $4)"
+
+	// Leaves the registry: worker id, secret.
+	unregisterWorkerSQL = "SELECT workhorse.unregister_worker_v2($1, $2)"
+
+	// One maintenance tick.
+	tickSQL = "SELECT workhorse.tick_v1()"
+)
+
+// Operator (Admin).
+const (
+	// Any job's row (see jobRowColumns), or no row.
+	getJobSQL = "SELECT " + jobRowColumns + " FROM workhorse.get_job_v1($1)"
+
+	// A page of job rows: queue, type, states, limit, before (seq).
+	listJobsSQL = "SELECT " + jobRowColumns + " FROM workhorse.list_jobs_v1($1, $2, $3::text[], $4, $5::text::bigint)"
+
+	// A page of a parent's children (job rows) with each one's ordinal: parent, after, queue, type, states, limit.
+	listChildrenSQL = "SELECT " + jobRowColumns + `, c.ordinal::text
+		FROM workhorse.list_children_v1($1) c CROSS JOIN LATERAL workhorse.get_job_v1(c.job_id) s
+		WHERE c.ordinal > $2::text::bigint AND ($3::text IS NULL OR s.queue = $3) AND ($4::text IS NULL OR s.type = $4)
+		  AND ($5::text[] IS NULL OR s.state = ANY ($5::text[])) ORDER BY c.ordinal LIMIT $6`
+
+	// A job's prerequisites, parent and children.
+	jobLinksSQL = "SELECT relation, job_id::text, state, key FROM workhorse.job_links_v1($1)"
+
+	// Cancels a job: job id, reason.
+	cancelSQL = "SELECT workhorse.cancel_v1($1, $2)"
+
+	// A page of dead letters (job rows) with each one's position as text (microseconds kept).
+	listDeadLettersSQL = "SELECT " + jobRowColumns + `, to_char(finished_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+		FROM workhorse.list_dead_letters_v1($1, $2, $3, $4::text::timestamptz, $5::text::timestamptz, $6, $7::text::timestamptz, $8::text::uuid)`
+
+	// Redrives one job: job id, request id, actor, reason.
+	redriveSQL = "SELECT workhorse.redrive_v1($1, $2, $3, $4)::text"
+
+	// Redrives the dead letters of a filter: filter (JSON), request id, dry run, actor, reason, limit.
+	redriveManySQL = "SELECT source_job_id::text, new_job_id::text FROM workhorse.redrive_many_v1($1::jsonb, $2, $3, $4, $5, $6)"
+
+	// Every queue with jobs, a pause record or a policy (listQueuesWhereSQL: one of them).
+	listQueuesSQL = "SELECT queue, paused, changed_at, changed_by, reason, ready, scheduled, active, blocked FROM workhorse.list_queues_v1()"
+
+	// The registered workers.
+	listWorkersSQL = `SELECT worker_id, status, host, pid, to_json(queues)::text, concurrency, in_flight, version,
+		started_at, last_seen_at, drain_requested_at, drain_requested_by, drain_reason FROM workhorse.list_workers_v1()`
+
+	// Asks a worker to drain: worker id, actor, reason.
+	drainWorkerSQL = "SELECT workhorse.drain_worker_v1($1, $2, $3)"
+
+	// The schedules of a namespace (all when null).
+	listSchedulesSQL = `SELECT namespace, key, definition, state, revision, created_at, updated_at, paused_at, paused_by,
+	    pause_reason, next_run_at, last_run_at, last_job_id::text, last_job_state, planned_through, last_error, last_error_at
+	  FROM workhorse.list_schedules_v1($1)`
+
+	// Enqueues a schedule's job now: namespace, key, actor, reason.
+	triggerScheduleSQL = "SELECT workhorse.trigger_schedule_v1($1, $2, $3, $4)::text"
+
+	// A schedule's history: namespace, key, limit.
+	scheduleHistorySQL = "SELECT revision, at, change, definition, actor, reason, job_id::text FROM workhorse.get_schedule_history_v1($1, $2, $3)"
+
+	// A page of open human waits: queue, type, name, job id, limit, after.
+	listHumanWaitsSQL = `SELECT id, job_id::text, queue, type, name, context, choices, timeout_at, attempt, created_at
+		FROM workhorse.list_human_waits_v1($1, $2, $3, $4::text::uuid, $5, $6::text::bigint)`
+
+	// Whether the installed schema has get_timeline_v2.
+	hasTimelineV2SQL = "SELECT to_regprocedure('workhorse.get_timeline_v2(uuid,bigint,integer)') IS NOT NULL"
+
+	// One queue's row of listQueuesSQL (none for an idle queue).
+	getQueueSQL = listQueuesSQL + " WHERE queue = $1"
+
+	// Pause or resume a queue: queue, actor, reason.
+	pauseQueueSQL  = "SELECT workhorse.pause_queue_v1($1, $2, $3)"
+	resumeQueueSQL = "SELECT workhorse.resume_queue_v1($1, $2, $3)"
+
+	// Pause or resume a schedule: namespace, key, actor, reason; answers whether it changed.
+	pauseScheduleSQL  = "SELECT workhorse.pause_schedule_v1($1, $2, $3, $4)"
+	resumeScheduleSQL = "SELECT workhorse.resume_schedule_v1($1, $2, $3, $4)"
+)
+
+// A page of a timeline: get_timeline_v2 once the schema has it (hasTimelineV2SQL), else v1.
+const (
+	timelineV2SQL = "SELECT id::text, at, source, kind, attempt, worker_id, fence_token, data, login_role FROM workhorse.get_timeline_v2($1, $2::text::bigint, $3)"
+	timelineV1SQL = "SELECT id::text, at, source, kind, attempt, worker_id, fence_token, data, NULL::text FROM workhorse.get_timeline_v1($1, $2::text::bigint, $3)"
+)
+
+// notifyChannel is where the SQL functions pg_notify a queue's name whenever it gains ready work.
+const notifyChannel = "workhorse_jobs"
+
+// listenSQL listens to notifyChannel.
+const listenSQL = "LISTEN " + notifyChannel
+
+// The installed schema.
+const (
+	// Whether the schema is installed.
+	hasSchemaSQL = "SELECT to_regclass('workhorse.schema_version') IS NOT NULL"
+)
+
+// The installed version, and whether this role may call workhorse.oldest_client_v1() (schema
+// version 6 on; NULL when the function is absent).
+const (
+	schemaRowSQL = `SELECT s.version, (SELECT pg_catalog.has_function_privilege(p.oid, 'EXECUTE') FROM pg_catalog.pg_proc p
+		WHERE p.oid = pg_catalog.to_regprocedure('workhorse.oldest_client_v1()')) FROM workhorse.schema_version s`
+	oldestClientSQL = "SELECT workhorse.oldest_client_v1()"
+)
