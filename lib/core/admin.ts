@@ -338,7 +338,7 @@ export class Admin extends AdminOperations {
 
   /** Every queue with live jobs, a pause record or a policy: whether it is paused, by whom, its live counts and limits. */
   async listQueues(client?: Queryable): Promise<QueueInfo[]> {
-    const rows = await this.run<QueueRow>(client, 'SELECT * FROM workhorse.list_queues_v1()', []);
+    const rows = await this.run<QueueRow>(client, 'SELECT * FROM workhorse.list_queues_v2()', []);
     return rows.map(toQueueInfo);
   }
 
@@ -350,7 +350,7 @@ export class Admin extends AdminOperations {
   }
 
   private async queueInfo(queue: string, client?: Queryable): Promise<QueueInfo> {
-    const rows = await this.run<QueueRow>(client, 'SELECT * FROM workhorse.list_queues_v1() WHERE queue = $1', [queue]);
+    const rows = await this.run<QueueRow>(client, 'SELECT * FROM workhorse.list_queues_v2() WHERE queue = $1', [queue]);
     // (A queue with no jobs, no pause record and no policy left has no row.)
     return rows[0] === undefined ? idleQueueInfo(queue) : toQueueInfo(rows[0]);
   }

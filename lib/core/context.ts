@@ -142,43 +142,26 @@ export class HandlerContext {
     const value = await operation();
     const text = value === undefined ? null : toJsonText(value, `checkpoint ${JSON.stringify(name)}`);
     let status: string;
+    let stored: [] | [JsonValue] | null;
     try {
       // In a transactional handler the checkpoint is part of its transaction, and commits (or
       // not) with the job's completion; it must not lock the job's row meanwhile (see the SQL).
+      // The answer carries the value now stored, wrapped as the claim hands checkpoints over.
       const result = await this.db.query(
-        'SELECT workhorse.save_checkpoint_v1($1, $2, $3, $4, $5::jsonb, $6) AS status',
+        'SELECT status, stored FROM workhorse.save_checkpoint_v2($1, $2, $3, $4, $5::jsonb, $6)',
         [this.job.jobId, this.job.workerId, this.job.fenceToken, name, text, this.client !== undefined],
       );
-      status = (result.rows[0] as { status: string }).status;
+      ({ status, stored } = result.rows[0] as { status: string; stored: [] | [JsonValue] | null });
     } catch (error) {
       throw fromPgError(error);
     }
-    if (status === 'stale') {
+    if (status === 'stale' || stored === null) {
       this.owner.leaseLost(this.execution);
       throw new LeaseLostError(this.job.jobId);
     }
-    // `exists`: another run stored a value first (a worker that lost the job while saving); that one is the stage's.
-    const entry: [] | [JsonValue] =
-      status === 'exists' ? await this.readCheckpoint(name) : value === undefined ? [] : [JSON.parse(text as string) as JsonValue];
-    this.job.checkpoints = setEntry(this.job.checkpoints, name, entry);
-    return entry[0] as T;
-  }
-
-  private async readCheckpoint(name: string): Promise<[] | [JsonValue]> {
-    let rows: { entry: [] | [JsonValue] }[];
-    try {
-      // Wrapped as the claim hands checkpoints over: [] for a stage that returned nothing, [value] otherwise.
-      const result = await this.db.query(
-        "SELECT CASE WHEN value IS NULL THEN '[]'::jsonb ELSE jsonb_build_array(value) END AS entry " +
-          'FROM workhorse.read_checkpoints_v1($1) WHERE name = $2',
-        [this.job.jobId, name],
-      );
-      rows = result.rows as { entry: [] | [JsonValue] }[];
-    } catch (error) {
-      throw fromPgError(error);
-    }
-    // (Checkpoints are never removed, so the one that answered `exists` is there.)
-    return rows[0].entry;
+    // `exists`: another save stored a value first; that one is the stage's, and what SQL answered.
+    this.job.checkpoints = setEntry(this.job.checkpoints, name, stored);
+    return stored[0] as T;
   }
 
   /**

@@ -24,7 +24,9 @@ export interface WorkerInfo {
   startedAt: Date;
   lastSeenAt: Date;
   drainRequestedAt: Date | null;
+  /** Who asked for the drain: the caller-chosen actor, and the login role (`session_user`) of the session that asked (null before the schema recorded it). */
   drainRequestedBy: string | null;
+  drainLoginRole: string | null;
   drainReason: string | null;
 }
 
@@ -45,12 +47,13 @@ interface WorkerRow {
   drain_requested_at: Date | null;
   drain_requested_by: string | null;
   drain_reason: string | null;
+  drain_login_role: string | null;
 }
 
-/** The registered workers, newest first (`list_workers_v1`). */
+/** The registered workers, newest first (`list_workers_v2`). */
 export async function listWorkers(db: Queryable): Promise<WorkerInfo[]> {
   try {
-    const { rows } = await db.query('SELECT * FROM workhorse.list_workers_v1()');
+    const { rows } = await db.query('SELECT * FROM workhorse.list_workers_v2()');
     return (rows as WorkerRow[]).map((r) => ({
       workerId: r.worker_id,
       status: r.status,
@@ -64,6 +67,7 @@ export async function listWorkers(db: Queryable): Promise<WorkerInfo[]> {
       lastSeenAt: r.last_seen_at,
       drainRequestedAt: r.drain_requested_at,
       drainRequestedBy: r.drain_requested_by,
+      drainLoginRole: r.drain_login_role,
       drainReason: r.drain_reason,
     }));
   } catch (error) {

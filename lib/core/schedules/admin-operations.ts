@@ -45,6 +45,7 @@ interface HistoryRow {
   change: ScheduleHistoryChange;
   definition: StoredScheduleDefinition | null;
   actor: string | null;
+  login_role: string | null;
   reason: string | null;
   job_id: string | null;
 }
@@ -106,13 +107,14 @@ export async function getScheduleHistory(db: Queryable, key: string, options: { 
   const namespace = checkName(options.namespace ?? DEFAULT_SCHEDULE_NAMESPACE, 'namespace');
   checkName(key, 'key');
   const limit = options.limit === undefined ? 100 : checkInteger(options.limit, 'limit', 1, 1000);
-  const rows = await run<HistoryRow>(db, 'SELECT * FROM workhorse.get_schedule_history_v1($1, $2, $3)', [namespace, key, limit]);
+  const rows = await run<HistoryRow>(db, 'SELECT * FROM workhorse.get_schedule_history_v2($1, $2, $3)', [namespace, key, limit]);
   return rows.map((row) => ({
     revision: row.revision,
     at: row.at,
     change: row.change,
     definition: row.definition,
     actor: row.actor,
+    loginRole: row.login_role,
     reason: row.reason,
     jobId: row.job_id,
   }));
