@@ -280,13 +280,13 @@ func (a *Admin) setPaused(ctx context.Context, fn, queue string, o ActorOptions)
 
 func (a *Admin) queues(ctx context.Context, where string, args []any) ([]QueueInfo, error) {
 	list := []QueueInfo{}
-	err := queryAll(ctx, a.db, "SELECT queue, paused, changed_at, changed_by, reason, ready, scheduled, active, blocked FROM workhorse.list_queues_v1()"+where,
+	err := queryAll(ctx, a.db, "SELECT queue, paused, changed_at, changed_by, login_role, reason, ready, scheduled, active, blocked FROM workhorse.list_queues_v2()"+where,
 		args, func(r rows) error {
 			var q QueueInfo
-			var by, reason *string
+			var by, role, reason *string
 			var ready, scheduled, active, blocked int64
-			err := r.Scan(&q.Queue, &q.Paused, &q.ChangedAt, &by, &reason, &ready, &scheduled, &active, &blocked)
-			q.ChangedBy, q.Reason = deref(by), deref(reason)
+			err := r.Scan(&q.Queue, &q.Paused, &q.ChangedAt, &by, &role, &reason, &ready, &scheduled, &active, &blocked)
+			q.ChangedBy, q.LoginRole, q.Reason = deref(by), deref(role), deref(reason)
 			q.Ready, q.Scheduled, q.Active, q.Blocked = int(ready), int(scheduled), int(active), int(blocked)
 			list = append(list, q)
 			return err

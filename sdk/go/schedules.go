@@ -92,7 +92,10 @@ type ScheduleHistoryEntry struct {
 	// Definition from this revision on (created, updated, enabled), as JSON; nil otherwise.
 	Definition json.RawMessage
 	Actor      string
-	Reason     string
+	// LoginRole is the login role (session_user) of the session that made the change, next to
+	// the caller-chosen Actor ("" for a change made before the schema recorded it).
+	LoginRole string
+	Reason    string
 	// JobID is the job a trigger enqueued.
 	JobID string
 }
@@ -248,13 +251,13 @@ func (a *Admin) ScheduleHistory(ctx context.Context, namespace, key string, limi
 		return nil, invalid("limit", "must be an integer from 1 to 1000")
 	}
 	list := []ScheduleHistoryEntry{}
-	err := queryAll(ctx, a.db, "SELECT revision, at, change, definition, actor, reason, job_id::text FROM workhorse.get_schedule_history_v1($1, $2, $3)",
+	err := queryAll(ctx, a.db, "SELECT revision, at, change, definition, actor, login_role, reason, job_id::text FROM workhorse.get_schedule_history_v2($1, $2, $3)",
 		[]any{namespace, key, limit}, func(r rows) error {
 			var h ScheduleHistoryEntry
 			var revision int64
-			var actor, reason, jobID *string
-			err := r.Scan(&revision, &h.At, &h.Change, &h.Definition, &actor, &reason, &jobID)
-			h.Revision, h.Actor, h.Reason, h.JobID = int(revision), deref(actor), deref(reason), deref(jobID)
+			var actor, role, reason, jobID *string
+			err := r.Scan(&revision, &h.At, &h.Change, &h.Definition, &actor, &role, &reason, &jobID)
+			h.Revision, h.Actor, h.LoginRole, h.Reason, h.JobID = int(revision), deref(actor), deref(role), deref(reason), deref(jobID)
 			list = append(list, h)
 			return err
 		})
