@@ -47,29 +47,48 @@ interface WorkerRow {
   drain_requested_at: Date | null;
   drain_requested_by: string | null;
   drain_reason: string | null;
-  drain_login_role: string | null;
+  /** Absent from `list_workers_v1`. */
+  drain_login_role?: string | null;
 }
+
+const toWorkerInfo = (r: WorkerRow): WorkerInfo => ({
+  workerId: r.worker_id,
+  status: r.status,
+  host: r.host,
+  pid: r.pid,
+  queues: r.queues,
+  concurrency: r.concurrency,
+  inFlight: r.in_flight,
+  version: r.version,
+  startedAt: r.started_at,
+  lastSeenAt: r.last_seen_at,
+  drainRequestedAt: r.drain_requested_at,
+  drainRequestedBy: r.drain_requested_by,
+  drainLoginRole: r.drain_login_role ?? null,
+  drainReason: r.drain_reason,
+});
 
 /** The registered workers, newest first (`list_workers_v2`). */
 export async function listWorkers(db: Queryable): Promise<WorkerInfo[]> {
   try {
     const { rows } = await db.query('SELECT * FROM workhorse.list_workers_v2()');
-    return (rows as WorkerRow[]).map((r) => ({
-      workerId: r.worker_id,
-      status: r.status,
-      host: r.host,
-      pid: r.pid,
-      queues: r.queues,
-      concurrency: r.concurrency,
-      inFlight: r.in_flight,
-      version: r.version,
-      startedAt: r.started_at,
-      lastSeenAt: r.last_seen_at,
-      drainRequestedAt: r.drain_requested_at,
-      drainRequestedBy: r.drain_requested_by,
-      drainLoginRole: r.drain_login_role,
-      drainReason: r.drain_reason,
-    }));
+    return (rows as WorkerRow[]).map(toWorkerInfo);
+  } catch (error) {
+    throw fromPgError(error);
+  }
+}
+
+/**
+ * The same on whatever schema is installed, also one older than this release (`workhorse schema
+ * status` reads the live workers before a migration): `list_workers_v1`, without drain login
+ * roles, where the schema has no `list_workers_v2` yet.
+ */
+export async function listWorkersOfAnySchema(db: Queryable): Promise<WorkerInfo[]> {
+  try {
+    const { rows } = await db.query("SELECT to_regprocedure('workhorse.list_workers_v2()') IS NOT NULL AS present");
+    const version = (rows[0] as { present: boolean }).present ? 'v2' : 'v1';
+    const workers = await db.query(`SELECT * FROM workhorse.list_workers_${version}()`);
+    return (workers.rows as WorkerRow[]).map(toWorkerInfo);
   } catch (error) {
     throw fromPgError(error);
   }
