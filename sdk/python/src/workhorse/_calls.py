@@ -272,6 +272,16 @@ def list_workers() -> Call[list[WorkerInfo]]:
     return Call(p.LIST_WORKERS_SQL, (), lambda rows: [p.to_worker_info(r) for r in rows])
 
 
+def has_list_workers_v2() -> Call[bool]:
+    return Call(p.HAS_LIST_WORKERS_V2_SQL, (), lambda rows: bool(rows[0][0]))
+
+
+def worker_versions(v2: bool) -> Call[list[tuple[str, str]]]:
+    """Each registered worker's (status, version), through ``list_workers_v2`` or, on a schema
+    without it, ``list_workers_v1``."""
+    return Call(p.WORKER_VERSIONS_V2_SQL if v2 else p.WORKER_VERSIONS_V1_SQL, (), lambda rows: [(r[0], r[1]) for r in rows])
+
+
 def drain_worker(worker_id: object, actor: object, reason: object) -> Call[DrainResult]:
     check_text(worker_id, "workerId", 200, 1)
     _check_actor(actor, reason)

@@ -98,6 +98,11 @@ LIST_WORKERS_SQL = (
     "SELECT worker_id, status, host, pid, queues, concurrency, in_flight, version, started_at, last_seen_at, "
     "drain_requested_at, drain_requested_by, drain_login_role, drain_reason FROM workhorse.list_workers_v2()"
 )
+#: ``workhorse schema status`` reads the live workers' versions on any installed schema, also one
+#: older than this release (before the step that added ``list_workers_v2``).
+HAS_LIST_WORKERS_V2_SQL = "SELECT to_regprocedure('workhorse.list_workers_v2()') IS NOT NULL"
+WORKER_VERSIONS_V1_SQL = "SELECT status, version FROM workhorse.list_workers_v1()"
+WORKER_VERSIONS_V2_SQL = "SELECT status, version FROM workhorse.list_workers_v2()"
 DRAIN_WORKER_SQL = "SELECT workhorse.drain_worker_v1($1::text, $2::text, $3::text)"
 RUN_CHILDREN_SQL = (
     "SELECT status, child_id::text, state, result::text, error::text "
