@@ -358,8 +358,10 @@ $$;
 CREATE FUNCTION workhorse.save_checkpoint_v1(
   p_job_id uuid, p_worker_id text, p_fence bigint, p_name text, p_value jsonb, p_in_transaction boolean DEFAULT false)
 RETURNS text
-LANGUAGE sql AS $$
-  SELECT c.status FROM workhorse.save_checkpoint_v2(p_job_id, p_worker_id, p_fence, p_name, p_value, p_in_transaction) c
+LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN (SELECT c.status FROM workhorse.save_checkpoint_v2(p_job_id, p_worker_id, p_fence, p_name, p_value, p_in_transaction) c);
+END
 $$;
 
 -- The stored checkpoints of a job, oldest first.

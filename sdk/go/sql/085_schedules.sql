@@ -740,7 +740,11 @@ $$;
 -- the login role.
 CREATE FUNCTION workhorse.get_schedule_history_v1(p_namespace text, p_key text, p_limit integer DEFAULT 100)
 RETURNS TABLE (revision integer, at timestamptz, change text, definition jsonb, actor text, reason text, job_id uuid)
-LANGUAGE sql AS $$
-  SELECT h.revision, h.at, h.change, h.definition, h.actor, h.reason, h.job_id
-  FROM workhorse.get_schedule_history_v2(p_namespace, p_key, p_limit) h
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+BEGIN
+  RETURN QUERY
+    SELECT h.revision, h.at, h.change, h.definition, h.actor, h.reason, h.job_id
+    FROM workhorse.get_schedule_history_v2(p_namespace, p_key, p_limit) h;
+END
 $$;

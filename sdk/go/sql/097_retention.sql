@@ -364,6 +364,8 @@ $$;
 -- policy's login role.
 CREATE FUNCTION workhorse.retention_status_v1()
 RETURNS jsonb
-LANGUAGE sql STABLE AS $$
-  SELECT workhorse.retention_status_v2() #- '{policy,loginRole}'
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  RETURN workhorse.retention_status_v2() #- '{policy,loginRole}';
+END
 $$;

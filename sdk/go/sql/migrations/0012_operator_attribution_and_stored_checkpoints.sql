@@ -27,7 +27,8 @@ ALTER TABLE workhorse.retention_policy ADD COLUMN login_role text;
 -- after a later change overwrote the row. A repeat that changes nothing records nothing. Read with
 -- list_operator_changes_v1. Operators make few changes: retention leaves these rows alone.
 CREATE TABLE workhorse.operator_change (
-  id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  -- From the history sequence, as job_event's and schedule_history's ids: ordered by time of writing.
+  id bigint PRIMARY KEY DEFAULT nextval('workhorse.history_seq'),
   at timestamptz NOT NULL,
   kind text NOT NULL CHECK (kind IN ('queue_paused', 'queue_resumed', 'queue_policy_set', 'worker_drain_requested',
                                      'retention_set')),
@@ -380,8 +381,10 @@ $$;
 -- policy's login role.
 CREATE OR REPLACE FUNCTION workhorse.retention_status_v1()
 RETURNS jsonb
-LANGUAGE sql STABLE AS $$
-  SELECT workhorse.retention_status_v2() #- '{policy,loginRole}'
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  RETURN workhorse.retention_status_v2() #- '{policy,loginRole}';
+END
 $$;
 
 -- A schedule's history, newest first: each revision's change (with the definition from then on)
@@ -417,9 +420,13 @@ $$;
 -- the login role.
 CREATE OR REPLACE FUNCTION workhorse.get_schedule_history_v1(p_namespace text, p_key text, p_limit integer DEFAULT 100)
 RETURNS TABLE (revision integer, at timestamptz, change text, definition jsonb, actor text, reason text, job_id uuid)
-LANGUAGE sql AS $$
-  SELECT h.revision, h.at, h.change, h.definition, h.actor, h.reason, h.job_id
-  FROM workhorse.get_schedule_history_v2(p_namespace, p_key, p_limit) h
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+BEGIN
+  RETURN QUERY
+    SELECT h.revision, h.at, h.change, h.definition, h.actor, h.reason, h.job_id
+    FROM workhorse.get_schedule_history_v2(p_namespace, p_key, p_limit) h;
+END
 $$;
 
 -- Saves a completed stage's value under p_name. The first value saved for a name wins; a second
@@ -483,8 +490,10 @@ $$;
 CREATE OR REPLACE FUNCTION workhorse.save_checkpoint_v1(
   p_job_id uuid, p_worker_id text, p_fence bigint, p_name text, p_value jsonb, p_in_transaction boolean DEFAULT false)
 RETURNS text
-LANGUAGE sql AS $$
-  SELECT c.status FROM workhorse.save_checkpoint_v2(p_job_id, p_worker_id, p_fence, p_name, p_value, p_in_transaction) c
+LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN (SELECT c.status FROM workhorse.save_checkpoint_v2(p_job_id, p_worker_id, p_fence, p_name, p_value, p_in_transaction) c);
+END
 $$;
 
 INSERT INTO workhorse.protocol_function (name, capabilities) VALUES

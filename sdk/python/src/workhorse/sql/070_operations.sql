@@ -19,7 +19,8 @@ $$;
 -- after a later change overwrote the row. A repeat that changes nothing records nothing. Read with
 -- list_operator_changes_v1. Operators make few changes: retention leaves these rows alone.
 CREATE TABLE workhorse.operator_change (
-  id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  -- From the history sequence, as job_event's and schedule_history's ids: ordered by time of writing.
+  id bigint PRIMARY KEY DEFAULT nextval('workhorse.history_seq'),
   at timestamptz NOT NULL,
   kind text NOT NULL CHECK (kind IN ('queue_paused', 'queue_resumed', 'queue_policy_set', 'worker_drain_requested',
                                      'retention_set')),
