@@ -296,17 +296,22 @@ END
 $$;
 
 -- Saves a completed stage's value under p_name. The first value saved for a name wins; a second
--- save reports `exists` and changes nothing. Returns `saved`, `exists` or `stale`.
+-- save reports `exists` and changes nothing. Answers the status (`saved`, `exists` or `stale`)
+-- and, for `saved` and `exists`, the value now stored under the name, wrapped as the claim hands
+-- checkpoints over ([] for a stage that returned nothing, [value] otherwise): on `exists` that is
+-- the value another save stored first, which the caller must use instead of its own (a checkpoint
+-- always answers what is stored). `stale`: no stored value (null).
 -- p_in_transaction: the caller is a transactional handler, whose own transaction also records
 -- the job's completion (complete_v1). The job's row is then not locked, only read: the
 -- completion locks it and checks the owner before anything of that transaction commits, while a
 -- lock taken here would be held for the rest of the handler's run, and neither the heartbeat
 -- (it skips rows others hold) nor a durable sleep (it would wait for this very transaction)
 -- could touch the job until then.
-CREATE FUNCTION workhorse.save_checkpoint_v1(
+CREATE FUNCTION workhorse.save_checkpoint_v2(
   p_job_id uuid, p_worker_id text, p_fence bigint, p_name text, p_value jsonb, p_in_transaction boolean DEFAULT false)
-RETURNS text
+RETURNS TABLE (status text, stored jsonb)
 LANGUAGE plpgsql AS $$
+#variable_conflict use_column
 DECLARE
   r workhorse.job_runtime;
   v_now timestamptz;
@@ -317,18 +322,34 @@ BEGIN
   PERFORM workhorse.check_json_size(p_value, 'value');
   r := workhorse.lock_owned(p_job_id, p_worker_id, p_fence, p_lock => NOT coalesce(p_in_transaction, false));
   IF r.job_id IS NULL THEN
-    RETURN 'stale';
+    RETURN QUERY SELECT 'stale'::text, NULL::jsonb;
+    RETURN;
   END IF;
   v_now := clock_timestamp();
   INSERT INTO workhorse.job_checkpoint (job_id, name, value, attempt, fence_token, worker_id, created_at)
   VALUES (p_job_id, p_name, p_value, r.current_attempt, p_fence, p_worker_id, v_now)
   ON CONFLICT DO NOTHING;
   IF NOT FOUND THEN
-    RETURN 'exists';
+    -- A later statement: it sees the save that won, committed while this insert waited for it.
+    -- (Checkpoints are removed only with their job, which this caller still owns.)
+    RETURN QUERY
+      SELECT 'exists'::text, CASE WHEN k.value IS NULL THEN '[]'::jsonb ELSE jsonb_build_array(k.value) END
+      FROM workhorse.job_checkpoint k WHERE k.job_id = p_job_id AND k.name = p_name;
+    RETURN;
   END IF;
   PERFORM workhorse.write_event(p_job_id, 'checkpoint_saved', v_now, r.current_attempt, jsonb_build_object('name', p_name),
     p_worker_id, p_fence);
-  RETURN 'saved';
+  RETURN QUERY SELECT 'saved'::text, CASE WHEN p_value IS NULL THEN '[]'::jsonb ELSE jsonb_build_array(p_value) END;
+END
+$$;
+
+-- The previous release's call (deprecated, docs/protocol.md): save_checkpoint_v2's status alone.
+CREATE FUNCTION workhorse.save_checkpoint_v1(
+  p_job_id uuid, p_worker_id text, p_fence bigint, p_name text, p_value jsonb, p_in_transaction boolean DEFAULT false)
+RETURNS text
+LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN (SELECT c.status FROM workhorse.save_checkpoint_v2(p_job_id, p_worker_id, p_fence, p_name, p_value, p_in_transaction) c);
 END
 $$;
 

@@ -706,9 +706,11 @@ END
 $$;
 
 -- A schedule's history, newest first: each revision's change (with the definition from then on)
--- and each trigger. At most p_limit rows.
-CREATE FUNCTION workhorse.get_schedule_history_v1(p_namespace text, p_key text, p_limit integer DEFAULT 100)
-RETURNS TABLE (revision integer, at timestamptz, change text, definition jsonb, actor text, reason text, job_id uuid)
+-- and each trigger, with who made it: the caller-chosen actor and the login role (session_user;
+-- null for a change made before the schema recorded it). At most p_limit rows.
+CREATE FUNCTION workhorse.get_schedule_history_v2(p_namespace text, p_key text, p_limit integer DEFAULT 100)
+RETURNS TABLE (revision integer, at timestamptz, change text, definition jsonb, actor text, login_role text, reason text,
+               job_id uuid)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
@@ -724,10 +726,23 @@ BEGIN
     PERFORM workhorse.raise_schedule_not_found(p_namespace, p_key);
   END IF;
   RETURN QUERY
-    SELECT h.revision, h.at, h.change, h.definition, h.actor, h.reason, h.job_id
+    SELECT h.revision, h.at, h.change, h.definition, h.actor, h.login_role, h.reason, h.job_id
     FROM workhorse.schedule_history h
     WHERE h.schedule_id = v_id
     ORDER BY h.id DESC
     LIMIT p_limit;
+END
+$$;
+
+-- The previous release's read (deprecated, docs/protocol.md): get_schedule_history_v2 without
+-- the login role.
+CREATE FUNCTION workhorse.get_schedule_history_v1(p_namespace text, p_key text, p_limit integer DEFAULT 100)
+RETURNS TABLE (revision integer, at timestamptz, change text, definition jsonb, actor text, reason text, job_id uuid)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+BEGIN
+  RETURN QUERY
+    SELECT h.revision, h.at, h.change, h.definition, h.actor, h.reason, h.job_id
+    FROM workhorse.get_schedule_history_v2(p_namespace, p_key, p_limit) h;
 END
 $$;

@@ -25,7 +25,10 @@ CREATE TABLE workhorse.worker_registry (
   -- The registrant's binding: sha256 of the secret report_worker_v2 returned at registration
   -- (NULL for a row a previous release's report_worker_v1 made), and the login role that made it.
   secret_hash bytea,
-  registered_by text
+  registered_by text,
+  -- The login role (session_user) that asked for the drain, next to drain_requested_by; null for
+  -- a request made before the schema recorded it (also in workhorse.operator_change).
+  drain_login_role text
 );
 
 -- A worker counts as gone once three reports in a row are missing (one late report is noise:
@@ -192,11 +195,12 @@ $$;
 
 -- The registered workers, newest first, with their status: `running`, `draining` (asked to
 -- drain, still holding jobs), `drained` (asked to drain, holding none) or `gone` (three reports
--- missed: it crashed, hung or lost its connection; its jobs come back when their leases expire).
-CREATE FUNCTION workhorse.list_workers_v1()
+-- missed: it crashed, hung or lost its connection; its jobs come back when their leases expire),
+-- and who asked for a drain: the caller-chosen actor and the login role (session_user).
+CREATE FUNCTION workhorse.list_workers_v2()
 RETURNS TABLE (worker_id text, status text, host text, pid integer, queues text[], concurrency integer,
                in_flight integer, version text, started_at timestamptz, last_seen_at timestamptz,
-               drain_requested_at timestamptz, drain_requested_by text, drain_reason text)
+               drain_requested_at timestamptz, drain_requested_by text, drain_reason text, drain_login_role text)
 LANGUAGE plpgsql STABLE AS $$
 BEGIN
   RETURN QUERY
@@ -206,15 +210,31 @@ BEGIN
               WHEN w.in_flight > 0 THEN 'draining'
               ELSE 'drained' END,
          w.host, w.pid, w.queues, w.concurrency, w.in_flight, w.version, w.started_at, w.last_seen_at,
-         w.drain_requested_at, w.drain_requested_by, w.drain_reason
+         w.drain_requested_at, w.drain_requested_by, w.drain_reason, w.drain_login_role
   FROM workhorse.worker_registry w
   ORDER BY w.started_at DESC, w.worker_id;
 END
 $$;
 
+-- The previous release's read (deprecated, docs/protocol.md): list_workers_v2 without the login role.
+CREATE FUNCTION workhorse.list_workers_v1()
+RETURNS TABLE (worker_id text, status text, host text, pid integer, queues text[], concurrency integer,
+               in_flight integer, version text, started_at timestamptz, last_seen_at timestamptz,
+               drain_requested_at timestamptz, drain_requested_by text, drain_reason text)
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  RETURN QUERY
+  SELECT w.worker_id, w.status, w.host, w.pid, w.queues, w.concurrency, w.in_flight, w.version, w.started_at,
+         w.last_seen_at, w.drain_requested_at, w.drain_requested_by, w.drain_reason
+  FROM workhorse.list_workers_v2() w
+  ORDER BY w.started_at DESC, w.worker_id;
+END
+$$;
+
 -- Asks a worker to drain: at its next report it stops claiming and finishes the jobs it holds.
--- Answers `requested`, `already_requested` (the first request keeps its time, actor and reason)
--- or `not_found`.
+-- Answers `requested` (recorded with the login role, also in workhorse.operator_change),
+-- `already_requested` (the first request keeps its time, actor, reason and login role) or
+-- `not_found`.
 CREATE FUNCTION workhorse.drain_worker_v1(p_worker_id text, p_actor text DEFAULT NULL, p_reason text DEFAULT NULL)
 RETURNS text
 LANGUAGE plpgsql AS $$
@@ -229,8 +249,10 @@ BEGIN
     RETURN 'already_requested';
   END IF;
   UPDATE workhorse.worker_registry
-     SET drain_requested_at = clock_timestamp(), drain_requested_by = p_actor, drain_reason = p_reason
+     SET drain_requested_at = clock_timestamp(), drain_requested_by = p_actor, drain_reason = p_reason,
+         drain_login_role = session_user
    WHERE worker_id = p_worker_id;
+  PERFORM workhorse.record_operator_change('worker_drain_requested', p_worker_id, p_actor, p_reason, NULL);
   RETURN 'requested';
 END
 $$;

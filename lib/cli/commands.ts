@@ -9,6 +9,7 @@ import type { CommandGroup, OptionSpec } from './command';
 import { healthCommand } from './health.commands';
 import { jobsCommands } from './jobs.commands';
 import { queuesCommands } from './queues.commands';
+import { changesCommand } from './changes.commands';
 import { retentionCommands } from './retention.commands';
 import { schedulesCommands } from './schedules.commands';
 import { schemaCommands } from './schema.commands';
@@ -31,5 +32,5 @@ export const COMMON_OPTIONS: readonly OptionSpec[] = [
 export const rootCommand: CommandGroup = {
   name: 'workhorse',
   summary: 'Operate a nestjs-workhorse job queue inside PostgreSQL.',
-  subcommands: [schemaCommands, jobsCommands, queuesCommands, schedulesCommands, workersCommands, healthCommand, retentionCommands, waitsCommands],
+  subcommands: [schemaCommands, jobsCommands, queuesCommands, schedulesCommands, workersCommands, healthCommand, retentionCommands, waitsCommands, changesCommand],
 };

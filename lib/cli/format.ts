@@ -7,6 +7,7 @@ import type { ErrorEnvelope, JobSnapshot, QueueInfo, RedriveResult, TimelineEntr
 import type { HumanWait } from '../core/waits';
 import type { HealthReport } from '../core/operations/health';
 import type { WorkerInfo } from '../core/operations/live-workers';
+import type { OperatorChange } from '../core/operations/operator-changes';
 import { oneLine, printable } from './output';
 import { shownLoginRole } from '../core/timeline';
 
@@ -167,7 +168,7 @@ export function formatLimits(queue: Pick<QueueInfo, 'concurrency' | 'rateLimit'>
 
 export function formatQueueTable(queues: readonly QueueInfo[]): string {
   return formatTable(
-    ['QUEUE', 'PAUSED', 'READY', 'SCHEDULED', 'ACTIVE', 'BLOCKED', 'LIMITS', 'CHANGED AT', 'CHANGED BY', 'REASON'],
+    ['QUEUE', 'PAUSED', 'READY', 'SCHEDULED', 'ACTIVE', 'BLOCKED', 'LIMITS', 'CHANGED AT', 'CHANGED BY', 'LOGIN ROLE', 'REASON'],
     queues.map((queue) => [
       queue.queue,
       queue.paused ? 'yes' : 'no',
@@ -178,6 +179,7 @@ export function formatQueueTable(queues: readonly QueueInfo[]): string {
       formatLimits(queue),
       formatDate(queue.changedAt),
       queue.changedBy ?? NONE,
+      queue.loginRole ?? NONE,
       queue.reason === null ? NONE : oneLine(queue.reason),
     ]),
   );
@@ -185,7 +187,7 @@ export function formatQueueTable(queues: readonly QueueInfo[]): string {
 
 export function formatWorkerTable(workers: readonly WorkerInfo[]): string {
   return formatTable(
-    ['WORKER', 'STATUS', 'HOST', 'PID', 'QUEUES', 'CONCURRENCY', 'IN FLIGHT', 'VERSION', 'STARTED', 'LAST SEEN'],
+    ['WORKER', 'STATUS', 'HOST', 'PID', 'QUEUES', 'CONCURRENCY', 'IN FLIGHT', 'VERSION', 'STARTED', 'LAST SEEN', 'DRAIN BY', 'LOGIN ROLE'],
     workers.map((w) => [
       w.workerId,
       w.status,
@@ -197,6 +199,24 @@ export function formatWorkerTable(workers: readonly WorkerInfo[]): string {
       w.version,
       formatDate(w.startedAt),
       formatDate(w.lastSeenAt),
+      w.drainRequestedAt === null ? NONE : w.drainRequestedBy ?? NONE,
+      w.drainLoginRole ?? NONE,
+    ]),
+  );
+}
+
+/** Operator changes, newest first: when, the actor and the login role, what, about which queue or worker, why. */
+export function formatOperatorChanges(changes: readonly OperatorChange[]): string {
+  return formatTable(
+    ['AT', 'ACTOR', 'LOGIN ROLE', 'KIND', 'SUBJECT', 'DETAIL', 'REASON'],
+    changes.map((c) => [
+      formatDate(c.at),
+      c.actor ?? NONE,
+      c.loginRole,
+      c.kind,
+      c.subject ?? NONE,
+      c.detail === null ? NONE : oneLine(JSON.stringify(c.detail)),
+      c.reason === null ? NONE : oneLine(c.reason),
     ]),
   );
 }

@@ -7,6 +7,7 @@ import { EXIT, type ExitCode } from './cli.errors';
 import type { CommandContext, CommandGroup } from './command';
 import { explainingSchema } from './command-helpers';
 import { formatDate, formatFields } from './format';
+import { printable } from './output';
 
 async function status({ pool, output }: CommandContext): Promise<ExitCode> {
   const s = await explainingSchema(pool, () => new Admin(pool).retentionStatus());
@@ -21,6 +22,8 @@ async function status({ pool, output }: CommandContext): Promise<ExitCode> {
       ['job events', `${days(s.policy.jobEventDays)} (oldest kept: ${s.oldestJobEventDay ?? '-'})`],
       ['attempt history', `${days(s.policy.attemptHistoryDays)} (oldest kept: ${s.oldestAttemptHistoryDay ?? '-'})`],
       ['finished jobs', `${s.policy.finishedJobMs} ms`],
+      ['changed', s.policy.changedAt === null ? '-'
+        : `${formatDate(s.policy.changedAt)} by ${printable(s.policy.changedBy ?? '-')} (login role ${printable(s.policy.loginRole ?? '-')})`],
       ['last run', formatDate(s.lastRunAt)],
       ['covered until', formatDate(s.coveredUntil)],
       ['lag', s.lagMs === null ? '-' : `${s.lagMs} ms`],

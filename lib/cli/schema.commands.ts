@@ -3,7 +3,7 @@
  * tables and functions into a database or upgrade them step by step, and say where a database
  * stands against this package (pending steps, and which releases its live workers run).
  */
-import { listWorkers } from '../core/operations/live-workers';
+import { listWorkersOfAnySchema } from '../core/operations/live-workers';
 import { getSchemaStatus, installSchema, pendingMigrationSteps, SCHEMA_VERSION, type SchemaStatus } from '../core/schema';
 import type { MigrationStepInfo } from '../core/migration-steps';
 import { EXIT, type ExitCode } from './cli.errors';
@@ -42,9 +42,9 @@ function describeStatus(status: SchemaStatus, pending: readonly MigrationStepInf
  */
 async function workerVersions({ pool }: CommandContext, status: SchemaStatus): Promise<WorkerVersionCount[] | null> {
   if (status.installed === null) return [];
-  let workers: Awaited<ReturnType<typeof listWorkers>>;
+  let workers: Awaited<ReturnType<typeof listWorkersOfAnySchema>>;
   try {
-    workers = await listWorkers(pool);
+    workers = await listWorkersOfAnySchema(pool);
   } catch (error) {
     if (sqlState(error) === INSUFFICIENT_PRIVILEGE) return null;
     throw error;

@@ -3,6 +3,7 @@ import { ACTOR_KEYS, actorOf } from './actor-options';
 import { applyConnectTimeout } from './connect-timeout';
 import { checkHealthThresholds, health, type HealthReport, type HealthThresholds } from './operations/health';
 import { drainWorker, listWorkers, type DrainResult, type WorkerInfo } from './operations/live-workers';
+import { listOperatorChanges, type OperatorChange, type OperatorChangeFilter } from './operations/operator-changes';
 import { retentionStatus, runRetention, setRetention, type RetentionPolicy, type RetentionRun, type RetentionStatus } from './operations/retention';
 import { getScheduleHistory, listSchedules, setSchedulePaused, triggerSchedule } from './schedules/admin-calls';
 import type { ScheduleActionOptions, ScheduleHistoryEntry, ScheduleInfo } from './schedules/types';
@@ -56,6 +57,20 @@ export abstract class AdminCalls {
    */
   async health(thresholds: HealthThresholds = {}, client?: Queryable): Promise<HealthReport> {
     return health(this.runner(client), checkHealthThresholds(thresholds));
+  }
+
+  /**
+   * Operator changes of the settings kept in place (queue pause and resume, queue policies, drain
+   * requests, the retention policy), newest first: each with the caller-chosen actor and reason
+   * and the login role (`session_user`) of the session that made it. Page with `beforeId` (the
+   * last row's id).
+   *
+   * @example
+   * const [last] = await admin.listOperatorChanges({ kind: 'queue_paused', subject: 'billing', limit: 1 });
+   */
+  async listOperatorChanges(filter: OperatorChangeFilter = {}, client?: Queryable): Promise<OperatorChange[]> {
+    const checked = checkOptions(filter, 'filter', ['kind', 'subject', 'limit', 'beforeId'], 'an operator-change filter');
+    return listOperatorChanges(this.runner(client), checked);
   }
 
   /** The retention policy and how far retention got (see docs/operations.md#retention). */

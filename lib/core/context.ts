@@ -2,7 +2,7 @@ import type { PoolClient } from 'pg';
 import type { ClaimedJob } from './claimed-job';
 import { ChildJobFailedError, LeaseLostError, WorkhorseValidationError } from './errors';
 import { call, callOne } from './protocol/call';
-import { DEPENDENCIES, READ_CHECKPOINT_ENTRY, SAVE_CHECKPOINT, SET_PROGRESS, SLEEP } from './protocol/handler';
+import { DEPENDENCIES, SAVE_CHECKPOINT, SET_PROGRESS, SLEEP } from './protocol/handler';
 import { HandlerWaits } from './handler-waits';
 import { childRequestsJson, startChildren } from './child-jobs';
 import { failpoint } from './failpoints';
@@ -132,7 +132,7 @@ export class HandlerContext {
     const text = value === undefined ? null : toJsonText(value, `checkpoint ${JSON.stringify(name)}`);
     // In a transactional handler the checkpoint is part of its transaction, and commits (or
     // not) with the job's completion; it must not lock the job's row meanwhile (see the SQL).
-    const { status } = await callOne<{ status: string }>(this.db, SAVE_CHECKPOINT, [
+    const { status, stored } = await callOne<{ status: string; stored: [] | [JsonValue] | null }>(this.db, SAVE_CHECKPOINT, [
       this.job.jobId,
       this.job.workerId,
       this.job.fenceToken,
@@ -140,22 +140,13 @@ export class HandlerContext {
       text,
       this.client !== undefined,
     ]);
-    if (status === 'stale') {
+    if (status === 'stale' || stored === null) {
       this.worker.leaseLost(this.execution);
       throw new LeaseLostError(this.job.jobId);
     }
-    // `exists`: another run stored a value first (a worker that lost the job while saving); that one is the stage's.
-    const entry: [] | [JsonValue] =
-      status === 'exists' ? await this.readCheckpoint(name) : value === undefined ? [] : [JSON.parse(text as string) as JsonValue];
-    this.job.checkpoints = setEntry(this.job.checkpoints, name, entry);
-    return entry[0] as T;
-  }
-
-  private async readCheckpoint(name: string): Promise<[] | [JsonValue]> {
-    // Wrapped as the claim hands checkpoints over: [] for a stage that returned nothing, [value] otherwise.
-    const rows = await call<{ entry: [] | [JsonValue] }>(this.db, READ_CHECKPOINT_ENTRY, [this.job.jobId, name]);
-    // (Checkpoints are never removed, so the one that answered `exists` is there.)
-    return rows[0].entry;
+    // `exists`: another save stored a value first; that one is the stage's, and what SQL answered.
+    this.job.checkpoints = setEntry(this.job.checkpoints, name, stored);
+    return stored[0] as T;
   }
 
   /**

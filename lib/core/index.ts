@@ -116,4 +116,5 @@ export type { JobSignal, JobWait, JobWaitsOptions } from './job-waits';
 export type { DrainResult, WorkerInfo, WorkerStatus } from './operations/live-workers';
 export type { HealthReason, HealthReasonCode, HealthReport, HealthStatus, HealthThresholds, QueueHealth, ThresholdPair } from './operations/health';
 export type { RetentionPolicy, RetentionRun, RetentionStatus } from './operations/retention';
+export type { OperatorChange, OperatorChangeFilter, OperatorChangeKind } from './operations/operator-changes';
 export { EventLog, type WorkhorseLogger } from './worker';

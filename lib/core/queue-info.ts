@@ -1,11 +1,12 @@
 import type { QueueInfo } from './types';
 
-/** A row of `list_queues_v1`. */
+/** A row of `list_queues_v2`. */
 export interface QueueRow {
   queue: string;
   paused: boolean;
   changed_at: Date | null;
   changed_by: string | null;
+  login_role: string | null;
   reason: string | null;
   ready: string;
   scheduled: string;
@@ -14,6 +15,10 @@ export interface QueueRow {
   concurrency: number | null;
   rate_limit: number | null;
   rate_interval_ms: number | null;
+  policy_changed_at: Date | null;
+  policy_changed_by: string | null;
+  policy_login_role: string | null;
+  policy_reason: string | null;
 }
 
 export const toQueueInfo = (row: QueueRow): QueueInfo => ({
@@ -21,6 +26,7 @@ export const toQueueInfo = (row: QueueRow): QueueInfo => ({
   paused: row.paused,
   changedAt: row.changed_at,
   changedBy: row.changed_by,
+  loginRole: row.login_role,
   reason: row.reason,
   ready: Number(row.ready),
   scheduled: Number(row.scheduled),
@@ -28,13 +34,18 @@ export const toQueueInfo = (row: QueueRow): QueueInfo => ({
   blocked: Number(row.blocked),
   concurrency: row.concurrency,
   rateLimit: row.rate_limit === null ? null : { limit: row.rate_limit, intervalMs: row.rate_interval_ms ?? 0 },
+  policyChangedAt: row.policy_changed_at,
+  policyChangedBy: row.policy_changed_by,
+  policyLoginRole: row.policy_login_role,
+  policyReason: row.policy_reason,
 });
 
 
 /** A queue that nothing is recorded for: running, empty, unlimited. */
 export const idleQueueInfo = (queue: string): QueueInfo => ({
-  queue, paused: false, changedAt: null, changedBy: null, reason: null,
+  queue, paused: false, changedAt: null, changedBy: null, loginRole: null, reason: null,
   ready: 0, scheduled: 0, active: 0, blocked: 0, concurrency: null, rateLimit: null,
+  policyChangedAt: null, policyChangedBy: null, policyLoginRole: null, policyReason: null,
 });
 
 /** A queue's limits in words: `at most 5 active, 50 per 1000 ms`; null for none. */

@@ -301,9 +301,11 @@ export interface RedriveResult {
 export interface QueueInfo {
   queue: string;
   paused: boolean;
-  /** When the pause state last changed, by whom and why. */
+  /** When the pause state last changed, by whom (the caller-chosen actor) and why. */
   changedAt: Date | null;
   changedBy: string | null;
+  /** The login role (`session_user`) that last paused or resumed it; null before the schema recorded it. */
+  loginRole: string | null;
   reason: string | null;
   ready: number;
   scheduled: number;
@@ -312,6 +314,11 @@ export interface QueueInfo {
   /** The queue's flow-control limits ({@link QueuePolicy}); null where none is set. */
   concurrency: number | null;
   rateLimit: RateLimit | null;
+  /** Who set the policy in force: when, the actor, the login role and the reason (null without one). */
+  policyChangedAt: Date | null;
+  policyChangedBy: string | null;
+  policyLoginRole: string | null;
+  policyReason: string | null;
 }
 
 /** At most `limit` claims of a queue's jobs in any window of `intervalMs` milliseconds. */

@@ -75,3 +75,11 @@ export function inlineData(data: { [key: string]: JsonValue } | null): string {
   }
   return parts.join(' ');
 }
+
+/**
+ * The login role (`session_user`) of the session that made a change, shown next to the
+ * caller-chosen actor, as on the job timeline; nothing for a change made before it was recorded.
+ */
+export function loginRole(role: string | null): Html {
+  return role === null ? html`` : html` <span class="login-role">login role <code>${role}</code></span>`;
+}

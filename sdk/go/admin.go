@@ -277,10 +277,10 @@ func (a *Admin) queues(ctx context.Context, statement string, args []any) ([]Que
 	err := queryAll(ctx, a.db, statement,
 		args, func(r rows) error {
 			var q QueueInfo
-			var by, reason *string
+			var by, role, reason *string
 			var ready, scheduled, active, blocked int64
-			err := r.Scan(&q.Queue, &q.Paused, &q.ChangedAt, &by, &reason, &ready, &scheduled, &active, &blocked)
-			q.ChangedBy, q.Reason = deref(by), deref(reason)
+			err := r.Scan(&q.Queue, &q.Paused, &q.ChangedAt, &by, &role, &reason, &ready, &scheduled, &active, &blocked)
+			q.ChangedBy, q.LoginRole, q.Reason = deref(by), deref(role), deref(reason)
 			q.Ready, q.Scheduled, q.Active, q.Blocked = int(ready), int(scheduled), int(active), int(blocked)
 			list = append(list, q)
 			return err

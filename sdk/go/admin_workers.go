@@ -37,7 +37,10 @@ type WorkerInfo struct {
 	LastSeenAt       time.Time
 	DrainRequestedAt *time.Time
 	DrainRequestedBy string
-	DrainReason      string
+	// DrainLoginRole is the login role (session_user) of the session that asked for the drain
+	// ("" for a request made before the schema recorded it); DrainRequestedBy is its actor.
+	DrainLoginRole string
+	DrainReason    string
 }
 
 // DrainResult is what Admin.DrainWorker did.
@@ -60,13 +63,13 @@ func (a *Admin) ListWorkers(ctx context.Context) ([]WorkerInfo, error) {
 			var w WorkerInfo
 			var status, queues string
 			var pid, concurrency, inFlight int64
-			var by, reason *string
+			var by, role, reason *string
 			if err := r.Scan(&w.WorkerID, &status, &w.Host, &pid, &queues, &concurrency, &inFlight, &w.Version,
-				&w.StartedAt, &w.LastSeenAt, &w.DrainRequestedAt, &by, &reason); err != nil {
+				&w.StartedAt, &w.LastSeenAt, &w.DrainRequestedAt, &by, &role, &reason); err != nil {
 				return err
 			}
 			w.Status, w.PID, w.Concurrency, w.InFlight = WorkerStatus(status), int(pid), int(concurrency), int(inFlight)
-			w.DrainRequestedBy, w.DrainReason = deref(by), deref(reason)
+			w.DrainRequestedBy, w.DrainLoginRole, w.DrainReason = deref(by), deref(role), deref(reason)
 			if err := json.Unmarshal([]byte(queues), &w.Queues); err != nil {
 				return err
 			}

@@ -66,6 +66,7 @@ func conformanceWorker(t *testing.T) string {
 func runScenario(t *testing.T, file conformance.File, start func(db *testpg.DB) conformance.StartWorker) {
 	db := testpg.New(t)
 	runner := conformance.NewRunner(&file.Scenario, workhorse.Pgx(db.Pool), start(db))
+	runner.Owner = db.Pool
 	err := runner.Run(context.Background())
 	if stopErr := runner.StopAll(); err == nil {
 		err = stopErr

@@ -72,7 +72,16 @@ func Checkpoint[T any](ctx context.Context, job *Job, name string, fn func(ctx c
 	if err != nil {
 		return value, err
 	}
-	return value, job.saveCheckpoint(ctx, name, data)
+	// What is stored is what the checkpoint answers: this value, or on `exists` the one another
+	// save stored first.
+	if stored, err = job.saveCheckpoint(ctx, name, data); err != nil {
+		return value, err
+	}
+	var answer T
+	if stored != nil {
+		err = json.Unmarshal(stored, &answer)
+	}
+	return answer, err
 }
 
 func (j *Job) checkpoint(name string) (json.RawMessage, bool, error) {
@@ -106,19 +115,36 @@ func (j *Job) fenced(s string, err error) error {
 	return err
 }
 
-func (j *Job) saveCheckpoint(ctx context.Context, name string, data []byte) error {
-	err := j.fenced(status(context.WithoutCancel(ctx), j.w.db, saveCheckpointSQL,
-		j.ID, j.WorkerID, j.FenceToken, name, string(data)))
-	if err != nil {
-		return err
+// saveCheckpoint saves data under name and returns the value now stored there (nil for a stage
+// that returned nothing): data, or on `exists` the value another save stored first, which
+// save_checkpoint_v2 answers with the status.
+func (j *Job) saveCheckpoint(ctx context.Context, name string, data []byte) (json.RawMessage, error) {
+	var s string
+	var stored *string
+	err := queryRow(context.WithoutCancel(ctx), j.w.db,
+		saveCheckpointSQL,
+		[]any{j.ID, j.WorkerID, j.FenceToken, name, string(data)}, &s, &stored)
+	if err == nil && stored == nil {
+		s = "stale"
+	}
+	if err = j.fenced(s, err); err != nil {
+		return nil, err
+	}
+	var entry []json.RawMessage
+	if err := json.Unmarshal([]byte(*stored), &entry); err != nil {
+		return nil, err
+	}
+	var value json.RawMessage
+	if len(entry) == 1 {
+		value = entry[0]
 	}
 	j.mu.Lock()
 	if j.checkpoints == nil {
 		j.checkpoints = map[string]json.RawMessage{}
 	}
-	j.checkpoints[name] = data
+	j.checkpoints[name] = value
 	j.mu.Unlock()
-	return nil
+	return value, nil
 }
 
 // SetProgress reports progress (any JSON, at most 64 KiB), visible in Admin.GetJob's Progress

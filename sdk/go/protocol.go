@@ -74,7 +74,7 @@ const (
 // Worker, as a job's owner (job id, worker id and fence token first).
 const (
 	// Saves a checkpoint: job id, worker id, fence, name, value (JSON).
-	saveCheckpointSQL = "SELECT workhorse.save_checkpoint_v1($1, $2, $3, $4, $5::jsonb)"
+	saveCheckpointSQL = "SELECT status, stored::text FROM workhorse.save_checkpoint_v2($1, $2, $3, $4, $5::jsonb)"
 
 	// Reports progress: job id, worker id, fence, value (JSON).
 	setProgressSQL = "SELECT workhorse.set_progress_v1($1, $2, $3, $4::jsonb)"
@@ -164,11 +164,11 @@ const (
 	redriveManySQL = "SELECT source_job_id::text, new_job_id::text FROM workhorse.redrive_many_v1($1::jsonb, $2, $3, $4, $5, $6)"
 
 	// Every queue with jobs, a pause record or a policy (listQueuesWhereSQL: one of them).
-	listQueuesSQL = "SELECT queue, paused, changed_at, changed_by, reason, ready, scheduled, active, blocked FROM workhorse.list_queues_v1()"
+	listQueuesSQL = "SELECT queue, paused, changed_at, changed_by, login_role, reason, ready, scheduled, active, blocked FROM workhorse.list_queues_v2()"
 
 	// The registered workers.
 	listWorkersSQL = `SELECT worker_id, status, host, pid, to_json(queues)::text, concurrency, in_flight, version,
-		started_at, last_seen_at, drain_requested_at, drain_requested_by, drain_reason FROM workhorse.list_workers_v1()`
+		started_at, last_seen_at, drain_requested_at, drain_requested_by, drain_login_role, drain_reason FROM workhorse.list_workers_v2()`
 
 	// Asks a worker to drain: worker id, actor, reason.
 	drainWorkerSQL = "SELECT workhorse.drain_worker_v1($1, $2, $3)"
@@ -182,7 +182,7 @@ const (
 	triggerScheduleSQL = "SELECT workhorse.trigger_schedule_v1($1, $2, $3, $4)::text"
 
 	// A schedule's history: namespace, key, limit.
-	scheduleHistorySQL = "SELECT revision, at, change, definition, actor, reason, job_id::text FROM workhorse.get_schedule_history_v1($1, $2, $3)"
+	scheduleHistorySQL = "SELECT revision, at, change, definition, actor, login_role, reason, job_id::text FROM workhorse.get_schedule_history_v2($1, $2, $3)"
 
 	// A page of open human waits: queue, type, name, job id, limit, after.
 	listHumanWaitsSQL = `SELECT id, job_id::text, queue, type, name, context, choices, timeout_at, attempt, created_at

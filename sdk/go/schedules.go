@@ -92,7 +92,10 @@ type ScheduleHistoryEntry struct {
 	// Definition from this revision on (created, updated, enabled), as JSON; nil otherwise.
 	Definition json.RawMessage
 	Actor      string
-	Reason     string
+	// LoginRole is the login role (session_user) of the session that made the change, next to
+	// the caller-chosen Actor ("" for a change made before the schema recorded it).
+	LoginRole string
+	Reason    string
 	// JobID is the job a trigger enqueued.
 	JobID string
 }
@@ -250,9 +253,9 @@ func (a *Admin) ScheduleHistory(ctx context.Context, namespace, key string, limi
 		[]any{namespace, key, limit}, func(r rows) error {
 			var h ScheduleHistoryEntry
 			var revision int64
-			var actor, reason, jobID *string
-			err := r.Scan(&revision, &h.At, &h.Change, &h.Definition, &actor, &reason, &jobID)
-			h.Revision, h.Actor, h.Reason, h.JobID = int(revision), deref(actor), deref(reason), deref(jobID)
+			var actor, role, reason, jobID *string
+			err := r.Scan(&revision, &h.At, &h.Change, &h.Definition, &actor, &role, &reason, &jobID)
+			h.Revision, h.Actor, h.LoginRole, h.Reason, h.JobID = int(revision), deref(actor), deref(role), deref(reason), deref(jobID)
 			list = append(list, h)
 			return err
 		})

@@ -170,9 +170,12 @@ type RedriveResult struct {
 type QueueInfo struct {
 	Queue  string
 	Paused bool
-	// ChangedAt, ChangedBy and Reason tell when, by whom and why the pause state last changed.
+	// ChangedAt, ChangedBy and Reason tell when, by whom and why the pause state last changed;
+	// LoginRole is the login role (session_user) of the session that changed it ("" for a change
+	// made before the schema recorded it).
 	ChangedAt *time.Time
 	ChangedBy string
+	LoginRole string
 	Reason    string
 	Ready     int
 	Scheduled int

@@ -17,15 +17,15 @@ import (
 	"github.com/stablemates/nestjs-workhorse/sdk/go/internal/testpg"
 )
 
-// grantWorker is what grantRole(pool, role, 'worker') grants (docs/security.md).
-const grantWorker = `DO $grant$
+// grantCapability is what grantRole(pool, role, capability) grants (docs/security.md).
+const grantCapability = `DO $grant$
 DECLARE v_function regprocedure;
 BEGIN
   EXECUTE format('GRANT USAGE ON SCHEMA workhorse TO %I', '%ROLE%');
   EXECUTE format('GRANT SELECT ON TABLE workhorse.schema_version TO %I', '%ROLE%');
   FOR v_function IN
     SELECT p.oid::regprocedure FROM pg_catalog.pg_proc p JOIN workhorse.protocol_function f ON f.name = p.proname
-    WHERE p.pronamespace = 'workhorse'::regnamespace AND f.capabilities && ARRAY['worker']
+    WHERE p.pronamespace = 'workhorse'::regnamespace AND f.capabilities && ARRAY['%CAPABILITY%']
   LOOP
     EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %I', v_function, '%ROLE%');
   END LOOP;
@@ -35,13 +35,20 @@ $grant$`
 // workerRolePool is a pool logged in as a new role with the worker capability's grants.
 func workerRolePool(t *testing.T, db *testpg.DB) *pgxpool.Pool {
 	t.Helper()
+	pool, _ := capabilityRolePool(t, db, "worker")
+	return pool
+}
+
+// capabilityRolePool is a pool logged in as a new role with one capability's grants, and the role.
+func capabilityRolePool(t *testing.T, db *testpg.DB, capability string) (*pgxpool.Pool, string) {
+	t.Helper()
 	ctx := context.Background()
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
-	role, password := "wh_go_w_"+hex.EncodeToString(b), hex.EncodeToString(b)+"pw"
+	role, password := "wh_go_"+capability[:1]+"_"+hex.EncodeToString(b), hex.EncodeToString(b)+"pw"
 	_, err := db.Pool.Exec(ctx, "CREATE ROLE "+role+" LOGIN PASSWORD '"+password+"'")
 	must(t, err)
-	_, err = db.Pool.Exec(ctx, strings.ReplaceAll(grantWorker, "%ROLE%", role))
+	_, err = db.Pool.Exec(ctx, strings.NewReplacer("%ROLE%", role, "%CAPABILITY%", capability).Replace(grantCapability))
 	must(t, err)
 	u, err := url.Parse(db.URL)
 	must(t, err)
@@ -53,7 +60,7 @@ func workerRolePool(t *testing.T, db *testpg.DB) *pgxpool.Pool {
 		_, _ = db.Pool.Exec(context.Background(), "DROP OWNED BY "+role)
 		_, _ = db.Pool.Exec(context.Background(), "DROP ROLE "+role)
 	})
-	return pool
+	return pool, role
 }
 
 // sqlstate is the SQLSTATE a statement failed with ("" when it succeeded).

@@ -76,8 +76,8 @@ describe('help and the command line', () => {
   });
 
   const mistakes: [string[], string][] = [
-    [[], '`workhorse` needs a command: schema, jobs, queues, schedules, workers, health, retention, waits. Run `workhorse --help` for usage.'],
-    [['frob'], 'unknown command "frob" for `workhorse` (commands: schema, jobs, queues, schedules, workers, health, retention, waits). Run `workhorse --help` for usage.'],
+    [[], '`workhorse` needs a command: schema, jobs, queues, schedules, workers, health, retention, waits, changes. Run `workhorse --help` for usage.'],
+    [['frob'], 'unknown command "frob" for `workhorse` (commands: schema, jobs, queues, schedules, workers, health, retention, waits, changes). Run `workhorse --help` for usage.'],
     [['jobs'], '`workhorse jobs` needs a command: get, list, timeline, cancel, dead-letters, redrive. Run `workhorse jobs --help` for usage.'],
     [['jobs', 'lst'], 'unknown command "lst" for `workhorse jobs` (commands: get, list, timeline, cancel, dead-letters, redrive). Run `workhorse jobs --help` for usage.'],
     [['jobs', 'list', '--bogus'], 'unknown option --bogus for `workhorse jobs list`. Run `workhorse jobs list --help` for usage.'],

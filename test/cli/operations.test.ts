@@ -309,9 +309,9 @@ describe('operations against a database', () => {
       const run = await cli(['queues', 'list'], env);
       expect(run).toMatchObject({ code: 0, stderr: '' });
       const lines = run.stdout.trimEnd().split('\n');
-      expect(lines[0]).toMatch(/^QUEUE +PAUSED +READY +SCHEDULED +ACTIVE +BLOCKED +LIMITS +CHANGED AT +CHANGED BY +REASON$/);
+      expect(lines[0]).toMatch(/^QUEUE +PAUSED +READY +SCHEDULED +ACTIVE +BLOCKED +LIMITS +CHANGED AT +CHANGED BY +LOGIN ROLE +REASON$/);
       const row = lines.find((line) => line.startsWith(`${q} `));
-      expect(row?.split(/ {2,}/)).toEqual([q, 'no', '1', '1', '1', '0', '-', '-', '-', '-']);
+      expect(row?.split(/ {2,}/)).toEqual([q, 'no', '1', '1', '1', '0', '-', '-', '-', '-', '-']);
       expect(lines[lines.length - 1]).toBe(`${(await admin.listQueues()).length} queues.`);
     });
 
@@ -330,7 +330,9 @@ describe('operations against a database', () => {
 
       const list = await cli(['queues', 'list'], env);
       const row = list.stdout.split('\n').find((line) => line.startsWith(`${q} `));
-      expect(row?.split(/ {2,}/)).toEqual([q, 'yes', '1', '0', '0', '0', '-', paused!.changedAt!.toISOString(), ME, 'provider outage']);
+      // The actor the caller named, and the login role of the session that paused it.
+      expect(row?.split(/ {2,}/)).toEqual([q, 'yes', '1', '0', '0', '0', '-', paused!.changedAt!.toISOString(), ME, paused!.loginRole, 'provider outage']);
+      expect(paused!.loginRole).toBe((await db.pool.query<{ u: string }>('SELECT session_user AS u')).rows[0].u);
 
       // A second pause keeps the first one's actor and reason.
       const repeat = documentOf<QueueInfo & { changed: boolean }>(await cli(['queues', 'pause', q, '--actor', 'other', '--json'], env));
@@ -350,6 +352,26 @@ describe('operations against a database', () => {
         stderr: '',
       });
       expect((await claimOne(db.pool, q, { workerId: WORKER })).jobId).toBeDefined();
+    });
+
+    it('changes lists who paused and resumed a queue (actor and login role), newest first; a bad filter exits 2', async () => {
+      const q = newQueue('qchanges');
+      await cli(['queues', 'pause', q, '--actor', 'alice', '--reason', 'provider outage'], env);
+      await cli(['queues', 'pause', q, '--actor', 'bob'], env); // a repeat: not a change
+      await cli(['queues', 'resume', q, '--actor', 'bob', '--reason', 'recovered'], env);
+      const role = (await db.pool.query<{ u: string }>('SELECT session_user AS u')).rows[0].u;
+      const run = await cli(['changes', '--subject', q], env);
+      expect(run).toMatchObject({ code: 0, stderr: '' });
+      const lines = run.stdout.trimEnd().split('\n');
+      expect(lines[0]).toMatch(/^AT +ACTOR +LOGIN ROLE +KIND +SUBJECT +DETAIL +REASON$/);
+      expect(lines.slice(1).map((line) => line.split(/ {2,}/).slice(1))).toEqual([
+        ['bob', role, 'queue_resumed', q, '-', 'recovered'],
+        ['alice', role, 'queue_paused', q, '-', 'provider outage'],
+      ]);
+      const doc = documentOf<{ kind: string; actor: string; loginRole: string }[]>(await cli(['changes', '--subject', q, '--limit', '1', '--json'], env));
+      expect(doc).toEqual([expect.objectContaining({ kind: 'queue_resumed', actor: 'bob', loginRole: role, subject: q })]);
+      expect(errorOf(await cli(['changes', '--kind', 'bogus'], env), 2)).toMatch(/kind/);
+      expect(errorOf(await cli(['changes', '--limit', 'x'], env), 2)).toMatch(/limit/);
     });
 
     it('refuses a bad queue name, actor or reason with exit 2, and changes nothing', async () => {
@@ -378,7 +400,7 @@ describe('operations against a database', () => {
       expect(await infoOf(q)).toMatchObject({ concurrency: 2, rateLimit: { limit: 50, intervalMs: 1000 } });
       expect(await claim(db.pool, q, { limit: 10 })).toHaveLength(2);
       const row = (await cli(['queues', 'list'], env)).stdout.split('\n').find((line) => line.startsWith(`${q} `));
-      expect(row?.split(/ {2,}/)).toEqual([q, 'no', '2', '0', '2', '0', 'at most 2 active, 50 per 1000 ms', '-', '-', '-']);
+      expect(row?.split(/ {2,}/)).toEqual([q, 'no', '2', '0', '2', '0', 'at most 2 active, 50 per 1000 ms', '-', '-', '-', '-']);
 
       // Replaced as a whole: the rate alone now, in another unit.
       const json = documentOf<QueueInfo>(await cli(['queues', 'limit', q, '--rate', '3', '--per', '2m', '--json'], env));

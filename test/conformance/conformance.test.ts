@@ -16,6 +16,7 @@ import {
   type EnqueueRequest,
   type JobLineage,
   type JobSnapshot,
+  type JsonValue,
   type TimelineEntry,
 } from '../../lib/core';
 import { createTestDatabase, type TestDatabase } from '../support/db';
@@ -75,6 +76,16 @@ class Run {
     else this.effects.set(key, (this.effects.get(key) ?? 0) + 1);
   };
 
+  // Another save of the same name, made as the job's current owner while the handler's own
+  // operation runs: the handler's save then finds the name taken (`exists`).
+  private saveMeanwhile = async (jobId: string, name: string, value: JsonValue): Promise<void> => {
+    const { rows } = await this.db.pool.query<{ status: string }>(
+      'SELECT c.status FROM workhorse.job_runtime r, workhorse.save_checkpoint_v2(r.job_id, r.worker_id, r.fence_token, $2, $3::jsonb) c WHERE r.job_id = $1',
+      [jobId, name, JSON.stringify(value)],
+    );
+    if (rows[0]?.status !== 'saved') throw new Error(`the other save of ${name} answered ${rows[0]?.status ?? 'nothing'}`);
+  };
+
   private startWorker(name: string): void {
     // An in-process worker is "killed" by a stop that gives up on its handlers at once: nothing is
     // recorded for their jobs and their leases expire, as after a SIGKILL.
@@ -86,7 +97,7 @@ class Run {
       ...this.scenario.worker,
       shutdownTimeoutMs: killed ? 0 : 25_000,
     });
-    for (const [type, steps] of Object.entries(this.scenario.handlers)) worker.handle(type, scriptHandler(steps, this.report));
+    for (const [type, steps] of Object.entries(this.scenario.handlers)) worker.handle(type, scriptHandler(steps, this.report, this.saveMeanwhile));
     this.workers.set(name, { worker, running: worker.run() });
   }
 
@@ -184,6 +195,19 @@ class Run {
       case 'kill_worker':
       case 'stop_worker':
         return this.stopWorker(a.worker);
+      case 'save_as_lost_owner': {
+        // The dead worker's identity stays on the job until recovery (no worker runs to recover it).
+        const id = this.id(a.job);
+        const expired = async () =>
+          (await this.db.pool.query('SELECT 1 FROM workhorse.job_runtime WHERE job_id = $1 AND lease_expires_at <= clock_timestamp()', [id])).rowCount === 1;
+        await waitFor(expired, 20_000, 'the lease to run out');
+        const { rows } = await this.db.pool.query<{ status: string }>(
+          'SELECT c.status FROM workhorse.job_runtime r, workhorse.save_checkpoint_v2(r.job_id, r.worker_id, r.fence_token, $2, $3::jsonb) c WHERE r.job_id = $1',
+          [id, a.name, JSON.stringify(a.value)],
+        );
+        expect(rows[0]?.status).toBe(a.expect);
+        return;
+      }
       case 'await_mark':
         await waitFor(() => this.marks.has(`${this.id(a.job)}/${a.name}`), a.timeoutMs ?? 20_000, `mark ${a.name}`);
         return;

@@ -43,6 +43,8 @@ export interface Step {
   retryable?: boolean;
   retryDelayMs?: number;
   ms?: number;
+  /** A checkpoint step's other save: stored under the step's name while its operation runs (see the README). */
+  storedMeanwhile?: JsonValue;
 }
 
 /** An action: `do` and the keys of that action (see the README's table). */
@@ -66,6 +68,9 @@ export function loadScenarios(): { file: string; scenario: Scenario }[] {
 /** Called when a checkpoint operation really runs (`effect`) or a handler reaches a mark. */
 export type Report = (event: 'effect' | 'mark', jobId: string, name: string) => void;
 
+/** Saves `value` under `name` for the job as its current owner (a checkpoint step's `storedMeanwhile`). */
+export type SaveMeanwhile = (jobId: string, name: string, value: JsonValue) => Promise<void>;
+
 /** An error whose envelope is `{ name, message }` as the step says, with the step's retry controls. */
 function scriptedError(step: Step): Error {
   const error = new Error(step.message) as Error & { retryable?: boolean; retryDelayMs?: number };
@@ -76,7 +81,7 @@ function scriptedError(step: Step): Error {
 }
 
 /** A handler that runs a scenario's script. */
-export function scriptHandler(steps: Step[], report: Report) {
+export function scriptHandler(steps: Step[], report: Report, saveMeanwhile: SaveMeanwhile) {
   return async (_payload: unknown, ctx: HandlerContext): Promise<JsonValue> => {
     const checkpoints: Record<string, JsonValue> = {};
     const values: Record<string, JsonValue> = {};
@@ -85,10 +90,12 @@ export function scriptHandler(steps: Step[], report: Report) {
       const name = step.name as string;
       switch (step.do) {
         case 'checkpoint':
-          checkpoints[name] = values[name] = await ctx.checkpoint(name, () => {
+          checkpoints[name] = values[name] = await ctx.checkpoint(name, async () => {
             report('effect', ctx.jobId, name);
+            if (step.storedMeanwhile !== undefined) await saveMeanwhile(ctx.jobId, name, step.storedMeanwhile);
             return step.value as JsonValue;
           });
+          if (step.as !== undefined) values[step.as] = checkpoints[name];
           break;
         case 'return':
           return step.value as JsonValue;

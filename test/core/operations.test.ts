@@ -277,6 +277,7 @@ describe('queue pause', () => {
       queue: idle,
       paused: true,
       changedBy: 'bob',
+      loginRole: expect.any(String),
       reason: null,
       ready: 0,
       scheduled: 0,
@@ -284,6 +285,10 @@ describe('queue pause', () => {
       blocked: 0,
       concurrency: null,
       rateLimit: null,
+      policyChangedAt: null,
+      policyChangedBy: null,
+      policyLoginRole: null,
+      policyReason: null,
     });
     // A queue that was never paused is listed for its live jobs, with no pause record.
     expect(list.find((x) => x.queue === plain)).toEqual({
@@ -291,6 +296,7 @@ describe('queue pause', () => {
       paused: false,
       changedAt: null,
       changedBy: null,
+      loginRole: null,
       reason: null,
       ready: 1,
       scheduled: 0,
@@ -298,6 +304,10 @@ describe('queue pause', () => {
       blocked: 0,
       concurrency: null,
       rateLimit: null,
+      policyChangedAt: null,
+      policyChangedBy: null,
+      policyLoginRole: null,
+      policyReason: null,
     });
 
     const resumed = await admin.resumeQueue(q, { actor: 'carol', reason: 'migration done' });

@@ -17,7 +17,7 @@ import { waitFor } from '../support/wait';
 import { FormClient } from './form-client';
 import { useTestDatabase } from '../support/test-database';
 
-const { queue, admin } = useTestDatabase({
+const { queue, admin, pool } = useTestDatabase({
   checkInvariants: false,
   beforeDrop: async () => {
     await stopWorkers();
@@ -42,6 +42,11 @@ async function serve(extra: Partial<DashboardOptions> = {}): Promise<string> {
   servers.push(server);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}/workhorse/`;
+}
+
+/** The login role the dashboard's Admin runs as (recorded next to the actor with each change). */
+async function loginRole(): Promise<string> {
+  return (await pool.query<{ u: string }>('SELECT session_user AS u')).rows[0].u;
 }
 
 async function schedule(): Promise<ScheduleInfo> {
@@ -113,6 +118,7 @@ describe('the schedules page', () => {
     const shown = await operator.get(`schedule?namespace=${NAMESPACE}&key=${encodeURIComponent(KEY)}`);
     expect(shown.status).toBe(200);
     expect(shown.text).toContain('<td>books closed</td>');
+    expect(shown.text).toContain(`ops:grace <span class="login-role">login role <code>${await loginRole()}</code></span>`);
     expect(shown.text).not.toContain('<script>window');
     expect((await operator.get(`schedule?namespace=${NAMESPACE}&key=nope`)).status).toBe(404);
     expect((await operator.get('schedule?namespace=x&key=%3Cb%3E')).status).toBe(400);
@@ -156,6 +162,7 @@ describe('the workers page', () => {
     const after = (await operator.get('workers?notice=drain-requested')).text;
     expect(after).toContain('Drain requested');
     expect(after).toContain('host maintenance &lt;script&gt;');
+    expect(after).toContain(`by <strong>ops:grace</strong> <span class="login-role">login role <code>${await loginRole()}</code></span>`);
     expect(after).not.toContain('name="do" value="drain"');
     expect((await operator.post('workers', { do: 'drain', worker: worker.workerId, reason: 'again' })).location).toBe('./workers?notice=drain-already-requested');
     expect((await operator.post('workers', { do: 'drain', worker: 'no-such-worker', reason: 'x' })).location).toBe('./workers?notice=worker-not-found');
@@ -209,6 +216,7 @@ describe('queue limits', () => {
     const info = async () => (await admin.listQueues()).find((q) => q.queue === 'limited');
     expect(await info()).toMatchObject({ concurrency: 4, rateLimit: { limit: 30, intervalMs: 60000 } });
     expect((await operator.get('queues')).text).toContain('at most 4 active, 30 per 60000 ms');
+    expect((await operator.get('queues')).text).toContain(`by ops:grace <span class="login-role">login role <code>${await loginRole()}</code></span>: protect the API`);
 
     const bad = await operator.post('queues', { do: 'limits', queue: 'limited', concurrency: '0', rateLimit: '', intervalMs: '', reason: 'x' });
     expect([bad.status, bad.text.includes('concurrency')]).toEqual([400, true]);
@@ -219,6 +227,24 @@ describe('queue limits', () => {
 
     await operator.post('queues', { do: 'limits', queue: 'limited', concurrency: '', rateLimit: '', intervalMs: '', reason: 'incident over' });
     expect(await info()).toMatchObject({ concurrency: null, rateLimit: null });
+  });
+});
+
+describe('the changes page', () => {
+  it('lists queue pauses, limits, drains and retention changes with the actor, the login role and the reason, as text', async () => {
+    const operator = new FormClient(await serve());
+    await operator.get('queues');
+    await operator.post('queues', { do: 'pause', queue: 'changes-q', reason: `incident ${HOSTILE}` });
+    await admin.setRetention({ jobEventDays: 14 }, { actor: 'compliance' });
+    const page = await operator.get('changes');
+    expect(page.status).toBe(200);
+    const role = await loginRole();
+    expect(page.text).toContain(`<td>ops:grace <span class="login-role">login role <code>${role}</code></span></td>`);
+    expect(page.text).toContain('paused queue <a href="./jobs?queue=changes-q">changes-q</a>');
+    expect(page.text).toContain('incident &lt;script&gt;');
+    expect(page.text).not.toContain('<script>window');
+    expect(page.text).toContain('changed the retention policy');
+    expect(page.text).toContain(`by compliance <span class="login-role">login role <code>${role}</code></span>`);
   });
 });
 

@@ -1,5 +1,5 @@
 import { call, callOne } from '../protocol/call';
-import { DRAIN_WORKER, LIST_WORKERS } from '../protocol/admin';
+import { DRAIN_WORKER, HAS_LIST_WORKERS_V2, LIST_WORKERS, LIST_WORKERS_V1 } from '../protocol/admin';
 import type { Queryable } from '../types';
 
 /**
@@ -25,7 +25,9 @@ export interface WorkerInfo {
   startedAt: Date;
   lastSeenAt: Date;
   drainRequestedAt: Date | null;
+  /** Who asked for the drain: the caller-chosen actor, and the login role (`session_user`) of the session that asked (null before the schema recorded it). */
   drainRequestedBy: string | null;
+  drainLoginRole: string | null;
   drainReason: string | null;
 }
 
@@ -46,26 +48,42 @@ interface WorkerRow {
   drain_requested_at: Date | null;
   drain_requested_by: string | null;
   drain_reason: string | null;
+  /** Absent from `list_workers_v1`. */
+  drain_login_role?: string | null;
 }
 
-/** The registered workers, newest first (`list_workers_v1`). */
+const toWorkerInfo = (r: WorkerRow): WorkerInfo => ({
+  workerId: r.worker_id,
+  status: r.status,
+  host: r.host,
+  pid: r.pid,
+  queues: r.queues,
+  concurrency: r.concurrency,
+  inFlight: r.in_flight,
+  version: r.version,
+  startedAt: r.started_at,
+  lastSeenAt: r.last_seen_at,
+  drainRequestedAt: r.drain_requested_at,
+  drainRequestedBy: r.drain_requested_by,
+  drainLoginRole: r.drain_login_role ?? null,
+  drainReason: r.drain_reason,
+});
+
+/** The registered workers, newest first (`list_workers_v2`). */
 export async function listWorkers(db: Queryable): Promise<WorkerInfo[]> {
   const rows = await call<WorkerRow>(db, LIST_WORKERS, []);
-  return rows.map((r) => ({
-    workerId: r.worker_id,
-    status: r.status,
-    host: r.host,
-    pid: r.pid,
-    queues: r.queues,
-    concurrency: r.concurrency,
-    inFlight: r.in_flight,
-    version: r.version,
-    startedAt: r.started_at,
-    lastSeenAt: r.last_seen_at,
-    drainRequestedAt: r.drain_requested_at,
-    drainRequestedBy: r.drain_requested_by,
-    drainReason: r.drain_reason,
-  }));
+  return rows.map(toWorkerInfo);
+}
+
+/**
+ * The same on whatever schema is installed, also one older than this release (`workhorse schema
+ * status` reads the live workers before a migration): `list_workers_v1`, without drain login
+ * roles, where the schema has no `list_workers_v2` yet.
+ */
+export async function listWorkersOfAnySchema(db: Queryable): Promise<WorkerInfo[]> {
+  const [{ present }] = await call<{ present: boolean }>(db, HAS_LIST_WORKERS_V2, []);
+  const rows = await call<WorkerRow>(db, present ? LIST_WORKERS : LIST_WORKERS_V1, []);
+  return rows.map(toWorkerInfo);
 }
 
 /** Asks one worker to drain (`drain_worker_v1`); the options are checked by the caller. */

@@ -20,7 +20,8 @@ export interface RetentionPolicy {
 
 /** `admin.retentionStatus()`: the policy and how far retention got. */
 export interface RetentionStatus {
-  policy: RetentionPolicy & { changedAt: Date | null; changedBy: string | null };
+  /** `changedBy`: the caller-chosen actor of the last change; `loginRole`: its login role (`session_user`; null before the schema recorded it). */
+  policy: RetentionPolicy & { changedAt: Date | null; changedBy: string | null; loginRole: string | null };
   lastRunAt: Date | null;
   /** Every job created before this time has been looked at. */
   coveredUntil: Date | null;
@@ -59,7 +60,7 @@ const dateOrNull = (value: unknown): Date | null => (typeof value === 'string' ?
 
 export async function retentionStatus(db: Queryable): Promise<RetentionStatus> {
   type Wire = Omit<RetentionStatus, 'policy' | 'lastRunAt' | 'coveredUntil'> & {
-    policy: RetentionPolicy & { changedAt: string | null; changedBy: string | null };
+    policy: RetentionPolicy & { changedAt: string | null; changedBy: string | null; loginRole: string | null };
     lastRunAt: string | null;
     coveredUntil: string | null;
   };

@@ -44,10 +44,10 @@ export const REDRIVE_MANY = 'SELECT source_job_id, new_job_id FROM workhorse.red
 export const SET_QUEUE_POLICY = 'SELECT workhorse.set_queue_policy_v1($1, $2::jsonb, $3, $4)';
 
 /** Every queue with jobs, a pause record or a policy. */
-export const LIST_QUEUES = 'SELECT * FROM workhorse.list_queues_v1()';
+export const LIST_QUEUES = 'SELECT * FROM workhorse.list_queues_v2()';
 
 /** One queue's row of LIST_QUEUES (none for an idle queue). */
-export const GET_QUEUE = 'SELECT * FROM workhorse.list_queues_v1() WHERE queue = $1';
+export const GET_QUEUE = 'SELECT * FROM workhorse.list_queues_v2() WHERE queue = $1';
 
 /** Pauses a queue: queue, actor, reason. */
 export const PAUSE_QUEUE = 'SELECT workhorse.pause_queue_v1($1, $2, $3)';
@@ -77,7 +77,7 @@ export const HAS_TIMELINE_V2 = "SELECT to_regprocedure('workhorse.get_timeline_v
 export const LIST_SCHEDULES = 'SELECT * FROM workhorse.list_schedules_v1($1)';
 
 /** A schedule's history: namespace, key, limit. */
-export const SCHEDULE_HISTORY = 'SELECT * FROM workhorse.get_schedule_history_v1($1, $2, $3)';
+export const SCHEDULE_HISTORY = 'SELECT * FROM workhorse.get_schedule_history_v2($1, $2, $3)';
 
 /** Pauses a schedule: namespace, key, actor, reason; answers whether it changed. */
 export const PAUSE_SCHEDULE = 'SELECT workhorse.pause_schedule_v1($1, $2, $3, $4) AS changed';
@@ -92,13 +92,23 @@ export const TRIGGER_SCHEDULE = 'SELECT workhorse.trigger_schedule_v1($1, $2, $3
 export const HEALTH = 'SELECT workhorse.health_v1($1::jsonb) AS health';
 
 /** The registered workers. */
-export const LIST_WORKERS = 'SELECT * FROM workhorse.list_workers_v1()';
+export const LIST_WORKERS = 'SELECT * FROM workhorse.list_workers_v2()';
+
+/** The operator changes, newest first: kind, subject (null for any), limit, before id (null for the newest). */
+export const LIST_OPERATOR_CHANGES =
+  'SELECT id::text, at, kind, subject, actor, reason, login_role, detail FROM workhorse.list_operator_changes_v1($1, $2, $3, $4::bigint)';
+
+/** Whether the installed schema has `list_workers_v2` (a schema older than this release has not). */
+export const HAS_LIST_WORKERS_V2 = "SELECT to_regprocedure('workhorse.list_workers_v2()') IS NOT NULL AS present";
+
+/** The registered workers on a schema older than this release (no drain login roles). */
+export const LIST_WORKERS_V1 = 'SELECT * FROM workhorse.list_workers_v1()';
 
 /** Asks a worker to drain: worker id, actor, reason. */
 export const DRAIN_WORKER = 'SELECT workhorse.drain_worker_v1($1, $2, $3) AS result';
 
 /** The retention policy and its progress. */
-export const RETENTION_STATUS = 'SELECT workhorse.retention_status_v1() AS value';
+export const RETENTION_STATUS = 'SELECT workhorse.retention_status_v2() AS value';
 
 /** One retention run within a budget. */
 export const RETENTION_RUN = 'SELECT workhorse.retention_run_v1($1, true) AS value';
@@ -107,7 +117,7 @@ export const RETENTION_RUN = 'SELECT workhorse.retention_run_v1($1, true) AS val
 export const SET_RETENTION = 'SELECT workhorse.set_retention_v1($1::jsonb, $2) AS value';
 
 /** Live jobs by state of every queue (the depth gauge). */
-export const QUEUE_DEPTHS = 'SELECT queue, ready, scheduled, active, blocked FROM workhorse.list_queues_v1()';
+export const QUEUE_DEPTHS = 'SELECT queue, ready, scheduled, active, blocked FROM workhorse.list_queues_v2()';
 
 /** Live jobs by state of the queues in $1. */
-export const QUEUE_DEPTHS_OF = 'SELECT queue, ready, scheduled, active, blocked FROM workhorse.list_queues_v1() WHERE queue = ANY ($1)';
+export const QUEUE_DEPTHS_OF = 'SELECT queue, ready, scheduled, active, blocked FROM workhorse.list_queues_v2() WHERE queue = ANY ($1)';

@@ -1,13 +1,13 @@
 // What a running handler sends as its job's owner (job id, worker id and fence token first):
 // checkpoints, progress, durable sleeps, prerequisites, children, signal and human waits.
 
-/** Saves a checkpoint: job id, worker id, fence, name, value (JSON text or null), whether inside the handler's transaction. */
-export const SAVE_CHECKPOINT = 'SELECT workhorse.save_checkpoint_v1($1, $2, $3, $4, $5::jsonb, $6) AS status';
+/**
+ * Saves a checkpoint: job id, worker id, fence, name, value (JSON text or null), whether inside the
+ * handler's transaction. Answers the status and the value now stored, wrapped as the claim hands
+ * checkpoints over ([] for a stage that returned nothing, [value] otherwise; null when stale).
+ */
+export const SAVE_CHECKPOINT = 'SELECT status, stored FROM workhorse.save_checkpoint_v2($1, $2, $3, $4, $5::jsonb, $6)';
 
-/** The stored checkpoint `name` of a job, wrapped as the claim hands checkpoints over: [] for a stage that returned nothing, [value] otherwise. */
-export const READ_CHECKPOINT_ENTRY =
-  "SELECT CASE WHEN value IS NULL THEN '[]'::jsonb ELSE jsonb_build_array(value) END AS entry " +
-  'FROM workhorse.read_checkpoints_v1($1) WHERE name = $2';
 
 /** Reports progress: job id, worker id, fence, value (JSON text). */
 export const SET_PROGRESS = 'SELECT workhorse.set_progress_v1($1, $2, $3, $4::jsonb) AS status';

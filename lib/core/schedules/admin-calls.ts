@@ -46,6 +46,7 @@ interface HistoryRow {
   change: ScheduleHistoryChange;
   definition: StoredScheduleDefinition | null;
   actor: string | null;
+  login_role: string | null;
   reason: string | null;
   job_id: string | null;
 }
@@ -106,6 +107,7 @@ export async function getScheduleHistory(db: Queryable, key: string, options: { 
     change: row.change,
     definition: row.definition,
     actor: row.actor,
+    loginRole: row.login_role,
     reason: row.reason,
     jobId: row.job_id,
   }));

@@ -116,7 +116,10 @@ export interface ScheduleHistoryEntry {
   change: ScheduleHistoryChange;
   /** The definition from this revision on (`created`, `updated`, `enabled`). */
   definition: StoredScheduleDefinition | null;
+  /** Who made the change: the caller-chosen actor. */
   actor: string | null;
+  /** The login role (`session_user`) of the session that made it; null before the schema recorded it. */
+  loginRole: string | null;
   reason: string | null;
   /** The job a trigger enqueued. */
   jobId: string | null;

@@ -8,12 +8,12 @@ type DepthRow = Record<(typeof STATES)[number], number> & { queue: string };
 
 /**
  * `workhorse.queue.depth`: an observable gauge of the live jobs by `queue` and `state`, read
- * (`list_queues_v1`, one statement) only when the SDK collects, never per job: of `queues` (a
+ * (`list_queues_v2`, one statement) only when the SDK collects, never per job: of `queues` (a
  * worker's own), and with `all` of every queue the database lists too (also a queue no worker
  * serves, the stuck queue's case). Each process reads the same database, so two processes that report a queue report the
  * same numbers (combine them with a max, not a sum; see docs/operations.md#metrics). Returns the
  * function that stops observing. A failed read (e.g. a role without the operator capability,
- * which `list_queues_v1` needs) is left to the SDK (it logs it); the next collection tries again.
+ * which `list_queues_v2` needs) is left to the SDK (it logs it); the next collection tries again.
  */
 export function observeQueueDepth(meter: Meter, pool: Pool, queues: readonly string[], all: boolean): () => void {
   const gauge = meter.createObservableGauge('workhorse.queue.depth', { description: 'Live jobs by queue and state.', unit: '{job}' });

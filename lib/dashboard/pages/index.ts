@@ -1,4 +1,5 @@
 import type { DashboardPage } from '../page';
+import { changesPage } from './changes.page';
 import { deadLettersPage } from './dead-letters.page';
 import { jobDataPage, jobPage } from './job.page';
 import { jobsPage } from './jobs.page';
@@ -13,4 +14,4 @@ import { workersPage } from './workers.page';
  * waits) is one more entry: its route, its view and the changes it offers, whose actions must
  * be in DASHBOARD_ACTIONS.
  */
-export const DASHBOARD_PAGES: readonly DashboardPage[] = [overviewPage, jobsPage, jobPage, jobDataPage, deadLettersPage, queuesPage, waitsPage, schedulesPage, scheduleHistoryPage, workersPage];
+export const DASHBOARD_PAGES: readonly DashboardPage[] = [overviewPage, jobsPage, jobPage, jobDataPage, deadLettersPage, queuesPage, waitsPage, schedulesPage, scheduleHistoryPage, workersPage, changesPage];

@@ -3,7 +3,7 @@ import { describeLimits, idleQueueInfo } from '../../core/queue-info';
 import { POLICY_LIMITS } from '../../core/queue-policy';
 import type { QueueInfo, QueuePolicy } from '../../core/types';
 import { checkName } from '../../core/validation';
-import { relative, time } from '../format';
+import { loginRole, relative, time } from '../format';
 import { html, type Html } from '../html';
 import { DashboardHttpError } from '../http-request';
 import { changeForm, reasonField, reasonOf, table } from '../layout';
@@ -33,16 +33,18 @@ async function control(context: PageContext, queue: QueueInfo): Promise<Html> {
 function pauseState(context: PageContext, queue: QueueInfo): Html {
   if (!queue.paused) {
     return queue.changedAt
-      ? html`running <span class="muted">(resumed ${relative(queue.changedAt, context.now)}${queue.changedBy && html` by ${queue.changedBy}`})</span>`
+      ? html`running <span class="muted">(resumed ${relative(queue.changedAt, context.now)}${queue.changedBy && html` by ${queue.changedBy}`}${loginRole(queue.loginRole)})</span>`
       : html`running`;
   }
-  return html`<span class="health health-paused">paused</span> ${time(queue.changedAt)}${queue.changedBy && html` by <strong>${queue.changedBy}</strong>`}
+  return html`<span class="health health-paused">paused</span> ${time(queue.changedAt)}${queue.changedBy && html` by <strong>${queue.changedBy}</strong>`}${loginRole(queue.loginRole)}
     ${queue.reason && html`<div class="muted">${queue.reason}</div>`}`;
 }
 
 async function limits(context: PageContext, queue: QueueInfo): Promise<Html> {
   const words = describeLimits(queue);
-  const shown = words === null ? html`<span class="muted">none</span>` : html`${words}`;
+  const setBy = queue.policyChangedAt === null ? html``
+    : html`<div class="muted">set ${time(queue.policyChangedAt)}${queue.policyChangedBy && html` by ${queue.policyChangedBy}`}${loginRole(queue.policyLoginRole)}${queue.policyReason && html`: ${queue.policyReason}`}</div>`;
+  const shown = words === null ? html`<span class="muted">none</span>` : html`${words}${setBy}`;
   if (!(await context.mayChange('set-queue-limits'))) return shown;
   const number = (name: string, label: string, value: number | null | undefined, max: number) =>
     html`<label>${label} <input type="number" name="${name}" min="1" max="${max}" step="1" value="${value ?? ''}"></label>`;

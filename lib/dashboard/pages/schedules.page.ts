@@ -1,7 +1,7 @@
 import { ScheduleNotFoundError, WorkhorseValidationError } from '../../core/errors';
 import type { ScheduleHistoryEntry, ScheduleInfo } from '../../core/schedules/types';
 import { checkName } from '../../core/validation';
-import { stateBadge, time, truncate } from '../format';
+import { loginRole, stateBadge, time, truncate } from '../format';
 import { html, type Html } from '../html';
 import { DashboardHttpError } from '../http-request';
 import { changeForm, reasonField, reasonOf, table } from '../layout';
@@ -140,7 +140,7 @@ export const schedulesPage: DashboardPage = {
 
 function historyRow(context: PageContext, entry: ScheduleHistoryEntry): Html {
   return html`<tr><td>${time(entry.at)}</td><td class="num">${entry.revision}</td><td>${entry.change}</td>
-    <td>${entry.actor ?? html`<span class="muted">-</span>`}</td><td>${entry.reason ?? ''}</td>
+    <td>${entry.actor ?? html`<span class="muted">-</span>`}${loginRole(entry.loginRole)}</td><td>${entry.reason ?? ''}</td>
     <td>${entry.jobId && html`<a class="id" href="${context.href(`jobs/${entry.jobId}`)}">${entry.jobId}</a>`}</td></tr>`;
 }
 

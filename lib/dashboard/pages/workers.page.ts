@@ -1,5 +1,5 @@
 import type { DrainResult, WorkerInfo, WorkerStatus } from '../../core/operations/live-workers';
-import { relative, time } from '../format';
+import { loginRole, relative, time } from '../format';
 import { html, type Html } from '../html';
 import { DashboardHttpError } from '../http-request';
 import { changeForm, reasonField, reasonOf, table, type Notice } from '../layout';
@@ -25,7 +25,7 @@ function seenAgo(worker: WorkerInfo, now: Date): string {
 
 function drainCell(worker: WorkerInfo): Html {
   if (worker.drainRequestedAt === null) return html`<span class="muted">-</span>`;
-  return html`${time(worker.drainRequestedAt)}${worker.drainRequestedBy && html` by <strong>${worker.drainRequestedBy}</strong>`}
+  return html`${time(worker.drainRequestedAt)}${worker.drainRequestedBy && html` by <strong>${worker.drainRequestedBy}</strong>`}${loginRole(worker.drainLoginRole)}
     ${worker.drainReason && html`<div class="muted">${worker.drainReason}</div>`}`;
 }
 

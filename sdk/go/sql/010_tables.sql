@@ -254,7 +254,11 @@ CREATE TABLE workhorse.queue_control (
   paused boolean NOT NULL,
   changed_at timestamptz NOT NULL,
   changed_by text,
-  reason text
+  reason text,
+  -- The login role (session_user) of the session that made the last change, next to the
+  -- caller-chosen changed_by; null for a change made before the schema recorded it. Every
+  -- change is also in workhorse.operator_change (070_operations.sql).
+  login_role text
 );
 
 -- The retry policies of the handlers, as workers registered them when they started

@@ -25,7 +25,10 @@ CREATE TABLE workhorse.queue_policy (
   changed_by text,
   reason text,
   CONSTRAINT queue_policy_rate_check CHECK ((rate_limit IS NULL) = (rate_interval_ms IS NULL)),
-  CONSTRAINT queue_policy_limit_check CHECK (concurrency IS NOT NULL OR rate_limit IS NOT NULL)
+  CONSTRAINT queue_policy_limit_check CHECK (concurrency IS NOT NULL OR rate_limit IS NOT NULL),
+  -- The login role (session_user) that set the policy, next to changed_by; null for a policy set
+  -- before the schema recorded it. Every change is also in workhorse.operator_change.
+  login_role text
 );
 
 -- A queue's policy as the API shows it.
@@ -45,7 +48,8 @@ $$;
 -- a limit left out or null is not applied, and a policy with neither (or a null p_policy) removes
 -- the queue's policy. The rate window's recent claims are kept across a change, so a new rate
 -- counts the claims already made. Setting the same limits again changes nothing (the first
--- setting keeps its time, actor and reason). Wakes the queue's workers (a raised limit may let
+-- setting keeps its time, actor, login role and reason); every change is recorded in
+-- workhorse.operator_change with the login role (session_user). Wakes the queue's workers (a raised limit may let
 -- them claim).
 -- Returns {"queue", "concurrency", "rateLimit"} as now in force.
 CREATE FUNCTION workhorse.set_queue_policy_v1(p_queue text, p_policy jsonb, p_actor text DEFAULT NULL,
@@ -58,6 +62,7 @@ DECLARE
   v_rate jsonb;
   v_limit integer;
   v_interval integer;
+  v_changed integer;
 BEGIN
   PERFORM workhorse.check_name(to_jsonb(p_queue), 'queue');
   PERFORM workhorse.check_actor(p_actor, p_reason);
@@ -90,19 +95,26 @@ BEGIN
 
   IF v_concurrency IS NULL AND v_limit IS NULL THEN
     DELETE FROM workhorse.queue_policy WHERE queue = p_queue;
+    GET DIAGNOSTICS v_changed = ROW_COUNT;
   ELSE
     INSERT INTO workhorse.queue_policy AS p
-      (queue, concurrency, rate_limit, rate_interval_ms, changed_at, changed_by, reason)
-    VALUES (p_queue, v_concurrency, v_limit, v_interval, clock_timestamp(), p_actor, p_reason)
+      (queue, concurrency, rate_limit, rate_interval_ms, changed_at, changed_by, reason, login_role)
+    VALUES (p_queue, v_concurrency, v_limit, v_interval, clock_timestamp(), p_actor, p_reason, session_user)
     ON CONFLICT (queue) DO UPDATE
       SET concurrency = EXCLUDED.concurrency, rate_limit = EXCLUDED.rate_limit,
           rate_interval_ms = EXCLUDED.rate_interval_ms,
           window_at = CASE WHEN EXCLUDED.rate_limit IS NULL THEN '{}' ELSE p.window_at END,
           window_n = CASE WHEN EXCLUDED.rate_limit IS NULL THEN '{}' ELSE p.window_n END,
-          changed_at = EXCLUDED.changed_at, changed_by = EXCLUDED.changed_by, reason = EXCLUDED.reason
+          changed_at = EXCLUDED.changed_at, changed_by = EXCLUDED.changed_by, reason = EXCLUDED.reason,
+          login_role = EXCLUDED.login_role
       -- Setting the policy a queue has changes nothing (an application setting it at each start).
       WHERE (p.concurrency, p.rate_limit, p.rate_interval_ms)
             IS DISTINCT FROM (EXCLUDED.concurrency, EXCLUDED.rate_limit, EXCLUDED.rate_interval_ms);
+    GET DIAGNOSTICS v_changed = ROW_COUNT;
+  END IF;
+  IF v_changed > 0 THEN
+    PERFORM workhorse.record_operator_change('queue_policy_set', p_queue, p_actor, p_reason,
+                                             workhorse.queue_policy_json(p_queue, v_concurrency, v_limit, v_interval));
   END IF;
   PERFORM pg_notify('workhorse_jobs', p_queue);
   RETURN workhorse.queue_policy_json(p_queue, v_concurrency, v_limit, v_interval);

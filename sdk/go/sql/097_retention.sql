@@ -17,7 +17,10 @@ CREATE TABLE workhorse.retention_policy (
   attempt_history_days integer NOT NULL DEFAULT 14 CHECK (attempt_history_days BETWEEN 1 AND 36500),
   finished_job_ms bigint NOT NULL DEFAULT 2592000000 CHECK (finished_job_ms BETWEEN 1000 AND 3153600000000),
   changed_at timestamptz,
-  changed_by text
+  changed_by text,
+  -- The login role (session_user) of the last change, next to changed_by; null before the schema
+  -- recorded it (every change is also in workhorse.operator_change).
+  login_role text
 );
 INSERT INTO workhorse.retention_policy DEFAULT VALUES;
 
@@ -295,7 +298,9 @@ BEGIN
 END
 $$;
 
--- Sets the policy; fields left out keep their values. Names the first bad field.
+-- Sets the policy; fields left out keep their values. Names the first bad field. Records the
+-- caller-chosen actor and the login role (session_user) on the policy and in
+-- workhorse.operator_change (with the settings given).
 CREATE FUNCTION workhorse.set_retention_v1(p_policy jsonb, p_actor text DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql AS $$
@@ -318,14 +323,16 @@ BEGIN
          job_event_days = CASE WHEN p_policy ? 'jobEventDays' THEN workhorse.check_int(p_policy -> 'jobEventDays', 'jobEventDays', 1, 36500)::integer ELSE job_event_days END,
          attempt_history_days = CASE WHEN p_policy ? 'attemptHistoryDays' THEN workhorse.check_int(p_policy -> 'attemptHistoryDays', 'attemptHistoryDays', 1, 36500)::integer ELSE attempt_history_days END,
          finished_job_ms = CASE WHEN p_policy ? 'finishedJobMs' THEN workhorse.check_int(p_policy -> 'finishedJobMs', 'finishedJobMs', 1000, 3153600000000) ELSE finished_job_ms END,
-         changed_at = clock_timestamp(), changed_by = p_actor;
+         changed_at = clock_timestamp(), changed_by = p_actor, login_role = session_user;
+  PERFORM workhorse.record_operator_change('retention_set', NULL, p_actor, NULL, p_policy);
 END
 $$;
 
 -- The policy and how far retention got: when it last ran, the time up to which finished jobs
 -- were looked at and how far that is behind the window (lag), jobs waiting to be looked at again,
--- the oldest history day kept and the days past their window still there, totals.
-CREATE FUNCTION workhorse.retention_status_v1()
+-- the oldest history day kept and the days past their window still there, totals. The policy
+-- says who changed it last: changedBy (the caller-chosen actor) and loginRole (session_user).
+CREATE FUNCTION workhorse.retention_status_v2()
 RETURNS jsonb
 LANGUAGE plpgsql STABLE AS $$
 BEGIN
@@ -335,7 +342,7 @@ BEGIN
   SELECT jsonb_build_object(
     'policy', jsonb_build_object('enabled', pol.enabled, 'jobEventDays', pol.job_event_days,
                                  'attemptHistoryDays', pol.attempt_history_days, 'finishedJobMs', pol.finished_job_ms,
-                                 'changedAt', pol.changed_at, 'changedBy', pol.changed_by),
+                                 'changedAt', pol.changed_at, 'changedBy', pol.changed_by, 'loginRole', pol.login_role),
     'lastRunAt', st.last_run_at,
     'coveredUntil', st.covered_until,
     'lagMs', CASE WHEN st.covered_until IS NULL THEN NULL
@@ -350,5 +357,15 @@ BEGIN
                           WHERE day < today.d - CASE WHEN tbl = 'job_event' THEN pol.job_event_days ELSE pol.attempt_history_days END))
   FROM workhorse.retention_policy pol, workhorse.retention_state st
   );
+END
+$$;
+
+-- The previous release's read (deprecated, docs/protocol.md): retention_status_v2 without the
+-- policy's login role.
+CREATE FUNCTION workhorse.retention_status_v1()
+RETURNS jsonb
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  RETURN workhorse.retention_status_v2() #- '{policy,loginRole}';
 END
 $$;

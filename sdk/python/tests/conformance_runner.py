@@ -8,11 +8,14 @@ import asyncio
 import json
 import re
 import threading
+import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Protocol
+
+import psycopg
 
 from workhorse import (
     Admin,
@@ -26,7 +29,7 @@ from workhorse import (
     WorkhorseValidationError,
 )
 from workhorse.aio import AsyncAdmin, AsyncQueue, AsyncWorker
-from workhorse.conformance_worker import Report, async_handler, sync_handler, worker_options
+from workhorse.conformance_worker import SAVE_AS_OWNER_SQL, Report, SaveMeanwhile, async_handler, meanwhile_saver, sync_handler, worker_options
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "conformance" / "scenarios"
 
@@ -79,7 +82,7 @@ class Variant(Protocol):
     async def count_jobs(self, queue: str) -> int: ...
     async def cancel(self, job_id: str) -> str: ...
     async def redrive(self, job_id: str, request_id: str) -> str: ...
-    async def start_worker(self, scenario: Mapping[str, Any], report: Report) -> Any: ...
+    async def start_worker(self, scenario: Mapping[str, Any], report: Report, save: SaveMeanwhile) -> Any: ...
     async def stop_worker(self, worker: Any, shutdown_timeout_ms: int | None) -> None: ...
     async def send_signal(self, job_id: str, name: str, payload: Any, key: str | None) -> str: ...
     async def complete_human_wait(self, job_id: str, name: str, decision: Any, options: dict[str, Any]) -> str: ...
@@ -129,10 +132,10 @@ class SyncVariant:
     async def redrive(self, job_id: str, request_id: str) -> str:
         return await asyncio.to_thread(lambda: self.admin.redrive(job_id, request_id=request_id))
 
-    async def start_worker(self, scenario: Mapping[str, Any], report: Report) -> Any:
+    async def start_worker(self, scenario: Mapping[str, Any], report: Report, save: SaveMeanwhile) -> Any:
         worker = Worker(self.queue, **worker_options(scenario))
         for job_type, steps in scenario["handlers"].items():
-            worker.handle(job_type, sync_handler(steps, report))
+            worker.handle(job_type, sync_handler(steps, report, save))
         await asyncio.to_thread(worker.start)
         return worker
 
@@ -206,10 +209,10 @@ class AsyncVariant:
     async def redrive(self, job_id: str, request_id: str) -> str:
         return await self.admin.redrive(job_id, request_id=request_id)
 
-    async def start_worker(self, scenario: Mapping[str, Any], report: Report) -> Any:
+    async def start_worker(self, scenario: Mapping[str, Any], report: Report, save: SaveMeanwhile) -> Any:
         worker = AsyncWorker(self.queue, **worker_options(scenario))
         for job_type, steps in scenario["handlers"].items():
-            worker.handle(job_type, async_handler(steps, report))
+            worker.handle(job_type, async_handler(steps, report, save))
         task = asyncio.create_task(worker.run())
         await worker.started()
         return worker, task
@@ -319,7 +322,7 @@ def _expect_job(job: JobDetails, expected: Mapping[str, Any], jobs: Mapping[str,
             raise AssertionError(f"unknown expect_job key {key!r}")
 
 
-async def run_scenario(path: Path, variant: Variant) -> None:
+async def run_scenario(path: Path, variant: Variant, db_url: str) -> None:
     scenario = json.loads(path.read_text(encoding="utf-8"))
     jobs: dict[str, str] = {}
     workers: dict[str, Any] = {}
@@ -327,7 +330,7 @@ async def run_scenario(path: Path, variant: Variant) -> None:
     try:
         for number, action in enumerate(scenario["actions"]):
             try:
-                await _act(action, scenario, variant, jobs, workers, report)
+                await _act(action, scenario, variant, jobs, workers, report, db_url)
             except AssertionError as error:
                 raise AssertionError(f"{path.name} action {number} {json.dumps(action)[:200]}: {error}") from error
     finally:
@@ -342,6 +345,7 @@ async def _act(
     jobs: dict[str, str],
     workers: dict[str, Any],
     report: Recorder,
+    db_url: str,
 ) -> None:
     do = action["do"]
     if do in ("enqueue", "enqueue_many"):
@@ -363,9 +367,11 @@ async def _act(
             assert ids[0] == jobs[action["sameAs"]], f"{ids[0]} is not job {action['sameAs']}"
         jobs.update(zip(names, ids))
     elif do == "start_worker":
-        workers[action["worker"]] = await variant.start_worker(scenario, report)
+        workers[action["worker"]] = await variant.start_worker(scenario, report, meanwhile_saver(db_url))
     elif do in ("kill_worker", "stop_worker"):
         await variant.stop_worker(workers.pop(action["worker"]), 0 if do == "kill_worker" else None)
+    elif do == "save_as_lost_owner":
+        assert await asyncio.to_thread(_save_as_lost_owner, db_url, jobs[action["job"]], action) == action["expect"]
     elif do == "await_mark":
         key = (jobs[action["job"]], action["name"])
 
@@ -426,3 +432,18 @@ async def _act(
         assert count == action["count"], f"job count {count}"
     else:
         raise AssertionError(f"unknown action {do!r}")
+
+
+def _save_as_lost_owner(db_url: str, job_id: str, action: Mapping[str, Any]) -> str:
+    """Once the job's lease has run out (no worker runs meanwhile, so the dead owner is still on
+    its runtime row), saves as that owner; answers the status."""
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        deadline = time.monotonic() + 20
+        while not conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM workhorse.job_runtime WHERE job_id = %s AND lease_expires_at <= clock_timestamp())", (job_id,)
+        ).fetchone()[0]:  # type: ignore[index]
+            assert time.monotonic() < deadline, "the lease did not run out"
+            time.sleep(0.05)
+        row = conn.execute(SAVE_AS_OWNER_SQL, (action["name"], json.dumps(action["value"]), job_id)).fetchone()
+    assert row is not None, "no runtime row"
+    return str(row[0])

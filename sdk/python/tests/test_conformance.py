@@ -21,17 +21,17 @@ def test_the_scenarios_are_there() -> None:
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
 async def test_sync(path: Path, pool: ConnectionPool[Any], db_url: str) -> None:
-    await run_scenario(path, SyncVariant(pool))
+    await run_scenario(path, SyncVariant(pool), db_url)
     assert split_violations(db_url) == []
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
 async def test_async_psycopg(path: Path, apool: AsyncConnectionPool[Any], db_url: str) -> None:
-    await run_scenario(path, AsyncVariant(apool))
+    await run_scenario(path, AsyncVariant(apool), db_url)
     assert split_violations(db_url) == []
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
 async def test_asyncpg(path: Path, asyncpg_pool: Any, db_url: str) -> None:
-    await run_scenario(path, AsyncVariant(asyncpg_pool))
+    await run_scenario(path, AsyncVariant(asyncpg_pool), db_url)
     assert split_violations(db_url) == []

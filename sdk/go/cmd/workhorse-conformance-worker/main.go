@@ -63,7 +63,7 @@ func run() int {
 	}
 	worker, err := workhorse.NewWorker(workhorse.Pgx(pool), options)
 	if err == nil {
-		err = conformance.Register(worker, &scenario, out)
+		err = conformance.Register(worker, &scenario, out, conformance.OwnerSaver(pool))
 	}
 	if err == nil {
 		err = worker.Run(ctx)

@@ -3,9 +3,12 @@ package conformance
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	workhorse "github.com/stablemates/nestjs-workhorse/sdk/go"
 )
@@ -17,10 +20,41 @@ type Reporter interface {
 	Mark(jobID, name string)
 }
 
+// SaveMeanwhile saves value under name for the job as its current owner: a checkpoint step's
+// storedMeanwhile (README, "Handler scripts").
+type SaveMeanwhile func(ctx context.Context, jobID, name string, value json.RawMessage) error
+
+// RowQuerier runs one statement for one row: a *pgxpool.Pool of the database's owner.
+type RowQuerier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// saveAsOwnerSQL is the other save: the job's runtime row names its current owner.
+const saveAsOwnerSQL = `SELECT c.status FROM workhorse.job_runtime r,
+	workhorse.save_checkpoint_v2(r.job_id, r.worker_id, r.fence_token, $2, $3::jsonb) c WHERE r.job_id = $1`
+
+// OwnerSaver saves as the job's owner through db, which must be allowed to read
+// workhorse.job_runtime (a test's owner pool); nil refuses every such save.
+func OwnerSaver(db RowQuerier) SaveMeanwhile {
+	return func(ctx context.Context, jobID, name string, value json.RawMessage) error {
+		if db == nil {
+			return errors.New("this worker was started without a way to save as the owner (storedMeanwhile)")
+		}
+		var status string
+		if err := db.QueryRow(ctx, saveAsOwnerSQL, jobID, name, string(orNull(value))).Scan(&status); err != nil {
+			return err
+		}
+		if status != "saved" {
+			return fmt.Errorf("the other save of %q answered %s", name, status)
+		}
+		return nil
+	}
+}
+
 // Register registers every handler script of the scenario on w.
-func Register(w *workhorse.Worker, s *Scenario, report Reporter) error {
+func Register(w *workhorse.Worker, s *Scenario, report Reporter, save SaveMeanwhile) error {
 	for jobType, steps := range s.Handlers {
-		if err := workhorse.Handle(w, jobType, script(steps, report)); err != nil {
+		if err := workhorse.Handle(w, jobType, script(steps, report, save)); err != nil {
 			return fmt.Errorf("handler %s: %w", jobType, err)
 		}
 	}
@@ -28,7 +62,7 @@ func Register(w *workhorse.Worker, s *Scenario, report Reporter) error {
 }
 
 // script is a handler that runs the steps in order on every call (README, "Handler scripts").
-func script(steps []Step, report Reporter) func(context.Context, *workhorse.Job, json.RawMessage) (json.RawMessage, error) {
+func script(steps []Step, report Reporter, save SaveMeanwhile) func(context.Context, *workhorse.Job, json.RawMessage) (json.RawMessage, error) {
 	return func(ctx context.Context, job *workhorse.Job, _ json.RawMessage) (json.RawMessage, error) {
 		checkpoints := map[string]json.RawMessage{}
 		values := map[string]any{}
@@ -38,8 +72,13 @@ func script(steps []Step, report Reporter) func(context.Context, *workhorse.Job,
 			}
 			switch step.Do {
 			case "checkpoint":
-				value, err := workhorse.Checkpoint(ctx, job, step.Name, func(context.Context) (json.RawMessage, error) {
+				value, err := workhorse.Checkpoint(ctx, job, step.Name, func(ctx context.Context) (json.RawMessage, error) {
 					report.Effect(job.ID, step.Name)
+					if step.StoredMeanwhile != nil {
+						if err := save(ctx, job.ID, step.Name, step.StoredMeanwhile); err != nil {
+							return nil, workhorse.NonRetryable(err)
+						}
+					}
 					return orNull(step.Value), nil
 				})
 				if err != nil {
@@ -47,6 +86,9 @@ func script(steps []Step, report Reporter) func(context.Context, *workhorse.Job,
 				}
 				checkpoints[step.Name] = value
 				values[step.Name] = value
+				if step.As != "" {
+					values[step.As] = value
+				}
 			case "return":
 				return orNull(step.Value), nil
 			case "return_checkpoints":

@@ -33,6 +33,9 @@ type Runner struct {
 	Admin    *workhorse.Admin
 	// Start starts the workers; it may choose by name (a process for one, in-process for another).
 	Start StartWorker
+	// Owner, when set, runs statements as the database's owner: a checkpoint step's
+	// storedMeanwhile in in-process workers and the save_as_lost_owner action.
+	Owner RowQuerier
 
 	jobs    map[string]string
 	workers map[string]Worker
@@ -139,6 +142,8 @@ func (r *Runner) act(ctx context.Context, a Action) error {
 			return w.Kill()
 		}
 		return w.Stop()
+	case "save_as_lost_owner":
+		return r.saveAsLostOwner(ctx, a)
 	case "await_mark":
 		id, err := r.id(a, "job")
 		if err != nil {
@@ -256,4 +261,33 @@ func waitFor(a Action, ready func() (bool, string, error)) error {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// saveAsLostOwner waits until the job's lease has run out (no worker runs meanwhile, so the dead
+// owner is still on its runtime row), then saves as that owner: the status must be `expect`.
+func (r *Runner) saveAsLostOwner(ctx context.Context, a Action) error {
+	id, err := r.id(a, "job")
+	if err != nil {
+		return err
+	}
+	if r.Owner == nil {
+		return errors.New("save_as_lost_owner needs the runner's Owner")
+	}
+	err = waitFor(a, func() (bool, string, error) {
+		var expired bool
+		err := r.Owner.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM workhorse.job_runtime
+			WHERE job_id = $1 AND lease_expires_at <= clock_timestamp())`, id).Scan(&expired)
+		return expired, "lease expiry", err
+	})
+	if err != nil {
+		return err
+	}
+	var status string
+	if err := r.Owner.QueryRow(ctx, saveAsOwnerSQL, id, a.str("name"), string(orNull(a["value"]))).Scan(&status); err != nil {
+		return err
+	}
+	if status != a.str("expect") {
+		return fmt.Errorf("the lost owner's save answered %s, want %s", status, a.str("expect"))
+	}
+	return nil
 }

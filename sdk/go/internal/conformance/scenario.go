@@ -66,6 +66,8 @@ type Step struct {
 	RetryDelayMs *int64          `json:"retryDelayMs"`
 	Ms           int64           `json:"ms"`
 	Attempts     []int           `json:"attempts"`
+	// StoredMeanwhile is a checkpoint step's other save (scenarios 021 on).
+	StoredMeanwhile json.RawMessage `json:"storedMeanwhile"`
 	// Orchestration steps (scenarios 014 on).
 	As        string          `json:"as"`
 	Key       string          `json:"key"`

@@ -34,7 +34,7 @@ func InProcess(db workhorse.DB) StartWorker {
 		if err != nil {
 			return nil, err
 		}
-		if err := Register(w, r.Scenario, r); err != nil {
+		if err := Register(w, r.Scenario, r, OwnerSaver(r.Owner)); err != nil {
 			return nil, err
 		}
 		ctx, cancel := context.WithCancel(context.Background())

@@ -18,10 +18,10 @@ from .validation import check_datetime, check_int, check_job_id, check_name, che
 
 #: The schema version this SDK installs and migrates to (``workhorse.schema_version``): the
 #: highest step in its ``sql/migrations/``.
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 #: The oldest schema version whose functions every call of this SDK still finds, so a database
 #: not yet migrated keeps serving this release during a rolling deploy.
-MIN_SCHEMA_VERSION = 9
+MIN_SCHEMA_VERSION = 13
 
 R = TypeVar("R")
 
@@ -270,6 +270,16 @@ def list_queues() -> Call[list[QueueInfo]]:
 
 def list_workers() -> Call[list[WorkerInfo]]:
     return Call(p.LIST_WORKERS_SQL, (), lambda rows: [p.to_worker_info(r) for r in rows])
+
+
+def has_list_workers_v2() -> Call[bool]:
+    return Call(p.HAS_LIST_WORKERS_V2_SQL, (), lambda rows: bool(rows[0][0]))
+
+
+def worker_versions(v2: bool) -> Call[list[tuple[str, str]]]:
+    """Each registered worker's (status, version), through ``list_workers_v2`` or, on a schema
+    without it, ``list_workers_v1``."""
+    return Call(p.WORKER_VERSIONS_V2_SQL if v2 else p.WORKER_VERSIONS_V1_SQL, (), lambda rows: [(r[0], r[1]) for r in rows])
 
 
 def drain_worker(worker_id: object, actor: object, reason: object) -> Call[DrainResult]:

@@ -89,10 +89,10 @@ def _worker_versions(conn: psycopg.Connection[Any], status: SchemaStatus) -> lis
     if status.installed is None:
         return []
     try:
-        workers = _value(conn, calls.list_workers())
+        workers = _value(conn, calls.worker_versions(_value(conn, calls.has_list_workers_v2())))
     except psycopg.errors.InsufficientPrivilege:
         return None
-    counts = Counter(worker.version for worker in workers if worker.status != "gone")
+    counts = Counter(version for state, version in workers if state != "gone")
     return [{"version": version, "count": counts[version]} for version in sorted(counts, key=_version_order)]
 
 

@@ -52,7 +52,8 @@ REDRIVE_MANY_SQL = (
 PAUSE_SQL = "SELECT workhorse.pause_queue_v1($1::text, $2::text, $3::text)::text"
 RESUME_SQL = "SELECT workhorse.resume_queue_v1($1::text, $2::text, $3::text)::text"
 LIST_QUEUES_SQL = (
-    "SELECT queue, paused, changed_at, changed_by, reason, ready, scheduled, active, blocked FROM workhorse.list_queues_v1()"
+    "SELECT queue, paused, changed_at, changed_by, login_role, reason, ready, scheduled, active, blocked"
+    " FROM workhorse.list_queues_v2()"
 )
 SCHEMA_PRESENT_SQL = "SELECT to_regclass('workhorse.schema_version') IS NOT NULL"
 #: The installed version, and whether this role may call ``workhorse.oldest_client_v1()``
@@ -80,7 +81,10 @@ FAIL_SQL = (
 )
 RELEASE_SQL = "SELECT workhorse.release_v1($1::uuid, $2::text, $3::bigint, $4::integer, $5::text)"
 ACK_CANCEL_SQL = "SELECT workhorse.acknowledge_cancel_v1($1::uuid, $2::text, $3::bigint)"
-CHECKPOINT_SQL = "SELECT workhorse.save_checkpoint_v1($1::uuid, $2::text, $3::bigint, $4::text, $5::jsonb)"
+#: Answers the status and the value now stored under the name (``[]`` or ``[value]``; NULL when stale).
+CHECKPOINT_SQL = (
+    "SELECT status, stored::text FROM workhorse.save_checkpoint_v2($1::uuid, $2::text, $3::bigint, $4::text, $5::jsonb)"
+)
 PROGRESS_SQL = "SELECT workhorse.set_progress_v1($1::uuid, $2::text, $3::bigint, $4::jsonb)"
 SLEEP_SQL = (
     "SELECT status, wake_at FROM workhorse.sleep_v1($1::uuid, $2::text, $3::bigint, $4::text, $5::timestamptz, $6::bigint)"
@@ -92,8 +96,13 @@ REPORT_WORKER_SQL = "SELECT drain, secret FROM workhorse.report_worker_v2($1::te
 UNREGISTER_WORKER_SQL = "SELECT workhorse.unregister_worker_v2($1::text, $2::text)"
 LIST_WORKERS_SQL = (
     "SELECT worker_id, status, host, pid, queues, concurrency, in_flight, version, started_at, last_seen_at, "
-    "drain_requested_at, drain_requested_by, drain_reason FROM workhorse.list_workers_v1()"
+    "drain_requested_at, drain_requested_by, drain_login_role, drain_reason FROM workhorse.list_workers_v2()"
 )
+#: ``workhorse schema status`` reads the live workers' versions on any installed schema, also one
+#: older than this release (before the step that added ``list_workers_v2``).
+HAS_LIST_WORKERS_V2_SQL = "SELECT to_regprocedure('workhorse.list_workers_v2()') IS NOT NULL"
+WORKER_VERSIONS_V1_SQL = "SELECT status, version FROM workhorse.list_workers_v1()"
+WORKER_VERSIONS_V2_SQL = "SELECT status, version FROM workhorse.list_workers_v2()"
 DRAIN_WORKER_SQL = "SELECT workhorse.drain_worker_v1($1::text, $2::text, $3::text)"
 RUN_CHILDREN_SQL = (
     "SELECT status, child_id::text, state, result::text, error::text "
@@ -193,11 +202,12 @@ def to_queue_info(row: Row) -> QueueInfo:
         paused=row[1],
         changed_at=row[2],
         changed_by=row[3],
-        reason=row[4],
-        ready=int(row[5]),
-        scheduled=int(row[6]),
-        active=int(row[7]),
-        blocked=int(row[8]),
+        login_role=row[4],
+        reason=row[5],
+        ready=int(row[6]),
+        scheduled=int(row[7]),
+        active=int(row[8]),
+        blocked=int(row[9]),
     )
 
 
@@ -215,7 +225,8 @@ def to_worker_info(row: Row) -> WorkerInfo:
         last_seen_at=row[9],
         drain_requested_at=row[10],
         drain_requested_by=row[11],
-        drain_reason=row[12],
+        drain_login_role=row[12],
+        drain_reason=row[13],
     )
 
 
@@ -285,8 +296,8 @@ PAUSE_SCHEDULE_SQL = "SELECT workhorse.pause_schedule_v1($1::text, $2::text, $3:
 RESUME_SCHEDULE_SQL = "SELECT workhorse.resume_schedule_v1($1::text, $2::text, $3::text, $4::text)"
 TRIGGER_SCHEDULE_SQL = "SELECT workhorse.trigger_schedule_v1($1::text, $2::text, $3::text, $4::text)::text"
 SCHEDULE_HISTORY_SQL = (
-    "SELECT revision, at, change, definition::text, actor, reason, job_id::text"
-    " FROM workhorse.get_schedule_history_v1($1::text, $2::text, $3::integer)"
+    "SELECT revision, at, change, definition::text, actor, login_role, reason, job_id::text"
+    " FROM workhorse.get_schedule_history_v2($1::text, $2::text, $3::integer)"
 )
 
 
@@ -314,5 +325,12 @@ def to_schedule_info(row: Row) -> ScheduleInfo:
 
 def to_schedule_history_entry(row: Row) -> ScheduleHistoryEntry:
     return ScheduleHistoryEntry(
-        revision=int(row[0]), at=row[1], change=row[2], definition=parse_json(row[3]), actor=row[4], reason=row[5], job_id=row[6]
+        revision=int(row[0]),
+        at=row[1],
+        change=row[2],
+        definition=parse_json(row[3]),
+        actor=row[4],
+        login_role=row[5],
+        reason=row[6],
+        job_id=row[7],
     )

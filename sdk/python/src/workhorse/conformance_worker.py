@@ -16,6 +16,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
+import psycopg
 from psycopg_pool import ConnectionPool
 
 from .context import AsyncHandlerContext, HandlerContext
@@ -27,6 +28,33 @@ from .worker import Worker
 
 #: Called with ("effect" | "mark", job id, name).
 Report = Callable[[str, str, str], None]
+
+#: Saves a value under a checkpoint name for a job as its current owner (a checkpoint step's
+#: ``storedMeanwhile``, see sdk/conformance/README.md): (job id, name, value).
+SaveMeanwhile = Callable[[str, str, Any], None]
+
+#: The other save of ``storedMeanwhile``: the job's runtime row names its current owner.
+SAVE_AS_OWNER_SQL = (
+    "SELECT c.status FROM workhorse.job_runtime r, "
+    "workhorse.save_checkpoint_v2(r.job_id, r.worker_id, r.fence_token, %s, %s::jsonb) c WHERE r.job_id = %s"
+)
+
+
+def meanwhile_saver(database_url: str) -> SaveMeanwhile:
+    """Saves as the job's owner on a connection of its own (which must be allowed to read
+    ``workhorse.job_runtime``: a test's owner connection)."""
+
+    def save(job_id: str, name: str, value: Any) -> None:
+        with psycopg.connect(database_url, autocommit=True) as conn:
+            row = conn.execute(SAVE_AS_OWNER_SQL, (name, json.dumps(value), job_id)).fetchone()
+        if row is None or row[0] != "saved":
+            raise RuntimeError(f"the other save of {name!r} answered {row!r}")
+
+    return save
+
+
+def _no_saver(job_id: str, name: str, value: Any) -> None:
+    raise RuntimeError("this worker was started without a way to save as the owner (storedMeanwhile)")
 
 #: Scenario worker options (wire names) -> Worker keyword arguments, and the runners' defaults.
 WORKER_OPTIONS = {"queues": "queues", "concurrency": "concurrency", "leaseMs": "lease_ms", "pollMs": "poll_ms", "tickMs": "tick_ms"}
@@ -54,7 +82,9 @@ def _applies(step: Mapping[str, Any], attempt: int) -> bool:
     return "attempts" not in step or attempt in step["attempts"]
 
 
-def sync_handler(steps: Sequence[Mapping[str, Any]], report: Report) -> Callable[[Any, HandlerContext], Any]:
+def sync_handler(
+    steps: Sequence[Mapping[str, Any]], report: Report, save: SaveMeanwhile = _no_saver
+) -> Callable[[Any, HandlerContext], Any]:
     """A plain handler running ``steps`` (for ``Worker``'s threads)."""
 
     def handle(payload: Any, ctx: HandlerContext) -> Any:
@@ -65,8 +95,10 @@ def sync_handler(steps: Sequence[Mapping[str, Any]], report: Report) -> Callable
                 continue
             do = step["do"]
             if do == "checkpoint":
-                checkpoints[step["name"]] = ctx.checkpoint(step["name"], _operation(step, ctx.job_id, report))
+                checkpoints[step["name"]] = ctx.checkpoint(step["name"], _operation(step, ctx.job_id, report, save))
                 values[step["name"]] = checkpoints[step["name"]]
+                if "as" in step:
+                    values[step["as"]] = checkpoints[step["name"]]
             elif do == "return":
                 return step["value"]
             elif do == "return_checkpoints":
@@ -109,7 +141,9 @@ def sync_handler(steps: Sequence[Mapping[str, Any]], report: Report) -> Callable
     return handle
 
 
-def async_handler(steps: Sequence[Mapping[str, Any]], report: Report) -> Callable[[Any, AsyncHandlerContext], Awaitable[Any]]:
+def async_handler(
+    steps: Sequence[Mapping[str, Any]], report: Report, save: SaveMeanwhile = _no_saver
+) -> Callable[[Any, AsyncHandlerContext], Awaitable[Any]]:
     """A coroutine handler running ``steps`` (for ``AsyncWorker``)."""
 
     async def handle(payload: Any, ctx: AsyncHandlerContext) -> Any:
@@ -120,8 +154,10 @@ def async_handler(steps: Sequence[Mapping[str, Any]], report: Report) -> Callabl
                 continue
             do = step["do"]
             if do == "checkpoint":
-                checkpoints[step["name"]] = await ctx.checkpoint(step["name"], _operation(step, ctx.job_id, report))
+                checkpoints[step["name"]] = await ctx.checkpoint(step["name"], _async_operation(step, ctx.job_id, report, save))
                 values[step["name"]] = checkpoints[step["name"]]
+                if "as" in step:
+                    values[step["as"]] = checkpoints[step["name"]]
             elif do == "return":
                 return step["value"]
             elif do == "return_checkpoints":
@@ -206,9 +242,23 @@ def _decision(decided: HumanDecision) -> Any:
     return {"decision": decided.decision, "actor": decided.actor, "reason": decided.reason}
 
 
-def _operation(step: Mapping[str, Any], job_id: str, report: Report) -> Callable[[], Any]:
+def _operation(step: Mapping[str, Any], job_id: str, report: Report, save: SaveMeanwhile) -> Callable[[], Any]:
     def operation() -> Any:
         report("effect", job_id, step["name"])
+        if "storedMeanwhile" in step:
+            save(job_id, step["name"], step["storedMeanwhile"])
+        return step["value"]
+
+    return operation
+
+
+def _async_operation(step: Mapping[str, Any], job_id: str, report: Report, save: SaveMeanwhile) -> Callable[[], Awaitable[Any]]:
+    """``_operation`` as a coroutine, its other save in a thread (off the worker's event loop)."""
+
+    async def operation() -> Any:
+        report("effect", job_id, step["name"])
+        if "storedMeanwhile" in step:
+            await asyncio.to_thread(save, job_id, step["name"], step["storedMeanwhile"])
         return step["value"]
 
     return operation
@@ -235,7 +285,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     with ConnectionPool(args.database_url, min_size=1, max_size=4) as pool:
         worker = Worker(Queue(pool), worker_id=args.worker_id, **worker_options(scenario))
         for job_type, steps in scenario["handlers"].items():
-            worker.handle(job_type, sync_handler(steps, report))
+            worker.handle(job_type, sync_handler(steps, report, meanwhile_saver(args.database_url)))
 
         def announce() -> None:
             if worker.wait_started():

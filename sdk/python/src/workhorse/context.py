@@ -111,11 +111,16 @@ class _JobCalls:
         self.worker.lost(self.job.job_id)
         return LeaseLostError(self.job.job_id)
 
-    async def save_checkpoint(self, name: str, text: str) -> None:
+    async def save_checkpoint(self, name: str, text: str) -> Any:
+        """Saves ``text`` under ``name`` and returns the value now stored: this one, or on
+        ``exists`` the one another save stored first (a checkpoint answers what is stored)."""
         rows = await self.statements.rows(p.CHECKPOINT_SQL, (self.job.job_id, self.job.worker_id, self.job.fence, name, text))
-        if p.status_of(rows) == "stale":
+        status, stored = rows[0]
+        if status == "stale" or stored is None:
             raise self.lost()
-        self.job.checkpoints[name] = [p.parse_json(text)]
+        entry = p.parse_json(stored)
+        self.job.checkpoints[name] = entry
+        return entry[0] if entry else None
 
     async def set_progress(self, text: str) -> None:
         rows = await self.statements.rows(p.PROGRESS_SQL, (self.job.job_id, self.job.worker_id, self.job.fence, text))
@@ -195,8 +200,8 @@ class AsyncHandlerContext(_ContextBase):
         result = operation()
         if inspect.isawaitable(result):
             result = await result
-        await self._calls.save_checkpoint(name, to_json_text(result, f"checkpoint {name!r}"))
-        return cast(T, result)
+        stored = await self._calls.save_checkpoint(name, to_json_text(result, f"checkpoint {name!r}"))
+        return cast(T, stored)
 
     async def set_progress(self, value: JsonValue) -> None:
         """Records progress (any JSON, at most 64 KiB), visible as ``progress`` of the job's
@@ -293,8 +298,8 @@ class HandlerContext(_ContextBase):
             return cast(T, value)
         self.signal.raise_if_aborted()
         result = operation()
-        self._call(self._calls.save_checkpoint(name, to_json_text(result, f"checkpoint {name!r}")))
-        return result
+        stored = self._call(self._calls.save_checkpoint(name, to_json_text(result, f"checkpoint {name!r}")))
+        return cast(T, stored)
 
     def set_progress(self, value: JsonValue) -> None:
         """Records progress; see ``AsyncHandlerContext.set_progress``."""

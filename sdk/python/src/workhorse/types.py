@@ -181,7 +181,10 @@ class QueueInfo:
     queue: str
     paused: bool
     changed_at: datetime | None
+    #: Who last paused or resumed it: the caller-chosen actor, and the login role (``session_user``)
+    #: of the session that did it (None for a change made before the schema recorded it).
     changed_by: str | None
+    login_role: str | None
     reason: str | None
     ready: int
     scheduled: int
@@ -315,7 +318,10 @@ class WorkerInfo:
     started_at: datetime
     last_seen_at: datetime
     drain_requested_at: datetime | None
+    #: Who asked for the drain: the caller-chosen actor, and the login role (``session_user``) of
+    #: the session that asked (None for a request made before the schema recorded it).
     drain_requested_by: str | None
+    drain_login_role: str | None
     drain_reason: str | None
 
 
@@ -366,6 +372,9 @@ class ScheduleHistoryEntry:
     at: datetime
     change: str
     definition: dict[str, JsonValue] | None
+    #: Who made the change: the caller-chosen actor, and the login role (``session_user``) of the
+    #: session that made it (None for a change made before the schema recorded it).
     actor: str | None
+    login_role: str | None
     reason: str | None
     job_id: str | None

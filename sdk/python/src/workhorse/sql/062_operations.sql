@@ -12,8 +12,65 @@ BEGIN
 END
 $$;
 
+-- Operator changes of the rows below that are updated in place (queue pause and resume, queue
+-- policies, drain requests, the retention policy), one append-only row per change: who asked
+-- (the caller-chosen actor and reason) and the login role of the session that did it
+-- (session_user, which a caller cannot choose), so "who paused billing at 03:12" stays answerable
+-- after a later change overwrote the row. A repeat that changes nothing records nothing. Read with
+-- list_operator_changes_v1. Operators make few changes: retention leaves these rows alone.
+CREATE TABLE workhorse.operator_change (
+  -- From the history sequence, as job_event's and schedule_history's ids: ordered by time of writing.
+  id bigint PRIMARY KEY DEFAULT nextval('workhorse.history_seq'),
+  at timestamptz NOT NULL,
+  kind text NOT NULL CHECK (kind IN ('queue_paused', 'queue_resumed', 'queue_policy_set', 'worker_drain_requested',
+                                     'retention_set')),
+  -- The queue or worker id the change is about; null for the retention policy.
+  subject text,
+  actor text,
+  reason text,
+  login_role text NOT NULL,
+  -- What was set (a policy, a retention change), as the API shows it; null when the kind says it.
+  detail jsonb
+);
+CREATE INDEX operator_change_subject_idx ON workhorse.operator_change (subject, id);
+
+-- Appends one operator change (see operator_change).
+CREATE FUNCTION workhorse.record_operator_change(p_kind text, p_subject text, p_actor text, p_reason text, p_detail jsonb)
+RETURNS void
+LANGUAGE sql AS $$
+  INSERT INTO workhorse.operator_change (at, kind, subject, actor, reason, login_role, detail)
+  VALUES (clock_timestamp(), p_kind, p_subject, p_actor, p_reason, session_user, p_detail)
+$$;
+
+-- Operator changes, newest first, optionally of one kind and/or one subject (a queue, a worker
+-- id); at most p_limit (1..1000) rows with ids below p_before_id (the last id of the previous page).
+CREATE FUNCTION workhorse.list_operator_changes_v1(p_kind text DEFAULT NULL, p_subject text DEFAULT NULL,
+                                                   p_limit integer DEFAULT 100, p_before_id bigint DEFAULT NULL)
+RETURNS TABLE (id bigint, at timestamptz, kind text, subject text, actor text, reason text, login_role text, detail jsonb)
+LANGUAGE plpgsql STABLE AS $$
+#variable_conflict use_column
+BEGIN
+  IF p_limit IS NULL OR p_limit < 1 OR p_limit > 1000 THEN
+    PERFORM workhorse.raise_invalid('limit', 'must be an integer from 1 to 1000');
+  END IF;
+  IF p_kind IS NOT NULL AND p_kind NOT IN ('queue_paused', 'queue_resumed', 'queue_policy_set', 'worker_drain_requested', 'retention_set') THEN
+    PERFORM workhorse.raise_invalid('kind', 'must be one of queue_paused, queue_resumed, queue_policy_set, worker_drain_requested, retention_set');
+  END IF;
+  IF length(p_subject) > 200 THEN
+    PERFORM workhorse.raise_invalid('subject', 'must be at most 200 characters');
+  END IF;
+  RETURN QUERY
+    SELECT c.id, c.at, c.kind, c.subject, c.actor, c.reason, c.login_role, c.detail
+    FROM workhorse.operator_change c
+    WHERE (p_kind IS NULL OR c.kind = p_kind) AND (p_subject IS NULL OR c.subject = p_subject)
+      AND (p_before_id IS NULL OR c.id < p_before_id)
+    ORDER BY c.id DESC
+    LIMIT p_limit;
+END
+$$;
+
 -- Pauses a queue: claims skip it (running jobs finish; enqueue goes on). Idempotent; a repeat
--- keeps the first pause's time and actor. Returns the queue's control row as JSON.
+-- keeps the first pause's time, actor and login role. Returns the queue's control row as JSON.
 CREATE FUNCTION workhorse.pause_queue_v1(p_queue text, p_actor text DEFAULT NULL, p_reason text DEFAULT NULL)
 RETURNS jsonb
 LANGUAGE plpgsql AS $$
@@ -22,14 +79,17 @@ DECLARE
 BEGIN
   PERFORM workhorse.check_name(to_jsonb(p_queue), 'queue');
   PERFORM workhorse.check_actor(p_actor, p_reason);
-  INSERT INTO workhorse.queue_control AS c (queue, paused, changed_at, changed_by, reason)
-  VALUES (p_queue, true, clock_timestamp(), p_actor, p_reason)
+  INSERT INTO workhorse.queue_control AS c (queue, paused, changed_at, changed_by, reason, login_role)
+  VALUES (p_queue, true, clock_timestamp(), p_actor, p_reason, session_user)
   ON CONFLICT (queue) DO UPDATE
-    SET paused = true, changed_at = clock_timestamp(), changed_by = EXCLUDED.changed_by, reason = EXCLUDED.reason
+    SET paused = true, changed_at = clock_timestamp(), changed_by = EXCLUDED.changed_by, reason = EXCLUDED.reason,
+        login_role = EXCLUDED.login_role
     WHERE NOT c.paused
   RETURNING * INTO v_row;
   IF v_row.queue IS NULL THEN
     SELECT * INTO v_row FROM workhorse.queue_control WHERE queue = p_queue;
+  ELSE
+    PERFORM workhorse.record_operator_change('queue_paused', p_queue, p_actor, p_reason, NULL);
   END IF;
   RETURN to_jsonb(v_row);
 END
@@ -44,23 +104,27 @@ DECLARE
 BEGIN
   PERFORM workhorse.check_name(to_jsonb(p_queue), 'queue');
   PERFORM workhorse.check_actor(p_actor, p_reason);
-  INSERT INTO workhorse.queue_control AS c (queue, paused, changed_at, changed_by, reason)
-  VALUES (p_queue, false, clock_timestamp(), p_actor, p_reason)
+  INSERT INTO workhorse.queue_control AS c (queue, paused, changed_at, changed_by, reason, login_role)
+  VALUES (p_queue, false, clock_timestamp(), p_actor, p_reason, session_user)
   ON CONFLICT (queue) DO UPDATE
-    SET paused = false, changed_at = clock_timestamp(), changed_by = EXCLUDED.changed_by, reason = EXCLUDED.reason
+    SET paused = false, changed_at = clock_timestamp(), changed_by = EXCLUDED.changed_by, reason = EXCLUDED.reason,
+        login_role = EXCLUDED.login_role
   RETURNING * INTO v_row;
+  PERFORM workhorse.record_operator_change('queue_resumed', p_queue, p_actor, p_reason, NULL);
   PERFORM pg_notify('workhorse_jobs', p_queue);
   RETURN to_jsonb(v_row);
 END
 $$;
 
--- Every queue that has live jobs, a control row or a flow-control policy: pause state, live counts
--- per state and the policy's limits (null when not set).
-CREATE FUNCTION workhorse.list_queues_v1()
+-- Every queue that has live jobs, a control row or a flow-control policy: pause state (with who
+-- changed it: actor, login role, reason), live counts per state and the policy's limits with who
+-- set them (null when not set).
+CREATE FUNCTION workhorse.list_queues_v2()
 RETURNS TABLE (
-  queue text, paused boolean, changed_at timestamptz, changed_by text, reason text,
+  queue text, paused boolean, changed_at timestamptz, changed_by text, login_role text, reason text,
   ready bigint, scheduled bigint, active bigint, blocked bigint,
-  concurrency integer, rate_limit integer, rate_interval_ms integer)
+  concurrency integer, rate_limit integer, rate_interval_ms integer,
+  policy_changed_at timestamptz, policy_changed_by text, policy_login_role text, policy_reason text)
 LANGUAGE plpgsql STABLE AS $$
 #variable_conflict use_column
 BEGIN
@@ -74,12 +138,29 @@ BEGIN
     FROM workhorse.job_runtime r
     GROUP BY r.queue
   )
-  SELECT coalesce(c.queue, k.queue, p.queue), coalesce(c.paused, false), c.changed_at, c.changed_by, c.reason,
+  SELECT coalesce(c.queue, k.queue, p.queue), coalesce(c.paused, false), c.changed_at, c.changed_by, c.login_role, c.reason,
          coalesce(k.ready, 0), coalesce(k.scheduled, 0), coalesce(k.active, 0), coalesce(k.blocked, 0),
-         p.concurrency, p.rate_limit, p.rate_interval_ms
+         p.concurrency, p.rate_limit, p.rate_interval_ms, p.changed_at, p.changed_by, p.login_role, p.reason
   FROM workhorse.queue_control c
   FULL JOIN counts k ON k.queue = c.queue
   FULL JOIN workhorse.queue_policy p ON p.queue = coalesce(c.queue, k.queue)
+  ORDER BY 1;
+END
+$$;
+
+-- The previous release's read (deprecated, docs/protocol.md): list_queues_v2 without who changed what.
+CREATE FUNCTION workhorse.list_queues_v1()
+RETURNS TABLE (
+  queue text, paused boolean, changed_at timestamptz, changed_by text, reason text,
+  ready bigint, scheduled bigint, active bigint, blocked bigint,
+  concurrency integer, rate_limit integer, rate_interval_ms integer)
+LANGUAGE plpgsql STABLE AS $$
+#variable_conflict use_column
+BEGIN
+  RETURN QUERY
+  SELECT q.queue, q.paused, q.changed_at, q.changed_by, q.reason, q.ready, q.scheduled, q.active, q.blocked,
+         q.concurrency, q.rate_limit, q.rate_interval_ms
+  FROM workhorse.list_queues_v2() q
   ORDER BY 1;
 END
 $$;
