@@ -322,11 +322,37 @@ BEGIN
 END
 $$;
 
+-- One part of an error envelope as it is stored: at most p_max characters; a longer part is cut
+-- and says so.
+CREATE FUNCTION workhorse.bounded_error_part(p_text text, p_max integer)
+RETURNS text
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE WHEN length(p_text) <= p_max THEN p_text
+              ELSE left(p_text, p_max) || format('… [truncated: %s of %s characters kept]', p_max, length(p_text)) END
+$$;
+
+-- The one bound of every stored error envelope, whoever sends or makes it (fail_v1, release_v1,
+-- cancellations): {"name", "message", "stack"?}, the name at most 200 characters, the message
+-- and the stack at most 32,768 each (characters are Unicode code points, the same for every
+-- SDK); a longer part ends with `… [truncated: n of m characters kept]`. A part that is not a
+-- string is kept as its JSON text, a missing or null name reads "Error", a missing message "", a
+-- null stack is left out, other keys are dropped. So a stored envelope is at most about 400 KB
+-- of JSON, whatever the parts held, and a failure is never refused for its size.
+CREATE FUNCTION workhorse.bounded_error(p_error jsonb)
+RETURNS jsonb
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT jsonb_build_object(
+           'name', workhorse.bounded_error_part(coalesce(p_error ->> 'name', 'Error'), 200),
+           'message', workhorse.bounded_error_part(coalesce(p_error ->> 'message', ''), 32768))
+         || CASE WHEN p_error ->> 'stack' IS NULL THEN '{}'::jsonb
+                 ELSE jsonb_build_object('stack', workhorse.bounded_error_part(p_error ->> 'stack', 32768)) END
+$$;
+
 -- The error envelope of a job ended by a cancel request.
 CREATE FUNCTION workhorse.cancel_error(p_reason text)
 RETURNS jsonb
 LANGUAGE sql IMMUTABLE AS $$
-  SELECT jsonb_build_object('name', 'Canceled', 'message', coalesce(p_reason, 'canceled on request'))
+  SELECT workhorse.bounded_error(jsonb_build_object('name', 'Canceled', 'message', coalesce(p_reason, 'canceled on request')))
 $$;
 
 -- Fails a live job whose deadline has passed, whatever its state, with DeadlineExceeded and no
