@@ -115,6 +115,55 @@ BEGIN
 END
 $$;
 
+-- Page cursors are made and read here, for every listing: opaque text, the base64url (no
+-- padding) of `<kind>:<position>`, the kind naming the listing that made it. (The encoding the
+-- SDKs used before they left it to the database, so a cursor of either pages on.)
+CREATE FUNCTION workhorse.make_cursor(p_kind text, p_position text)
+RETURNS text
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT rtrim(translate(encode(convert_to(p_kind || ':' || p_position, 'UTF8'), 'base64'), E'+/\n', '-_'), '=')
+$$;
+
+-- The position of a cursor that the listing p_kind made (NULL for no cursor), matching
+-- p_pattern. Anything else (not base64url, another listing's cursor, a forged position) is
+-- refused with P1001 naming `cursor`.
+CREATE FUNCTION workhorse.cursor_position(p_kind text, p_cursor text, p_pattern text)
+RETURNS text
+LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+  v_text text;
+BEGIN
+  IF p_cursor IS NULL THEN
+    RETURN NULL;
+  END IF;
+  IF p_cursor ~ '^[A-Za-z0-9_-]+$' AND length(p_cursor) <= 400 AND length(p_cursor) % 4 <> 1 THEN
+    BEGIN
+      v_text := convert_from(decode(translate(p_cursor, '-_', '+/') || repeat('=', (4 - length(p_cursor) % 4) % 4), 'base64'), 'UTF8');
+    EXCEPTION WHEN OTHERS THEN
+      v_text := NULL; -- not UTF-8 text: not a cursor
+    END;
+  END IF;
+  IF v_text IS NULL OR v_text !~ ('^' || p_kind || ':(' || p_pattern || ')$') THEN
+    PERFORM workhorse.raise_invalid('cursor', 'is not a cursor returned by this API');
+  END IF;
+  RETURN substr(v_text, length(p_kind) + 2);
+END
+$$;
+
+-- The bigint position of a cursor of p_kind (jobs, timeline, waits); NULL for no cursor.
+CREATE FUNCTION workhorse.cursor_bigint(p_kind text, p_cursor text)
+RETURNS bigint
+LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+  v_position text := workhorse.cursor_position(p_kind, p_cursor, '[0-9]{1,19}');
+BEGIN
+  IF v_position::numeric > 9223372036854775807 THEN
+    PERFORM workhorse.raise_invalid('cursor', 'is not a cursor returned by this API');
+  END IF;
+  RETURN v_position::bigint;
+END
+$$;
+
 -- A timestamp given as ISO 8601 text with a time zone, checked field by field so that a bad
 -- value is refused with P1001 instead of failing the cast (no exception block: those open a
 -- subtransaction per call).

@@ -1,9 +1,9 @@
-import { decodeCursor, encodeCursor } from './cursor';
+import { checkCursor, decodeCursor, encodeCursor } from './cursor';
 import { fromDatabaseError } from './database-errors';
 import { WorkhorseValidationError } from './errors';
 import { toSnapshot, type JobRow } from './job-snapshot';
-import { readPage } from './paging';
-import { timelineSql, toTimelineEntry, type TimelineRow } from './timeline';
+import { toPage, type PagedRow } from './paging';
+import { TIMELINE_SQL, toTimelineEntry, type TimelineRow } from './timeline';
 import { ACTOR_KEYS, actorOf } from './actor-options';
 import { AdminOperations } from './admin-operations';
 import {
@@ -89,16 +89,8 @@ export class Admin extends AdminOperations {
     checkJobId(jobId);
     options = checkOptions(options, 'options', ['limit', 'cursor'], 'a timeline option');
     const limit = options.limit === undefined ? 100 : checkInteger(options.limit, 'limit', 1, 1000);
-    const after = decodeCursor('timeline', options.cursor) ?? '0';
-    return readPage(
-      limit,
-      async (count, last: TimelineRow | null) => {
-        const sql = await timelineSql(this.pool, (text) => this.run<{ present: boolean }>(client, text, []));
-        return this.run<TimelineRow>(client, sql, [jobId, last?.id ?? after, count]);
-      },
-      toTimelineEntry,
-      (last) => encodeCursor('timeline', last.id),
-    );
+    const rows = await this.run<TimelineRow>(client, TIMELINE_SQL, [jobId, checkCursor(options.cursor), limit]);
+    return toPage(rows, toTimelineEntry);
   }
 
   /**
@@ -129,20 +121,17 @@ export class Admin extends AdminOperations {
       const last = children[children.length - 1];
       return { items: children.map(toSnapshot), nextCursor: children.length === limit ? encodeCursor('children', last.ordinal) : null };
     }
-    const before = decodeCursor('jobs', filter.cursor);
-    const rows = await this.run<JobRow>(client, 'SELECT * FROM workhorse.list_jobs_v2($1, $2, $3, $4, $5, $6, $7, $8)', [
+    const rows = await this.run<JobRow & PagedRow>(client, 'SELECT * FROM workhorse.list_jobs_v3($1, $2, $3, $4, $5, $6, $7, $8)', [
       queue,
       type,
       states,
       limit,
-      before,
+      checkCursor(filter.cursor),
       createdAfter,
       createdBefore,
       scanLimit,
     ]);
-    // A last row without an id says where the listing goes on (see list_jobs_v2).
-    const more = rows.length > 0 && rows[rows.length - 1].id === null ? rows.pop() : undefined;
-    return { items: rows.map(toSnapshot), nextCursor: more ? encodeCursor('jobs', more.seq) : null };
+    return toPage(rows, toSnapshot);
   }
 
   /** The checkpoints a job saved, oldest first, with their stored values. */
@@ -200,10 +189,7 @@ export class Admin extends AdminOperations {
    * filtered by queue, type, wait name and job id, a page at a time.
    */
   async listHumanWaits(filter: ListHumanWaitsFilter = {}, client?: Queryable): Promise<Page<HumanWait>> {
-    return listHumanWaits(this.runner(client), filter, {
-      decode: (cursor) => decodeCursor('waits', cursor),
-      encode: (position) => encodeCursor('waits', position),
-    });
+    return listHumanWaits(this.runner(client), filter);
   }
 
   /**
@@ -239,23 +225,16 @@ export class Admin extends AdminOperations {
     options = checkOptions(options, 'options', [...DEAD_LETTER_KEYS, 'limit', 'cursor'], 'a dead-letter filter');
     const filter = this.deadLetterFilter(options);
     const limit = options.limit === undefined ? 50 : checkInteger(options.limit, 'limit', 1, 1000);
-    const position = decodeCursor('dead', options.cursor);
-    const [finishedAt, jobId] = position === null ? [null, null] : position.split('/');
-    type DeadLetterRow = JobRow & { cursor_at: string };
-    return readPage(
+    const rows = await this.run<JobRow & PagedRow>(client, 'SELECT * FROM workhorse.list_dead_letters_v2($1, $2, $3, $4, $5, $6, $7)', [
+      filter.queue ?? null,
+      filter.type ?? null,
+      filter.errorName ?? null,
+      filter.finishedAfter ?? null,
+      filter.finishedBefore ?? null,
       limit,
-      (count, last: DeadLetterRow | null) =>
-        this.run<DeadLetterRow>(
-          client,
-          `SELECT *, to_char(finished_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_at
-           FROM workhorse.list_dead_letters_v1($1, $2, $3, $4, $5, $6, $7::timestamptz, $8)`,
-          [filter.queue ?? null, filter.type ?? null, filter.errorName ?? null, filter.finishedAfter ?? null,
-            filter.finishedBefore ?? null, count, last?.cursor_at ?? finishedAt, last?.id ?? jobId],
-        ),
-      toSnapshot,
-      // The position keeps microseconds (a JavaScript Date would cut them to milliseconds).
-      (last) => encodeCursor('dead', `${last.cursor_at}/${last.id}`),
-    );
+      checkCursor(options.cursor),
+    ]);
+    return toPage(rows, toSnapshot);
   }
 
   /**

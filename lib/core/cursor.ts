@@ -1,5 +1,18 @@
 import { InvalidCursorError } from './errors';
 
+/**
+ * A caller's cursor, passed to the SQL as it is (the database makes cursors and refuses one it
+ * did not make, P1001 naming `cursor`); only what is not text is refused here. No cursor: null.
+ */
+export function checkCursor(cursor: unknown): string | null {
+  if (cursor === undefined || cursor === null) return null;
+  if (typeof cursor !== 'string') throw new InvalidCursorError();
+  return cursor;
+}
+
+// The children of a parent (listJobs with parentId) still page with a cursor made here: the
+// listing is a client query (CHILDREN_SQL) that has no SQL function of its own yet.
+
 // Cursors are opaque to callers: a tag that says which API issued them, and a position.
 export function encodeCursor(kind: string, position: string): string {
   return Buffer.from(`${kind}:${position}`, 'utf8').toString('base64url');

@@ -2,6 +2,7 @@ import {
   ChildJobConflictError,
   DecisionNotAllowedError,
   IdempotencyConflictError,
+  InvalidCursorError,
   ScheduleNotFoundError,
   UnknownDependencyError,
   WorkhorseValidationError,
@@ -40,6 +41,8 @@ export function fromPgError(error: unknown): unknown {
     const field = e.column ?? 'request';
     const prefix = `${field}: `;
     const message = e.message.startsWith(prefix) ? e.message.slice(prefix.length) : e.message;
+    // The database refuses a cursor it did not make (cursor_position): the SDK's cursor error.
+    if (e.code === SQLSTATE.validation && field === 'cursor') return new InvalidCursorError();
     if (e.code === SQLSTATE.validation || e.code === SQLSTATE.batchTooLarge) {
       return new WorkhorseValidationError(field, message);
     }

@@ -21,7 +21,7 @@ export const SCHEMA_VERSION = 12;
  * exists from this version on. A worker of this release starts against any version from here to
  * {@link SCHEMA_VERSION}, so workers can be rolled before or after the migration.
  */
-export const MIN_SCHEMA_VERSION = 9;
+export const MIN_SCHEMA_VERSION = 12;
 
 /** Where the protocol's `.sql` files live: `sql/` in the repository, `dist/sql/` when built. */
 export const SQL_DIR = join(__dirname, '..', '..', 'sql');

@@ -1,6 +1,6 @@
 import type { JsonValue, TimelineEntry } from './types';
 
-/** A row of `get_timeline_v2` (or of `get_timeline_v1`, which has no `login_role`). */
+/** A row of `get_timeline_v3`: an entry, or the last row that only carries `next_cursor`. */
 export interface TimelineRow {
   id: string;
   at: Date;
@@ -11,28 +11,11 @@ export interface TimelineRow {
   fence_token: string | null;
   data: { [key: string]: JsonValue } | null;
   login_role?: string | null;
+  next_cursor: string | null;
 }
 
-/** A page of a job's timeline, with the login role of each event. */
-const TIMELINE_SQL = 'SELECT * FROM workhorse.get_timeline_v2($1, $2, $3)';
-/** The same on a schema that predates get_timeline_v2 (rows without login_role). */
-const TIMELINE_V1_SQL = 'SELECT * FROM workhorse.get_timeline_v1($1, $2, $3)';
-/** Whether the schema has get_timeline_v2: asked until it has (a migration adds it while clients run). */
-const HAS_V2_SQL = "SELECT to_regprocedure('workhorse.get_timeline_v2(uuid,bigint,integer)') IS NOT NULL AS present";
-const withV2 = new WeakSet<object>();
-
-/**
- * The statement that reads a page of the timeline: `get_timeline_v2` once the schema has it
- * (remembered per pool), else `get_timeline_v1`. Asked with a catalog lookup rather than by
- * trying, so a read inside the caller's transaction never fails on an older schema.
- */
-export async function timelineSql(pool: object, query: (text: string) => Promise<{ present: boolean }[]>): Promise<string> {
-  if (withV2.has(pool)) return TIMELINE_SQL;
-  const [row] = await query(HAS_V2_SQL);
-  if (!row?.present) return TIMELINE_V1_SQL;
-  withV2.add(pool);
-  return TIMELINE_SQL;
-}
+/** A page of a job's timeline, with the login role of each event and the database's cursor. */
+export const TIMELINE_SQL = 'SELECT * FROM workhorse.get_timeline_v3($1, $2, $3)';
 
 export function toTimelineEntry(row: TimelineRow): TimelineEntry {
   return {

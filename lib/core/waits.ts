@@ -1,5 +1,7 @@
 import { WorkhorseValidationError } from './errors';
 import { fromPgError } from './protocol-errors';
+import { checkCursor } from './cursor';
+import { toPage, type PagedRow } from './paging';
 import type { JsonValue, Page, Queryable } from './types';
 import { checkInteger, checkJobId, checkName, checkOptions, checkText, toJsonText } from './validation';
 
@@ -150,7 +152,6 @@ interface HumanWaitRow {
 export async function listHumanWaits(
   db: Queryable,
   filter: ListHumanWaitsFilter,
-  cursor: { decode(value: string | undefined): string | null; encode(position: string): string },
 ): Promise<Page<HumanWait>> {
   const given = checkOptions(filter, 'filter', ['queue', 'type', 'name', 'jobId', 'limit', 'cursor'], 'a human-wait filter');
   const queue = given.queue === undefined ? null : checkName(given.queue, 'queue');
@@ -158,16 +159,15 @@ export async function listHumanWaits(
   const name = given.name === undefined ? null : checkText(given.name, 'name', 1, 200);
   const jobId = given.jobId === undefined ? null : checkJobId(given.jobId);
   const limit = given.limit === undefined ? 50 : checkInteger(given.limit, 'limit', 1, 1000);
-  const after = cursor.decode(given.cursor as string | undefined) ?? '0';
-  const rows = await run<HumanWaitRow>(db, 'SELECT * FROM workhorse.list_human_waits_v1($1, $2, $3, $4, $5, $6)', [
+  const rows = await run<HumanWaitRow & PagedRow>(db, 'SELECT * FROM workhorse.list_human_waits_v2($1, $2, $3, $4, $5, $6)', [
     queue,
     type,
     name,
     jobId,
     limit,
-    after,
+    checkCursor(given.cursor),
   ]);
-  const items = rows.map((row) => ({
+  return toPage(rows, (row) => ({
     jobId: row.job_id,
     queue: row.queue,
     type: row.type,
@@ -178,7 +178,6 @@ export async function listHumanWaits(
     attempt: row.attempt,
     createdAt: row.created_at,
   }));
-  return { items, nextCursor: rows.length === limit ? cursor.encode(rows[rows.length - 1].id) : null };
 }
 
 /** Checks a wait's timeout (1 ms to one year) and returns it, or null when none was given. */

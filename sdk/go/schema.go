@@ -13,7 +13,7 @@ const SchemaVersion = 12
 // finds, so a database not yet migrated keeps serving this release during a rolling deploy.
 // The clients accept MinSchemaVersion through SchemaVersion, and a newer schema that still
 // serves this release (see SchemaStatus.Compatible).
-const MinSchemaVersion = 9
+const MinSchemaVersion = 12
 
 // SchemaSituation names how the installed schema compares with this SDK's.
 type SchemaSituation string

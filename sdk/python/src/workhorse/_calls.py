@@ -21,7 +21,7 @@ from .validation import check_datetime, check_int, check_job_id, check_name, che
 SCHEMA_VERSION = 12
 #: The oldest schema version whose functions every call of this SDK still finds, so a database
 #: not yet migrated keeps serving this release during a rolling deploy.
-MIN_SCHEMA_VERSION = 9
+MIN_SCHEMA_VERSION = 12
 
 R = TypeVar("R")
 
