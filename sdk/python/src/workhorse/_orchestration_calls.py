@@ -102,13 +102,8 @@ def list_human_waits(
     w = None if name is None else check_wait_name(name)
     j = None if job_id is None else check_job_id(job_id)
     n = check_int(limit, "limit", 1, 1000)
-    after = p.decode_position("waits", cursor) or 0
 
-    def convert(rows: Sequence[p.Row]) -> Page[HumanWait]:
-        nxt = p.encode_cursor("waits", str(rows[-1][0])) if len(rows) == n else None
-        items = [
-            HumanWait(r[1], r[2], r[3], r[4], p.parse_json(r[5]), p.parse_json(r[6]), r[7], r[8], r[9]) for r in rows
-        ]
-        return Page(items, nxt)
+    def item(r: p.Row) -> HumanWait:
+        return HumanWait(r[1], r[2], r[3], r[4], p.parse_json(r[5]), p.parse_json(r[6]), r[7], r[8], r[9])
 
-    return Call(p.LIST_HUMAN_WAITS_SQL, (q, t, w, j, n, after), convert)
+    return Call(p.LIST_HUMAN_WAITS_SQL, (q, t, w, j, n, p.check_cursor(cursor)), lambda rows: p.page_of(rows, item))
