@@ -124,32 +124,6 @@ func VerifySchema(ctx context.Context, db DB) error {
 // error, at the cost of one check per client (shared by the clients With derives).
 type schemaGate struct {
 	verified atomic.Bool
-	// timelineV2 says the schema has get_timeline_v2 (asked until it has: a migration adds it
-	// while clients run).
-	timelineV2 atomic.Bool
-}
-
-const (
-	timelineV2SQL = "SELECT id::text, at, source, kind, attempt, worker_id, fence_token, data, login_role FROM workhorse.get_timeline_v2($1, $2::text::bigint, $3)"
-	timelineV1SQL = "SELECT id::text, at, source, kind, attempt, worker_id, fence_token, data, NULL::text FROM workhorse.get_timeline_v1($1, $2::text::bigint, $3)"
-)
-
-// timelineSQL is the statement that reads a page of a timeline: get_timeline_v2 once the schema
-// has it, else get_timeline_v1 (no login roles). A catalog lookup rather than a try, so a read
-// inside the caller's transaction never fails on an older schema.
-func (g *schemaGate) timelineSQL(ctx context.Context, db DB) (string, error) {
-	if g.timelineV2.Load() {
-		return timelineV2SQL, nil
-	}
-	var present bool
-	if err := queryRow(ctx, db, "SELECT to_regprocedure('workhorse.get_timeline_v2(uuid,bigint,integer)') IS NOT NULL", nil, &present); err != nil {
-		return "", err
-	}
-	if !present {
-		return timelineV1SQL, nil
-	}
-	g.timelineV2.Store(true)
-	return timelineV2SQL, nil
 }
 
 func (g *schemaGate) check(ctx context.Context, db DB) error {
