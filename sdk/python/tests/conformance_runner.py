@@ -26,7 +26,7 @@ from workhorse import (
     WorkhorseValidationError,
 )
 from workhorse.aio import AsyncAdmin, AsyncQueue, AsyncWorker
-from workhorse.conformance_worker import Report, async_handler, sync_handler, worker_options
+from workhorse.conformance_worker import Report, async_handler, expand_text, sync_handler, worker_options
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "conformance" / "scenarios"
 
@@ -320,7 +320,7 @@ def _expect_job(job: JobDetails, expected: Mapping[str, Any], jobs: Mapping[str,
 
 
 async def run_scenario(path: Path, variant: Variant) -> None:
-    scenario = json.loads(path.read_text(encoding="utf-8"))
+    scenario = expand_text(json.loads(path.read_text(encoding="utf-8")))
     jobs: dict[str, str] = {}
     workers: dict[str, Any] = {}
     report = Recorder()
