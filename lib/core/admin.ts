@@ -1,4 +1,4 @@
-import { checkCursor, decodeCursor, encodeCursor } from './cursor';
+import { checkCursor } from './cursor';
 import { fromDatabaseError } from './database-errors';
 import { WorkhorseValidationError } from './errors';
 import { toSnapshot, type JobRow } from './job-snapshot';
@@ -114,12 +114,10 @@ export class Admin extends AdminOperations {
     const createdAfter = filter.createdAfter === undefined ? null : checkDate(filter.createdAfter, 'createdAfter');
     const createdBefore = filter.createdBefore === undefined ? null : checkDate(filter.createdBefore, 'createdBefore');
     if (filter.parentId !== undefined) {
-      // A parent's children in the order they were started; the cursor is a position among them.
+      // A parent's children in the order they were started.
       const parentId = checkJobId(filter.parentId, 'parentId');
-      const after = decodeCursor('children', filter.cursor) ?? '0';
-      const children = await this.run<JobRow & { ordinal: string }>(client, CHILDREN_SQL, [parentId, after, queue, type, states, createdAfter, createdBefore, limit]);
-      const last = children[children.length - 1];
-      return { items: children.map(toSnapshot), nextCursor: children.length === limit ? encodeCursor('children', last.ordinal) : null };
+      const children = await this.run<JobRow & PagedRow>(client, CHILDREN_SQL, [parentId, queue, type, states, createdAfter, createdBefore, limit, checkCursor(filter.cursor)]);
+      return toPage(children, toSnapshot);
     }
     const rows = await this.run<JobRow & PagedRow>(client, 'SELECT * FROM workhorse.list_jobs_v3($1, $2, $3, $4, $5, $6, $7, $8)', [
       queue,

@@ -14,14 +14,10 @@ const LIVE: ReadonlySet<JobState> = new Set(['blocked', 'scheduled', 'ready', 'a
 export const JOB_LINKS_SQL = 'SELECT relation, job_id, state, key FROM workhorse.job_links_v1($1)';
 
 /**
- * A page of a parent's children as snapshots, after position $2, filtered by queue ($3), type
- * ($4), states ($5) and creation time ($6, $7), at most $8.
+ * A page of a parent's children as snapshots, filtered by queue ($2), type ($3), states ($4) and
+ * creation time ($5, $6), at most $7, after the cursor $8 (made by the database).
  */
-export const CHILDREN_SQL =
-  'SELECT s.*, c.ordinal FROM workhorse.list_children_v1($1) c CROSS JOIN LATERAL workhorse.get_job_v1(c.job_id) s ' +
-  'WHERE c.ordinal > $2 AND ($3::text IS NULL OR s.queue = $3) AND ($4::text IS NULL OR s.type = $4) ' +
-  'AND ($5::text[] IS NULL OR s.state = ANY ($5)) AND ($6::timestamptz IS NULL OR s.created_at >= $6) ' +
-  'AND ($7::timestamptz IS NULL OR s.created_at < $7) ORDER BY c.ordinal LIMIT $8';
+export const CHILDREN_SQL = 'SELECT * FROM workhorse.list_children_v2($1, $2, $3, $4, $5, $6, $7, $8)';
 
 /**
  * What `admin.getJob` reports of a job's links: its prerequisites, its parent and children, and

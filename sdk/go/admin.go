@@ -60,7 +60,7 @@ func (a *Admin) GetJobTimeline(ctx context.Context, jobID string, o TimelineOpti
 	}
 	page.Items = []TimelineEntry{}
 	err = queryAll(ctx, a.db, pagedSQL("id::text, at, source, kind, attempt, worker_id, fence_token, data, login_role",
-		"workhorse.get_timeline_v3($1, $2, $3)", "p.id"),
+		"workhorse.get_timeline_v3($1, $2, $3)"),
 		[]any{jobID, nullable(o.Cursor), limit}, func(r rows) error {
 			var e TimelineEntry
 			var attempt *int64
@@ -111,7 +111,7 @@ func (a *Admin) ListJobs(ctx context.Context, f ListJobsFilter) (Page[JobSnapsho
 		return a.listChildren(ctx, f.ParentID, queue, typ, states, limit, f.Cursor)
 	}
 	var next string
-	page.Items, _, err = a.snapshots(ctx, pagedSQL(snapshotColumns, "workhorse.list_jobs_v3($1, $2, $3::text[], $4, $5)", "p.seq DESC"),
+	page.Items, _, err = a.snapshots(ctx, pagedSQL(snapshotColumns, "workhorse.list_jobs_v3($1, $2, $3::text[], $4, $5)"),
 		[]any{queue, typ, states, limit, nullable(f.Cursor)}, &next)
 	page.NextCursor = next
 	return page, err
@@ -148,7 +148,7 @@ func (a *Admin) ListDeadLetters(ctx context.Context, o ListDeadLettersOptions) (
 	}
 	var next string
 	page.Items, _, err = a.snapshots(ctx, pagedSQL(snapshotColumns,
-		"workhorse.list_dead_letters_v2($1, $2, $3, $4::text::timestamptz, $5::text::timestamptz, $6, $7)", "p.finished_at DESC, p.id DESC"),
+		"workhorse.list_dead_letters_v2($1, $2, $3, $4::text::timestamptz, $5::text::timestamptz, $6, $7)"),
 		[]any{nullable(f.Queue), nullable(f.Type), nullable(f.ErrorName), f.after, f.before, limit, nullable(o.Cursor)}, &next)
 	page.NextCursor = next
 	return page, err

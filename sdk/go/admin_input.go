@@ -1,50 +1,19 @@
 package workhorse
 
 import (
-	"encoding/base64"
-	"math/big"
-	"regexp"
 	"strings"
 	"time"
 )
 
 // pagedSQL reads a listing whose SQL function makes the cursors (make_cursor): after the rows,
-// when the listing goes on, the function answers one row with only next_cursor. Here every row
-// carries that cursor ("" for none) as its last column and the cursor's own row is left out (in this SDK a
-// page that goes on is never empty: none of its listings bounds the rows it examines). The
-// caller's cursor goes to the function as it is; one the database did not make is refused with
-// P1001 naming cursor.
-func pagedSQL(columns, call, order string) string {
-	return "WITH p AS MATERIALIZED (SELECT * FROM " + call + ") SELECT " + columns +
-		", coalesce((SELECT x.next_cursor FROM p x WHERE x.next_cursor IS NOT NULL), '') FROM p WHERE p.next_cursor IS NULL ORDER BY " + order
-}
-
-// The children of a parent (ListJobs with ParentID) still page with a cursor made here: that
-// listing is a client query with no SQL function of its own yet. The database's encoding
-// (base64url of kind:position), so the cursors read alike.
-func encodeCursor(kind, position string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(kind + ":" + position))
-}
-
-var (
-	cursorNumber = regexp.MustCompile(`^\d{1,19}$`)
-	maxBigint    = big.NewInt(0).SetUint64(1<<63 - 1)
-)
-
-// decodeCursor returns the bigint position of a children cursor; anything else is refused
-// before it reaches SQL.
-func decodeCursor(kind, cursor string) (string, error) {
-	refused := invalid("cursor", "is not a cursor returned by this API")
-	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(cursor, "="))
-	if err != nil || !strings.HasPrefix(string(raw), kind+":") {
-		return "", refused
-	}
-	position := string(raw[len(kind)+1:])
-	n, ok := big.NewInt(0).SetString(position, 10)
-	if !cursorNumber.MatchString(position) || !ok || n.Cmp(maxBigint) > 0 {
-		return "", refused
-	}
-	return position, nil
+// when the listing goes on, the function answers one row with only next_cursor. Here every row,
+// in the function's order, carries that cursor ("" for none) as its last column and the
+// cursor's own row is left out (in this SDK a page that goes on is never empty: none of its
+// listings bounds the rows it examines). The caller's cursor goes to the function as it is; one
+// the database did not make is refused with P1001 naming cursor.
+func pagedSQL(columns, call string) string {
+	return "WITH p AS MATERIALIZED (SELECT * FROM " + call + " WITH ORDINALITY) SELECT " + columns +
+		", coalesce((SELECT x.next_cursor FROM p x WHERE x.next_cursor IS NOT NULL), '') FROM p WHERE p.next_cursor IS NULL ORDER BY p.ordinality"
 }
 
 func limitOf(limit, byDefault int) (int, error) {

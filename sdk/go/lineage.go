@@ -65,29 +65,16 @@ func live(s JobState) bool {
 	return s == StateBlocked || s == StateScheduled || s == StateReady || s == StateActive
 }
 
-// listChildren pages a parent's children in the order they were started; the cursor is a
-// position among them.
+// listChildren pages a parent's children in the order they were started.
 func (a *Admin) listChildren(ctx context.Context, parentID string, queue, typ, states any, limit int, cursor string) (Page[JobSnapshot], error) {
 	var page Page[JobSnapshot]
 	if err := checkJobID(parentID, "parentId"); err != nil {
 		return page, err
 	}
-	after := "0"
-	if cursor != "" {
-		var err error
-		if after, err = decodeCursor("children", cursor); err != nil {
-			return page, err
-		}
-	}
-	var last string
+	var next string
 	var err error
-	page.Items, _, err = a.snapshots(ctx, "SELECT "+snapshotColumns+`, c.ordinal::text
-		FROM workhorse.list_children_v1($1) c CROSS JOIN LATERAL workhorse.get_job_v1(c.job_id) s
-		WHERE c.ordinal > $2::text::bigint AND ($3::text IS NULL OR s.queue = $3) AND ($4::text IS NULL OR s.type = $4)
-		  AND ($5::text[] IS NULL OR s.state = ANY ($5::text[])) ORDER BY c.ordinal LIMIT $6`,
-		[]any{parentID, after, queue, typ, states, limit}, &last)
-	if err == nil && len(page.Items) == limit {
-		page.NextCursor = encodeCursor("children", last)
-	}
+	page.Items, _, err = a.snapshots(ctx, pagedSQL(snapshotColumns, "workhorse.list_children_v2($1, $2, $3, $4::text[], NULL, NULL, $5, $6)"),
+		[]any{parentID, queue, typ, states, limit, nullable(cursor)}, &next)
+	page.NextCursor = next
 	return page, err
 }

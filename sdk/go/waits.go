@@ -196,7 +196,7 @@ func (a *Admin) ListHumanWaits(ctx context.Context, f HumanWaitFilter) (Page[Hum
 	}
 	page.Items = []HumanWait{}
 	err = queryAll(ctx, a.db, pagedSQL("job_id::text, queue, type, name, context, choices, timeout_at, attempt, created_at",
-		"workhorse.list_human_waits_v2($1, $2, $3, $4::text::uuid, $5, $6)", "p.id"),
+		"workhorse.list_human_waits_v2($1, $2, $3, $4::text::uuid, $5, $6)"),
 		[]any{queue, typ, name, jobID, limit, nullable(f.Cursor)}, func(r rows) error {
 			var w HumanWait
 			var context, choices []byte

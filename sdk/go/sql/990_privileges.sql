@@ -56,6 +56,7 @@ INSERT INTO workhorse.protocol_function (name, capabilities) VALUES
   ('queue_activity_v1',       '{operator}'),
   ('job_links_v1',            '{operator}'),
   ('list_children_v1',        '{operator}'),
+  ('list_children_v2',        '{operator}'),
   ('job_signals_v1',          '{operator}'),
   ('job_waits_v1',            '{operator}'),
   ('get_timeline_v1',         '{operator}'),

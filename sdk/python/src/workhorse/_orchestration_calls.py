@@ -5,7 +5,6 @@ TypeScript client checks them (lib/core/waits.ts); the SQL functions check again
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 
 from . import _protocol as p
 from ._calls import Call, job_filter
@@ -65,13 +64,7 @@ def list_children(
     parent = check_job_id(parent_id, "parentId")
     q, t, s = job_filter(queue, type, states)
     n = check_int(limit, "limit", 1, 1000)
-    after = p.decode_position("children", cursor) or 0
-
-    def convert(rows: Sequence[p.Row]) -> Page[JobSnapshot]:
-        nxt = p.encode_cursor("children", str(rows[-1][p.SNAPSHOT_SEQ + 1])) if len(rows) == n else None
-        return Page([p.to_snapshot(r) for r in rows], nxt)
-
-    return Call(p.LIST_CHILDREN_SQL, (parent, after, q, t, s, n), convert)
+    return Call(p.LIST_CHILDREN_SQL, (parent, q, t, s, n, p.check_cursor(cursor)), lambda rows: p.page_of(rows, p.to_snapshot))
 
 
 def send_signal(job_id: object, name: object, payload: object, idempotency_key: object) -> Call[SendSignalStatus]:

@@ -5,9 +5,7 @@ output is read as text and parsed here: the two drivers then return the same Pyt
 
 from __future__ import annotations
 
-import base64
 import json
-import re
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
 
@@ -115,12 +113,10 @@ GET_JOB_DETAILS_SQL = (
     "FROM workhorse.job_links_v1($1::uuid) WITH ORDINALITY AS l (relation, job_id, state, key, ord)) "
     "FROM workhorse.get_job_v1($1::uuid)"
 )
-#: A page of a parent's children after position $2, filtered by queue, type and states.
+#: A page of a parent's children, filtered by queue, type and states, after the cursor $6.
 LIST_CHILDREN_SQL = (
-    f"SELECT {_SNAPSHOT_COLUMNS}, c.ordinal FROM workhorse.list_children_v1($1::uuid) c "
-    "CROSS JOIN LATERAL workhorse.get_job_v1(c.job_id) s "
-    "WHERE c.ordinal > $2::bigint AND ($3::text IS NULL OR s.queue = $3::text) AND ($4::text IS NULL OR s.type = $4::text) "
-    "AND ($5::text[] IS NULL OR s.state = ANY ($5::text[])) ORDER BY c.ordinal LIMIT $6::integer"
+    f"SELECT {_SNAPSHOT_COLUMNS}, next_cursor FROM workhorse.list_children_v2($1::uuid, $2::text, $3::text, "
+    "$4::text[], NULL, NULL, $5::integer, $6::text)"
 )
 SEND_SIGNAL_SQL = "SELECT workhorse.send_signal_v1($1::uuid, $2::text, $3::jsonb, $4::text)"
 COMPLETE_HUMAN_WAIT_SQL = "SELECT workhorse.complete_human_wait_v1($1::uuid, $2::text, $3::jsonb, $4::text, $5::text, $6::text)"
@@ -214,11 +210,8 @@ def to_worker_info(row: Row) -> WorkerInfo:
 
 # ---- cursors --------------------------------------------------------------------------------
 # The database makes every listing's cursors and refuses one it did not make (P1001 naming
-# ``cursor``, raised as InvalidCursorError); this SDK passes them through. Only the children of a
-# parent still page with a cursor made here: that listing is a client query with no SQL function
-# of its own yet (the same encoding as the database's, base64url of ``kind:position``).
+# ``cursor``, raised as InvalidCursorError); this SDK passes them through.
 
-_MAX_BIGINT = 9_223_372_036_854_775_807
 T = TypeVar("T")
 
 
@@ -233,26 +226,6 @@ def page_of(rows: Sequence[Row], item: Callable[[Row], T]) -> Page[T]:
     """A page of a listing whose last row, when the listing goes on, only carries the next cursor."""
     nxt = rows[-1][-1] if rows else None
     return Page([item(r) for r in (rows[:-1] if nxt is not None else rows)], nxt)
-
-
-def encode_cursor(kind: str, position: str) -> str:
-    return base64.urlsafe_b64encode(f"{kind}:{position}".encode()).decode().rstrip("=")
-
-
-def decode_position(kind: str, cursor: object) -> int | None:
-    """The bigint position of a ``children`` cursor (None for no cursor)."""
-    if cursor is None:
-        return None
-    if not isinstance(cursor, str):
-        raise InvalidCursorError()
-    try:
-        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("utf-8")
-    except ValueError as error:
-        raise InvalidCursorError() from error
-    match = re.fullmatch(rf"{kind}:(\d{{1,19}})", text)
-    if not match or int(match[1]) > _MAX_BIGINT:
-        raise InvalidCursorError()
-    return int(match[1])
 
 
 def first_value(rows: Sequence[Row]) -> Any:
