@@ -79,6 +79,7 @@ describe('a cursor the listing did not make is refused with InvalidCursorError (
       ['listDeadLetters', (cursor) => admin.listDeadLetters({ cursor: cursor as string }), jobsCursor],
       ['getJobTimeline', (cursor) => admin.getJobTimeline(deadId, { cursor: cursor as string }), deadCursor],
       ['listHumanWaits', (cursor) => admin.listHumanWaits({ cursor: cursor as string }), jobsCursor],
+      ['listJobs of a parent', (cursor) => admin.listJobs({ parentId: deadId, cursor: cursor as string }), jobsCursor],
     ];
     for (const [listing, read, foreign] of reads) {
       for (const cursor of [foreign, ...forged]) {
