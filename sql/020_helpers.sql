@@ -119,6 +119,55 @@ BEGIN
 END
 $$;
 
+-- Page cursors are made and read here, for every listing: opaque text, the base64url (no
+-- padding) of `<kind>:<position>`, the kind naming the listing that made it. (The encoding the
+-- SDKs used before they left it to the database, so a cursor of either pages on.)
+CREATE FUNCTION workhorse.make_cursor(p_kind text, p_position text)
+RETURNS text
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT rtrim(translate(encode(convert_to(p_kind || ':' || p_position, 'UTF8'), 'base64'), E'+/\n', '-_'), '=')
+$$;
+
+-- The position of a cursor that the listing p_kind made (NULL for no cursor), matching
+-- p_pattern. Anything else (not base64url, another listing's cursor, a forged position) is
+-- refused with P1001 naming `cursor`.
+CREATE FUNCTION workhorse.cursor_position(p_kind text, p_cursor text, p_pattern text)
+RETURNS text
+LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+  v_text text;
+BEGIN
+  IF p_cursor IS NULL THEN
+    RETURN NULL;
+  END IF;
+  IF p_cursor ~ '^[A-Za-z0-9_-]+$' AND length(p_cursor) <= 400 AND length(p_cursor) % 4 <> 1 THEN
+    BEGIN
+      v_text := convert_from(decode(translate(p_cursor, '-_', '+/') || repeat('=', (4 - length(p_cursor) % 4) % 4), 'base64'), 'UTF8');
+    EXCEPTION WHEN OTHERS THEN
+      v_text := NULL; -- not UTF-8 text: not a cursor
+    END;
+  END IF;
+  IF v_text IS NULL OR v_text !~ ('^' || p_kind || ':(' || p_pattern || ')$') THEN
+    PERFORM workhorse.raise_invalid('cursor', 'is not a cursor returned by this API');
+  END IF;
+  RETURN substr(v_text, length(p_kind) + 2);
+END
+$$;
+
+-- The bigint position of a cursor of p_kind (jobs, timeline, waits); NULL for no cursor.
+CREATE FUNCTION workhorse.cursor_bigint(p_kind text, p_cursor text)
+RETURNS bigint
+LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+  v_position text := workhorse.cursor_position(p_kind, p_cursor, '[0-9]{1,19}');
+BEGIN
+  IF v_position::numeric > 9223372036854775807 THEN
+    PERFORM workhorse.raise_invalid('cursor', 'is not a cursor returned by this API');
+  END IF;
+  RETURN v_position::bigint;
+END
+$$;
+
 -- A timestamp given as ISO 8601 text with a time zone, checked field by field so that a bad
 -- value is refused with P1001 instead of failing the cast (no exception block: those open a
 -- subtransaction per call).
@@ -365,11 +414,37 @@ BEGIN
 END
 $$;
 
+-- One part of an error envelope as it is stored: at most p_max characters; a longer part is cut
+-- and says so.
+CREATE FUNCTION workhorse.bounded_error_part(p_text text, p_max integer)
+RETURNS text
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE WHEN length(p_text) <= p_max THEN p_text
+              ELSE left(p_text, p_max) || format('… [truncated: %s of %s characters kept]', p_max, length(p_text)) END
+$$;
+
+-- The one bound of every stored error envelope, whoever sends or makes it (fail_v1, release_v1,
+-- cancellations): {"name", "message", "stack"?}, the name at most 200 characters, the message
+-- and the stack at most 32,768 each (characters are Unicode code points, the same for every
+-- SDK); a longer part ends with `… [truncated: n of m characters kept]`. A part that is not a
+-- string is kept as its JSON text, a missing or null name reads "Error", a missing message "", a
+-- null stack is left out, other keys are dropped. So a stored envelope is at most about 400 KB
+-- of JSON, whatever the parts held, and a failure is never refused for its size.
+CREATE FUNCTION workhorse.bounded_error(p_error jsonb)
+RETURNS jsonb
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT jsonb_build_object(
+           'name', workhorse.bounded_error_part(coalesce(p_error ->> 'name', 'Error'), 200),
+           'message', workhorse.bounded_error_part(coalesce(p_error ->> 'message', ''), 32768))
+         || CASE WHEN p_error ->> 'stack' IS NULL THEN '{}'::jsonb
+                 ELSE jsonb_build_object('stack', workhorse.bounded_error_part(p_error ->> 'stack', 32768)) END
+$$;
+
 -- The error envelope of a job ended by a cancel request.
 CREATE FUNCTION workhorse.cancel_error(p_reason text)
 RETURNS jsonb
 LANGUAGE sql IMMUTABLE AS $$
-  SELECT jsonb_build_object('name', 'Canceled', 'message', coalesce(p_reason, 'canceled on request'))
+  SELECT workhorse.bounded_error(jsonb_build_object('name', 'Canceled', 'message', coalesce(p_reason, 'canceled on request')))
 $$;
 
 -- Fails a live job whose deadline has passed, whatever its state, with DeadlineExceeded and no

@@ -590,3 +590,56 @@ BEGIN
   ORDER BY 2;
 END
 $$;
+
+-- The children of a job in the order they were started, as snapshots, filtered by queue, type,
+-- states and creation time, a page at a time (admin.listJobs({ parentId })): p_cursor is the
+-- next_cursor of the previous page (NULL for the first), refused with P1001 naming `cursor` when
+-- this listing did not make it. Returns the children (next_cursor NULL), then, when another one
+-- follows, one row whose columns are all NULL but next_cursor.
+CREATE FUNCTION workhorse.list_children_v2(
+  p_parent_id uuid, p_queue text DEFAULT NULL, p_type text DEFAULT NULL, p_states text[] DEFAULT NULL,
+  p_created_after timestamptz DEFAULT NULL, p_created_before timestamptz DEFAULT NULL,
+  p_limit integer DEFAULT 50, p_cursor text DEFAULT NULL)
+RETURNS TABLE (
+  id uuid, queue text, type text, payload jsonb, priority integer, max_attempts integer,
+  retry_policy jsonb, tags text[], state text, current_attempt integer, run_at timestamptz,
+  created_at timestamptz, finished_at timestamptz, result jsonb, error jsonb, worker_id text,
+  lease_expires_at timestamptz, cancel_requested_at timestamptz, progress jsonb,
+  redriven_from uuid, redriven_to uuid[], seq bigint, deadline timestamptz,
+  execution_timeout_ms integer, next_cursor text)
+LANGUAGE plpgsql STABLE AS $$
+#variable_conflict use_column
+DECLARE
+  v_after bigint := coalesce(workhorse.cursor_bigint('children', p_cursor), 0);
+BEGIN
+  IF p_limit IS NULL OR p_limit < 1 OR p_limit > 1000 THEN
+    PERFORM workhorse.raise_invalid('limit', 'must be an integer from 1 to 1000');
+  END IF;
+  RETURN QUERY
+  WITH page AS MATERIALIZED (
+    SELECT s.*, c.ordinal AS position
+    FROM workhorse.list_children_v1(p_parent_id) c CROSS JOIN LATERAL workhorse.get_job_v1(c.job_id) s
+    WHERE c.ordinal > v_after AND (p_queue IS NULL OR s.queue = p_queue) AND (p_type IS NULL OR s.type = p_type)
+      AND (p_states IS NULL OR s.state = ANY (p_states)) AND (p_created_after IS NULL OR s.created_at >= p_created_after)
+      AND (p_created_before IS NULL OR s.created_at < p_created_before)
+    ORDER BY c.ordinal
+    LIMIT p_limit + 1
+  ),
+  numbered AS (SELECT p.*, row_number() OVER (ORDER BY p.position) AS n FROM page p),
+  more AS (
+    SELECT workhorse.make_cursor('children', x.position::text) AS next_cursor
+    FROM numbered x
+    WHERE x.n = p_limit AND EXISTS (SELECT 1 FROM numbered y WHERE y.n = p_limit + 1)
+  )
+  SELECT x.id, x.queue, x.type, x.payload, x.priority, x.max_attempts, x.retry_policy, x.tags,
+         x.state, x.current_attempt, x.run_at, x.created_at, x.finished_at, x.result, x.error,
+         x.worker_id, x.lease_expires_at, x.cancel_requested_at, x.progress, x.redriven_from,
+         x.redriven_to, x.seq, x.deadline, x.execution_timeout_ms, x.next_cursor
+  FROM (
+    SELECT n.*, NULL::text AS next_cursor FROM numbered n WHERE n.n <= p_limit
+    UNION ALL
+    SELECT n.*, m.next_cursor FROM more m LEFT JOIN numbered n ON false
+  ) AS x
+  ORDER BY x.n NULLS LAST;
+END
+$$;

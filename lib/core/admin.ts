@@ -1,4 +1,4 @@
-import { decodeCursor, encodeCursor } from './cursor';
+import { checkCursor } from './cursor';
 import { call } from './protocol/call';
 import {
   CANCEL,
@@ -16,11 +16,12 @@ import {
   REDRIVE_MANY,
   RESUME_QUEUE,
   SET_QUEUE_POLICY,
+  TIMELINE,
 } from './protocol/admin';
 import { WorkhorseValidationError } from './errors';
 import { toSnapshot, type JobRow } from './protocol/job-row';
-import { readPage } from './paging';
-import { timelineSql, toTimelineEntry, type TimelineRow } from './timeline';
+import { toPage, type PagedRow } from './paging';
+import { toTimelineEntry, type TimelineRow } from './timeline';
 import { ACTOR_KEYS, actorOf } from './actor-options';
 import { AdminCalls } from './admin-calls';
 import {
@@ -106,16 +107,8 @@ export class Admin extends AdminCalls {
     checkJobId(jobId);
     options = checkOptions(options, 'options', ['limit', 'cursor'], 'a timeline option');
     const limit = options.limit === undefined ? 100 : checkInteger(options.limit, 'limit', 1, 1000);
-    const after = decodeCursor('timeline', options.cursor) ?? '0';
-    return readPage(
-      limit,
-      async (count, last: TimelineRow | null) => {
-        const sql = await timelineSql(this.pool, (text) => this.run<{ present: boolean }>(client, text, []));
-        return this.run<TimelineRow>(client, sql, [jobId, last?.id ?? after, count]);
-      },
-      toTimelineEntry,
-      (last) => encodeCursor('timeline', last.id),
-    );
+    const rows = await this.run<TimelineRow>(client, TIMELINE, [jobId, checkCursor(options.cursor), limit]);
+    return toPage(rows, toTimelineEntry);
   }
 
   /**
@@ -139,27 +132,22 @@ export class Admin extends AdminCalls {
     const createdAfter = filter.createdAfter === undefined ? null : checkDate(filter.createdAfter, 'createdAfter');
     const createdBefore = filter.createdBefore === undefined ? null : checkDate(filter.createdBefore, 'createdBefore');
     if (filter.parentId !== undefined) {
-      // A parent's children in the order they were started; the cursor is a position among them.
+      // A parent's children in the order they were started.
       const parentId = checkJobId(filter.parentId, 'parentId');
-      const after = decodeCursor('children', filter.cursor) ?? '0';
-      const children = await this.run<JobRow & { ordinal: string }>(client, LIST_CHILDREN, [parentId, after, queue, type, states, createdAfter, createdBefore, limit]);
-      const last = children[children.length - 1];
-      return { items: children.map(toSnapshot), nextCursor: children.length === limit ? encodeCursor('children', last.ordinal) : null };
+      const children = await this.run<JobRow & PagedRow>(client, LIST_CHILDREN, [parentId, queue, type, states, createdAfter, createdBefore, limit, checkCursor(filter.cursor)]);
+      return toPage(children, toSnapshot);
     }
-    const before = decodeCursor('jobs', filter.cursor);
-    const rows = await this.run<JobRow>(client, LIST_JOBS, [
+    const rows = await this.run<JobRow & PagedRow>(client, LIST_JOBS, [
       queue,
       type,
       states,
       limit,
-      before,
+      checkCursor(filter.cursor),
       createdAfter,
       createdBefore,
       scanLimit,
     ]);
-    // A last row without an id says where the listing goes on (see list_jobs_v2).
-    const more = rows.length > 0 && rows[rows.length - 1].id === null ? rows.pop() : undefined;
-    return { items: rows.map(toSnapshot), nextCursor: more ? encodeCursor('jobs', more.seq) : null };
+    return toPage(rows, toSnapshot);
   }
 
   /** The checkpoints a job saved, oldest first, with their stored values. */
@@ -217,10 +205,7 @@ export class Admin extends AdminCalls {
    * filtered by queue, type, wait name and job id, a page at a time.
    */
   async listHumanWaits(filter: ListHumanWaitsFilter = {}, client?: Queryable): Promise<Page<HumanWait>> {
-    return listHumanWaits(this.runner(client), filter, {
-      decode: (cursor) => decodeCursor('waits', cursor),
-      encode: (position) => encodeCursor('waits', position),
-    });
+    return listHumanWaits(this.runner(client), filter);
   }
 
   /**
@@ -256,22 +241,16 @@ export class Admin extends AdminCalls {
     options = checkOptions(options, 'options', [...DEAD_LETTER_KEYS, 'limit', 'cursor'], 'a dead-letter filter');
     const filter = this.deadLetterFilter(options);
     const limit = options.limit === undefined ? 50 : checkInteger(options.limit, 'limit', 1, 1000);
-    const position = decodeCursor('dead', options.cursor);
-    const [finishedAt, jobId] = position === null ? [null, null] : position.split('/');
-    type DeadLetterRow = JobRow & { cursor_at: string };
-    return readPage(
+    const rows = await this.run<JobRow & PagedRow>(client, LIST_DEAD_LETTERS, [
+      filter.queue ?? null,
+      filter.type ?? null,
+      filter.errorName ?? null,
+      filter.finishedAfter ?? null,
+      filter.finishedBefore ?? null,
       limit,
-      (count, last: DeadLetterRow | null) =>
-        this.run<DeadLetterRow>(
-          client,
-          LIST_DEAD_LETTERS,
-          [filter.queue ?? null, filter.type ?? null, filter.errorName ?? null, filter.finishedAfter ?? null,
-            filter.finishedBefore ?? null, count, last?.cursor_at ?? finishedAt, last?.id ?? jobId],
-        ),
-      toSnapshot,
-      // The position keeps microseconds (a JavaScript Date would cut them to milliseconds).
-      (last) => encodeCursor('dead', `${last.cursor_at}/${last.id}`),
-    );
+      checkCursor(options.cursor),
+    ]);
+    return toPage(rows, toSnapshot);
   }
 
   /**

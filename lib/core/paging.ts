@@ -1,30 +1,16 @@
 import type { Page } from './types';
 
-/** The most rows one call of a listing function of the SQL protocol returns. */
-const MOST_ROWS = 1000;
+/** A row of a listing of the SQL protocol: the database makes the cursors (`make_cursor`). */
+export interface PagedRow {
+  next_cursor: string | null;
+}
 
 /**
- * One page of a listing, and whether another follows: the SQL is asked for one row more than the
- * page shows, and a next cursor is given only when that row exists, so a listing that exactly
- * fills its last page ends there instead of pointing at an empty page. A page of the most rows
- * the SQL returns is followed by a read of one row after it instead. `read(count, after)` reads
- * `count` rows from the caller's cursor, or from just after the row `after`.
+ * One page of a listing: the rows the SQL function answered, of which the last, when the listing
+ * goes on, only carries the cursor of the next page (the database decides whether another page
+ * follows, so a listing that exactly fills its last page ends there).
  */
-export async function readPage<R, T>(
-  limit: number,
-  read: (count: number, after: R | null) => Promise<R[]>,
-  item: (row: R) => T,
-  cursorAfter: (last: R) => string,
-): Promise<Page<T>> {
-  let rows: R[];
-  let more: boolean;
-  if (limit < MOST_ROWS) {
-    const read1 = await read(limit + 1, null);
-    rows = read1.slice(0, limit);
-    more = read1.length > limit;
-  } else {
-    rows = await read(limit, null);
-    more = rows.length === limit && (await read(1, rows[rows.length - 1])).length > 0;
-  }
-  return { items: rows.map(item), nextCursor: more ? cursorAfter(rows[rows.length - 1]) : null };
+export function toPage<R extends PagedRow, T>(rows: R[], item: (row: R) => T): Page<T> {
+  const nextCursor = rows.length > 0 ? rows[rows.length - 1].next_cursor : null;
+  return { items: (nextCursor === null ? rows : rows.slice(0, -1)).map(item), nextCursor };
 }

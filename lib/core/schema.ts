@@ -14,14 +14,14 @@ export type { InstallSchemaResult } from './schema-migrator';
  * The schema version this package ships: the number of its last migration step
  * (sql/migrations/NNNN_*.sql; a test keeps the two equal). (The Go SDK's tests read it from this line.)
  */
-export const SCHEMA_VERSION = 13;
+export const SCHEMA_VERSION = 14;
 
 /**
  * The oldest installed schema version this package works with: every function its calls use
  * exists from this version on. A worker of this release starts against any version from here to
  * {@link SCHEMA_VERSION}, so workers can be rolled before or after the migration.
  */
-export const MIN_SCHEMA_VERSION = 13;
+export const MIN_SCHEMA_VERSION = 14;
 
 /** Where the protocol's `.sql` files live: `sql/` in the repository, `dist/sql/` when built. */
 export const SQL_DIR = join(__dirname, '..', '..', 'sql');

@@ -1,7 +1,6 @@
-import { HAS_TIMELINE_V2, TIMELINE, TIMELINE_V1 } from './protocol/admin';
 import type { JsonValue, TimelineEntry } from './types';
 
-/** A row of `get_timeline_v2` (or of `get_timeline_v1`, which has no `login_role`). */
+/** A row of `get_timeline_v3`: an entry, or the last row that only carries `next_cursor`. */
 export interface TimelineRow {
   id: string;
   at: Date;
@@ -12,25 +11,9 @@ export interface TimelineRow {
   fence_token: string | null;
   data: { [key: string]: JsonValue } | null;
   login_role?: string | null;
+  next_cursor: string | null;
 }
 
-/** A page of a job's timeline, with the login role of each event. */
-/** The same on a schema that predates get_timeline_v2 (rows without login_role). */
-/** Whether the schema has get_timeline_v2: asked until it has (a migration adds it while clients run). */
-const withV2 = new WeakSet<object>();
-
-/**
- * The statement that reads a page of the timeline: `get_timeline_v2` once the schema has it
- * (remembered per pool), else `get_timeline_v1`. Asked with a catalog lookup rather than by
- * trying, so a read inside the caller's transaction never fails on an older schema.
- */
-export async function timelineSql(pool: object, query: (text: string) => Promise<{ present: boolean }[]>): Promise<string> {
-  if (withV2.has(pool)) return TIMELINE;
-  const [row] = await query(HAS_TIMELINE_V2);
-  if (!row?.present) return TIMELINE_V1;
-  withV2.add(pool);
-  return TIMELINE;
-}
 
 export function toTimelineEntry(row: TimelineRow): TimelineEntry {
   return {

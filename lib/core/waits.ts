@@ -2,6 +2,8 @@ import { WorkhorseValidationError } from './errors';
 import { call } from './protocol/call';
 import { LIST_HUMAN_WAITS } from './protocol/admin';
 import { COMPLETE_HUMAN_WAIT, SEND_SIGNAL } from './protocol/producer';
+import { checkCursor } from './cursor';
+import { toPage, type PagedRow } from './paging';
 import type { JsonValue, Page, Queryable } from './types';
 import { checkInteger, checkJobId, checkName, checkOptions, checkText, toJsonText } from './validation';
 
@@ -136,11 +138,10 @@ interface HumanWaitRow {
   created_at: Date;
 }
 
-/** See `Admin.listHumanWaits`; `cursor` decodes and encodes the page position (a wait id). */
+/** See `Admin.listHumanWaits`; the cursor is the database's, passed through as it is. */
 export async function listHumanWaits(
   db: Queryable,
   filter: ListHumanWaitsFilter,
-  cursor: { decode(value: string | undefined): string | null; encode(position: string): string },
 ): Promise<Page<HumanWait>> {
   const given = checkOptions(filter, 'filter', ['queue', 'type', 'name', 'jobId', 'limit', 'cursor'], 'a human-wait filter');
   const queue = given.queue === undefined ? null : checkName(given.queue, 'queue');
@@ -148,16 +149,15 @@ export async function listHumanWaits(
   const name = given.name === undefined ? null : checkText(given.name, 'name', 1, 200);
   const jobId = given.jobId === undefined ? null : checkJobId(given.jobId);
   const limit = given.limit === undefined ? 50 : checkInteger(given.limit, 'limit', 1, 1000);
-  const after = cursor.decode(given.cursor as string | undefined) ?? '0';
-  const rows = await call<HumanWaitRow>(db, LIST_HUMAN_WAITS, [
+  const rows = await call<HumanWaitRow & PagedRow>(db, LIST_HUMAN_WAITS, [
     queue,
     type,
     name,
     jobId,
     limit,
-    after,
+    checkCursor(given.cursor),
   ]);
-  const items = rows.map((row) => ({
+  return toPage(rows, (row) => ({
     jobId: row.job_id,
     queue: row.queue,
     type: row.type,
@@ -168,7 +168,6 @@ export async function listHumanWaits(
     attempt: row.attempt,
     createdAt: row.created_at,
   }));
-  return { items, nextCursor: rows.length === limit ? cursor.encode(rows[rows.length - 1].id) : null };
 }
 
 /** Checks a wait's timeout (1 ms to one year) and returns it, or null when none was given. */

@@ -3,7 +3,6 @@ package workhorse
 import (
 	"context"
 	"encoding/json"
-	"strconv"
 )
 
 // Admin reads what happened to jobs and acts on them as an operator (cancel, redrive, pause).
@@ -51,27 +50,18 @@ func (a *Admin) GetJobTimeline(ctx context.Context, jobID string, o TimelineOpti
 	if err != nil {
 		return page, err
 	}
-	after := "0"
-	if o.Cursor != "" {
-		if after, err = decodeCursor("timeline", o.Cursor); err != nil {
-			return page, err
-		}
-	}
 	if err := a.schema.check(ctx, a.db); err != nil {
 		return page, err
 	}
-	sql, err := a.schema.timelineSQL(ctx, a.db)
-	if err != nil {
-		return page, err
-	}
 	page.Items = []TimelineEntry{}
-	err = queryAll(ctx, a.db, sql,
-		[]any{jobID, after, limit}, func(r rows) error {
+	err = queryAll(ctx, a.db, timelineSQL,
+		[]any{jobID, nullable(o.Cursor), limit}, func(r rows) error {
 			var e TimelineEntry
 			var attempt *int64
 			var worker, loginRole *string
+			var next string
 			var data []byte
-			if err := r.Scan(&e.ID, &e.At, &e.Source, &e.Kind, &attempt, &worker, &e.FenceToken, &data, &loginRole); err != nil {
+			if err := r.Scan(&e.ID, &e.At, &e.Source, &e.Kind, &attempt, &worker, &e.FenceToken, &data, &loginRole, &next); err != nil {
 				return err
 			}
 			e.Data = data
@@ -82,11 +72,9 @@ func (a *Admin) GetJobTimeline(ctx context.Context, jobID string, o TimelineOpti
 			}
 			e.WorkerID = deref(worker)
 			page.Items = append(page.Items, e)
+			page.NextCursor = next
 			return nil
 		})
-	if err == nil && len(page.Items) == limit {
-		page.NextCursor = encodeCursor("timeline", page.Items[limit-1].ID)
-	}
 	return page, err
 }
 
@@ -116,18 +104,10 @@ func (a *Admin) ListJobs(ctx context.Context, f ListJobsFilter) (Page[JobSnapsho
 	if f.ParentID != "" {
 		return a.listChildren(ctx, f.ParentID, queue, typ, states, limit, f.Cursor)
 	}
-	var before any
-	if f.Cursor != "" {
-		if before, err = decodeCursor("jobs", f.Cursor); err != nil {
-			return page, err
-		}
-	}
-	var lastSeq int64
-	page.Items, lastSeq, err = a.snapshots(ctx, listJobsSQL,
-		[]any{queue, typ, states, limit, before}, nil)
-	if err == nil && len(page.Items) == limit {
-		page.NextCursor = encodeCursor("jobs", strconv.FormatInt(lastSeq, 10))
-	}
+	var next string
+	page.Items, _, err = a.snapshots(ctx, listJobsSQL,
+		[]any{queue, typ, states, limit, nullable(f.Cursor)}, &next)
+	page.NextCursor = next
 	return page, err
 }
 
@@ -160,20 +140,10 @@ func (a *Admin) ListDeadLetters(ctx context.Context, o ListDeadLettersOptions) (
 	if err != nil {
 		return page, err
 	}
-	var cursorAt, cursorID any
-	if o.Cursor != "" {
-		position, err := decodeCursor("dead", o.Cursor)
-		if err != nil {
-			return page, err
-		}
-		cursorAt, cursorID = position[:27], position[28:]
-	}
-	var lastAt string
+	var next string
 	page.Items, _, err = a.snapshots(ctx, listDeadLettersSQL,
-		[]any{nullable(f.Queue), nullable(f.Type), nullable(f.ErrorName), f.after, f.before, limit, cursorAt, cursorID}, &lastAt)
-	if err == nil && len(page.Items) == limit {
-		page.NextCursor = encodeCursor("dead", lastAt+"/"+page.Items[limit-1].ID)
-	}
+		[]any{nullable(f.Queue), nullable(f.Type), nullable(f.ErrorName), f.after, f.before, limit, nullable(o.Cursor)}, &next)
+	page.NextCursor = next
 	return page, err
 }
 

@@ -1,49 +1,9 @@
 package workhorse
 
 import (
-	"encoding/base64"
-	"math/big"
-	"regexp"
 	"strings"
 	"time"
 )
-
-// Cursors are opaque to callers: a tag that says which list issued them and a position,
-// encoded as the TypeScript client does, so a cursor from one SDK pages on in another.
-func encodeCursor(kind, position string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(kind + ":" + position))
-}
-
-var (
-	cursorNumber = regexp.MustCompile(`^\d{1,19}$`)
-	cursorDead   = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
-	maxBigint    = big.NewInt(0).SetUint64(1<<63 - 1)
-)
-
-// decodeCursor returns the position of a cursor of this kind: a bigint (jobs, timeline) or a
-// UTC time and a job id (dead); anything else is refused before it reaches SQL.
-func decodeCursor(kind, cursor string) (string, error) {
-	refused := invalid("cursor", "is not a cursor returned by this API")
-	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(cursor, "="))
-	if err != nil || !strings.HasPrefix(string(raw), kind+":") {
-		return "", refused
-	}
-	position := string(raw[len(kind)+1:])
-	if kind == "dead" {
-		if !cursorDead.MatchString(position) {
-			return "", refused
-		}
-		if _, err := time.Parse("2006-01-02T15:04:05.000000Z", position[:27]); err != nil {
-			return "", refused
-		}
-		return position, nil
-	}
-	n, ok := big.NewInt(0).SetString(position, 10)
-	if !cursorNumber.MatchString(position) || !ok || n.Cmp(maxBigint) > 0 {
-		return "", refused
-	}
-	return position, nil
-}
 
 func limitOf(limit, byDefault int) (int, error) {
 	if limit == 0 {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
-	"unicode/utf8"
 )
 
 // HandlerError is an error with a name of its own: the name is what an operator sees in the
@@ -81,20 +80,26 @@ func (e *panicError) Error() string      { return fmt.Sprint(e.value) }
 func (e *panicError) ErrorName() string  { return "Panic" }
 func (e *panicError) ErrorStack() string { return e.stack }
 
-// maxEnvelopeText bounds each of an envelope's name, message and stack, as the Python SDK does,
-// so that a failure is always storable (fail_v1 refuses an envelope over 1 MiB).
-const maxEnvelopeText = 64 << 10
+// errorPartCap is the most characters (runes) of each envelope part a client sends, the same in
+// every SDK. The stored bound is SQL's (workhorse.bounded_error: name 200, message and stack
+// 32,768 characters, a cut part saying so); this cap, far above it, only keeps the request of
+// any error sendable.
+const errorPartCap = 1 << 20
 
-// storable makes error text storable in jsonb: NUL and invalid UTF-8 become U+FFFD, and text
-// beyond 64 KiB is cut (error text is not under our control, so it is repaired, not refused).
+// storable makes error text sendable as jsonb: NUL and invalid UTF-8 become U+FFFD, and text
+// beyond errorPartCap runes is cut (error text is not under our control, so it is repaired, not
+// refused; the database bounds what it stores).
 func storable(text string) string {
 	text = strings.ReplaceAll(strings.ToValidUTF8(text, "\uFFFD"), "\x00", "\uFFFD")
-	if len(text) <= maxEnvelopeText {
+	if len(text) <= errorPartCap {
 		return text
 	}
-	cut := maxEnvelopeText
-	for cut > 0 && !utf8.RuneStart(text[cut]) {
-		cut--
+	runes := 0
+	for i := range text {
+		if runes == errorPartCap {
+			return text[:i]
+		}
+		runes++
 	}
-	return text[:cut]
+	return text
 }

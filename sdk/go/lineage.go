@@ -65,26 +65,16 @@ func live(s JobState) bool {
 	return s == StateBlocked || s == StateScheduled || s == StateReady || s == StateActive
 }
 
-// listChildren pages a parent's children in the order they were started; the cursor is a
-// position among them.
+// listChildren pages a parent's children in the order they were started.
 func (a *Admin) listChildren(ctx context.Context, parentID string, queue, typ, states any, limit int, cursor string) (Page[JobSnapshot], error) {
 	var page Page[JobSnapshot]
 	if err := checkJobID(parentID, "parentId"); err != nil {
 		return page, err
 	}
-	after := "0"
-	if cursor != "" {
-		var err error
-		if after, err = decodeCursor("children", cursor); err != nil {
-			return page, err
-		}
-	}
-	var last string
+	var next string
 	var err error
 	page.Items, _, err = a.snapshots(ctx, listChildrenSQL,
-		[]any{parentID, after, queue, typ, states, limit}, &last)
-	if err == nil && len(page.Items) == limit {
-		page.NextCursor = encodeCursor("children", last)
-	}
+		[]any{parentID, queue, typ, states, limit, nullable(cursor)}, &next)
+	page.NextCursor = next
 	return page, err
 }

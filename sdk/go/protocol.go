@@ -138,14 +138,7 @@ const (
 	// Any job's row (see jobRowColumns), or no row.
 	getJobSQL = "SELECT " + jobRowColumns + " FROM workhorse.get_job_v1($1)"
 
-	// A page of job rows: queue, type, states, limit, before (seq).
-	listJobsSQL = "SELECT " + jobRowColumns + " FROM workhorse.list_jobs_v1($1, $2, $3::text[], $4, $5::text::bigint)"
 
-	// A page of a parent's children (job rows) with each one's ordinal: parent, after, queue, type, states, limit.
-	listChildrenSQL = "SELECT " + jobRowColumns + `, c.ordinal::text
-		FROM workhorse.list_children_v1($1) c CROSS JOIN LATERAL workhorse.get_job_v1(c.job_id) s
-		WHERE c.ordinal > $2::text::bigint AND ($3::text IS NULL OR s.queue = $3) AND ($4::text IS NULL OR s.type = $4)
-		  AND ($5::text[] IS NULL OR s.state = ANY ($5::text[])) ORDER BY c.ordinal LIMIT $6`
 
 	// A job's prerequisites, parent and children.
 	jobLinksSQL = "SELECT relation, job_id::text, state, key FROM workhorse.job_links_v1($1)"
@@ -153,9 +146,6 @@ const (
 	// Cancels a job: job id, reason.
 	cancelSQL = "SELECT workhorse.cancel_v1($1, $2)"
 
-	// A page of dead letters (job rows) with each one's position as text (microseconds kept).
-	listDeadLettersSQL = "SELECT " + jobRowColumns + `, to_char(finished_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
-		FROM workhorse.list_dead_letters_v1($1, $2, $3, $4::text::timestamptz, $5::text::timestamptz, $6, $7::text::timestamptz, $8::text::uuid)`
 
 	// Redrives one job: job id, request id, actor, reason.
 	redriveSQL = "SELECT workhorse.redrive_v1($1, $2, $3, $4)::text"
@@ -184,12 +174,7 @@ const (
 	// A schedule's history: namespace, key, limit.
 	scheduleHistorySQL = "SELECT revision, at, change, definition, actor, login_role, reason, job_id::text FROM workhorse.get_schedule_history_v2($1, $2, $3)"
 
-	// A page of open human waits: queue, type, name, job id, limit, after.
-	listHumanWaitsSQL = `SELECT id, job_id::text, queue, type, name, context, choices, timeout_at, attempt, created_at
-		FROM workhorse.list_human_waits_v1($1, $2, $3, $4::text::uuid, $5, $6::text::bigint)`
 
-	// Whether the installed schema has get_timeline_v2.
-	hasTimelineV2SQL = "SELECT to_regprocedure('workhorse.get_timeline_v2(uuid,bigint,integer)') IS NOT NULL"
 
 	// One queue's row of listQueuesSQL (none for an idle queue).
 	getQueueSQL = listQueuesSQL + " WHERE queue = $1"
@@ -203,11 +188,6 @@ const (
 	resumeScheduleSQL = "SELECT workhorse.resume_schedule_v1($1, $2, $3, $4)"
 )
 
-// A page of a timeline: get_timeline_v2 once the schema has it (hasTimelineV2SQL), else v1.
-const (
-	timelineV2SQL = "SELECT id::text, at, source, kind, attempt, worker_id, fence_token, data, login_role FROM workhorse.get_timeline_v2($1, $2::text::bigint, $3)"
-	timelineV1SQL = "SELECT id::text, at, source, kind, attempt, worker_id, fence_token, data, NULL::text FROM workhorse.get_timeline_v1($1, $2::text::bigint, $3)"
-)
 
 // notifyChannel is where the SQL functions pg_notify a queue's name whenever it gains ready work.
 const notifyChannel = "workhorse_jobs"
@@ -228,3 +208,35 @@ const (
 		WHERE p.oid = pg_catalog.to_regprocedure('workhorse.oldest_client_v1()')) FROM workhorse.schema_version s`
 	oldestClientSQL = "SELECT workhorse.oldest_client_v1()"
 )
+
+// The listings page with cursors their SQL functions make (see pagedSQL).
+var (
+	// A page of job rows: queue, type, states, limit, cursor.
+	listJobsSQL = pagedSQL(jobRowColumns, "workhorse.list_jobs_v3($1, $2, $3::text[], $4, $5)")
+
+	// A page of dead letters (job rows): queue, type, error name, finished after, finished before, limit, cursor.
+	listDeadLettersSQL = pagedSQL(jobRowColumns,
+		"workhorse.list_dead_letters_v2($1, $2, $3, $4::text::timestamptz, $5::text::timestamptz, $6, $7)")
+
+	// A page of a parent's children (job rows): parent, queue, type, states, limit, cursor.
+	listChildrenSQL = pagedSQL(jobRowColumns, "workhorse.list_children_v2($1, $2, $3, $4::text[], NULL, NULL, $5, $6)")
+
+	// A page of open human waits: queue, type, name, job id, limit, cursor.
+	listHumanWaitsSQL = pagedSQL("job_id::text, queue, type, name, context, choices, timeout_at, attempt, created_at",
+		"workhorse.list_human_waits_v2($1, $2, $3, $4::text::uuid, $5, $6)")
+
+	// A page of a job's timeline: job id, cursor, limit.
+	timelineSQL = pagedSQL("id::text, at, source, kind, attempt, worker_id, fence_token, data, login_role",
+		"workhorse.get_timeline_v3($1, $2, $3)")
+)
+
+// pagedSQL reads a listing whose SQL function makes the cursors (make_cursor): after the rows,
+// when the listing goes on, the function answers one row with only next_cursor. Here every row,
+// in the function's order, carries that cursor ("" for none) as its last column and the
+// cursor's own row is left out (in this SDK a page that goes on is never empty: none of its
+// listings bounds the rows it examines). The caller's cursor goes to the function as it is; one
+// the database did not make is refused with P1001 naming cursor.
+func pagedSQL(columns, call string) string {
+	return "WITH p AS MATERIALIZED (SELECT * FROM " + call + " WITH ORDINALITY) SELECT " + columns +
+		", coalesce((SELECT x.next_cursor FROM p x WHERE x.next_cursor IS NOT NULL), '') FROM p WHERE p.next_cursor IS NULL ORDER BY p.ordinality"
+}

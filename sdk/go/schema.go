@@ -7,13 +7,13 @@ import (
 
 // SchemaVersion is the version of the workhorse schema this SDK installs and migrates to: the
 // highest step in its embedded sql/migrations/ (a test keeps the two equal).
-const SchemaVersion = 13
+const SchemaVersion = 14
 
 // MinSchemaVersion is the oldest schema version whose functions every call of this SDK still
 // finds, so a database not yet migrated keeps serving this release during a rolling deploy.
 // The clients accept MinSchemaVersion through SchemaVersion, and a newer schema that still
 // serves this release (see SchemaStatus.Compatible).
-const MinSchemaVersion = 13
+const MinSchemaVersion = 14
 
 // SchemaSituation names how the installed schema compares with this SDK's.
 type SchemaSituation string
@@ -124,27 +124,6 @@ func VerifySchema(ctx context.Context, db DB) error {
 // error, at the cost of one check per client (shared by the clients With derives).
 type schemaGate struct {
 	verified atomic.Bool
-	// timelineV2 says the schema has get_timeline_v2 (asked until it has: a migration adds it
-	// while clients run).
-	timelineV2 atomic.Bool
-}
-
-// timelineSQL is the statement that reads a page of a timeline: get_timeline_v2 once the schema
-// has it, else get_timeline_v1 (no login roles). A catalog lookup rather than a try, so a read
-// inside the caller's transaction never fails on an older schema.
-func (g *schemaGate) timelineSQL(ctx context.Context, db DB) (string, error) {
-	if g.timelineV2.Load() {
-		return timelineV2SQL, nil
-	}
-	var present bool
-	if err := queryRow(ctx, db, hasTimelineV2SQL, nil, &present); err != nil {
-		return "", err
-	}
-	if !present {
-		return timelineV1SQL, nil
-	}
-	g.timelineV2.Store(true)
-	return timelineV2SQL, nil
 }
 
 func (g *schemaGate) check(ctx context.Context, db DB) error {

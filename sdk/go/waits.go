@@ -3,7 +3,6 @@ package workhorse
 import (
 	"context"
 	"encoding/json"
-	"strconv"
 	"time"
 )
 
@@ -192,23 +191,17 @@ func (a *Admin) ListHumanWaits(ctx context.Context, f HumanWaitFilter) (Page[Hum
 	if err != nil {
 		return page, err
 	}
-	after := "0"
-	if f.Cursor != "" {
-		if after, err = decodeCursor("waits", f.Cursor); err != nil {
-			return page, err
-		}
-	}
 	if err := a.schema.check(ctx, a.db); err != nil {
 		return page, err
 	}
 	page.Items = []HumanWait{}
-	var lastID int64
 	err = queryAll(ctx, a.db, listHumanWaitsSQL,
-		[]any{queue, typ, name, jobID, limit, after}, func(r rows) error {
+		[]any{queue, typ, name, jobID, limit, nullable(f.Cursor)}, func(r rows) error {
 			var w HumanWait
 			var context, choices []byte
 			var attempt int64
-			if err := r.Scan(&lastID, &w.JobID, &w.Queue, &w.Type, &w.Name, &context, &choices, &w.TimeoutAt, &attempt, &w.CreatedAt); err != nil {
+			var next string
+			if err := r.Scan(&w.JobID, &w.Queue, &w.Type, &w.Name, &context, &choices, &w.TimeoutAt, &attempt, &w.CreatedAt, &next); err != nil {
 				return err
 			}
 			w.Context, w.Attempt = context, int(attempt)
@@ -218,10 +211,8 @@ func (a *Admin) ListHumanWaits(ctx context.Context, f HumanWaitFilter) (Page[Hum
 				}
 			}
 			page.Items = append(page.Items, w)
+			page.NextCursor = next
 			return nil
 		})
-	if err == nil && len(page.Items) == limit {
-		page.NextCursor = encodeCursor("waits", strconv.FormatInt(lastID, 10))
-	}
 	return page, err
 }

@@ -8,7 +8,7 @@
  */
 import { createServer, type AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
-import type { Admin, Queue } from '../../lib/core';
+import type { Admin, Queryable, Queue } from '../../lib/core';
 import type { TestDatabase } from '../support/db';
 import { fencedBlocks } from '../support/markdown';
 import { claimOne, complete, fail } from '../support/protocol';
@@ -132,6 +132,25 @@ async function registerWorker(bed: Bed, id: string, host: string, pid: number, q
   await bed.db.pool.query('SELECT * FROM workhorse.report_worker_v2($1, $2::jsonb, $3, NULL)', [id, JSON.stringify(info), inFlight]);
 }
 
+/**
+ * Runs `act` on a connection whose session user is `ops_alice`, the login role the examples
+ * show (changes record `session_user`): a role made once for the cluster, with the operator's
+ * calls on this database. (`SET SESSION AUTHORIZATION` needs the test's superuser login.)
+ */
+async function asOpsAlice(bed: Bed, act: (client: Queryable) => Promise<unknown>): Promise<void> {
+  const client = await bed.db.pool.connect();
+  try {
+    await client.query(`DO $$ BEGIN CREATE ROLE ops_alice; EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$`);
+    await client.query('GRANT USAGE ON SCHEMA workhorse TO ops_alice');
+    await client.query('GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA workhorse TO ops_alice');
+    await client.query('SET SESSION AUTHORIZATION ops_alice');
+    await act(client);
+  } finally {
+    await client.query('RESET SESSION AUTHORIZATION');
+    client.release();
+  }
+}
+
 /** Each compared block's state, built before its first command. */
 const SCENARIOS: Record<string, (bed: Bed) => Promise<void>> = {
   'Exit codes': async () => undefined,
@@ -165,7 +184,7 @@ const SCENARIOS: Record<string, (bed: Bed) => Promise<void>> = {
     }
     await bed.admin.setQueuePolicy('billing', { concurrency: 5 });
     await bed.admin.setQueuePolicy('emails', { concurrency: 20, rateLimit: { limit: 50, intervalMs: 1000 } });
-    await bed.admin.pauseQueue('billing', { actor: 'alice', reason: 'payment provider outage' });
+    await asOpsAlice(bed, (client) => bed.admin.pauseQueue('billing', { actor: 'alice', reason: 'payment provider outage' }, client));
   },
   '`workhorse queues pause Q` and `workhorse queues resume Q`': async (bed) => {
     await bed.queue.enqueue('invoice.send', {}, { queue: 'billing' });
@@ -191,7 +210,13 @@ const SCENARIOS: Record<string, (bed: Bed) => Promise<void>> = {
   '`workhorse workers list`': async (bed) => {
     await registerWorker(bed, 'web-2:3121:1b7d22aa', 'web-2', 3121, ['default'], 7);
     await registerWorker(bed, 'web-1:4242:9f3a0c1e', 'web-1', 4242, ['default', 'emails'], 3);
-    await bed.admin.drainWorker('web-1:4242:9f3a0c1e');
+    await asOpsAlice(bed, (client) => bed.admin.drainWorker('web-1:4242:9f3a0c1e', { actor: 'alice' }, client));
+  },
+  '`workhorse changes`': async (bed) => {
+    await asOpsAlice(bed, async (client) => {
+      await bed.admin.pauseQueue('billing', { actor: 'alice', reason: 'payment provider outage' }, client);
+      await bed.admin.setQueuePolicy('billing', { concurrency: 5 }, { actor: 'alice', reason: 'provider asks us to slow down' }, client);
+    });
   },
   '`workhorse workers drain ID`': async (bed) => {
     await bed.db.pool.query('SELECT * FROM workhorse.report_worker_v2($1, $2::jsonb, 0, NULL)', [

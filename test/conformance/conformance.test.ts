@@ -17,6 +17,7 @@ import {
   type JobLineage,
   type JobSnapshot,
   type JsonValue,
+  type Page,
   type TimelineEntry,
 } from '../../lib/core';
 import { createTestDatabase, type TestDatabase } from '../support/db';
@@ -121,6 +122,22 @@ class Run {
       entries.push(...page.items);
       if (page.nextCursor === null) return entries;
       cursor = page.nextCursor;
+    }
+  }
+
+  /** One page of a listing of `expect_pages` (README), filtered by `queue` or `job`. */
+  private page(a: Record<string, unknown>, limit: number, cursor: string | undefined): Promise<Page<unknown>> {
+    switch (a.listing) {
+      case 'jobs':
+        return this.admin.listJobs({ queue: a.queue as string | undefined, limit, cursor });
+      case 'dead_letters':
+        return this.admin.listDeadLetters({ queue: a.queue as string | undefined, limit, cursor });
+      case 'timeline':
+        return this.admin.getJobTimeline(this.id(a.job), { limit, cursor });
+      case 'human_waits':
+        return this.admin.listHumanWaits({ ...(a.job === undefined ? { queue: a.queue as string } : { jobId: this.id(a.job) }), limit, cursor });
+      default:
+        throw new Error(`unknown listing ${String(a.listing)}`);
     }
   }
 
@@ -283,6 +300,23 @@ class Run {
         } while (cursor !== undefined);
         expect(ids).toHaveLength(a.as.length);
         (a.as as string[]).forEach((name, i) => this.jobs.set(name, ids[i]));
+        return;
+      }
+      case 'expect_pages': {
+        const sizes: number[] = [];
+        let cursor: string | undefined;
+        do {
+          const page = await this.page(a, a.limit as number, cursor);
+          sizes.push(page.items.length);
+          cursor = page.nextCursor ?? undefined;
+        } while (cursor !== undefined && sizes.length < 100);
+        expect(sizes).toEqual(a.sizes);
+        for (const refused of (a.refuses ?? []) as (string | { cursorOf: Action })[]) {
+          const foreign = typeof refused === 'string' ? refused : (await this.page(refused.cursorOf, 1, undefined)).nextCursor;
+          expect(typeof foreign).toBe('string');
+          const error = await this.page(a, a.limit as number, foreign as string).then(() => null, (e: unknown) => e);
+          this.expectError(error, { kind: 'validation', field: 'cursor' });
+        }
         return;
       }
       case 'expect_job_count':

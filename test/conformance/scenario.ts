@@ -62,7 +62,22 @@ export function loadScenarios(): { file: string; scenario: Scenario }[] {
   return readdirSync(SCENARIO_DIR)
     .filter((file) => file.endsWith('.json'))
     .sort()
-    .map((file) => ({ file, scenario: JSON.parse(readFileSync(join(SCENARIO_DIR, file), 'utf8')) as Scenario }));
+    .map((file) => ({ file, scenario: expandText(JSON.parse(readFileSync(join(SCENARIO_DIR, file), 'utf8'))) as Scenario }));
+}
+
+/**
+ * `{"$text": [part, ...]}` anywhere in a scenario is the text of its parts joined, a part being a
+ * string or `{"repeat": S, "times": n}` (S written n times): long hostile text stays readable.
+ */
+export function expandText(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(expandText);
+  if (value === null || typeof value !== 'object') return value;
+  const object = value as Record<string, unknown>;
+  const parts = object.$text;
+  if (Array.isArray(parts) && Object.keys(object).length === 1) {
+    return parts.map((part) => (typeof part === 'string' ? part : String((part as { repeat: string }).repeat).repeat((part as { times: number }).times))).join('');
+  }
+  return Object.fromEntries(Object.entries(object).map(([key, item]) => [key, expandText(item)]));
 }
 
 /** Called when a checkpoint operation really runs (`effect`) or a handler reaches a mark. */

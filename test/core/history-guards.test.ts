@@ -5,9 +5,6 @@
  * next to the caller-chosen actor, and the timeline shows it.
  */
 import type { Client } from 'pg';
-import { Admin, Queue } from '../../lib/core';
-import { installBaseline } from '../support/baseline';
-import { createTestDatabase } from '../support/db';
 import { grantRole } from '../../lib/core/grants';
 import { claimOne, complete } from '../support/protocol';
 import { clientFor, type LoginRole } from '../support/roles';
@@ -139,24 +136,4 @@ describe('attribution: the login role next to the caller-chosen actor', () => {
     );
     expect(rows).toEqual([{ actor: 'deploy-bot', login_role: producer.name }]);
   });
-});
-
-it('on a schema without get_timeline_v2 (the baseline), the timeline reads as before, without login roles, also inside a transaction', async () => {
-  const old = await createTestDatabase({ installSchema: false });
-  try {
-    await installBaseline(old.pool);
-    const id = await new Queue(old.pool).enqueue('t', {}, { queue: 'guards-old' });
-    const client = await old.pool.connect();
-    try {
-      await client.query('BEGIN');
-      const { items } = await new Admin(old.pool).getJobTimeline(id, undefined, client);
-      expect(items.map((entry) => [entry.kind, entry.loginRole])).toEqual([['enqueued', null]]);
-      await expect(client.query('SELECT 1')).resolves.toBeDefined();
-      await client.query('COMMIT');
-    } finally {
-      client.release();
-    }
-  } finally {
-    await old.drop();
-  }
 });

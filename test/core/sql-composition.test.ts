@@ -51,7 +51,7 @@ describe('rules written once in SQL', () => {
   it('gives the owner writes on one job one preamble: lock_owned checks the worker id, lock and fence', async () => {
     const owners = await functionsMatching('workhorse\\.lock_owned\\(');
     expect(owners).toEqual(
-      expect.arrayContaining(['fail_v1', 'release_v1', 'acknowledge_cancel_v1', 'save_checkpoint_v1', 'sleep_v1',
+      expect.arrayContaining(['fail_v1', 'release_v1', 'acknowledge_cancel_v1', 'save_checkpoint_v2', 'sleep_v1',
         'run_children_v1', 'wait_signal_v1', 'wait_human_v1', 'set_progress_v1']),
     );
     // None of them checks the worker id again on its own.

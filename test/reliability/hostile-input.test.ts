@@ -885,7 +885,7 @@ describe('the SQL functions called directly with malformed arguments', () => {
     const owned = await ownedJob('sql-owner-fail');
     const envelope = { name: 'Error', message: 'boom' };
     const calls = [
-      ...[null, 'boom', 1, [], {}, { name: 'Error' }, { message: 'boom' }, { name: 1, message: 'boom' }, { name: 'Error', message: null }, { name: 'Error', message: MIB }].map(
+      ...[null, 'boom', 1, [], {}, { name: 'Error' }, { message: 'boom' }, { name: 1, message: 'boom' }, { name: 'Error', message: null }].map(
         (error) => ({ text: FAIL, values: [owned.jobId, owned.workerId, owned.fence, error === null ? null : JSON.stringify(error), '{}'] }),
       ),
       ...[

@@ -3,15 +3,17 @@
 /** Any job's row (see job-row.ts), or no row. */
 export const GET_JOB = 'SELECT * FROM workhorse.get_job_v1($1)';
 
-/** A page of job rows: queue, type, states, created after, created before, limit, after (seq), parent. */
-export const LIST_JOBS = 'SELECT * FROM workhorse.list_jobs_v2($1, $2, $3, $4, $5, $6, $7, $8)';
+/**
+ * Every paged listing answers its rows, then, when it goes on, one row whose columns are all null
+ * but `next_cursor`, a cursor the database made (see paging.ts); the caller's cursor goes back as
+ * it is.
+ */
 
-/** A parent's children as job rows, in start order, from the ordinal after $2, with listJobs' filters. */
-export const LIST_CHILDREN =
-  'SELECT s.*, c.ordinal FROM workhorse.list_children_v1($1) c CROSS JOIN LATERAL workhorse.get_job_v1(c.job_id) s ' +
-  'WHERE c.ordinal > $2 AND ($3::text IS NULL OR s.queue = $3) AND ($4::text IS NULL OR s.type = $4) ' +
-  'AND ($5::text[] IS NULL OR s.state = ANY ($5)) AND ($6::timestamptz IS NULL OR s.created_at >= $6) ' +
-  'AND ($7::timestamptz IS NULL OR s.created_at < $7) ORDER BY c.ordinal LIMIT $8';
+/** A page of job rows: queue, type, states, limit, cursor, created after, created before, scan limit. */
+export const LIST_JOBS = 'SELECT * FROM workhorse.list_jobs_v3($1, $2, $3, $4, $5, $6, $7, $8)';
+
+/** A page of a parent's children as job rows, in start order: parent, queue, type, states, created after, created before, limit, cursor. */
+export const LIST_CHILDREN = 'SELECT * FROM workhorse.list_children_v2($1, $2, $3, $4, $5, $6, $7, $8)';
 
 /** A job's prerequisites, parent and children. */
 export const JOB_LINKS = 'SELECT relation, job_id, state, key FROM workhorse.job_links_v1($1)';
@@ -25,14 +27,8 @@ export const QUEUE_ACTIVITY = 'SELECT * FROM workhorse.queue_activity_v1($1, $2)
 /** Cancels a job: job id, actor, reason. */
 export const CANCEL = 'SELECT workhorse.cancel_v1($1, $2, $3) AS status';
 
-/**
- * A page of dead letters (job rows) with the position of each as text (microseconds kept: a
- * JavaScript Date would cut them to milliseconds): queue, type, error name, finished after,
- * finished before, limit, after (finished at, id).
- */
-export const LIST_DEAD_LETTERS =
-  `SELECT *, to_char(finished_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_at
-           FROM workhorse.list_dead_letters_v1($1, $2, $3, $4, $5, $6, $7::timestamptz, $8)`;
+/** A page of dead letters (job rows), newest first: queue, type, error name, finished after, finished before, limit, cursor. */
+export const LIST_DEAD_LETTERS = 'SELECT * FROM workhorse.list_dead_letters_v2($1, $2, $3, $4, $5, $6, $7)';
 
 /** Redrives one failed or canceled job: job id, payload, actor, reason, options. */
 export const REDRIVE = 'SELECT workhorse.redrive_v1($1, $2, $3, $4, $5) AS id';
@@ -61,17 +57,11 @@ export const JOB_SIGNALS = 'SELECT * FROM workhorse.job_signals_v1($1, $2)';
 /** The signal and human waits a job reached: job id, limit. */
 export const JOB_WAITS = 'SELECT * FROM workhorse.job_waits_v1($1, $2)';
 
-/** A page of open human waits: queue, type, name, job id, limit, after (wait id). */
-export const LIST_HUMAN_WAITS = 'SELECT * FROM workhorse.list_human_waits_v1($1, $2, $3, $4, $5, $6)';
+/** A page of open human waits: queue, type, name, job id, limit, cursor. */
+export const LIST_HUMAN_WAITS = 'SELECT * FROM workhorse.list_human_waits_v2($1, $2, $3, $4, $5, $6)';
 
-/** A job's timeline with who did each step (schema version 10 on): job id, after, limit. */
-export const TIMELINE = 'SELECT * FROM workhorse.get_timeline_v2($1, $2, $3)';
-
-/** A job's timeline on a schema before version 10. */
-export const TIMELINE_V1 = 'SELECT * FROM workhorse.get_timeline_v1($1, $2, $3)';
-
-/** Whether the installed schema has TIMELINE. */
-export const HAS_TIMELINE_V2 = "SELECT to_regprocedure('workhorse.get_timeline_v2(uuid,bigint,integer)') IS NOT NULL AS present";
+/** A page of a job's timeline with who did each step: job id, cursor, limit. */
+export const TIMELINE = 'SELECT * FROM workhorse.get_timeline_v3($1, $2, $3)';
 
 /** The schedules of a namespace (all when null). */
 export const LIST_SCHEDULES = 'SELECT * FROM workhorse.list_schedules_v1($1)';

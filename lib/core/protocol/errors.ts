@@ -5,6 +5,7 @@ import {
   ChildJobConflictError,
   DecisionNotAllowedError,
   IdempotencyConflictError,
+  InvalidCursorError,
   ScheduleNotFoundError,
   SchemaNotInstalledError,
   UnknownDependencyError,
@@ -46,6 +47,8 @@ function fromRefusal(e: PgErrorLike): unknown {
   const field = e.column ?? 'request';
   const prefix = `${field}: `;
   const message = e.message.startsWith(prefix) ? e.message.slice(prefix.length) : e.message;
+  // The database refuses a cursor it did not make (cursor_position): the SDK's cursor error.
+  if (e.code === SQLSTATE.validation && field === 'cursor') return new InvalidCursorError();
   switch (e.code) {
     case SQLSTATE.validation:
     case SQLSTATE.batchTooLarge:

@@ -1,19 +1,22 @@
 import type { ErrorEnvelope } from '../types';
 
 /**
- * The most characters of each part of an envelope that are kept (a longer part is cut, and says
- * so). Even escaped as JSON at six bytes a character the envelope stays far below the 1 MiB
- * that `fail_v1` accepts, so a failure is never refused for its size.
+ * The most characters (Unicode code points) of each part of an envelope that a client sends, the
+ * same in every SDK. The stored bound is SQL's (`workhorse.bounded_error`: name 200, message and
+ * stack 32,768, a cut part saying so); this cap, far above it, only keeps a request of any error
+ * small enough to send. A part longer than the cap reads as "of 1048576 characters" in the
+ * stored marker.
  */
-export const ENVELOPE_LIMITS = { name: 200, message: 32_768, stack: 32_768 } as const;
+export const ERROR_PART_CAP = 1_048_576;
 
 /**
- * Turns anything a handler threw into the stored `{ name, message, stack }` envelope: an
- * `Error`'s name, message and stack, or for anything else the name `NonErrorThrown` and the
+ * Turns anything a handler threw into the `{ name, message, stack }` envelope `fail_v1` stores:
+ * an `Error`'s name, message and stack, or for anything else the name `NonErrorThrown` and the
  * value as JSON (or as text). It never throws, whatever the value does when read (throwing
- * getters, `toJSON` or `toString`, proxies), and the result is always storable: each part is
- * cut to its limit (the cut part ends with `… [truncated: n of m characters kept]`), and NUL
- * characters and unpaired surrogates, which PostgreSQL cannot store, are replaced by U+FFFD.
+ * getters, `toJSON` or `toString`, proxies), and the result is always sendable: NUL characters
+ * and unpaired surrogates, which PostgreSQL cannot store, are replaced by U+FFFD, and each part
+ * is capped at `ERROR_PART_CAP` code points. The database bounds the stored parts (see
+ * `workhorse.bounded_error`), the same for every SDK.
  *
  * @example
  * toErrorEnvelope(new TypeError('bad input')); // { name: 'TypeError', message: 'bad input', stack: 'TypeError: ...' }
@@ -28,9 +31,9 @@ export function toErrorEnvelope(thrown: unknown): ErrorEnvelope {
   } else {
     envelope = { name: 'NonErrorThrown', message: typeof thrown === 'string' ? thrown : describe(thrown) };
   }
-  envelope.name = storable(bounded(envelope.name, ENVELOPE_LIMITS.name));
-  envelope.message = storable(bounded(envelope.message, ENVELOPE_LIMITS.message));
-  if (envelope.stack !== undefined) envelope.stack = storable(bounded(envelope.stack, ENVELOPE_LIMITS.stack));
+  envelope.name = sendable(envelope.name);
+  envelope.message = sendable(envelope.message);
+  if (envelope.stack !== undefined) envelope.stack = sendable(envelope.stack);
   return envelope;
 }
 
@@ -104,15 +107,16 @@ function describe(value: unknown): string {
   }
 }
 
-function bounded(text: string, max: number): string {
-  if (text.length <= max) return text;
-  // Never cut a surrogate pair in two.
-  const cut = text.charCodeAt(max - 1) >= 0xd800 && text.charCodeAt(max - 1) <= 0xdbff ? max - 1 : max;
-  return `${text.slice(0, cut)}… [truncated: ${cut} of ${text.length} characters kept]`;
-}
-
 // PostgreSQL cannot store NUL characters or unpaired surrogates in jsonb; error text is not
-// under our control, so make it storable (U+FFFD in their place) instead of refusing it.
-function storable(text: string): string {
-  return text.replace(/\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, '\ufffd');
+// under our control, so make it storable (U+FFFD in their place) instead of refusing it, and cap
+// it at ERROR_PART_CAP code points (a surrogate pair is one).
+function sendable(text: string): string {
+  const clean = text.replace(/\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, '\ufffd');
+  if (clean.length <= ERROR_PART_CAP) return clean;
+  let units = 0;
+  for (let points = 0; points < ERROR_PART_CAP && units < clean.length; points++) {
+    const code = clean.charCodeAt(units);
+    units += code >= 0xd800 && code <= 0xdbff ? 2 : 1;
+  }
+  return clean.slice(0, units);
 }

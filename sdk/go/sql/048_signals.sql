@@ -438,3 +438,38 @@ BEGIN
   LIMIT p_limit;
 END
 $$;
+
+-- list_human_waits_v1 with an opaque cursor made here (make_cursor): p_cursor is the next_cursor
+-- of the previous page (NULL for the first), refused with P1001 naming `cursor` when this
+-- listing did not make it. Returns the waits (next_cursor NULL), then, when another one
+-- follows, one row whose columns are all NULL but next_cursor.
+CREATE FUNCTION workhorse.list_human_waits_v2(
+  p_queue text, p_type text, p_name text, p_job_id uuid, p_limit integer, p_cursor text DEFAULT NULL)
+RETURNS TABLE (
+  id bigint, job_id uuid, queue text, type text, name text, context jsonb, choices jsonb,
+  timeout_at timestamptz, attempt integer, created_at timestamptz, next_cursor text)
+LANGUAGE plpgsql STABLE AS $$
+#variable_conflict use_column
+DECLARE
+  v_after bigint := coalesce(workhorse.cursor_bigint('waits', p_cursor), 0);
+BEGIN
+  RETURN QUERY
+  WITH page AS MATERIALIZED (
+    SELECT * FROM workhorse.list_human_waits_v1(p_queue, p_type, p_name, p_job_id, p_limit, v_after) WITH ORDINALITY AS s
+  ),
+  more AS (
+    SELECT workhorse.make_cursor('waits', p.id::text) AS next_cursor
+    FROM page p
+    WHERE p.ordinality = p_limit
+      AND EXISTS (SELECT 1 FROM workhorse.list_human_waits_v1(p_queue, p_type, p_name, p_job_id, 1, p.id))
+  )
+  SELECT x.id, x.job_id, x.queue, x.type, x.name, x.context, x.choices, x.timeout_at, x.attempt,
+         x.created_at, x.next_cursor
+  FROM (
+    SELECT p.*, NULL::text AS next_cursor FROM page p
+    UNION ALL
+    SELECT p.*, m.next_cursor FROM more m LEFT JOIN page p ON false
+  ) AS x
+  ORDER BY x.ordinality NULLS LAST;
+END
+$$;

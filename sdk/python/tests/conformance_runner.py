@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import psycopg
 
@@ -22,6 +22,7 @@ from workhorse import (
     DecisionNotAllowedError,
     IdempotencyConflictError,
     JobDetails,
+    Page,
     Queue,
     TimelineEntry,
     UnknownDependencyError,
@@ -29,7 +30,7 @@ from workhorse import (
     WorkhorseValidationError,
 )
 from workhorse.aio import AsyncAdmin, AsyncQueue, AsyncWorker
-from workhorse.conformance_worker import SAVE_AS_OWNER_SQL, Report, SaveMeanwhile, async_handler, meanwhile_saver, sync_handler, worker_options
+from workhorse.conformance_worker import SAVE_AS_OWNER_SQL, Report, SaveMeanwhile, async_handler, expand_text, meanwhile_saver, sync_handler, worker_options
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "conformance" / "scenarios"
 
@@ -88,10 +89,28 @@ class Variant(Protocol):
     async def complete_human_wait(self, job_id: str, name: str, decision: Any, options: dict[str, Any]) -> str: ...
     async def human_waits(self, job_id: str) -> list[dict[str, Any]]: ...
     async def children(self, job_id: str) -> list[str]: ...
+    async def page(self, spec: Mapping[str, Any], jobs: Mapping[str, str], limit: int, cursor: str | None) -> Page[Any]: ...
 
 
 def _wait_of(wait: Any) -> dict[str, Any]:
     return {"name": wait.name, "context": wait.context, "choices": wait.choices}
+
+
+def _listing_page(admin: Any, spec: Mapping[str, Any], jobs: Mapping[str, str], limit: int, cursor: str | None) -> Any:
+    """One page of an ``expect_pages`` listing (filtered by ``queue`` or ``job``): the call's
+    answer, or for the async admin its coroutine."""
+    listing = spec["listing"]
+    if listing == "jobs":
+        return admin.list_jobs(queue=spec.get("queue"), limit=limit, cursor=cursor)
+    if listing == "dead_letters":
+        return admin.list_dead_letters(queue=spec.get("queue"), limit=limit, cursor=cursor)
+    if listing == "timeline":
+        return admin.get_job_timeline(jobs[spec["job"]], limit=limit, cursor=cursor)
+    if listing == "human_waits":
+        if "job" in spec:
+            return admin.list_human_waits(job_id=jobs[spec["job"]], limit=limit, cursor=cursor)
+        return admin.list_human_waits(queue=spec.get("queue"), limit=limit, cursor=cursor)
+    raise AssertionError(f"unknown listing {listing!r}")
 
 
 class SyncVariant:
@@ -172,6 +191,9 @@ class SyncVariant:
 
         return await asyncio.to_thread(read)
 
+    async def page(self, spec: Mapping[str, Any], jobs: Mapping[str, str], limit: int, cursor: str | None) -> Page[Any]:
+        return cast(Page[Any], await asyncio.to_thread(_listing_page, self.admin, spec, jobs, limit, cursor))
+
 
 class AsyncVariant:
     def __init__(self, pool: Any) -> None:
@@ -248,6 +270,9 @@ class AsyncVariant:
                 return ids
             cursor = page.next_cursor
 
+    async def page(self, spec: Mapping[str, Any], jobs: Mapping[str, str], limit: int, cursor: str | None) -> Page[Any]:
+        return cast(Page[Any], await _listing_page(self.admin, spec, jobs, limit, cursor))
+
 
 async def _until(check: Any, timeout_ms: int, what: str) -> None:
     deadline = asyncio.get_running_loop().time() + timeout_ms / 1000
@@ -323,7 +348,7 @@ def _expect_job(job: JobDetails, expected: Mapping[str, Any], jobs: Mapping[str,
 
 
 async def run_scenario(path: Path, variant: Variant, db_url: str) -> None:
-    scenario = json.loads(path.read_text(encoding="utf-8"))
+    scenario = expand_text(json.loads(path.read_text(encoding="utf-8")))
     jobs: dict[str, str] = {}
     workers: dict[str, Any] = {}
     report = Recorder()
@@ -427,6 +452,25 @@ async def _act(
         ids = await variant.children(jobs[action["job"]])
         assert len(ids) == len(action["as"]), f"children {ids}"
         jobs.update(zip(action["as"], ids))
+    elif do == "expect_pages":
+        sizes: list[int] = []
+        cursor: str | None = None
+        while len(sizes) < 100:
+            page = await variant.page(action, jobs, action["limit"], cursor)
+            sizes.append(len(page.items))
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        assert sizes == action["sizes"], f"page sizes {sizes}"
+        for refused in action.get("refuses", []):
+            foreign = refused if isinstance(refused, str) else (await variant.page(refused["cursorOf"], jobs, 1, None)).next_cursor
+            assert isinstance(foreign, str), f"no cursor from {refused!r}"
+            try:
+                await variant.page(action, jobs, action["limit"], foreign)
+            except WorkhorseValidationError as error:
+                _expect_error(error, {"kind": "validation", "field": "cursor"}, jobs)
+            else:
+                raise AssertionError(f"cursor {foreign!r} was accepted")
     elif do == "expect_job_count":
         count = await variant.count_jobs(action["queue"])
         assert count == action["count"], f"job count {count}"

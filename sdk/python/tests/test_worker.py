@@ -157,6 +157,34 @@ def test_an_error_whose_retry_hints_raise_is_still_recorded_by_the_worker(pool: 
     assert job.error["name"] == "Unreadable" and job.error["message"] == "hints unreadable"
 
 
+class Hostile(Exception):
+    pass
+
+
+def test_hostile_error_text_is_sent_as_it_is_and_stored_as_the_database_bounds_it(pool: ConnectionPool[Any]) -> None:
+    queue, admin = Queue(pool), Admin(pool)
+    job_id = queue.enqueue("hostile", {}, max_attempts=1)
+    worker = Worker(queue, poll_ms=50, lease_ms=60_000)
+    # Control characters, a NUL and a lone surrogate (PostgreSQL stores neither of the last two).
+    message = "\x01\x1f" * 40_000 + "\x00\udc80"
+
+    @worker.handler("hostile")
+    def hostile(payload: Any, ctx: HandlerContext) -> None:
+        raise Hostile(message)
+
+    worker.start()
+    try:
+        wait_for(lambda: _state(admin, job_id) == "failed", 20, "the failure, recorded by the worker")
+    finally:
+        worker.stop()
+    job = admin.get_job(job_id)
+    assert job is not None and job.error is not None
+    assert job.error["name"] == "Hostile"
+    # workhorse.bounded_error: 32,768 characters kept, the cut says so (the same for every SDK).
+    assert job.error["message"] == message[:32_768] + "… [truncated: 32768 of 80002 characters kept]"
+    assert job.error["stack"].endswith("characters kept]")
+
+
 def test_worker_options_and_registrations_are_checked(pool: ConnectionPool[Any]) -> None:
     queue = Queue(pool)
     with pytest.raises(WorkhorseValidationError) as raised:

@@ -238,6 +238,9 @@ func (r *Runner) act(ctx context.Context, a Action) error {
 		}
 		return nil
 	}
+	if handled, err := r.pagingAction(ctx, a); handled {
+		return err
+	}
 	if handled, err := r.orchestrationAction(ctx, a); handled {
 		return err
 	}

@@ -135,10 +135,48 @@ func LoadFile(path string) (Scenario, error) {
 	if err != nil {
 		return s, err
 	}
+	var raw any
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return s, fmt.Errorf("%s: %w", path, err)
+	}
+	if data, err = json.Marshal(expandText(raw)); err != nil {
+		return s, fmt.Errorf("%s: %w", path, err)
+	}
 	decoder := json.NewDecoder(strings.NewReader(string(data)))
 	decoder.DisallowUnknownFields()
 	if err := decoder.Decode(&s); err != nil {
 		return s, fmt.Errorf("%s: %w", path, err)
 	}
 	return s, nil
+}
+
+// expandText replaces {"$text": [part, ...]} anywhere in a scenario by the text of its parts
+// joined, a part being a string or {"repeat": S, "times": n} (S written n times).
+func expandText(value any) any {
+	switch v := value.(type) {
+	case []any:
+		for i, item := range v {
+			v[i] = expandText(item)
+		}
+		return v
+	case map[string]any:
+		if parts, ok := v["$text"].([]any); ok && len(v) == 1 {
+			var text strings.Builder
+			for _, part := range parts {
+				if s, ok := part.(string); ok {
+					text.WriteString(s)
+				} else if r, ok := part.(map[string]any); ok {
+					s, _ := r["repeat"].(string)
+					n, _ := r["times"].(float64)
+					text.WriteString(strings.Repeat(s, int(n)))
+				}
+			}
+			return text.String()
+		}
+		for key, item := range v {
+			v[key] = expandText(item)
+		}
+		return v
+	}
+	return value
 }

@@ -18,10 +18,10 @@ from .validation import check_datetime, check_int, check_job_id, check_name, che
 
 #: The schema version this SDK installs and migrates to (``workhorse.schema_version``): the
 #: highest step in its ``sql/migrations/``.
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 #: The oldest schema version whose functions every call of this SDK still finds, so a database
 #: not yet migrated keeps serving this release during a rolling deploy.
-MIN_SCHEMA_VERSION = 13
+MIN_SCHEMA_VERSION = 14
 
 R = TypeVar("R")
 
@@ -136,21 +136,10 @@ def enqueue(requests: list[dict[str, Any]], field_prefix: str = "") -> Call[list
 # ---- Admin ------------------------------------------------------------------------------------
 
 
-def has_timeline_v2() -> Call[bool]:
-    return Call(p.HAS_TIMELINE_V2_SQL, (), lambda rows: bool(rows[0][0]))
-
-
-def get_job_timeline(job_id: object, limit: object, cursor: object, v2: bool = True) -> Call[Page[TimelineEntry]]:
-    """A page of the timeline; ``v2`` False on a schema without get_timeline_v2 (see has_timeline_v2)."""
+def get_job_timeline(job_id: object, limit: object, cursor: object) -> Call[Page[TimelineEntry]]:
     check_job_id(job_id)
     n = check_int(limit, "limit", 1, 1000)
-    after = p.decode_position("timeline", cursor) or 0
-
-    def convert(rows: Sequence[p.Row]) -> Page[TimelineEntry]:
-        nxt = p.encode_cursor("timeline", str(rows[-1][0])) if len(rows) == n else None
-        return Page([p.to_timeline_entry(r) for r in rows], nxt)
-
-    return Call(p.TIMELINE_SQL if v2 else p.TIMELINE_V1_SQL, (job_id, after, n), convert)
+    return Call(p.TIMELINE_SQL, (job_id, p.check_cursor(cursor), n), lambda rows: p.page_of(rows, p.to_timeline_entry))
 
 
 def job_filter(queue: object, type: object, states: object) -> tuple[str | None, str | None, list[str] | None]:
@@ -168,13 +157,7 @@ def job_filter(queue: object, type: object, states: object) -> tuple[str | None,
 def list_jobs(queue: object, type: object, states: object, limit: object, cursor: object) -> Call[Page[JobSnapshot]]:
     q, t, s = job_filter(queue, type, states)
     n = check_int(limit, "limit", 1, 1000)
-    before = p.decode_position("jobs", cursor)
-
-    def convert(rows: Sequence[p.Row]) -> Page[JobSnapshot]:
-        nxt = p.encode_cursor("jobs", str(rows[-1][p.SNAPSHOT_SEQ])) if len(rows) == n else None
-        return Page([p.to_snapshot(r) for r in rows], nxt)
-
-    return Call(p.LIST_JOBS_SQL, (q, t, s, n, before), convert)
+    return Call(p.LIST_JOBS_SQL, (q, t, s, n, p.check_cursor(cursor)), lambda rows: p.page_of(rows, p.to_snapshot))
 
 
 def cancel(job_id: object, reason: object) -> Call[CancelResult]:
@@ -211,15 +194,8 @@ def dead_letter_filter(given: Mapping[str, Any]) -> CheckedFilter:
 
 def list_dead_letters(f: CheckedFilter, limit: object, cursor: object) -> Call[Page[JobSnapshot]]:
     n = check_int(limit, "limit", 1, 1000)
-    at, job_id = p.decode_dead_position(cursor)
-
-    def convert(rows: Sequence[p.Row]) -> Page[JobSnapshot]:
-        last = rows[-1] if rows else None
-        nxt = p.encode_cursor("dead", f"{last[p.DEAD_LETTER_AT]}/{last[0]}") if last and len(rows) == n else None
-        return Page([p.to_snapshot(r) for r in rows], nxt)
-
-    params = (f.queue, f.type, f.error_name, f.finished_after, f.finished_before, n, at, job_id)
-    return Call(p.LIST_DEAD_LETTERS_SQL, params, convert)
+    params = (f.queue, f.type, f.error_name, f.finished_after, f.finished_before, n, p.check_cursor(cursor))
+    return Call(p.LIST_DEAD_LETTERS_SQL, params, lambda rows: p.page_of(rows, p.to_snapshot))
 
 
 def _check_actor(actor: object, reason: object) -> None:

@@ -3,14 +3,19 @@
 
 from __future__ import annotations
 
+import re
 import traceback
 from typing import Any
 
 from .types import ErrorEnvelope, RetryPolicy
 from .validation import DELAY_MS
 
-#: Error text is not under our control; a stored envelope is kept well inside the 1 MiB limit.
-MAX_ERROR_TEXT = 64 * 1024
+#: The most characters (code points) of each envelope part a client sends, the same in every SDK.
+#: The stored bound is SQL's (``workhorse.bounded_error``: name 200, message and stack 32,768, a
+#: cut part saying so); this cap, far above it, only keeps the request of any error sendable.
+ERROR_PART_CAP = 1_048_576
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def error_envelope(thrown: BaseException) -> ErrorEnvelope:
@@ -28,9 +33,10 @@ def _text_of(thrown: BaseException) -> str:
 
 
 def _storable(text: str) -> str:
-    # PostgreSQL stores no NUL and no lone surrogate in jsonb; the text is not ours to refuse.
-    cleaned = text.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
-    return cleaned[:MAX_ERROR_TEXT]
+    # PostgreSQL stores no NUL and no lone surrogate in jsonb; the text is not ours to refuse, so
+    # each becomes U+FFFD (as in every SDK). A str holds no surrogate pairs: any surrogate is lone.
+    cleaned = _SURROGATE.sub("\ufffd", text.replace("\x00", "\ufffd"))
+    return cleaned[:ERROR_PART_CAP]
 
 
 def fail_options(thrown: BaseException, outcome: str | None, retry: RetryPolicy | None) -> dict[str, Any]:

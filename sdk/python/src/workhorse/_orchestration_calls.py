@@ -5,7 +5,6 @@ TypeScript client checks them (lib/core/waits.ts); the SQL functions check again
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 
 from . import _protocol as p
 from ._calls import Call, job_filter
@@ -65,13 +64,7 @@ def list_children(
     parent = check_job_id(parent_id, "parentId")
     q, t, s = job_filter(queue, type, states)
     n = check_int(limit, "limit", 1, 1000)
-    after = p.decode_position("children", cursor) or 0
-
-    def convert(rows: Sequence[p.Row]) -> Page[JobSnapshot]:
-        nxt = p.encode_cursor("children", str(rows[-1][p.SNAPSHOT_SEQ + 1])) if len(rows) == n else None
-        return Page([p.to_snapshot(r) for r in rows], nxt)
-
-    return Call(p.LIST_CHILDREN_SQL, (parent, after, q, t, s, n), convert)
+    return Call(p.LIST_CHILDREN_SQL, (parent, q, t, s, n, p.check_cursor(cursor)), lambda rows: p.page_of(rows, p.to_snapshot))
 
 
 def send_signal(job_id: object, name: object, payload: object, idempotency_key: object) -> Call[SendSignalStatus]:
@@ -102,13 +95,8 @@ def list_human_waits(
     w = None if name is None else check_wait_name(name)
     j = None if job_id is None else check_job_id(job_id)
     n = check_int(limit, "limit", 1, 1000)
-    after = p.decode_position("waits", cursor) or 0
 
-    def convert(rows: Sequence[p.Row]) -> Page[HumanWait]:
-        nxt = p.encode_cursor("waits", str(rows[-1][0])) if len(rows) == n else None
-        items = [
-            HumanWait(r[1], r[2], r[3], r[4], p.parse_json(r[5]), p.parse_json(r[6]), r[7], r[8], r[9]) for r in rows
-        ]
-        return Page(items, nxt)
+    def item(r: p.Row) -> HumanWait:
+        return HumanWait(r[1], r[2], r[3], r[4], p.parse_json(r[5]), p.parse_json(r[6]), r[7], r[8], r[9])
 
-    return Call(p.LIST_HUMAN_WAITS_SQL, (q, t, w, j, n, after), convert)
+    return Call(p.LIST_HUMAN_WAITS_SQL, (q, t, w, j, n, p.check_cursor(cursor)), lambda rows: p.page_of(rows, item))

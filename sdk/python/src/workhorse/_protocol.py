@@ -5,15 +5,12 @@ output is read as text and parsed here: the two drivers then return the same Pyt
 
 from __future__ import annotations
 
-import base64
 import json
-import re
-from collections.abc import Sequence
-from datetime import datetime
-from typing import Any, cast
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar, cast
 
 from .errors import InvalidCursorError
-from .types import JobSnapshot, QueueInfo, ScheduleHistoryEntry, ScheduleInfo, TimelineEntry, WorkerInfo
+from .types import JobSnapshot, Page, QueueInfo, ScheduleHistoryEntry, ScheduleInfo, TimelineEntry, WorkerInfo
 
 Row = Sequence[Any]
 
@@ -24,25 +21,21 @@ _SNAPSHOT_COLUMNS = (
     "deadline, execution_timeout_ms, run_at, created_at, finished_at, result::text, error::text, worker_id, "
     "lease_expires_at, cancel_requested_at, progress::text, redriven_from::text, redriven_to::text[], seq"
 )
+# Every listing's SQL makes its cursors: after the rows, when the listing goes on, one row whose
+# columns are all NULL but the last, ``next_cursor`` (see page_of).
 LIST_JOBS_SQL = (
-    f"SELECT {_SNAPSHOT_COLUMNS} FROM workhorse.list_jobs_v1($1::text, $2::text, $3::text[], $4::integer, $5::bigint)"
+    f"SELECT {_SNAPSHOT_COLUMNS}, next_cursor FROM workhorse.list_jobs_v3($1::text, $2::text, $3::text[], $4::integer, "
+    "$5::text)"
 )
 LIST_DEAD_LETTERS_SQL = (
-    f"SELECT {_SNAPSHOT_COLUMNS}, to_char(finished_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') "
-    "FROM workhorse.list_dead_letters_v1($1::text, $2::text, $3::text, $4::timestamptz, $5::timestamptz, $6::integer, "
-    "$7::timestamptz, $8::uuid)"
+    f"SELECT {_SNAPSHOT_COLUMNS}, next_cursor "
+    "FROM workhorse.list_dead_letters_v2($1::text, $2::text, $3::text, $4::timestamptz, $5::timestamptz, $6::integer, "
+    "$7::text)"
 )
 TIMELINE_SQL = (
-    "SELECT id, at, source, kind, attempt, worker_id, fence_token, data::text, login_role "
-    "FROM workhorse.get_timeline_v2($1::uuid, $2::bigint, $3::integer)"
+    "SELECT id, at, source, kind, attempt, worker_id, fence_token, data::text, login_role, next_cursor "
+    "FROM workhorse.get_timeline_v3($1::uuid, $2::text, $3::integer)"
 )
-#: The same on a schema that predates get_timeline_v2 (no login roles recorded yet).
-TIMELINE_V1_SQL = (
-    "SELECT id, at, source, kind, attempt, worker_id, fence_token, data::text, NULL::text "
-    "FROM workhorse.get_timeline_v1($1::uuid, $2::bigint, $3::integer)"
-)
-#: Whether the schema has get_timeline_v2 (a catalog lookup: never fails the caller's transaction).
-HAS_TIMELINE_V2_SQL = "SELECT to_regprocedure('workhorse.get_timeline_v2(uuid,bigint,integer)') IS NOT NULL"
 CANCEL_SQL = "SELECT workhorse.cancel_v1($1::uuid, $2::text)"
 REDRIVE_SQL = "SELECT workhorse.redrive_v1($1::uuid, $2::text, $3::text, $4::text)::text"
 REDRIVE_MANY_SQL = (
@@ -129,18 +122,16 @@ GET_JOB_DETAILS_SQL = (
     "FROM workhorse.job_links_v1($1::uuid) WITH ORDINALITY AS l (relation, job_id, state, key, ord)) "
     "FROM workhorse.get_job_v1($1::uuid)"
 )
-#: A page of a parent's children after position $2, filtered by queue, type and states.
+#: A page of a parent's children, filtered by queue, type and states, after the cursor $6.
 LIST_CHILDREN_SQL = (
-    f"SELECT {_SNAPSHOT_COLUMNS}, c.ordinal FROM workhorse.list_children_v1($1::uuid) c "
-    "CROSS JOIN LATERAL workhorse.get_job_v1(c.job_id) s "
-    "WHERE c.ordinal > $2::bigint AND ($3::text IS NULL OR s.queue = $3::text) AND ($4::text IS NULL OR s.type = $4::text) "
-    "AND ($5::text[] IS NULL OR s.state = ANY ($5::text[])) ORDER BY c.ordinal LIMIT $6::integer"
+    f"SELECT {_SNAPSHOT_COLUMNS}, next_cursor FROM workhorse.list_children_v2($1::uuid, $2::text, $3::text, "
+    "$4::text[], NULL, NULL, $5::integer, $6::text)"
 )
 SEND_SIGNAL_SQL = "SELECT workhorse.send_signal_v1($1::uuid, $2::text, $3::jsonb, $4::text)"
 COMPLETE_HUMAN_WAIT_SQL = "SELECT workhorse.complete_human_wait_v1($1::uuid, $2::text, $3::jsonb, $4::text, $5::text, $6::text)"
 LIST_HUMAN_WAITS_SQL = (
-    "SELECT id, job_id::text, queue, type, name, context::text, choices::text, timeout_at, attempt, created_at "
-    "FROM workhorse.list_human_waits_v1($1::text, $2::text, $3::text, $4::uuid, $5::integer, $6::bigint)"
+    "SELECT id, job_id::text, queue, type, name, context::text, choices::text, timeout_at, attempt, created_at, "
+    "next_cursor FROM workhorse.list_human_waits_v2($1::text, $2::text, $3::text, $4::uuid, $5::integer, $6::text)"
 )
 NOTIFY_CHANNEL = "workhorse_jobs"
 LISTEN_SQL = f"LISTEN {NOTIFY_CHANNEL}"
@@ -179,7 +170,6 @@ def to_snapshot(row: Row) -> JobSnapshot:
 
 
 SNAPSHOT_SEQ = 23
-DEAD_LETTER_AT = 24
 
 
 def to_timeline_entry(row: Row) -> TimelineEntry:
@@ -231,50 +221,23 @@ def to_worker_info(row: Row) -> WorkerInfo:
 
 
 # ---- cursors --------------------------------------------------------------------------------
-# Opaque to callers: a tag saying which API issued them, and a position. The same encoding as
-# the TypeScript Admin's, so a cursor from one SDK pages on in another.
+# The database makes every listing's cursors and refuses one it did not make (P1001 naming
+# ``cursor``, raised as InvalidCursorError); this SDK passes them through.
 
-_MAX_BIGINT = 9_223_372_036_854_775_807
-_DEAD = re.compile(
-    r"dead:(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z)/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"
-)
+T = TypeVar("T")
 
 
-def encode_cursor(kind: str, position: str) -> str:
-    return base64.urlsafe_b64encode(f"{kind}:{position}".encode()).decode().rstrip("=")
-
-
-def _decode(cursor: object) -> str:
-    if not isinstance(cursor, str):
+def check_cursor(cursor: object) -> str | None:
+    """A caller's cursor as it is (None for none); only what is not text is refused here."""
+    if cursor is not None and not isinstance(cursor, str):
         raise InvalidCursorError()
-    try:
-        return base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("utf-8")
-    except ValueError as error:
-        raise InvalidCursorError() from error
+    return cursor
 
 
-def decode_position(kind: str, cursor: object) -> int | None:
-    """The bigint position of a ``jobs`` or ``timeline`` cursor (None for no cursor)."""
-    if cursor is None:
-        return None
-    match = re.fullmatch(rf"{kind}:(\d{{1,19}})", _decode(cursor))
-    if not match or int(match[1]) > _MAX_BIGINT:
-        raise InvalidCursorError()
-    return int(match[1])
-
-
-def decode_dead_position(cursor: object) -> tuple[datetime, str] | tuple[None, None]:
-    """The (finished_at, job id) of a ``dead`` cursor."""
-    if cursor is None:
-        return None, None
-    match = _DEAD.fullmatch(_decode(cursor))
-    if not match:
-        raise InvalidCursorError()
-    try:
-        at = datetime.fromisoformat(match[1].replace("Z", "+00:00"))
-    except ValueError as error:
-        raise InvalidCursorError() from error
-    return at, match[2]
+def page_of(rows: Sequence[Row], item: Callable[[Row], T]) -> Page[T]:
+    """A page of a listing whose last row, when the listing goes on, only carries the next cursor."""
+    nxt = rows[-1][-1] if rows else None
+    return Page([item(r) for r in (rows[:-1] if nxt is not None else rows)], nxt)
 
 
 def first_value(rows: Sequence[Row]) -> Any:

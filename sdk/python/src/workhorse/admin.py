@@ -42,7 +42,6 @@ class Admin:
 
     def __init__(self, pool: ConnectionPool[Any]) -> None:
         self._executor = SyncExecutor(pool)
-        self._timeline_v2 = False
 
     def get_job(self, job_id: str, *, conn: Connection | None = None) -> JobDetails | None:
         """The job's snapshot, whichever state it is in, with its lineage (``dependencies``,
@@ -54,12 +53,7 @@ class Admin:
     ) -> Page[TimelineEntry]:
         """The job's history (lifecycle events and closed attempts) in the order it was
         written, a page at a time; pass ``next_cursor`` back as ``cursor`` to read on."""
-        call = calls.get_job_timeline(job_id, limit, cursor)  # checks the arguments first
-        if not self._timeline_v2:
-            self._timeline_v2 = self._executor.run(calls.has_timeline_v2(), conn)
-        if not self._timeline_v2:
-            call = calls.get_job_timeline(job_id, limit, cursor, v2=False)
-        return self._executor.run(call, conn)
+        return self._executor.run(calls.get_job_timeline(job_id, limit, cursor), conn)
 
     def list_jobs(
         self,

@@ -105,7 +105,6 @@ class AsyncAdmin:
 
     def __init__(self, pool: Any) -> None:
         self._driver = driver_for(pool)
-        self._timeline_v2 = False
 
     async def get_job(self, job_id: str, *, conn: Any = None) -> JobDetails | None:
         return await self._driver.run(orchestration.get_job_details(job_id), conn)
@@ -113,12 +112,7 @@ class AsyncAdmin:
     async def get_job_timeline(
         self, job_id: str, *, limit: int = 100, cursor: str | None = None, conn: Any = None
     ) -> Page[TimelineEntry]:
-        call = calls.get_job_timeline(job_id, limit, cursor)  # checks the arguments first
-        if not self._timeline_v2:
-            self._timeline_v2 = await self._driver.run(calls.has_timeline_v2(), conn)
-        if not self._timeline_v2:
-            call = calls.get_job_timeline(job_id, limit, cursor, v2=False)
-        return await self._driver.run(call, conn)
+        return await self._driver.run(calls.get_job_timeline(job_id, limit, cursor), conn)
 
     async def list_jobs(
         self,

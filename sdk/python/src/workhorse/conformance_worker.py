@@ -68,6 +68,19 @@ def worker_options(scenario: Mapping[str, Any]) -> dict[str, Any]:
     return options
 
 
+def expand_text(value: Any) -> Any:
+    """``{"$text": [part, ...]}`` anywhere in a scenario is the text of its parts joined, a part
+    being a string or ``{"repeat": S, "times": n}`` (S written n times)."""
+    if isinstance(value, list):
+        return [expand_text(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    parts = value.get("$text")
+    if isinstance(parts, list) and len(value) == 1:
+        return "".join(part if isinstance(part, str) else str(part["repeat"]) * int(part["times"]) for part in parts)
+    return {key: expand_text(item) for key, item in value.items()}
+
+
 def scripted_error(step: Mapping[str, Any]) -> Exception:
     """An exception whose envelope is ``{name, message}`` as the step says."""
     base: type[Exception] = Exception
@@ -271,7 +284,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--worker-id")
     args = parser.parse_args(argv)
     with open(args.scenario, encoding="utf-8") as file:
-        scenario = json.load(file)
+        scenario = expand_text(json.load(file))
     lock = threading.Lock()
 
     def emit(message: Mapping[str, Any]) -> None:

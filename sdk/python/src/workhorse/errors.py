@@ -349,6 +349,8 @@ def from_db_error(error: BaseException, field_prefix: str = "") -> BaseException
         return ScheduleNotFoundError(text)
     if code == SQLSTATE_DECISION_NOT_ALLOWED:
         return DecisionNotAllowedError(text, [str(c) for c in parsed.get("choices", [])])
+    if code == SQLSTATE_VALIDATION and field == "cursor":
+        return InvalidCursorError()  # the database did not make this cursor (cursor_position)
     return WorkhorseValidationError(field, text)
 
 

@@ -139,7 +139,7 @@ $$;
 -- Retries follow the job's policy, else the handler's (the one given here, else the one
 -- registered for the job's queue and type by register_handlers_v1), else the default, while
 -- attempts remain and the next attempt could start before the job's deadline; otherwise the job
--- fails for good with p_error as its error envelope. Returns the status (`retry_scheduled`,
+-- fails for good with p_error, as bounded_error stores it, as its error envelope. Returns the status (`retry_scheduled`,
 -- `failed`, `canceled` or `stale`), and for a retry the next run time, the delay and its source
 -- (`explicit`, `job`, `handler` or `default`).
 CREATE FUNCTION workhorse.fail_v1(
@@ -163,7 +163,8 @@ BEGIN
      OR jsonb_typeof(p_error -> 'message') IS DISTINCT FROM 'string' THEN
     PERFORM workhorse.raise_invalid('error', 'must be an object {"name": string, "message": string, "stack"?: string}');
   END IF;
-  PERFORM workhorse.check_json_size(p_error, 'error');
+  -- Stored as bounded_error makes it (cut parts say so): a failure is never refused for its size.
+  p_error := workhorse.bounded_error(p_error);
   IF jsonb_typeof(p_options) IS DISTINCT FROM 'object' THEN
     PERFORM workhorse.raise_invalid('options', 'must be an object');
   END IF;
@@ -262,7 +263,7 @@ BEGIN
   IF NOT r.resuming THEN
     INSERT INTO workhorse.attempt_history (job_id, attempt, outcome, worker_id, fence_token, started_at, finished_at, error)
     VALUES (r.job_id, r.current_attempt, 'released', r.worker_id, r.fence_token, r.attempt_started_at, v_now,
-            jsonb_build_object('name', 'Released', 'message', coalesce(p_reason, 'released by the worker')));
+            workhorse.bounded_error(jsonb_build_object('name', 'Released', 'message', coalesce(p_reason, 'released by the worker'))));
   END IF;
   v_state := workhorse.requeue_job(r.job_id, v_now + p_delay_ms * interval '1 millisecond', v_now, NULL,
                                    CASE WHEN r.resuming THEN 0 ELSE 1 END, r.resuming);

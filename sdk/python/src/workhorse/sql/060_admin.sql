@@ -160,3 +160,35 @@ BEGIN
   FROM workhorse.get_timeline_v2(p_job_id, p_after_id, p_limit) AS t;
 END
 $$;
+
+-- get_timeline_v2 with an opaque cursor made here (make_cursor): p_cursor is the next_cursor of
+-- the previous page (NULL for the first), refused with P1001 naming `cursor` when this listing
+-- did not make it. Returns the entries (next_cursor NULL), then, when another one follows, one
+-- row whose columns are all NULL but next_cursor.
+CREATE FUNCTION workhorse.get_timeline_v3(p_job_id uuid, p_cursor text DEFAULT NULL, p_limit integer DEFAULT 100)
+RETURNS TABLE (
+  id bigint, at timestamptz, source text, kind text, attempt integer, worker_id text,
+  fence_token bigint, data jsonb, login_role text, next_cursor text)
+LANGUAGE plpgsql STABLE AS $$
+#variable_conflict use_column
+DECLARE
+  v_after bigint := coalesce(workhorse.cursor_bigint('timeline', p_cursor), 0);
+BEGIN
+  RETURN QUERY
+  WITH page AS MATERIALIZED (
+    SELECT * FROM workhorse.get_timeline_v2(p_job_id, v_after, p_limit) WITH ORDINALITY AS s
+  ),
+  more AS (
+    SELECT workhorse.make_cursor('timeline', p.id::text) AS next_cursor
+    FROM page p
+    WHERE p.ordinality = p_limit AND EXISTS (SELECT 1 FROM workhorse.get_timeline_v2(p_job_id, p.id, 1))
+  )
+  SELECT x.id, x.at, x.source, x.kind, x.attempt, x.worker_id, x.fence_token, x.data, x.login_role, x.next_cursor
+  FROM (
+    SELECT p.*, NULL::text AS next_cursor FROM page p
+    UNION ALL
+    SELECT p.*, m.next_cursor FROM more m LEFT JOIN page p ON false
+  ) AS x
+  ORDER BY x.ordinality NULLS LAST;
+END
+$$;

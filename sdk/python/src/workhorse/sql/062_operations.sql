@@ -223,6 +223,69 @@ BEGIN
 END
 $$;
 
+-- list_dead_letters_v1 with an opaque cursor made here (make_cursor): p_cursor is the
+-- next_cursor of the previous page (NULL for the first), refused with P1001 naming `cursor` when
+-- this listing did not make it. Returns the dead letters (next_cursor NULL), then, when another
+-- one follows, one row whose columns are all NULL but next_cursor: a last page that is full
+-- ends there instead of pointing at an empty page.
+CREATE FUNCTION workhorse.list_dead_letters_v2(
+  p_queue text DEFAULT NULL, p_type text DEFAULT NULL, p_error_name text DEFAULT NULL,
+  p_finished_after timestamptz DEFAULT NULL, p_finished_before timestamptz DEFAULT NULL,
+  p_limit integer DEFAULT 50, p_cursor text DEFAULT NULL)
+RETURNS TABLE (
+  id uuid, queue text, type text, payload jsonb, priority integer, max_attempts integer,
+  retry_policy jsonb, tags text[], state text, current_attempt integer, run_at timestamptz,
+  created_at timestamptz, finished_at timestamptz, result jsonb, error jsonb, worker_id text,
+  lease_expires_at timestamptz, cancel_requested_at timestamptz, progress jsonb,
+  redriven_from uuid, redriven_to uuid[], seq bigint, deadline timestamptz,
+  execution_timeout_ms integer, next_cursor text)
+LANGUAGE plpgsql STABLE AS $$
+#variable_conflict use_column
+DECLARE
+  v_position text := workhorse.cursor_position('dead', p_cursor,
+    '[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}');
+  v_at timestamptz;
+  v_id uuid;
+BEGIN
+  IF v_position IS NOT NULL THEN
+    -- A real position: a time this listing wrote (the years 1970 to 9999, a valid date).
+    BEGIN
+      v_at := left(v_position, 27)::timestamptz;
+    EXCEPTION WHEN OTHERS THEN
+      v_at := NULL;
+    END;
+    IF v_at IS NULL OR v_at < '1970-01-01T00:00:00Z'
+       OR to_char(v_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') <> left(v_position, 27) THEN
+      PERFORM workhorse.raise_invalid('cursor', 'is not a cursor returned by this API');
+    END IF;
+    v_id := substr(v_position, 29)::uuid;
+  END IF;
+  RETURN QUERY
+  WITH page AS MATERIALIZED (
+    SELECT * FROM workhorse.list_dead_letters_v1(p_queue, p_type, p_error_name, p_finished_after, p_finished_before,
+                                                 p_limit, v_at, v_id) WITH ORDINALITY AS s
+  ),
+  last AS (SELECT p.finished_at, p.id FROM page p WHERE p.ordinality = p_limit),
+  more AS (
+    SELECT workhorse.make_cursor('dead', to_char(l.finished_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') || '/' || l.id)
+             AS next_cursor
+    FROM last l
+    WHERE EXISTS (SELECT 1 FROM workhorse.list_dead_letters_v1(p_queue, p_type, p_error_name, p_finished_after,
+                                                               p_finished_before, 1, l.finished_at, l.id))
+  )
+  SELECT x.id, x.queue, x.type, x.payload, x.priority, x.max_attempts, x.retry_policy, x.tags,
+         x.state, x.current_attempt, x.run_at, x.created_at, x.finished_at, x.result, x.error,
+         x.worker_id, x.lease_expires_at, x.cancel_requested_at, x.progress, x.redriven_from,
+         x.redriven_to, x.seq, x.deadline, x.execution_timeout_ms, x.next_cursor
+  FROM (
+    SELECT p.*, NULL::text AS next_cursor FROM page p
+    UNION ALL
+    SELECT p.*, m.next_cursor FROM more m LEFT JOIN page p ON false
+  ) AS x
+  ORDER BY x.ordinality NULLS LAST;
+END
+$$;
+
 -- Redrives a dead letter (the work of redrive_v1 and redrive_many_v1, whose arguments are
 -- checked): a new job with the same definition (type, queue, payload, priority, attempts, retry
 -- policy, tags, execution timeout; not the deadline, which has passed), starting at attempt 1

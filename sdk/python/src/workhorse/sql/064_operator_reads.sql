@@ -130,6 +130,39 @@ BEGIN
 END
 $$;
 
+-- list_jobs_v2 with an opaque cursor made here (make_cursor): p_cursor is the next_cursor of the
+-- previous page (NULL for the first), refused with P1001 naming `cursor` when this listing did
+-- not make it. Returns the jobs (next_cursor NULL), then, when the listing goes on, one row
+-- whose columns are all NULL but next_cursor.
+CREATE FUNCTION workhorse.list_jobs_v3(
+  p_queue text DEFAULT NULL, p_type text DEFAULT NULL, p_states text[] DEFAULT NULL,
+  p_limit integer DEFAULT 50, p_cursor text DEFAULT NULL,
+  p_created_after timestamptz DEFAULT NULL, p_created_before timestamptz DEFAULT NULL,
+  p_scan_limit integer DEFAULT NULL)
+RETURNS TABLE (
+  id uuid, queue text, type text, payload jsonb, priority integer, max_attempts integer,
+  retry_policy jsonb, tags text[], state text, current_attempt integer, run_at timestamptz,
+  created_at timestamptz, finished_at timestamptz, result jsonb, error jsonb, worker_id text,
+  lease_expires_at timestamptz, cancel_requested_at timestamptz, progress jsonb,
+  redriven_from uuid, redriven_to uuid[], seq bigint, deadline timestamptz,
+  execution_timeout_ms integer, next_cursor text)
+LANGUAGE plpgsql STABLE AS $$
+#variable_conflict use_column
+BEGIN
+  RETURN QUERY
+  SELECT x.id, x.queue, x.type, x.payload, x.priority, x.max_attempts, x.retry_policy, x.tags,
+         x.state, x.current_attempt, x.run_at, x.created_at, x.finished_at, x.result, x.error,
+         x.worker_id, x.lease_expires_at, x.cancel_requested_at, x.progress, x.redriven_from,
+         x.redriven_to, CASE WHEN x.id IS NOT NULL THEN x.seq END, x.deadline, x.execution_timeout_ms, x.next_cursor
+  FROM (
+    SELECT s.*, CASE WHEN s.id IS NULL THEN workhorse.make_cursor('jobs', s.seq::text) END AS next_cursor
+    FROM workhorse.list_jobs_v2(p_queue, p_type, p_states, p_limit, workhorse.cursor_bigint('jobs', p_cursor),
+                                p_created_after, p_created_before, p_scan_limit) WITH ORDINALITY AS s
+  ) AS x
+  ORDER BY x.ordinality;
+END
+$$;
+
 -- Finished jobs per queue and time bucket since p_since, by terminal state: what the
 -- dashboard's throughput and failure charts draw. Buckets are p_bucket_seconds long and start at
 -- p_since; empty buckets are left out. It reads job_outcome through its BRIN index on
