@@ -9,7 +9,7 @@ import { toSnapshot, type JobRow } from './job-snapshot';
 import type { EnqueueOptions, EnqueueRequest, JobSnapshot, Queryable } from './types';
 import { JobMetrics } from './telemetry/job-metrics';
 import { JobTracing } from './telemetry/job-tracing';
-import { checkJobId, LIMITS, toRequestJson } from './validation';
+import { checkJobId, LIMITS, renamedRequestError, toRequestJson } from './validation';
 import {
   completeHumanWait,
   sendSignal,
@@ -71,7 +71,7 @@ export class Queue {
       span?.failed(error);
       // Named as the caller gave it: `dependsOn[0]`, not the batch's `requests[0].dependsOn[0]`.
       if (error instanceof UnknownDependencyError) throw new UnknownDependencyError(error.field.replace(/^requests\[0\]\./, ''), error.message, error.jobId);
-      throw error;
+      throw renamedRequestError(error, () => '');
     }
   }
 
@@ -105,7 +105,7 @@ export class Queue {
       const given = batchRequest(request, i);
       // Awaited only for a request by definition, so a batch by type costs no promise per request.
       const { type, payload, options } = given instanceof Promise ? await given : given;
-      const text = toRequestJson(type, payload, options, `requests[${i}].`, i);
+      const text = toRequestJson(type, payload, options, `requests[${i}].`);
       bytes += Buffer.byteLength(text, 'utf8');
       if (bytes > LIMITS.batchBytes) {
         throw new WorkhorseValidationError(
