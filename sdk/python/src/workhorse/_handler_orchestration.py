@@ -25,7 +25,7 @@ from .errors import (
     WorkhorseValidationError,
 )
 from .types import ChildOutcome, DependencyOutcome, HumanDecision
-from .validation import ENQUEUE_OPTIONS, check_int, check_text, to_json_text, to_wire_children, to_wire_request
+from .validation import ENQUEUE_OPTIONS, check_int, check_text, renamed_request_error, to_json_text, to_wire_children, to_wire_request
 
 if TYPE_CHECKING:
     from .context import _Owner
@@ -61,6 +61,9 @@ class ChildRequests:
 
     wire: list[dict[str, Any]]
     span: SendSpan
+    #: How run_children_v1's field names (``requests[i].``) read to the caller: ``""`` for
+    #: ``run_child`` (``priority``), ``"children"`` for ``run_children`` (``children[i].priority``).
+    prefix: str = "children"
 
 
 def child_request(type: object, payload: object, options: dict[str, Any]) -> ChildRequests:
@@ -68,7 +71,7 @@ def child_request(type: object, payload: object, options: dict[str, Any]) -> Chi
     for key in ("depends_on", "on_dependency_failed", "on_dependency_canceled"):
         if key in options:
             raise WorkhorseValidationError(ENQUEUE_OPTIONS[key], "is not an option of a child job")
-    return _checked([to_wire_request(type, payload, options)])
+    return _checked([to_wire_request(type, payload, options)], "")
 
 
 def check_key(key: object) -> str:
@@ -80,9 +83,8 @@ def child_requests(children: object) -> ChildRequests:
     return _checked(to_wire_children(children))
 
 
-def _checked(wire: list[dict[str, Any]]) -> ChildRequests:
-    to_json_text(wire, "children")
-    return ChildRequests(wire, start_send(wire))
+def _checked(wire: list[dict[str, Any]], prefix: str = "children") -> ChildRequests:
+    return ChildRequests(wire, start_send(wire), prefix)
 
 
 class HandlerOrchestration:
@@ -116,7 +118,10 @@ class HandlerOrchestration:
     async def run_children(self, key: str, requests: ChildRequests) -> list[ChildOutcome]:
         text = json.dumps(requests.wire, ensure_ascii=False, separators=(",", ":"))
         with requests.span as send:
-            rows = await self._call(p.RUN_CHILDREN_SQL, key, text)
+            try:
+                rows = await self._call(p.RUN_CHILDREN_SQL, key, text)
+            except WorkhorseValidationError as error:
+                raise renamed_request_error(error, requests.prefix) from None
             send.sent([r[1] for r in rows if r[1] is not None])
         status = rows[0][0]
         if status != "settled":

@@ -323,13 +323,15 @@ _TYPED_CODES = (
 def from_db_error(error: BaseException, field_prefix: str = "") -> BaseException:
     """Turns an error raised by a ``workhorse.*`` SQL function (through Psycopg or asyncpg) into
     the typed error; anything else is returned unchanged. An unknown dependency the database
-    names under ``field_prefix`` is the caller's without it (a single enqueue is a batch of one:
-    ``dependsOn[0]``, as the caller gave it, not ``requests[0].dependsOn[0]``)."""
+    or a refused field the database names under ``field_prefix`` is the caller's without it (a
+    single enqueue is a batch of one: ``priority``, as the caller gave it, not
+    ``requests[0].priority``)."""
     code, column, message, detail = _fields(error)
     if code not in _TYPED_CODES:
         return error
     named = column or "request"
-    field = named.removeprefix(field_prefix) if field_prefix and code == SQLSTATE_UNKNOWN_DEPENDENCY else named
+    stripped = named.removeprefix(field_prefix) or "request"
+    field = stripped if field_prefix and code in (SQLSTATE_UNKNOWN_DEPENDENCY, SQLSTATE_VALIDATION) else named
     prefix = f"{named}: "
     text = message[len(prefix):] if message.startswith(prefix) else message
     # These refusals carry a JSON detail (docs/protocol.md); P1001 and P1003 carry none.
