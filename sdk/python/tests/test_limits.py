@@ -1,0 +1,53 @@
+"""limits.json (package data) is the repository's sdk/protocol/limits.json, and this SDK reads its
+values from it: the worker's defaults and bounds, and the heartbeat-below-lease rule every SDK
+applies with the same field and message (issue 31, item 2)."""
+
+from __future__ import annotations
+
+import json
+from importlib.resources import files
+from pathlib import Path
+
+import pytest
+
+from workhorse import WorkhorseValidationError
+from workhorse._limits import LIMITS, WORKER, heartbeat_not_below_lease
+from workhorse._worker_options import engine_options
+from workhorse.validation import BATCH_SIZE, DELAY_MS, JSON_BYTES, NAME_LENGTH
+
+SOURCE = Path(__file__).resolve().parents[2] / "protocol" / "limits.json"
+
+
+def test_the_shipped_file_is_the_protocol_file_and_is_read_whole() -> None:
+    shipped = files("workhorse").joinpath("limits.json").read_text("utf-8")
+    assert shipped == SOURCE.read_text("utf-8"), "run node scripts/copy-sdk-sql.js"
+    assert LIMITS == json.loads(SOURCE.read_text("utf-8"))
+    enqueue = LIMITS["enqueue"]
+    assert (NAME_LENGTH, BATCH_SIZE, JSON_BYTES, DELAY_MS) == (
+        enqueue["nameLength"]["max"],
+        enqueue["batchSize"]["max"],
+        enqueue["jsonBytes"]["max"],
+        LIMITS["retryPolicy"]["delayMs"]["max"],
+    )
+
+
+def test_worker_defaults_are_those_of_limits_json() -> None:
+    o = engine_options({})
+    assert (o.queues, o.concurrency, o.lease_ms, o.poll_ms, o.tick_ms, o.shutdown_timeout_ms, o.unknown_type_delay_ms) == (
+        WORKER["queues"]["default"],
+        WORKER["concurrency"]["default"],
+        WORKER["leaseMs"]["default"],
+        WORKER["pollMs"]["default"],
+        WORKER["tickMs"]["default"],
+        WORKER["shutdownTimeoutMs"]["default"],
+        WORKER["unknownTypeDelayMs"]["default"],
+    )
+    assert o.heartbeat_ms == o.lease_ms // WORKER["heartbeatMs"]["defaultLeaseDivisor"]
+
+
+@pytest.mark.parametrize("heartbeat_ms", [3000, 5000])
+def test_a_heartbeat_at_or_above_the_lease_is_refused(heartbeat_ms: int) -> None:
+    with pytest.raises(WorkhorseValidationError) as refused:
+        engine_options({"lease_ms": 3000, "heartbeat_ms": heartbeat_ms})
+    assert (refused.value.field, refused.value.reason) == ("heartbeatMs", heartbeat_not_below_lease(3000))
+    assert engine_options({"lease_ms": 3000, "heartbeat_ms": 2999}).heartbeat_ms == 2999
