@@ -17,6 +17,7 @@ import {
   type JobLineage,
   type JobSnapshot,
   type TimelineEntry,
+  type WorkerOptions,
 } from '../../lib/core';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
@@ -259,6 +260,22 @@ class Run {
         } while (cursor !== undefined);
         expect(ids).toHaveLength(a.as.length);
         (a.as as string[]).forEach((name, i) => this.jobs.set(name, ids[i]));
+        return;
+      }
+      case 'check_worker_options': {
+        // Building a worker checks its options; it is never started.
+        let error: unknown = null;
+        try {
+          new Worker(this.queue, a.options as WorkerOptions);
+        } catch (thrown) {
+          error = thrown;
+        }
+        if (!a.expectError) {
+          expect(error).toBeNull();
+          return;
+        }
+        if (error === null) throw new Error(`expected ${JSON.stringify(a.expectError)}, the worker was built`);
+        this.expectError(error, a.expectError);
         return;
       }
       case 'expect_job_count':
