@@ -4,6 +4,7 @@ import {
   IdempotencyConflictError,
   ScheduleNotFoundError,
   UnknownDependencyError,
+  WorkhorseError,
   WorkhorseValidationError,
 } from './errors';
 import { NotYoursError } from './capability-errors';
@@ -16,6 +17,12 @@ interface PgErrorLike {
   column?: string;
   detail?: string;
 }
+
+/**
+ * A claim ran inside a transaction above READ COMMITTED, where SKIP LOCKED is not safe (SQLSTATE
+ * `P1004`); nothing was claimed. Python and Go raise their `IsolationError` for the same code.
+ */
+export class IsolationError extends WorkhorseError {}
 
 /** SQLSTATEs of the protocol's own refusals (the `P1xxx` range). */
 export const SQLSTATE = {
@@ -43,6 +50,7 @@ export function fromPgError(error: unknown): unknown {
     if (e.code === SQLSTATE.validation || e.code === SQLSTATE.batchTooLarge) {
       return new WorkhorseValidationError(field, message);
     }
+    if (e.code === SQLSTATE.isolation) return new IsolationError(message);
     if (e.code === SQLSTATE.scheduleNotFound) return new ScheduleNotFoundError(message);
     if (e.code === SQLSTATE.notYours) return new NotYoursError(field, message);
     if (e.code === SQLSTATE.unknownDependency) {

@@ -8,11 +8,16 @@ import json
 from importlib.resources import files
 from pathlib import Path
 
-import pytest
+from typing import Any
 
-from workhorse import WorkhorseValidationError
+import psycopg
+import pytest
+from psycopg_pool import ConnectionPool
+
+from workhorse import IsolationError, WorkhorseValidationError
 from workhorse._limits import LIMITS, WORKER, heartbeat_not_below_lease
 from workhorse._worker_options import engine_options
+from workhorse.errors import from_db_error
 from workhorse.validation import BATCH_SIZE, DELAY_MS, JSON_BYTES, NAME_LENGTH
 
 SOURCE = Path(__file__).resolve().parents[2] / "protocol" / "limits.json"
@@ -51,3 +56,16 @@ def test_a_heartbeat_at_or_above_the_lease_is_refused(heartbeat_ms: int) -> None
         engine_options({"lease_ms": 3000, "heartbeat_ms": heartbeat_ms})
     assert (refused.value.field, refused.value.reason) == ("heartbeatMs", heartbeat_not_below_lease(3000))
     assert engine_options({"lease_ms": 3000, "heartbeat_ms": 2999}).heartbeat_ms == 2999
+
+
+def test_a_claim_above_read_committed_is_the_typed_isolation_error(pool: ConnectionPool[Any]) -> None:
+    """SQLSTATE P1004 maps to IsolationError, as in TypeScript and Go (docs/protocol.md, Errors)."""
+    with pool.connection() as conn:
+        with pytest.raises(psycopg.Error) as raised:
+            with conn.transaction():
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                conn.execute(
+                    "SELECT * FROM workhorse.complete_and_claim_v1(%s, %s::jsonb, %s::text[], %s, %s)",
+                    ("iso-worker", "[]", ["iso"], 1, 60_000),
+                )
+    assert isinstance(from_db_error(raised.value), IsolationError)

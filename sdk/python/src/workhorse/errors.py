@@ -105,6 +105,11 @@ class NotYoursError(WorkhorseError):
         self.field = field
 
 
+class IsolationError(WorkhorseError):
+    """A claim ran inside a transaction above READ COMMITTED, where SKIP LOCKED is not safe
+    (SQLSTATE ``P1004``); nothing was claimed. TypeScript and Go raise their ``IsolationError``."""
+
+
 class ScheduleNotFoundError(WorkhorseValidationError):
     """Pause, resume, trigger or history of a schedule key its namespace does not have (SQLSTATE
     ``P1010``)."""
@@ -310,6 +315,7 @@ class RetryAfterError(Exception):
 
 _TYPED_CODES = (
     SQLSTATE_VALIDATION,
+    SQLSTATE_ISOLATION,
     SQLSTATE_SCHEDULE_NOT_FOUND,
     SQLSTATE_BATCH_TOO_LARGE,
     SQLSTATE_IDEMPOTENCY_CONFLICT,
@@ -349,6 +355,8 @@ def from_db_error(error: BaseException, field_prefix: str = "") -> BaseException
         return NotYoursError(field, text)
     if code == SQLSTATE_SCHEDULE_NOT_FOUND:
         return ScheduleNotFoundError(text)
+    if code == SQLSTATE_ISOLATION:
+        return IsolationError(text)
     if code == SQLSTATE_DECISION_NOT_ALLOWED:
         return DecisionNotAllowedError(text, [str(c) for c in parsed.get("choices", [])])
     return WorkhorseValidationError(field, text)
