@@ -60,6 +60,15 @@ export function checkInteger(value: unknown, field: string, min: number, max: nu
   return value;
 }
 
+/**
+ * A whole number a protocol function takes as an integer parameter; its range is the function's
+ * to check (the message names it, from limits.json, as the function's does).
+ */
+export function checkWholeNumber(value: unknown, field: string, range: { min: number; max: number }): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value)) fail(field, `must be an integer from ${range.min} to ${range.max} (one year)`);
+  return value;
+}
+
 function describe(value: unknown): string {
   if (value === null) return 'null';
   if (typeof value === 'object') return (Object.getPrototypeOf(value) as { constructor?: { name?: string } } | null)?.constructor?.name ?? 'object';

@@ -8,7 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { LIMITS, WorkhorseValidationError } from '../../lib/core';
+import { LIMITS, Worker, WorkhorseValidationError, type HandlerContext } from '../../lib/core';
 import { LIMITS_FILE, PROTOCOL_LIMITS } from '../../lib/core/limits';
 import { useTestDatabase } from '../support/test-database';
 
@@ -29,7 +29,7 @@ describe('limits.json', () => {
 });
 
 describe('the SQL enforces the values of limits.json', () => {
-  const { pool, queue } = useTestDatabase();
+  const { pool, queue, admin } = useTestDatabase();
   const e = source.enqueue;
   const r = source.retryPolicy;
 
@@ -110,5 +110,24 @@ describe('the SQL enforces the values of limits.json', () => {
     expect(error).toBeInstanceOf(WorkhorseValidationError);
     expect(error).toMatchObject({ field: 'priority', message: `priority: must be an integer from ${e.priority.min} to ${e.priority.max}` });
     expect(await jobCount()).toBe(before);
+  });
+
+  it("a handler's sleep and wait timeouts: the SQL refuses one past the bounds, naming the field, and the job goes on", async () => {
+    const h = source.handler;
+    const worker = new Worker(queue, { queues: ['limits-handler'], concurrency: 1, workerId: 'limits-worker' });
+    worker.handle('limits.handler', async (_payload: null, ctx: HandlerContext) => {
+      const calls: (() => Promise<unknown>)[] = [
+        () => ctx.sleep('too-long', h.sleepMs.max + 1),
+        () => ctx.sleep('too-short', h.sleepMs.min - 1),
+        () => ctx.waitForSignal('signal', { timeoutMs: h.waitTimeoutMs.max + 1 }),
+        () => ctx.waitForHuman('human', { timeoutMs: h.waitTimeoutMs.min - 1 }),
+      ];
+      const fields: string[] = [];
+      for (const call of calls) fields.push(await call().then(() => 'accepted', (e: unknown) => (e instanceof WorkhorseValidationError ? e.field : String(e))));
+      return fields;
+    });
+    const id = await queue.enqueue('limits.handler', null, { queue: 'limits-handler' });
+    expect(await worker.runOnce()).toBe(1);
+    expect(await admin.getJob(id)).toMatchObject({ state: 'succeeded', result: ['ms', 'ms', 'timeoutMs', 'timeoutMs'] });
   });
 });
