@@ -14,11 +14,13 @@ import psycopg
 import pytest
 from psycopg_pool import ConnectionPool
 
-from workhorse import IsolationError, WorkhorseValidationError
+from workhorse import Admin, HandlerContext, IsolationError, Queue, Worker, WorkhorseValidationError
 from workhorse._limits import LIMITS, WORKER, heartbeat_not_below_lease
 from workhorse._worker_options import engine_options
 from workhorse.errors import from_db_error
 from workhorse.validation import BATCH_SIZE, DELAY_MS, JSON_BYTES, NAME_LENGTH
+
+from .support import wait_for
 
 SOURCE = Path(__file__).resolve().parents[2] / "protocol" / "limits.json"
 
@@ -69,3 +71,39 @@ def test_a_claim_above_read_committed_is_the_typed_isolation_error(pool: Connect
                     ("iso-worker", "[]", ["iso"], 1, 60_000),
                 )
     assert isinstance(from_db_error(raised.value), IsolationError)
+
+
+def test_a_handlers_sleep_and_wait_timeouts_past_the_bounds_are_refused_by_the_sql(pool: ConnectionPool[Any]) -> None:
+    """The client checks a whole number only; the SQL refuses one past limits.json's bounds,
+    naming the field, and nothing is written (the job goes on)."""
+    handler = LIMITS["handler"]
+    queue, admin = Queue(pool), Admin(pool)
+    worker = Worker(queue, queues=["limits-handler"], poll_ms=50, tick_ms=50)
+    calls: list[Any] = [
+        lambda ctx: ctx.sleep("too-long", handler["sleepMs"]["max"] + 1),
+        lambda ctx: ctx.sleep("too-short", handler["sleepMs"]["min"] - 1),
+        lambda ctx: ctx.wait_for_signal("signal", timeout_ms=handler["waitTimeoutMs"]["max"] + 1),
+        lambda ctx: ctx.wait_for_human("human", timeout_ms=handler["waitTimeoutMs"]["min"] - 1),
+        lambda ctx: ctx.sleep("fraction", 1.5),
+    ]
+
+    @worker.handler("limits.handler")
+    def probe(payload: Any, ctx: HandlerContext) -> Any:
+        seen = []
+        for call in calls:
+            try:
+                call(ctx)
+                seen.append("accepted")
+            except WorkhorseValidationError as error:
+                seen.append(error.field)
+        return seen
+
+    job_id = queue.enqueue("limits.handler", None, queue="limits-handler")
+    worker.start()
+    try:
+        wait_for(lambda: (job := admin.get_job(job_id)) is not None and job.state == "succeeded", 30, "the probe")
+    finally:
+        worker.stop()
+    job = admin.get_job(job_id)
+    assert job is not None and job.result == ["ms", "ms", "timeoutMs", "timeoutMs", "ms"]
+    assert admin.list_human_waits(job_id=job_id).items == []

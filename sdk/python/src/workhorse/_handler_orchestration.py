@@ -25,16 +25,25 @@ from .errors import (
     WorkhorseValidationError,
 )
 from .types import ChildOutcome, DependencyOutcome, HumanDecision
-from .validation import ENQUEUE_OPTIONS, check_int, check_text, renamed_request_error, to_json_text, to_wire_children, to_wire_request
+from ._limits import HANDLER
+from .validation import (
+    ENQUEUE_OPTIONS,
+    check_text,
+    check_whole_number,
+    renamed_request_error,
+    to_json_text,
+    to_wire_children,
+    to_wire_request,
+)
 
 if TYPE_CHECKING:
     from .context import _Owner
 
-TIMEOUT_MS = 31_536_000_000
 
 
 def check_timeout(value: object) -> int | None:
-    return None if value is None else check_int(value, "timeoutMs", 1, TIMEOUT_MS)
+    # (The range is check_wait_timeout's, in SQL.)
+    return None if value is None else check_whole_number(value, "timeoutMs", HANDLER["waitTimeoutMs"])
 
 
 def check_human_wait(context: object, choices: object, timeout_ms: object) -> tuple[str | None, str | None, int | None]:

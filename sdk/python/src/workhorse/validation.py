@@ -62,6 +62,14 @@ def check_int(value: object, field: str, minimum: int, maximum: int) -> int:
     return value
 
 
+def check_whole_number(value: object, field: str, bounds: Mapping[str, int]) -> int:
+    """A whole number a protocol function takes as an integer parameter; its range is the
+    function's to check (the message names it, from limits.json, as the function's does)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        fail(field, f"must be an integer from {bounds['min']} to {bounds['max']} (one year)")
+    return value
+
+
 def check_text(value: object, field: str, maximum: int, minimum: int = 0) -> str:
     if not isinstance(value, str) or not minimum <= len(value) <= maximum:
         fail(field, f"must be a string of {minimum} to {maximum} characters")
