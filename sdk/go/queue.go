@@ -187,12 +187,10 @@ func wireRequest(out []byte, jobType string, payload any, o *EnqueueOptions, pat
 	number := func(field string, value int64) {
 		out = strconv.AppendInt(append(append(append(out, `,"`...), field...), `":`...), value, 10)
 	}
-	millis := func(field string, d time.Duration) error {
-		if d%time.Millisecond != 0 {
-			return invalid(path+field, "must be a whole number of milliseconds")
-		}
-		number(field, d.Milliseconds())
-		return nil
+	duration := func(field string, d time.Duration) error {
+		ms, err := millis(d, path+field)
+		number(field, ms)
+		return err
 	}
 	if err := checkText(jobType, path+"type"); err != nil {
 		return nil, err
@@ -225,7 +223,7 @@ func wireRequest(out []byte, jobType string, payload any, o *EnqueueOptions, pat
 		out = append(out, '"')
 	}
 	if o.ExecutionTimeout != 0 || o.isGiven("executionTimeoutMs") {
-		if err := millis("executionTimeoutMs", o.ExecutionTimeout); err != nil {
+		if err := duration("executionTimeoutMs", o.ExecutionTimeout); err != nil {
 			return nil, err
 		}
 	}
@@ -259,7 +257,7 @@ func wireRequest(out []byte, jobType string, payload any, o *EnqueueOptions, pat
 		}
 	}
 	if o.IdempotencyTTL != 0 || o.isGiven("idempotencyTtlMs") {
-		if err := millis("idempotencyTtlMs", o.IdempotencyTTL); err != nil {
+		if err := duration("idempotencyTtlMs", o.IdempotencyTTL); err != nil {
 			return nil, err
 		}
 	}

@@ -42,11 +42,19 @@ func checkRange(value int64, field string, min, max int64) error {
 
 // wholeMs is d in milliseconds; a duration that is not a whole number of them is refused.
 func wholeMs(d time.Duration, field string, min, max int64) (int64, error) {
+	ms, err := millis(d, field)
+	if err != nil {
+		return 0, err
+	}
+	return ms, checkRange(ms, field, min, max)
+}
+
+// millis is d in whole milliseconds for a protocol function, which checks the range itself.
+func millis(d time.Duration, field string) (int64, error) {
 	if d%time.Millisecond != 0 {
 		return 0, invalid(field, "must be a whole number of milliseconds")
 	}
-	ms := d.Milliseconds()
-	return ms, checkRange(ms, field, min, max)
+	return d.Milliseconds(), nil
 }
 
 // checkText refuses strings PostgreSQL's jsonb cannot store: invalid UTF-8 and NUL.
