@@ -142,7 +142,12 @@ export function toJsonText(value: unknown, field: string): string {
   return text;
 }
 
+/**
+ * A handler's retry policy, or a job definition's default, checked when it is given (no database
+ * at hand) against limits.json; an enqueue's policy is checked by the SQL function alone.
+ */
 export function checkRetryPolicy(value: unknown, field: string): RetryPolicy {
+  const retry = PROTOCOL_LIMITS.retryPolicy;
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     fail(field, 'must be an object such as { kind: "exponential" } or { kind: "fixed", delayMs: 5000 }');
   }
@@ -157,7 +162,7 @@ export function checkRetryPolicy(value: unknown, field: string): RetryPolicy {
     if (!allowed.includes(key)) fail(`${field}.${key}`, `is not an option of a ${policy.kind} retry policy (${allowed.join(', ')})`);
   }
   const delay = (key: string) => {
-    if (policy[key] !== undefined) checkInteger(policy[key], `${field}.${key}`, 0, LIMITS.delayMs);
+    if (policy[key] !== undefined) checkInteger(policy[key], `${field}.${key}`, retry.delayMs.min, retry.delayMs.max);
   };
   if (policy.kind === 'fixed') {
     delay('delayMs');
@@ -165,12 +170,12 @@ export function checkRetryPolicy(value: unknown, field: string): RetryPolicy {
     delay('initialMs');
     delay('maxMs');
     const m = policy.multiplier;
-    if (m !== undefined && (typeof m !== 'number' || !Number.isFinite(m) || m < 1 || m > 10)) {
-      fail(`${field}.multiplier`, 'must be a number from 1 to 10');
+    if (m !== undefined && (typeof m !== 'number' || !Number.isFinite(m) || m < retry.multiplier.min || m > retry.multiplier.max)) {
+      fail(`${field}.multiplier`, `must be a number from ${retry.multiplier.min} to ${retry.multiplier.max}`);
     }
     if (policy.jitter !== undefined && typeof policy.jitter !== 'boolean') fail(`${field}.jitter`, 'must be true or false');
-    const initial = (policy.initialMs as number | undefined) ?? 1000;
-    const max = (policy.maxMs as number | undefined) ?? 3_600_000;
+    const initial = (policy.initialMs as number | undefined) ?? retry.default.initialMs;
+    const max = (policy.maxMs as number | undefined) ?? retry.default.maxMs;
     if (max < initial) fail(`${field}.maxMs`, 'must not be smaller than initialMs');
   }
   return { ...(policy as RetryPolicy) };

@@ -173,6 +173,8 @@ def to_json_text(value: object, field: str, limit: int = JSON_BYTES) -> str:
 
 
 def check_retry_policy(value: object, field: str) -> RetryPolicy:
+    """A handler's retry policy, checked when it is given (against limits.json); an enqueue's
+    policy is checked by the SQL function alone."""
     if not isinstance(value, Mapping):
         fail(field, 'must be a dict such as {"kind": "exponential"} or {"kind": "fixed", "delayMs": 5000}')
     kind = value.get("kind")
@@ -185,17 +187,20 @@ def check_retry_policy(value: object, field: str) -> RetryPolicy:
     for key in value:
         if key not in allowed:
             fail(f"{field}.{key}", f"is not an option of a {kind} retry policy ({', '.join(allowed)})")
+    delay, factor, default = RETRY_POLICY["delayMs"], RETRY_POLICY["multiplier"], RETRY_POLICY["default"]
     for key in ("delayMs", "initialMs", "maxMs"):
         if key in value:
-            check_int(value[key], f"{field}.{key}", 0, DELAY_MS)
+            check_int(value[key], f"{field}.{key}", delay["min"], delay["max"])
     multiplier = value.get("multiplier")
     if multiplier is not None and (
-        isinstance(multiplier, bool) or not isinstance(multiplier, (int, float)) or not 1 <= multiplier <= 10
+        isinstance(multiplier, bool)
+        or not isinstance(multiplier, (int, float))
+        or not factor["min"] <= multiplier <= factor["max"]
     ):
-        fail(f"{field}.multiplier", "must be a number from 1 to 10")
+        fail(f"{field}.multiplier", f"must be a number from {factor['min']} to {factor['max']}")
     if "jitter" in value and not isinstance(value["jitter"], bool):
         fail(f"{field}.jitter", "must be True or False")
-    if kind == "exponential" and value.get("maxMs", 3_600_000) < value.get("initialMs", 1000):
+    if kind == "exponential" and value.get("maxMs", default["maxMs"]) < value.get("initialMs", default["initialMs"]):
         fail(f"{field}.maxMs", "must not be smaller than initialMs")
     policy: RetryPolicy = dict(value)  # type: ignore[assignment]
     return policy
