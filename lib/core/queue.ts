@@ -40,8 +40,9 @@ export class Queue {
   }
 
   /**
-   * Enqueues one job and returns its id. Input is validated before anything is sent: a bad
-   * argument raises {@link WorkhorseValidationError} naming the field, and nothing is written.
+   * Enqueues one job and returns its id. A bad argument raises {@link WorkhorseValidationError}
+   * naming the field, and nothing is written: what JSON cannot carry is refused before anything is
+   * sent, every range and rule by `enqueue_many_v1` before it writes.
    * Given a definition (`defineJob`), the payload must be of its type, its validator (if any)
    * runs first (a refusal is a `JobDataRejectedError`), and its defaults apply under `options`.
    */
@@ -80,8 +81,8 @@ export class Queue {
    * order. A request names its job by `type`, or by definition (`{ job: definition, payload,
    * ...options }`): then, as for `enqueue(definition)`, its payload must be of the definition's
    * type, its validator runs (a refusal is a `JobDataRejectedError` naming `requests[i].payload`)
-   * and its defaults apply under the request's options. Every request is checked before anything
-   * is sent. The whole batch may hold at most 16 MiB of JSON (`LIMITS.batchBytes`, payloads and
+   * and its defaults apply under the request's options. Nothing is written unless every request
+   * passes (the SQL function checks them all first). The whole batch may hold at most 16 MiB of JSON (`LIMITS.batchBytes`, payloads and
    * options together): a larger one is refused before it is sent, as soon as the requests read so
    * far pass the limit, so the memory it takes stays bounded.
    *

@@ -34,7 +34,8 @@ class WorkhorseError(Exception):
 
 class WorkhorseValidationError(WorkhorseError, ValueError):
     """Input that breaks a rule (shape, range, size, JSON-ness), raised before anything is
-    written, by this SDK and again by the SQL functions (SQLSTATE ``P1001``/``P1003``).
+    written: by this SDK for what JSON cannot carry and its own API shape, by the SQL functions
+    for every range and rule (SQLSTATE ``P1001``/``P1003``).
 
     ``field`` names the offending field as every SDK names it: the wire name, with a path for
     batch members and nested values (``priority``, ``requests[2].type``, ``payload.items[3]``).
