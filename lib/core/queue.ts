@@ -94,9 +94,6 @@ export class Queue {
    */
   async enqueueMany<const T extends readonly (EnqueueRequest | DefinedEnqueueRequest)[]>(requests: EnqueueManyRequests<T>, client?: Queryable): Promise<string[]> {
     if (!Array.isArray(requests)) throw new WorkhorseValidationError('requests', 'must be an array');
-    if (requests.length > LIMITS.batchSize) {
-      throw new WorkhorseValidationError('requests', `a batch holds at most ${LIMITS.batchSize} jobs, got ${requests.length}`);
-    }
     if (requests.length === 0) return [];
     const texts: string[] = [];
     const jobs: { type: string; queue: string | undefined }[] = [];
