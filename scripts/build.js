@@ -5,7 +5,9 @@
 //  2. compiles lib/ with tsconfig.build.json (JavaScript and declarations);
 //  3. copies sql/*.sql and sql/migrations/*.sql into dist/sql/, where dist/lib/core/*.js finds
 //     the SQL at ../../sql, exactly as lib/core/*.ts does in the repository. The tarball ships
-//     the SQL only there.
+//     the SQL only there;
+//  4. copies sdk/protocol/limits.json (the protocol's limits and defaults) into
+//     dist/sdk/protocol/, where dist/lib/core/limits.js finds it, as lib/core/limits.ts does.
 // It writes nothing to stdout (tsc's diagnostics and its own line go to stderr), because as the
 // prepack script its stdout would land inside the JSON that `npm pack --json` prints.
 const { execFileSync } = require('node:child_process');
@@ -43,4 +45,6 @@ fs.mkdirSync(path.join(to, 'migrations'), { recursive: true });
 for (const name of steps) {
   fs.copyFileSync(path.join(from, 'migrations', name), path.join(to, 'migrations', name));
 }
+fs.mkdirSync(path.join(dist, 'sdk', 'protocol'), { recursive: true });
+fs.copyFileSync(path.join(root, 'sdk', 'protocol', 'limits.json'), path.join(dist, 'sdk', 'protocol', 'limits.json'));
 console.error(`build: compiled lib/ and copied ${files.length} SQL file(s) and ${steps.length} migration step(s) to ${path.relative(root, to)}`);

@@ -5,8 +5,11 @@
 //   sdk/python/src/workhorse/sql/  (package data of the wheel)
 //   sdk/go/sql/                    (embedded by `//go:embed sql`)
 // Each target is emptied first, so a file deleted or renamed in sql/ never lingers in an SDK.
-// Run it after every change to sql/; the SDKs' tests and test/package/sdk-sql.test.ts fail while
-// a copy differs from sql/.
+// It also copies sdk/protocol/limits.json (the protocol's limits and defaults) to
+//   sdk/python/src/workhorse/limits.json  (package data)
+//   sdk/go/limits.json                    (embedded by `//go:embed limits.json`)
+// Run it after every change to sql/ or limits.json; the SDKs' tests, test/package/sdk-sql.test.ts
+// and test/package/limits.test.ts fail while a copy differs from its source.
 const fs = require('node:fs');
 const path = require('node:path');
 
@@ -37,4 +40,14 @@ for (const target of targets) {
     fs.copyFileSync(path.join(source, ...file.split('/')), to);
   }
   console.error(`copy-sdk-sql: copied ${files.length} file(s) to ${path.relative(root, target)}`);
+}
+
+const limits = path.join(root, 'sdk', 'protocol', 'limits.json');
+if (!fs.existsSync(limits)) {
+  console.error(`copy-sdk-sql: no ${path.relative(root, limits)}`);
+  process.exit(1);
+}
+for (const to of [path.join(root, 'sdk', 'python', 'src', 'workhorse', 'limits.json'), path.join(root, 'sdk', 'go', 'limits.json')]) {
+  fs.copyFileSync(limits, to);
+  console.error(`copy-sdk-sql: copied limits.json to ${path.relative(root, to)}`);
 }

@@ -4,7 +4,7 @@ import { fromPgError } from './protocol/errors';
 import { RUN_CHILDREN } from './protocol/handler';
 import { JobTracing } from './telemetry/job-tracing';
 import type { ChildJobSpec, ChildOutcome, JsonValue, Queryable } from './types';
-import { toRequestJson } from './validation';
+import { renamedRequestError, toRequestJson } from './validation';
 
 /** One row of `run_children_v1`'s answer: the call's status, and per child its outcome once settled. */
 export interface ChildRow {
@@ -59,7 +59,8 @@ export async function startChildren(
     span?.sent(rows.flatMap((row) => (row.child_id === null ? [] : [row.child_id])));
     return rows;
   } catch (error) {
-    const typed = fromPgError(error);
+    // enqueue_many_v1's names (`requests[2].priority`) as the caller gave them (`children[2].priority`).
+    const typed = renamedRequestError(fromPgError(error), (i) => `children[${i}]`);
     span?.failed(typed);
     throw typed;
   }

@@ -8,7 +8,8 @@ import { childRequestsJson, startChildren } from './child-jobs';
 import { failpoint } from './failpoints';
 import { definedRequest, isJobDefinition, type JobDefinition } from './job-definition';
 import type { ChildJobSpec, ChildOutcome, DependencyOutcome, JsonValue, Queryable } from './types';
-import { checkDate, checkText, toJsonText } from './validation';
+import { PROTOCOL_LIMITS } from './limits';
+import { checkDate, checkText, checkWholeNumber, toJsonText } from './validation';
 import type { HumanDecision, WaitForHumanOptions, WaitForSignalOptions } from './waits';
 import { JobBlocked, JobSleeping } from './parked-errors';
 
@@ -185,9 +186,8 @@ export class HandlerContext {
    * await ctx.checkpoint('send-tips', () => mailer.tips(user));
    */
   async sleep(name: string, ms: number): Promise<void> {
-    if (typeof ms !== 'number' || !Number.isInteger(ms) || ms < 0 || ms > 31_536_000_000) {
-      throw new WorkhorseValidationError('ms', 'must be an integer from 0 to 31536000000 (one year)');
-    }
+    // (The range is sleep_v1's to check; a bigint parameter needs a whole number.)
+    checkWholeNumber(ms, 'ms', PROTOCOL_LIMITS.handler.sleepMs);
     return this.sleepCall(name, null, ms);
   }
 

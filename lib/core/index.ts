@@ -39,7 +39,7 @@ export {
   WorkhorseError,
   WorkhorseValidationError,
 } from './errors';
-export { fromPgError, SQLSTATE } from './protocol/errors';
+export { fromPgError, IsolationError, SQLSTATE } from './protocol/errors';
 export { NotYoursError } from './capability-errors';
 export {
   isWorkerEventName,

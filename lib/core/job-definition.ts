@@ -1,7 +1,7 @@
 import { JobDataRejectedError, WorkhorseValidationError } from './errors';
 import type { StandardSchemaV1 } from './standard-schema';
 import type { EnqueueOptions, EnqueueRequest } from './types';
-import { checkName, toRequestJson } from './validation';
+import { checkJobDefaults, checkName } from './validation';
 
 /** Enqueue options that a definition can give every job of its type (a call's own options win). */
 export type JobDefaults = Pick<EnqueueOptions, 'queue' | 'priority' | 'maxAttempts' | 'retryPolicy' | 'tags' | 'executionTimeoutMs'>;
@@ -88,7 +88,7 @@ export function defineJob<P = unknown, R = unknown, I = P>(type: string, options
       throw new WorkhorseValidationError(key, `is not an option of a job definition (${[...DEFAULT_KEYS, 'payload', 'result'].join(', ')})`);
     }
   }
-  toRequestJson(type, null, defaults);
+  checkJobDefaults(defaults);
   for (const [field, schema] of [['payload', payload], ['result', result]] as const) {
     if (schema !== undefined && !isStandardSchema(schema)) {
       throw new WorkhorseValidationError(field, 'must be a Standard Schema validator (zod, valibot, arktype, ...): an object with ~standard.validate');

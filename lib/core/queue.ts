@@ -10,7 +10,7 @@ import { toSnapshot, type JobRow } from './protocol/job-row';
 import type { EnqueueOptions, EnqueueRequest, JobSnapshot, Queryable } from './types';
 import { JobMetrics } from './telemetry/job-metrics';
 import { JobTracing } from './telemetry/job-tracing';
-import { checkJobId, LIMITS, toRequestJson } from './validation';
+import { checkJobId, LIMITS, renamedRequestError, toRequestJson } from './validation';
 import {
   completeHumanWait,
   sendSignal,
@@ -41,8 +41,9 @@ export class Queue {
   }
 
   /**
-   * Enqueues one job and returns its id. Input is validated before anything is sent: a bad
-   * argument raises {@link WorkhorseValidationError} naming the field, and nothing is written.
+   * Enqueues one job and returns its id. A bad argument raises {@link WorkhorseValidationError}
+   * naming the field, and nothing is written: what JSON cannot carry is refused before anything is
+   * sent, every range and rule by `enqueue_many_v1` before it writes.
    * Given a definition (`defineJob`), the payload must be of its type, its validator (if any)
    * runs first (a refusal is a `JobDataRejectedError`), and its defaults apply under `options`.
    */
@@ -72,7 +73,7 @@ export class Queue {
       span?.failed(error);
       // Named as the caller gave it: `dependsOn[0]`, not the batch's `requests[0].dependsOn[0]`.
       if (error instanceof UnknownDependencyError) throw new UnknownDependencyError(error.field.replace(/^requests\[0\]\./, ''), error.message, error.jobId);
-      throw error;
+      throw renamedRequestError(error, () => '');
     }
   }
 
@@ -81,8 +82,8 @@ export class Queue {
    * order. A request names its job by `type`, or by definition (`{ job: definition, payload,
    * ...options }`): then, as for `enqueue(definition)`, its payload must be of the definition's
    * type, its validator runs (a refusal is a `JobDataRejectedError` naming `requests[i].payload`)
-   * and its defaults apply under the request's options. Every request is checked before anything
-   * is sent. The whole batch may hold at most 16 MiB of JSON (`LIMITS.batchBytes`, payloads and
+   * and its defaults apply under the request's options. Nothing is written unless every request
+   * passes (the SQL function checks them all first). The whole batch may hold at most 16 MiB of JSON (`LIMITS.batchBytes`, payloads and
    * options together): a larger one is refused before it is sent, as soon as the requests read so
    * far pass the limit, so the memory it takes stays bounded.
    *
@@ -94,9 +95,6 @@ export class Queue {
    */
   async enqueueMany<const T extends readonly (EnqueueRequest | DefinedEnqueueRequest)[]>(requests: EnqueueManyRequests<T>, client?: Queryable): Promise<string[]> {
     if (!Array.isArray(requests)) throw new WorkhorseValidationError('requests', 'must be an array');
-    if (requests.length > LIMITS.batchSize) {
-      throw new WorkhorseValidationError('requests', `a batch holds at most ${LIMITS.batchSize} jobs, got ${requests.length}`);
-    }
     if (requests.length === 0) return [];
     const texts: string[] = [];
     const jobs: { type: string; queue: string | undefined }[] = [];
@@ -106,7 +104,7 @@ export class Queue {
       const given = batchRequest(request, i);
       // Awaited only for a request by definition, so a batch by type costs no promise per request.
       const { type, payload, options } = given instanceof Promise ? await given : given;
-      const text = toRequestJson(type, payload, options, `requests[${i}].`, i);
+      const text = toRequestJson(type, payload, options, `requests[${i}].`);
       bytes += Buffer.byteLength(text, 'utf8');
       if (bytes > LIMITS.batchBytes) {
         throw new WorkhorseValidationError(

@@ -1,22 +1,27 @@
 import { WorkhorseValidationError } from './errors';
-import type { DependencyPolicy, EnqueueOptions, RetryPolicy } from './types';
+import { PROTOCOL_LIMITS } from './limits';
+import type { RetryPolicy } from './types';
 
-/** Limits shared with the SQL functions (which check them again). */
-export const LIMITS = {
-  nameLength: 128,
-  priority: { min: 0, max: 100 },
-  maxAttempts: { min: 1, max: 100 },
-  batchSize: 1000,
+/**
+ * Limits of the protocol (from `sdk/protocol/limits.json`, see `PROTOCOL_LIMITS`), in the shape
+ * this library has always exported. The SQL functions enforce them; the client uses them to
+ * document its options and to bound what it builds in memory (a batch's JSON text).
+ */
+export const LIMITS = Object.freeze({
+  nameLength: PROTOCOL_LIMITS.enqueue.nameLength.max,
+  priority: PROTOCOL_LIMITS.enqueue.priority,
+  maxAttempts: PROTOCOL_LIMITS.enqueue.maxAttempts,
+  batchSize: PROTOCOL_LIMITS.enqueue.batchSize.max,
   /** The JSON text of a whole `enqueueMany` batch, payloads and options together (16 MiB). */
-  batchBytes: 16 * 1024 * 1024,
-  jsonBytes: 1024 * 1024,
-  jsonDepth: 100,
-  tags: 20,
-  tagLength: 64,
-  delayMs: 604_800_000,
+  batchBytes: PROTOCOL_LIMITS.enqueue.batchBytes.max,
+  jsonBytes: PROTOCOL_LIMITS.enqueue.jsonBytes.max,
+  jsonDepth: PROTOCOL_LIMITS.enqueue.jsonDepth.max,
+  tags: PROTOCOL_LIMITS.enqueue.tags.max,
+  tagLength: PROTOCOL_LIMITS.enqueue.tagLength.max,
+  delayMs: PROTOCOL_LIMITS.retryPolicy.delayMs.max,
   /** Prerequisites of one job (`dependsOn`). */
-  dependencies: 1000,
-} as const;
+  dependencies: PROTOCOL_LIMITS.enqueue.dependencies.max,
+});
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._:/-]*$/;
 const ENQUEUE_OPTION_KEYS = new Set([
@@ -36,25 +41,6 @@ const ENQUEUE_OPTION_KEYS = new Set([
   'onDependencyCanceled',
 ]);
 
-/** What `enqueue_many_v1` receives for one job (besides its payload, written as JSON text). */
-interface WireEnqueueOptions {
-  type: string;
-  queue?: string;
-  priority?: number;
-  runAt?: string;
-  maxAttempts?: number;
-  retryPolicy?: RetryPolicy;
-  tags?: string[];
-  deadline?: string;
-  executionTimeoutMs?: number;
-  idempotencyKey?: string;
-  idempotencyScope?: string;
-  idempotencyTtlMs?: number;
-  dependsOn?: (string | number)[];
-  onDependencyFailed?: DependencyPolicy;
-  onDependencyCanceled?: DependencyPolicy;
-}
-
 function fail(field: string, message: string): never {
   throw new WorkhorseValidationError(field, message);
 }
@@ -71,6 +57,15 @@ export function checkInteger(value: unknown, field: string, min: number, max: nu
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
     fail(field, `must be an integer from ${min} to ${max}`);
   }
+  return value;
+}
+
+/**
+ * A whole number a protocol function takes as an integer parameter; its range is the function's
+ * to check (the message names it, from limits.json, as the function's does).
+ */
+export function checkWholeNumber(value: unknown, field: string, range: { min: number; max: number }): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value)) fail(field, `must be an integer from ${range.min} to ${range.max} (one year)`);
   return value;
 }
 
@@ -147,7 +142,12 @@ export function toJsonText(value: unknown, field: string): string {
   return text;
 }
 
+/**
+ * A handler's retry policy, or a job definition's default, checked when it is given (no database
+ * at hand) against limits.json; an enqueue's policy is checked by the SQL function alone.
+ */
 export function checkRetryPolicy(value: unknown, field: string): RetryPolicy {
+  const retry = PROTOCOL_LIMITS.retryPolicy;
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     fail(field, 'must be an object such as { kind: "exponential" } or { kind: "fixed", delayMs: 5000 }');
   }
@@ -162,7 +162,7 @@ export function checkRetryPolicy(value: unknown, field: string): RetryPolicy {
     if (!allowed.includes(key)) fail(`${field}.${key}`, `is not an option of a ${policy.kind} retry policy (${allowed.join(', ')})`);
   }
   const delay = (key: string) => {
-    if (policy[key] !== undefined) checkInteger(policy[key], `${field}.${key}`, 0, LIMITS.delayMs);
+    if (policy[key] !== undefined) checkInteger(policy[key], `${field}.${key}`, retry.delayMs.min, retry.delayMs.max);
   };
   if (policy.kind === 'fixed') {
     delay('delayMs');
@@ -170,115 +170,78 @@ export function checkRetryPolicy(value: unknown, field: string): RetryPolicy {
     delay('initialMs');
     delay('maxMs');
     const m = policy.multiplier;
-    if (m !== undefined && (typeof m !== 'number' || !Number.isFinite(m) || m < 1 || m > 10)) {
-      fail(`${field}.multiplier`, 'must be a number from 1 to 10');
+    if (m !== undefined && (typeof m !== 'number' || !Number.isFinite(m) || m < retry.multiplier.min || m > retry.multiplier.max)) {
+      fail(`${field}.multiplier`, `must be a number from ${retry.multiplier.min} to ${retry.multiplier.max}`);
     }
     if (policy.jitter !== undefined && typeof policy.jitter !== 'boolean') fail(`${field}.jitter`, 'must be true or false');
-    const initial = (policy.initialMs as number | undefined) ?? 1000;
-    const max = (policy.maxMs as number | undefined) ?? 3_600_000;
+    const initial = (policy.initialMs as number | undefined) ?? retry.default.initialMs;
+    const max = (policy.maxMs as number | undefined) ?? retry.default.maxMs;
     if (max < initial) fail(`${field}.maxMs`, 'must not be smaller than initialMs');
   }
   return { ...(policy as RetryPolicy) };
 }
 
 /**
- * Validates one enqueue call and returns the JSON text of the request `enqueue_many_v1` receives.
- * `path` prefixes field names for batch members (`requests[3].`), `batchIndex` is a batch
- * member's index (its `dependsOn` may name earlier members by index). The payload is turned into
- * JSON once, here, and its text goes into the request as it is.
+ * One enqueue call as the JSON text of the request `enqueue_many_v1` receives. `path` prefixes
+ * field names for batch members (`requests[3].`). The client checks only what JSON cannot carry
+ * (Dates become ISO text; undefined, BigInt, NaN, cycles, NUL and lone surrogates are refused) and
+ * which option keys its API has; every range, name and rule is the SQL function's (P1001 naming
+ * the field, before anything is written). The payload is turned into JSON once, here.
  */
-export function toRequestJson(type: unknown, payload: unknown, options: unknown, path = '', batchIndex = 0): string {
-  const wire: WireEnqueueOptions = { type: checkName(type, `${path}type`) };
-  const payloadText = toJsonText(payload, `${path}payload`);
-  checkEnqueueOptions(wire, options, path, batchIndex);
-  return `{"payload":${payloadText},${JSON.stringify(wire).slice(1)}`;
+export function toRequestJson(type: unknown, payload: unknown, options: unknown, path = ''): string {
+  if (typeof type === 'string') checkString(type, `${path}type`);
+  checkJsonNode(payload, `${path}payload`, 0, new Set());
+  const payloadText = JSON.stringify(payload);
+  const wire: Record<string, unknown> = { type };
+  if (options !== undefined && options !== null) {
+    if (typeof options !== 'object' || Array.isArray(options)) fail(`${path}options`, 'must be an object');
+    for (const [key, value] of Object.entries(options)) {
+      if (!ENQUEUE_OPTION_KEYS.has(key)) fail(`${path}${key}`, `is not an enqueue option (${[...ENQUEUE_OPTION_KEYS].join(', ')})`);
+      if (value === undefined) continue;
+      // (The options' types have no null; SQL would read some nulls as "none".)
+      if (value === null) fail(`${path}${key}`, 'must not be null (leave the option out for its default)');
+      const given = key === 'runAt' || key === 'deadline' ? checkTimestamp(value, `${path}${key}`) : value;
+      checkJsonNode(given, `${path}${key}`, 0, new Set());
+      wire[key] = given;
+    }
+  }
+  const rest = JSON.stringify(wire);
+  return rest === '{}' ? `{"payload":${payloadText}}` : `{"payload":${payloadText},${rest.slice(1)}`;
 }
 
 /**
- * `dependsOn` and its policies. `batchIndex`: the request's index in its batch (an entry may be
- * the index of an earlier request); undefined for a single enqueue.
+ * A validation error of `enqueue_many_v1` (which names a request's fields `requests[i].`) under
+ * the names the caller gave: `priority` for a single enqueue, `children[i].priority` for a child.
  */
-function checkDependencies(opts: Record<string, unknown>, wire: WireEnqueueOptions, path: string, batchIndex: number): void {
-  for (const key of ['onDependencyFailed', 'onDependencyCanceled'] as const) {
-    const policy = opts[key];
-    if (policy === undefined) continue;
-    if (opts.dependsOn === undefined) fail(`${path}${key}`, 'needs dependsOn');
-    if (policy !== 'fail' && policy !== 'cancel' && policy !== 'run') fail(`${path}${key}`, 'must be "fail", "cancel" or "run"');
-    wire[key] = policy;
-  }
-  if (opts.dependsOn === undefined) return;
-  const list: unknown = opts.dependsOn;
-  if (!Array.isArray(list) || list.length < 1 || list.length > LIMITS.dependencies) {
-    fail(`${path}dependsOn`, `must be an array of 1 to ${LIMITS.dependencies} job ids`);
-  }
-  const seen = new Set<string>();
-  wire.dependsOn = list.map((entry: unknown, i) => {
-    const field = `${path}dependsOn[${i}]`;
-    if (typeof entry === 'number') {
-      if (!Number.isInteger(entry) || entry < 0 || entry >= batchIndex) {
-        fail(field, batchIndex > 0 ? `must name a job id, or the index of an earlier request of the batch (0 to ${batchIndex - 1})` : 'must be a job id (a UUID string)');
-      }
-    } else {
-      checkJobId(entry, field);
-    }
-    const key = String(entry).toLowerCase();
-    if (seen.has(key)) fail(field, 'names a job that dependsOn already names');
-    seen.add(key);
-    return entry as string | number;
-  });
+export function renamedRequestError(error: unknown, prefix: (index: string) => string): unknown {
+  // (Only the plain kind: the typed kinds built on it carry more than a field and a message.)
+  if (!(error instanceof WorkhorseValidationError) || error.constructor !== WorkhorseValidationError) return error;
+  const match = /^requests\[(\d+)\]\.?/.exec(error.field);
+  if (match === null) return error;
+  const head = prefix(match[1]);
+  const rest = error.field.slice(match[0].length);
+  const field = head === '' ? rest || 'request' : rest === '' ? head : `${head}.${rest}`;
+  const detail = error.message.startsWith(`${error.field}: `) ? error.message.slice(error.field.length + 2) : error.message;
+  return new WorkhorseValidationError(field, detail);
 }
 
-function checkEnqueueOptions(wire: WireEnqueueOptions, options: unknown, path: string, batchIndex: number): void {
-  if (options === undefined || options === null) return;
-  if (typeof options !== 'object' || Array.isArray(options)) fail(`${path}options`, 'must be an object');
-  const o = options as Record<string, unknown>;
-  for (const key of Object.keys(o)) {
-    if (!ENQUEUE_OPTION_KEYS.has(key)) {
-      fail(`${path}${key}`, `is not an enqueue option (${[...ENQUEUE_OPTION_KEYS].join(', ')})`);
-    }
+/**
+ * A job definition's defaults, checked when it is defined (`defineJob` has no database at hand),
+ * against the ranges of `limits.json`; an enqueue checks them again in SQL.
+ */
+export function checkJobDefaults(defaults: Record<string, unknown>): void {
+  toRequestJson('definition', null, defaults);
+  const limits = PROTOCOL_LIMITS.enqueue;
+  if (defaults.queue !== undefined) checkName(defaults.queue, 'queue');
+  for (const key of ['priority', 'maxAttempts', 'executionTimeoutMs'] as const) {
+    if (defaults[key] !== undefined) checkInteger(defaults[key], key, limits[key].min, limits[key].max);
   }
-  const opts = o as EnqueueOptions;
-  if (opts.queue !== undefined) wire.queue = checkName(opts.queue, `${path}queue`);
-  if (opts.priority !== undefined) {
-    wire.priority = checkInteger(opts.priority, `${path}priority`, LIMITS.priority.min, LIMITS.priority.max);
+  if (defaults.retryPolicy !== undefined) checkRetryPolicy(defaults.retryPolicy, 'retryPolicy');
+  const tags = defaults.tags;
+  if (tags !== undefined) {
+    if (!Array.isArray(tags) || tags.length > limits.tags.max) fail('tags', `must be an array of at most ${limits.tags.max} strings`);
+    tags.forEach((tag: unknown, i) => checkText(tag, `tags[${i}]`, limits.tagLength.min, limits.tagLength.max));
   }
-  if (opts.maxAttempts !== undefined) {
-    wire.maxAttempts = checkInteger(opts.maxAttempts, `${path}maxAttempts`, LIMITS.maxAttempts.min, LIMITS.maxAttempts.max);
-  }
-  if (opts.runAt !== undefined) wire.runAt = checkTimestamp(opts.runAt, `${path}runAt`);
-  if (opts.deadline !== undefined) wire.deadline = checkTimestamp(opts.deadline, `${path}deadline`);
-  if (opts.idempotencyKey !== undefined) {
-    const key: unknown = opts.idempotencyKey;
-    if (typeof key !== 'string' || key.length === 0 || [...key].length > 512) {
-      fail(`${path}idempotencyKey`, 'must be a string of 1 to 512 characters');
-    }
-    checkString(key, `${path}idempotencyKey`);
-    wire.idempotencyKey = key;
-  }
-  for (const key of ['idempotencyScope', 'idempotencyTtlMs'] as const) {
-    if (opts[key] !== undefined && opts.idempotencyKey === undefined) fail(`${path}${key}`, 'needs an idempotencyKey');
-  }
-  if (opts.idempotencyScope !== undefined) wire.idempotencyScope = checkName(opts.idempotencyScope, `${path}idempotencyScope`);
-  if (opts.idempotencyTtlMs !== undefined) {
-    wire.idempotencyTtlMs = checkInteger(opts.idempotencyTtlMs, `${path}idempotencyTtlMs`, 1000, 2_592_000_000);
-  }
-  if (opts.executionTimeoutMs !== undefined) {
-    wire.executionTimeoutMs = checkInteger(opts.executionTimeoutMs, `${path}executionTimeoutMs`, 1000, 86_400_000);
-  }
-  if (opts.retryPolicy !== undefined) wire.retryPolicy = checkRetryPolicy(opts.retryPolicy, `${path}retryPolicy`);
-  if (opts.tags !== undefined) {
-    const tags: unknown = opts.tags;
-    if (!Array.isArray(tags) || tags.length > LIMITS.tags) fail(`${path}tags`, `must be an array of at most ${LIMITS.tags} strings`);
-    tags.forEach((tag: unknown, i) => {
-      // Counted in characters (code points), as PostgreSQL's length() counts them.
-      if (typeof tag !== 'string' || tag.length < 1 || [...tag].length > LIMITS.tagLength) {
-        fail(`${path}tags[${i}]`, `must be a string of 1 to ${LIMITS.tagLength} characters`);
-      }
-      checkString(tag, `${path}tags[${i}]`);
-    });
-    wire.tags = [...(tags as string[])];
-  }
-  checkDependencies(o, wire, path, batchIndex);
 }
 
 /**

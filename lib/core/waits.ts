@@ -5,7 +5,8 @@ import { COMPLETE_HUMAN_WAIT, SEND_SIGNAL } from './protocol/producer';
 import { checkCursor } from './cursor';
 import { toPage, type PagedRow } from './paging';
 import type { JsonValue, Page, Queryable } from './types';
-import { checkInteger, checkJobId, checkName, checkOptions, checkText, toJsonText } from './validation';
+import { PROTOCOL_LIMITS } from './limits';
+import { checkInteger, checkJobId, checkName, checkOptions, checkText, checkWholeNumber, toJsonText } from './validation';
 
 /** What `queue.sendSignal` did. See {@link SendSignalOptions}. */
 export type SendSignalStatus = 'delivered' | 'buffered' | 'duplicate' | 'not_found' | 'finished';
@@ -170,9 +171,9 @@ export async function listHumanWaits(
   }));
 }
 
-/** Checks a wait's timeout (1 ms to one year) and returns it, or null when none was given. */
+/** A wait's timeout (a whole number of ms; its range, 1 ms to one year, is the SQL's), or null when none was given. */
 export function checkWaitTimeout(value: unknown): number | null {
-  return value === undefined ? null : checkInteger(value, 'timeoutMs', 1, 31_536_000_000);
+  return value === undefined ? null : checkWholeNumber(value, 'timeoutMs', PROTOCOL_LIMITS.handler.waitTimeoutMs);
 }
 
 /** Checks a human wait's options; returns the context's JSON text and the choices' (or nulls). */

@@ -63,15 +63,13 @@ func RunChildren[R any](ctx context.Context, job *Job, key string, children []En
 	traced := traceSend(ctx)
 	for i := range children {
 		c := &children[i]
+		// (Dependency options are refused by run_children_v1, naming children[i].dependsOn.)
 		path := "children[" + strconv.Itoa(i) + "]."
-		if c.DependsOn != nil || c.isGiven("dependsOn") || c.OnDependencyFailed != "" || c.OnDependencyCanceled != "" {
-			return nil, invalid(path+"dependsOn", "a child job cannot have dependencies: it runs when started")
-		}
 		if i > 0 {
 			body = append(body, ',')
 		}
 		var err error
-		if body, err = wireRequest(body, c.Type, c.Payload, &c.EnqueueOptions, path, i); err != nil {
+		if body, err = wireRequest(body, c.Type, c.Payload, &c.EnqueueOptions, path); err != nil {
 			return nil, err
 		}
 		traced.add(c.Queue, c.Type, len(body))
@@ -117,6 +115,8 @@ func RunChildren[R any](ctx context.Context, job *Job, key string, children []En
 	if span != nil {
 		endSend(span, childIDs, err)
 	}
+	// enqueue_many_v1's names ("requests[2].priority") as the caller gave them ("children[2].priority").
+	err = renamedRequestError(err, func(i string) string { return "children[" + i + "]" })
 	if err := job.fenced(s, err); err != nil {
 		return nil, err
 	}

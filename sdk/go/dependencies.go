@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
-	"strings"
 )
 
 // Prerequisite names a job that another one waits for (EnqueueOptions.DependsOn): an existing
@@ -44,9 +43,10 @@ const (
 	DependencyRun DependencyPolicy = "run"
 )
 
-// wireDependencies checks the dependency options of the request at position `index` of its
-// batch and appends them to out as enqueue_many_v1 reads them.
-func wireDependencies(out []byte, o *EnqueueOptions, path string, index int) ([]byte, error) {
+// wireDependencies appends the dependency options of a request to out as enqueue_many_v1 reads
+// them; the function checks them (policies, 1 to 1000 distinct prerequisites, ids, earlier
+// batch indexes).
+func wireDependencies(out []byte, o *EnqueueOptions, path string) ([]byte, error) {
 	for _, p := range []struct {
 		policy DependencyPolicy
 		field  string
@@ -54,48 +54,29 @@ func wireDependencies(out []byte, o *EnqueueOptions, path string, index int) ([]
 		if p.policy == "" && !o.isGiven(p.field) {
 			continue
 		}
-		if o.DependsOn == nil && !o.isGiven("dependsOn") {
-			return nil, invalid(path+p.field, "needs dependsOn")
+		if err := checkText(string(p.policy), path+p.field); err != nil {
+			return nil, err
 		}
-		if p.policy != DependencyFail && p.policy != DependencyCancel && p.policy != DependencyRun {
-			return nil, invalid(path+p.field, `must be "fail", "cancel" or "run"`)
-		}
-		out = append(append(append(append(append(out, `,"`...), p.field...), `":"`...), p.policy...), '"')
+		policy, _ := json.Marshal(string(p.policy))
+		out = append(append(append(append(out, `,"`...), p.field...), `":`...), policy...)
 	}
 	if o.DependsOn == nil && !o.isGiven("dependsOn") {
 		return out, nil
 	}
-	if len(o.DependsOn) < 1 || len(o.DependsOn) > maxBatch {
-		return nil, invalid(path+"dependsOn", "must be an array of 1 to 1000 job ids")
-	}
-	seen := make(map[string]bool, len(o.DependsOn))
 	out = append(out, `,"dependsOn":[`...)
 	for i, p := range o.DependsOn {
-		field := path + "dependsOn[" + strconv.Itoa(i) + "]"
 		if i > 0 {
 			out = append(out, ',')
 		}
-		var key string
-		if p.jobID != "" {
-			if err := checkJobID(p.jobID, field); err != nil {
-				return nil, err
-			}
-			key = strings.ToLower(p.jobID)
-			out = append(append(append(out, '"'), key...), '"')
-		} else {
-			if p.index < 0 || p.index >= index {
-				if index == 0 {
-					return nil, invalid(field, "must name a job id (a batch index names an earlier request of EnqueueMany)")
-				}
-				return nil, invalid(field, "must name a job id, or the index of an earlier request of the batch (0 to %d)", index-1)
-			}
-			key = strconv.Itoa(p.index)
+		if p.jobID == "" {
 			out = strconv.AppendInt(out, int64(p.index), 10)
+			continue
 		}
-		if seen[key] {
-			return nil, invalid(field, "names a job that dependsOn already names")
+		if err := checkText(p.jobID, path+"dependsOn["+strconv.Itoa(i)+"]"); err != nil {
+			return nil, err
 		}
-		seen[key] = true
+		id, _ := json.Marshal(p.jobID)
+		out = append(out, id...)
 	}
 	return append(out, ']'), nil
 }

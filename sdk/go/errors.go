@@ -19,8 +19,8 @@ const (
 )
 
 // ValidationError is input that breaks a rule (shape, range, size, JSON-ness). It is returned
-// before anything is written, by this SDK and again by the SQL functions (SQLSTATE P1001 and
-// P1003).
+// before anything is written: by this SDK for what JSON cannot carry and its own API shape, by
+// the SQL functions for every range and rule (SQLSTATE P1001 and P1003).
 //
 //	var invalid *workhorse.ValidationError
 //	if errors.As(err, &invalid) {

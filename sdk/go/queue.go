@@ -89,7 +89,7 @@ func (q *Queue) Enqueue(ctx context.Context, jobType string, payload any, opts *
 	if opts != nil {
 		o = *opts
 	}
-	body, err := wireRequest([]byte{'['}, jobType, payload, &o, "", 0)
+	body, err := wireRequest([]byte{'['}, jobType, payload, &o, "")
 	if err != nil {
 		return "", err
 	}
@@ -102,6 +102,7 @@ func (q *Queue) Enqueue(ctx context.Context, jobType string, payload any, opts *
 		unknown.Field = strings.TrimPrefix(unknown.Field, "requests[0].")
 		unknown.Message = strings.TrimPrefix(unknown.Message, "requests[0].")
 	}
+	err = renamedRequestError(err, func(string) string { return "" })
 	if err != nil {
 		return "", err
 	}
@@ -111,9 +112,6 @@ func (q *Queue) Enqueue(ctx context.Context, jobType string, payload any, opts *
 // EnqueueMany enqueues up to 1000 jobs in one statement, all or nothing, and returns their ids
 // in input order.
 func (q *Queue) EnqueueMany(ctx context.Context, requests []EnqueueRequest) ([]string, error) {
-	if len(requests) > maxBatch {
-		return nil, invalid("requests", "a batch holds at most %d jobs, got %d", maxBatch, len(requests))
-	}
 	if len(requests) == 0 {
 		return []string{}, nil
 	}
@@ -126,7 +124,7 @@ func (q *Queue) EnqueueMany(ctx context.Context, requests []EnqueueRequest) ([]s
 		}
 		var err error
 		r := &requests[i]
-		if body, err = wireRequest(body, r.Type, r.Payload, &r.EnqueueOptions, "requests["+strconv.Itoa(i)+"].", i); err != nil {
+		if body, err = wireRequest(body, r.Type, r.Payload, &r.EnqueueOptions, "requests["+strconv.Itoa(i)+"]."); err != nil {
 			return nil, err
 		}
 		traced.add(r.Queue, r.Type, len(body))
@@ -160,9 +158,12 @@ func (q *Queue) send(ctx context.Context, traced *tracedSend, requests []byte) (
 	return ids, nil
 }
 
-// wireRequest validates one enqueue call and appends the JSON object enqueue_many_v1 reads to
-// out. `path` prefixes field names for batch members ("requests[3]."), at position index.
-func wireRequest(out []byte, jobType string, payload any, o *EnqueueOptions, path string, index int) ([]byte, error) {
+// wireRequest appends the JSON object enqueue_many_v1 reads for one enqueue call to out. Checked
+// here: what JSON cannot carry (invalid UTF-8, NUL), the Go types' own shape (whole milliseconds,
+// times between the years 1970 and 9999, options decoded from JSON); every range and rule of
+// the request is the SQL function's (a *ValidationError naming the field, nothing written).
+// `path` prefixes field names for batch members ("requests[3].").
+func wireRequest(out []byte, jobType string, payload any, o *EnqueueOptions, path string) ([]byte, error) {
 	if n := o.notes; n != nil {
 		if len(n.unknown) > 0 {
 			return nil, invalid(path+n.unknown[0], "is not an enqueue option (queue, priority, runAt, maxAttempts, retryPolicy, tags, deadline, executionTimeoutMs, idempotencyKey, idempotencyScope, idempotencyTtlMs, dependsOn, onDependencyFailed, onDependencyCanceled)")
@@ -171,35 +172,41 @@ func wireRequest(out []byte, jobType string, payload any, o *EnqueueOptions, pat
 			return nil, invalid(path+n.problem.Field, "%s", n.problem.Message)
 		}
 	}
-	if err := checkName(jobType, path+"type"); err != nil {
-		return nil, err
-	}
 	data, err := toJSON(payload, path+"payload", maxJSONBytes)
 	if err != nil {
 		return nil, err
 	}
-	// Names are plain ASCII (checkName), so they need no escaping.
-	out = append(out, `{"type":"`...)
-	out = append(out, jobType...)
-	out = append(out, `","payload":`...)
-	out = append(out, data...)
+	text := func(field, value string) error {
+		if err := checkText(value, path+field); err != nil {
+			return err
+		}
+		encoded, _ := json.Marshal(value)
+		out = append(append(append(append(out, `,"`...), field...), `":`...), encoded...)
+		return nil
+	}
+	number := func(field string, value int64) {
+		out = strconv.AppendInt(append(append(append(out, `,"`...), field...), `":`...), value, 10)
+	}
+	duration := func(field string, d time.Duration) error {
+		ms, err := millis(d, path+field)
+		number(field, ms)
+		return err
+	}
+	if err := checkText(jobType, path+"type"); err != nil {
+		return nil, err
+	}
+	encodedType, _ := json.Marshal(jobType)
+	out = append(append(append(append(out, `{"type":`...), encodedType...), `,"payload":`...), data...)
 	if o.Queue != "" || o.isGiven("queue") {
-		if err := checkName(o.Queue, path+"queue"); err != nil {
+		if err := text("queue", o.Queue); err != nil {
 			return nil, err
 		}
-		out = append(append(append(out, `,"queue":"`...), o.Queue...), '"')
 	}
 	if o.Priority != 0 || o.isGiven("priority") {
-		if err := checkRange(int64(o.Priority), path+"priority", 0, 100); err != nil {
-			return nil, err
-		}
-		out = strconv.AppendInt(append(out, `,"priority":`...), int64(o.Priority), 10)
+		number("priority", int64(o.Priority))
 	}
 	if o.MaxAttempts != 0 || o.isGiven("maxAttempts") {
-		if err := checkRange(int64(o.MaxAttempts), path+"maxAttempts", 1, 100); err != nil {
-			return nil, err
-		}
-		out = strconv.AppendInt(append(out, `,"maxAttempts":`...), int64(o.MaxAttempts), 10)
+		number("maxAttempts", int64(o.MaxAttempts))
 	}
 	for _, t := range []struct {
 		at    time.Time
@@ -208,19 +215,17 @@ func wireRequest(out []byte, jobType string, payload any, o *EnqueueOptions, pat
 		if t.at.IsZero() && !o.isGiven(t.field) {
 			continue
 		}
-		text, err := checkTime(t.at, path+t.field)
+		stamp, err := checkTime(t.at, path+t.field)
 		if err != nil {
 			return nil, err
 		}
-		out = append(append(append(append(out, `,"`...), t.field...), `":"`...), text...)
+		out = append(append(append(append(out, `,"`...), t.field...), `":"`...), stamp...)
 		out = append(out, '"')
 	}
 	if o.ExecutionTimeout != 0 || o.isGiven("executionTimeoutMs") {
-		ms, err := wholeMs(o.ExecutionTimeout, path+"executionTimeoutMs", 1000, 86_400_000)
-		if err != nil {
+		if err := duration("executionTimeoutMs", o.ExecutionTimeout); err != nil {
 			return nil, err
 		}
-		out = strconv.AppendInt(append(out, `,"executionTimeoutMs":`...), ms, 10)
 	}
 	if o.RetryPolicy != nil {
 		policy, err := o.RetryPolicy.wire(path + "retryPolicy")
@@ -230,53 +235,57 @@ func wireRequest(out []byte, jobType string, payload any, o *EnqueueOptions, pat
 		out = append(append(out, `,"retryPolicy":`...), policy...)
 	}
 	if o.Tags != nil {
-		if len(o.Tags) > maxTags {
-			return nil, invalid(path+"tags", "must be an array of at most %d strings", maxTags)
-		}
 		for i, tag := range o.Tags {
-			field := path + "tags[" + strconv.Itoa(i) + "]"
-			if n := len([]rune(tag)); n < 1 || n > maxTagLength {
-				return nil, invalid(field, "must be a string of 1 to %d characters", maxTagLength)
-			}
-			if err := checkText(tag, field); err != nil {
+			if err := checkText(tag, path+"tags["+strconv.Itoa(i)+"]"); err != nil {
 				return nil, err
 			}
 		}
 		tags, _ := json.Marshal(o.Tags)
 		out = append(append(out, `,"tags":`...), tags...)
 	}
-	if out, err = wireDependencies(out, o, path, index); err != nil {
+	if out, err = wireDependencies(out, o, path); err != nil {
 		return nil, err
 	}
-	if o.IdempotencyKey == "" && !o.isGiven("idempotencyKey") {
-		if o.IdempotencyScope != "" || o.isGiven("idempotencyScope") {
-			return nil, invalid(path+"idempotencyScope", "needs an idempotencyKey")
-		}
-		if o.IdempotencyTTL != 0 || o.isGiven("idempotencyTtlMs") {
-			return nil, invalid(path+"idempotencyTtlMs", "needs an idempotencyKey")
-		}
-		return append(out, '}'), nil
-	}
-	if n := len([]rune(o.IdempotencyKey)); n < 1 || n > 512 {
-		return nil, invalid(path+"idempotencyKey", "must be a string of 1 to 512 characters")
-	}
-	if err := checkText(o.IdempotencyKey, path+"idempotencyKey"); err != nil {
-		return nil, err
-	}
-	key, _ := json.Marshal(o.IdempotencyKey)
-	out = append(append(out, `,"idempotencyKey":`...), key...)
-	if o.IdempotencyScope != "" || o.isGiven("idempotencyScope") {
-		if err := checkName(o.IdempotencyScope, path+"idempotencyScope"); err != nil {
+	if o.IdempotencyKey != "" || o.isGiven("idempotencyKey") {
+		if err := text("idempotencyKey", o.IdempotencyKey); err != nil {
 			return nil, err
 		}
-		out = append(append(append(out, `,"idempotencyScope":"`...), o.IdempotencyScope...), '"')
+	}
+	if o.IdempotencyScope != "" || o.isGiven("idempotencyScope") {
+		if err := text("idempotencyScope", o.IdempotencyScope); err != nil {
+			return nil, err
+		}
 	}
 	if o.IdempotencyTTL != 0 || o.isGiven("idempotencyTtlMs") {
-		ms, err := wholeMs(o.IdempotencyTTL, path+"idempotencyTtlMs", 1000, 2_592_000_000)
-		if err != nil {
+		if err := duration("idempotencyTtlMs", o.IdempotencyTTL); err != nil {
 			return nil, err
 		}
-		out = strconv.AppendInt(append(out, `,"idempotencyTtlMs":`...), ms, 10)
 	}
 	return append(out, '}'), nil
+}
+
+// renamedRequestError gives a *ValidationError of enqueue_many_v1 (which names a request's fields
+// "requests[i].") the name the caller gave: prefix("0") is "" for one job ("priority"),
+// "children[0]" for a child ("children[0].priority"). The typed kinds built on it pass as they are.
+func renamedRequestError(err error, prefix func(index string) string) error {
+	v, ok := err.(*ValidationError)
+	if !ok || !strings.HasPrefix(v.Field, "requests[") {
+		return err
+	}
+	end := strings.IndexByte(v.Field, ']')
+	if end < 0 {
+		return err
+	}
+	head, rest := prefix(v.Field[len("requests["):end]), strings.TrimPrefix(v.Field[end+1:], ".")
+	switch {
+	case head == "" && rest == "":
+		v.Field = "request"
+	case head == "":
+		v.Field = rest
+	case rest == "":
+		v.Field = head
+	default:
+		v.Field = head + "." + rest
+	}
+	return v
 }

@@ -109,7 +109,7 @@ func (p *RetryPolicy) UnmarshalJSON(data []byte) error {
 		case "delayMs", "initialMs", "maxMs":
 			n, ok := jsonInteger(value)
 			if !ok {
-				note(key, "must be an integer from 0 to %d", maxDelayMs)
+				note(key, "must be an integer from %d to %d", limits.RetryPolicy.DelayMs.Min, limits.RetryPolicy.DelayMs.Max)
 			}
 			p.ms[key] = n
 		case "multiplier":
@@ -140,7 +140,9 @@ func jsonInteger(value json.RawMessage) (int64, bool) {
 	return int64(f), true
 }
 
-// wire checks the policy and writes it as the SQL functions read it (`field` names it).
+// wire checks the policy's shape (its kind and keys, whole milliseconds) and writes it as the
+// SQL functions read it (`field` names it); its ranges are the function's to check
+// (normalize_retry_policy, P1001 naming the field), or checkRanges' for a handler's policy.
 func (p RetryPolicy) wire(field string) ([]byte, error) {
 	allowed, ok := retryOptions[p.kind]
 	if !ok {
@@ -171,26 +173,38 @@ func (p RetryPolicy) wire(field string) ([]byte, error) {
 	var out bytes.Buffer
 	out.WriteString(`{"kind":"` + p.kind + `"`)
 	for _, key := range []string{"delayMs", "initialMs", "maxMs"} {
-		n, set := p.ms[key]
-		if !set {
-			continue
+		if n, set := p.ms[key]; set {
+			out.WriteString(`,"` + key + `":` + strconv.FormatInt(n, 10))
 		}
-		if err := checkRange(n, field+"."+key, 0, maxDelayMs); err != nil {
-			return nil, err
-		}
-		out.WriteString(`,"` + key + `":` + strconv.FormatInt(n, 10))
 	}
 	if p.multiplier != nil {
-		if m := *p.multiplier; m < 1 || m > 10 {
-			return nil, invalid(field+".multiplier", "must be a number from 1 to 10")
-		}
 		out.WriteString(`,"multiplier":` + strconv.FormatFloat(*p.multiplier, 'g', -1, 64))
 	}
 	if p.jitter != nil {
 		out.WriteString(`,"jitter":` + strconv.FormatBool(*p.jitter))
 	}
+	out.WriteByte('}')
+	return out.Bytes(), nil
+}
+
+// checkRanges checks a handler's policy (Handle, which has no database at hand) against the
+// ranges of limits.json; an enqueue's policy is checked by the SQL function alone.
+func (p RetryPolicy) checkRanges(field string) error {
+	r := limits.RetryPolicy
+	for _, key := range []string{"delayMs", "initialMs", "maxMs"} {
+		if n, set := p.ms[key]; set {
+			if err := checkRange(n, field+"."+key, r.DelayMs.Min, r.DelayMs.Max); err != nil {
+				return err
+			}
+		}
+	}
+	if p.multiplier != nil {
+		if m := *p.multiplier; m < float64(r.Multiplier.Min) || m > float64(r.Multiplier.Max) {
+			return invalid(field+".multiplier", "must be a number from %d to %d", r.Multiplier.Min, r.Multiplier.Max)
+		}
+	}
 	if p.kind == "exponential" {
-		initial, max := int64(1000), int64(3_600_000)
+		initial, max := r.Default.InitialMs, r.Default.MaxMs
 		if n, set := p.ms["initialMs"]; set {
 			initial = n
 		}
@@ -198,11 +212,10 @@ func (p RetryPolicy) wire(field string) ([]byte, error) {
 			max = n
 		}
 		if max < initial {
-			return nil, invalid(field+".maxMs", "must not be smaller than initialMs")
+			return invalid(field+".maxMs", "must not be smaller than initialMs")
 		}
 	}
-	out.WriteByte('}')
-	return out.Bytes(), nil
+	return nil
 }
 
 func contains(list []string, s string) bool {

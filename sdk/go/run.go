@@ -240,7 +240,7 @@ func (w *Worker) settleFailure(r *run, handlerErr error) error {
 		add(`"nonRetryable":true`)
 	}
 	var retryAfter *RetryAfterError
-	if errors.As(handlerErr, &retryAfter) && retryAfter.Delay >= 0 && retryAfter.Delay <= maxDelayMs*time.Millisecond {
+	if errors.As(handlerErr, &retryAfter) && retryAfter.Delay >= 0 && retryAfter.Delay <= time.Duration(maxDelayMs)*time.Millisecond {
 		add(`"retryDelayMs":` + strconv.FormatInt(retryAfter.Delay.Milliseconds(), 10))
 	}
 	if r.outcome.Load() == outcomeTimeout {

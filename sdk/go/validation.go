@@ -6,17 +6,18 @@ import (
 	"unicode/utf8"
 )
 
-// Limits shared with the SQL functions, which check them again.
-const (
-	maxNameLength  = 128
-	maxBatch       = 1000
-	maxJSONBytes   = 1 << 20
-	maxJSONDepth   = 100
-	maxTags        = 20
-	maxTagLength   = 64
-	maxDelayMs     = 604_800_000
-	maxProgressLen = 64 << 10
+// Limits of limits.json the SDK still uses (the SQL functions enforce them too).
+var (
+	maxNameLength = int(limits.Enqueue.NameLength.Max)
+	maxBatch      = int(limits.Enqueue.BatchSize.Max)
+	maxJSONBytes  = int(limits.Enqueue.JSONBytes.Max)
+	maxJSONDepth  = int(limits.Enqueue.JSONDepth.Max)
+	maxTags       = int(limits.Enqueue.Tags.Max)
+	maxDelayMs    = limits.RetryPolicy.DelayMs.Max
 )
+
+// maxProgressLen bounds a job's progress value (64 KiB of JSON).
+const maxProgressLen = 64 << 10
 
 // checkName: 1 to 128 characters, a letter or digit first, then letters, digits or . _ : / -
 // (names are safe in logs, URLs and command lines).
@@ -42,11 +43,19 @@ func checkRange(value int64, field string, min, max int64) error {
 
 // wholeMs is d in milliseconds; a duration that is not a whole number of them is refused.
 func wholeMs(d time.Duration, field string, min, max int64) (int64, error) {
+	ms, err := millis(d, field)
+	if err != nil {
+		return 0, err
+	}
+	return ms, checkRange(ms, field, min, max)
+}
+
+// millis is d in whole milliseconds for a protocol function, which checks the range itself.
+func millis(d time.Duration, field string) (int64, error) {
 	if d%time.Millisecond != 0 {
 		return 0, invalid(field, "must be a whole number of milliseconds")
 	}
-	ms := d.Milliseconds()
-	return ms, checkRange(ms, field, min, max)
+	return d.Milliseconds(), nil
 }
 
 // checkText refuses strings PostgreSQL's jsonb cannot store: invalid UTF-8 and NUL.

@@ -138,6 +138,9 @@ func (w *Worker) register(jobType string, fn func(context.Context, *Job, []byte)
 	h := &handler{fn: fn}
 	if len(opts) == 1 && opts[0].Retry != nil {
 		policy, err := opts[0].Retry.wire("retry")
+		if err == nil {
+			err = opts[0].Retry.checkRanges("retry")
+		}
 		if err != nil {
 			return err
 		}

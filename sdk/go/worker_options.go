@@ -78,14 +78,20 @@ func duration(value, byDefault time.Duration, field string, minMs, maxMs int64) 
 	return time.Duration(ms) * time.Millisecond, err
 }
 
+// ranged is a duration option within its limits.json range, its default when zero.
+func ranged(value time.Duration, field string, r limitRange) (time.Duration, error) {
+	return duration(value, time.Duration(r.def())*time.Millisecond, field, r.Min, r.Max)
+}
+
 func checkWorkerOptions(o WorkerOptions) (settings, error) {
 	s := settings{listen: !o.NoListen, listenURL: o.ListenURL, onEvent: o.OnEvent, tracerProvider: o.TracerProvider}
+	w := limits.Worker
 	queues := o.Queues
 	if len(queues) == 0 {
-		queues = []string{"default"}
+		queues = w.Queues.Default
 	}
-	if len(queues) > 100 {
-		return s, invalid("queues", "must list 1 to 100 queue names")
+	if int64(len(queues)) > w.Queues.Max {
+		return s, invalid("queues", "must list %d to %d queue names", w.Queues.Min, w.Queues.Max)
 	}
 	seen := map[string]bool{}
 	for i, q := range queues {
@@ -100,38 +106,43 @@ func checkWorkerOptions(o WorkerOptions) (settings, error) {
 	s.queuesArray = textArray(s.queues)
 	s.concurrency, s.roundTrips = o.Concurrency, o.RoundTrips
 	if s.concurrency == 0 {
-		s.concurrency = 10
+		s.concurrency = int(w.Concurrency.def())
 	}
 	if s.roundTrips == 0 {
-		s.roundTrips = 1
+		s.roundTrips = int(w.RoundTrips.def())
 	}
-	if err := checkRange(int64(s.concurrency), "concurrency", 1, 1000); err != nil {
+	if err := checkRange(int64(s.concurrency), "concurrency", w.Concurrency.Min, w.Concurrency.Max); err != nil {
 		return s, err
 	}
-	if err := checkRange(int64(s.roundTrips), "roundTrips", 1, 4); err != nil {
+	if err := checkRange(int64(s.roundTrips), "roundTrips", w.RoundTrips.Min, w.RoundTrips.Max); err != nil {
 		return s, err
 	}
 	if s.roundTrips > s.concurrency {
 		return s, invalid("roundTrips", "must be at most concurrency (%d)", s.concurrency)
 	}
-	lease, err := duration(o.Lease, 30*time.Second, "leaseMs", 1000, 86_400_000)
+	lease, err := ranged(o.Lease, "leaseMs", w.LeaseMs)
 	if err != nil {
 		return s, err
 	}
 	s.leaseMs = lease.Milliseconds()
-	if s.heartbeat, err = duration(o.Heartbeat, (lease / 3).Truncate(time.Millisecond), "heartbeatMs", 100, s.leaseMs); err != nil {
+	beat := w.HeartbeatMs
+	if s.heartbeat, err = duration(o.Heartbeat, (lease / time.Duration(beat.DefaultLeaseDivisor)).Truncate(time.Millisecond), "heartbeatMs", beat.Min, beat.Max); err != nil {
 		return s, err
 	}
-	if s.poll, err = duration(o.Poll, time.Second, "pollMs", 10, 600_000); err != nil {
+	// A lease renewed no more often than it lasts lapses between two renewals (every SDK refuses it).
+	if beat.BelowLeaseMs && s.heartbeat.Milliseconds() >= s.leaseMs {
+		return s, invalid("heartbeatMs", "%s", heartbeatNotBelowLease(s.leaseMs))
+	}
+	if s.poll, err = ranged(o.Poll, "pollMs", w.PollMs); err != nil {
 		return s, err
 	}
-	if s.tick, err = duration(o.Tick, time.Second, "tickMs", 10, 600_000); err != nil {
+	if s.tick, err = ranged(o.Tick, "tickMs", w.TickMs); err != nil {
 		return s, err
 	}
-	if s.shutdownTimeout, err = duration(o.ShutdownTimeout, 25*time.Second, "shutdownTimeoutMs", 0, 3_600_000); err != nil {
+	if s.shutdownTimeout, err = ranged(o.ShutdownTimeout, "shutdownTimeoutMs", w.ShutdownTimeoutMs); err != nil {
 		return s, err
 	}
-	delay, err := duration(o.UnknownTypeDelay, 5*time.Second, "unknownTypeDelayMs", 0, 604_800_000)
+	delay, err := ranged(o.UnknownTypeDelay, "unknownTypeDelayMs", w.UnknownTypeDelayMs)
 	if err != nil {
 		return s, err
 	}
@@ -143,8 +154,8 @@ func checkWorkerOptions(o WorkerOptions) (settings, error) {
 		_, _ = rand.Read(random)
 		s.workerID = host + ":" + strconv.Itoa(os.Getpid()) + ":" + hex.EncodeToString(random)
 	}
-	if n := len([]rune(s.workerID)); n > 200 {
-		return s, invalid("workerId", "must be a string of 1 to 200 characters")
+	if n := int64(len([]rune(s.workerID))); n < w.WorkerIDLength.Min || n > w.WorkerIDLength.Max {
+		return s, invalid("workerId", "must be a string of %d to %d characters", w.WorkerIDLength.Min, w.WorkerIDLength.Max)
 	}
 	return s, nil
 }

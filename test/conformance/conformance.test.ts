@@ -19,6 +19,7 @@ import {
   type JsonValue,
   type Page,
   type TimelineEntry,
+  type WorkerOptions,
 } from '../../lib/core';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { expectSplitInvariant } from '../support/invariants';
@@ -317,6 +318,22 @@ class Run {
           const error = await this.page(a, a.limit as number, foreign as string).then(() => null, (e: unknown) => e);
           this.expectError(error, { kind: 'validation', field: 'cursor' });
         }
+        return;
+      }
+      case 'check_worker_options': {
+        // Building a worker checks its options; it is never started.
+        let error: unknown = null;
+        try {
+          new Worker(this.queue, a.options as WorkerOptions);
+        } catch (thrown) {
+          error = thrown;
+        }
+        if (!a.expectError) {
+          expect(error).toBeNull();
+          return;
+        }
+        if (error === null) throw new Error(`expected ${JSON.stringify(a.expectError)}, the worker was built`);
+        this.expectError(error, a.expectError);
         return;
       }
       case 'expect_job_count':

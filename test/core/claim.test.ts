@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Pool } from 'pg';
-import { Queue, Worker, type WorkerEvent } from '../../lib/core';
+import { fromPgError, IsolationError, Queue, Worker, type WorkerEvent } from '../../lib/core';
 import { stateOf } from '../support/job-state';
 import { claim } from '../support/protocol';
 import { useTestDatabase } from '../support/test-database';
@@ -198,6 +198,8 @@ describe('isolation guard', () => {
       await client.query(`BEGIN ISOLATION LEVEL ${level}`);
       const error = await client.query(CLAIM_SQL, [[q], 'iso-worker', 1, 60_000]).catch((e: unknown) => e);
       expect(error).toMatchObject({ code: 'P1004' });
+      // The same typed error in every SDK (docs/protocol.md, Errors).
+      expect(fromPgError(error)).toBeInstanceOf(IsolationError);
       await client.query('ROLLBACK');
     } finally {
       client.release();

@@ -127,7 +127,8 @@ describe('syncSchedules', () => {
       [[{ key: 'k', type: 'x', cron: '@daily', overlap: 'queue' }], 'definitions[0].overlap'],
       [[{ key: 'k', type: 'x', cron: '@daily', missedAfterMs: 10 }], 'definitions[0].missedAfterMs'],
       [[{ key: 'k', type: 'x', cron: '@daily', options: { runAt: new Date() } }], 'definitions[0].options.runAt'],
-      [[{ key: 'k', type: 'x', cron: '@daily', options: { priority: 101 } }], 'definitions[0].priority'],
+      // (Named by sync_schedules_v1, where the option is: under options, as runAt above.)
+      [[{ key: 'k', type: 'x', cron: '@daily', options: { priority: 101 } }], 'definitions[0].options.priority'],
       [[{ key: 'k', type: 'x', cron: '@daily', payload: { n: 1n } }], 'definitions[0].payload.n'],
       [[{ key: 'k', type: 'x', cron: '@daily', every: 5 }], 'definitions[0].every'],
       [[good, good], 'definitions[1].key'],

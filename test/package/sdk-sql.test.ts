@@ -42,6 +42,8 @@ describe('the SQL the SDKs ship', () => {
       mkdirSync(join(scratch, 'sql', 'migrations'), { recursive: true });
       writeFileSync(join(scratch, 'sql', '010_a.sql'), 'SELECT 1;\n');
       writeFileSync(join(scratch, 'sql', 'migrations', '0002_b.sql'), 'SELECT 2;\n');
+      mkdirSync(join(scratch, 'sdk', 'protocol'), { recursive: true });
+      writeFileSync(join(scratch, 'sdk', 'protocol', 'limits.json'), '{}\n');
       for (const copy of Object.values(COPIES)) {
         mkdirSync(join(scratch, copy, 'migrations'), { recursive: true });
         writeFileSync(join(scratch, copy, 'migrations', '0001_renamed.sql'), 'stale\n');
@@ -52,6 +54,8 @@ describe('the SQL the SDKs ship', () => {
         expect(contents(join(scratch, copy))).toEqual({ '010_a.sql': 'SELECT 1;\n', 'migrations/0002_b.sql': 'SELECT 2;\n' });
       }
       expect(existsSync(join(scratch, 'sdk', 'go', 'sql', '005_removed.sql'))).toBe(false);
+      expect(readFileSync(join(scratch, 'sdk', 'go', 'limits.json'), 'utf8')).toBe('{}\n');
+      expect(readFileSync(join(scratch, 'sdk', 'python', 'src', 'workhorse', 'limits.json'), 'utf8')).toBe('{}\n');
     } finally {
       rmSync(scratch, { recursive: true, force: true });
     }

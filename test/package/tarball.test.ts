@@ -61,6 +61,8 @@ describe('the tarball (npm pack --dry-run --json, from a checkout without dist/)
       ...Object.values(manifest.bin),
       ...entryFiles,
       'dist/lib/cli/main.js',
+      // dist/lib/core/limits.js reads ../../sdk/protocol/limits.json.
+      'dist/sdk/protocol/limits.json',
     ].map(strip);
     expect(required.filter((file) => !paths.includes(file))).toEqual([]);
   });
@@ -86,7 +88,7 @@ describe('the tarball (npm pack --dry-run --json, from a checkout without dist/)
 
   it('holds nothing but the build, the executable and the documents a package page shows', () => {
     const allowed =
-      /^(package\.json|README\.md|LICENSE|bin\/workhorse\.js|dist\/lib\/.+\.(js|d\.ts)|dist\/lib\/dashboard\/assets\/[^/]+\.css|dist\/sql\/(migrations\/)?[^/]+\.sql)$/;
+      /^(package\.json|README\.md|LICENSE|bin\/workhorse\.js|dist\/lib\/.+\.(js|d\.ts)|dist\/lib\/dashboard\/assets\/[^/]+\.css|dist\/sql\/(migrations\/)?[^/]+\.sql|dist\/sdk\/protocol\/limits\.json)$/;
     expect(paths.filter((path) => !allowed.test(path))).toEqual([]);
     // Spelled out, the things that must never be in it.
     const forbidden = /^(lib|test|sample-app|docs|scripts|sql|\.ci|node_modules|dist\/test|dist\/sample-app)\/|\.tgz$|\.map$|\.tsbuildinfo$|^tsconfig|^jest\.config/;

@@ -9,6 +9,7 @@ import {
   ScheduleNotFoundError,
   SchemaNotInstalledError,
   UnknownDependencyError,
+  WorkhorseError,
   WorkhorseValidationError,
 } from '../errors';
 import { SCHEMA_VERSION } from '../schema';
@@ -21,6 +22,12 @@ interface PgErrorLike {
   column?: string;
   detail?: string;
 }
+
+/**
+ * A claim ran inside a transaction above READ COMMITTED, where SKIP LOCKED is not safe (SQLSTATE
+ * `P1004`); nothing was claimed. Python and Go raise their `IsolationError` for the same code.
+ */
+export class IsolationError extends WorkhorseError {}
 
 /** SQLSTATEs of the protocol's own refusals (the `P1xxx` range). */
 export const SQLSTATE = {
@@ -53,6 +60,8 @@ function fromRefusal(e: PgErrorLike): unknown {
     case SQLSTATE.validation:
     case SQLSTATE.batchTooLarge:
       return new WorkhorseValidationError(field, message);
+    case SQLSTATE.isolation:
+      return new IsolationError(message);
     case SQLSTATE.scheduleNotFound:
       return new ScheduleNotFoundError(message);
     case SQLSTATE.notYours:

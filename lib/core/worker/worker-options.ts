@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import type { HandlerContext } from '../context';
 import { WorkhorseValidationError } from '../errors';
 import type { RetryPolicy } from '../types';
+import { heartbeatNotBelowLease, PROTOCOL_LIMITS } from '../limits';
 import { checkInteger, checkName, checkRetryPolicy, checkText } from '../validation';
 import type { WorkhorseLogger } from './event-log';
 
@@ -210,30 +211,31 @@ export function checkWorkerOptions(options: unknown = {}): WorkerSettings {
   const o = checkKeys(options, WORKER_OPTION_KEYS, 'worker');
   const groups = o.groups === undefined ? [checkGroup(o, '', false)] : checkGroups(o);
   const queues = groups.flatMap((group) => group.queues);
-  if (queues.length > 100) fail('groups', 'must list at most 100 queues in all');
-  const leaseMs = checkInteger(o.leaseMs ?? 30_000, 'leaseMs', 1000, 86_400_000);
-  const heartbeatMs = checkInteger(o.heartbeatMs ?? Math.floor(leaseMs / 3), 'heartbeatMs', 100, 86_400_000);
+  if (queues.length > PROTOCOL_LIMITS.worker.queues.max) fail('groups', `must list at most ${PROTOCOL_LIMITS.worker.queues.max} queues in all`);
+  const w = PROTOCOL_LIMITS.worker;
+  const ranged = (key: 'leaseMs' | 'pollMs' | 'tickMs' | 'shutdownTimeoutMs' | 'unknownTypeDelayMs') =>
+    checkInteger(o[key] ?? w[key].default, key, w[key].min, w[key].max);
+  const leaseMs = ranged('leaseMs');
+  const heartbeatMs = checkInteger(o.heartbeatMs ?? Math.floor(leaseMs / w.heartbeatMs.defaultLeaseDivisor), 'heartbeatMs', w.heartbeatMs.min, w.heartbeatMs.max);
   // A lease renewed no more often than it lasts lapses between two renewals: every job would be
-  // given up (and run again elsewhere) however healthy the worker.
-  if (heartbeatMs >= leaseMs) {
-    fail('heartbeatMs', `must be below leaseMs (${leaseMs}), or every lease lapses before it is renewed; a third of leaseMs is the default`);
-  }
+  // given up (and run again elsewhere) however healthy the worker. (Every SDK refuses it alike.)
+  if (w.heartbeatMs.belowLeaseMs && heartbeatMs >= leaseMs) fail('heartbeatMs', heartbeatNotBelowLease(leaseMs));
   const listen = checkListen(o.listen ?? true);
   // Every statement of the worker carries its id: one the database cannot store fails them all.
-  const workerId = checkText(o.workerId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, 'workerId', 1, 200);
+  const workerId = checkText(o.workerId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, 'workerId', w.workerIdLength.min, w.workerIdLength.max);
   return {
     queues,
     concurrency: groups.reduce((sum, group) => sum + group.concurrency, 0),
     groups,
     leaseMs,
     heartbeatMs,
-    pollMs: checkInteger(o.pollMs ?? 1000, 'pollMs', 10, 600_000),
-    tickMs: checkInteger(o.tickMs ?? 1000, 'tickMs', 10, 600_000),
-    shutdownTimeoutMs: checkInteger(o.shutdownTimeoutMs ?? 25_000, 'shutdownTimeoutMs', 0, 3_600_000),
+    pollMs: ranged('pollMs'),
+    tickMs: ranged('tickMs'),
+    shutdownTimeoutMs: ranged('shutdownTimeoutMs'),
     abandonAfterMs: checkInteger(o.abandonAfterMs ?? 10_000, 'abandonAfterMs', 0, 3_600_000),
     listen,
     workerId,
-    unknownTypeDelayMs: checkInteger(o.unknownTypeDelayMs ?? 5000, 'unknownTypeDelayMs', 0, 604_800_000),
+    unknownTypeDelayMs: ranged('unknownTypeDelayMs'),
     logger: checkLogger(o.logger),
     queueDepth: checkMetricsOptions(o.metrics),
   };
@@ -243,10 +245,11 @@ export function checkWorkerOptions(options: unknown = {}): WorkerSettings {
 // group needs its queues; the options without groups default to ['default'].
 function checkGroup(o: Record<string, unknown>, path: string, named: boolean): WorkerGroupSettings {
   const list = o.queues ?? (named ? undefined : ['default']);
-  if (!Array.isArray(list) || list.length === 0 || list.length > 100) fail(`${path}queues`, 'must list 1 to 100 queue names');
+  const w = PROTOCOL_LIMITS.worker;
+  if (!Array.isArray(list) || list.length < w.queues.min || list.length > w.queues.max) fail(`${path}queues`, `must list ${w.queues.min} to ${w.queues.max} queue names`);
   const queues = [...new Set(list.map((q: unknown, i) => checkName(q, `${path}queues[${i}]`)))];
-  const concurrency = checkInteger(o.concurrency ?? 10, `${path}concurrency`, 1, 1000);
-  const roundTrips = checkInteger(o.roundTrips ?? 1, `${path}roundTrips`, 1, 4);
+  const concurrency = checkInteger(o.concurrency ?? w.concurrency.default, `${path}concurrency`, w.concurrency.min, w.concurrency.max);
+  const roundTrips = checkInteger(o.roundTrips ?? w.roundTrips.default, `${path}roundTrips`, w.roundTrips.min, w.roundTrips.max);
   if (roundTrips > concurrency) fail(`${path}roundTrips`, `must be at most concurrency (${concurrency})`);
   const name = named && o.name !== undefined ? checkName(o.name, `${path}name`) : queues.join(',');
   return { name, queues, concurrency, roundTrips };

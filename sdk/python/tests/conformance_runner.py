@@ -84,6 +84,8 @@ class Variant(Protocol):
     async def cancel(self, job_id: str) -> str: ...
     async def redrive(self, job_id: str, request_id: str) -> str: ...
     async def start_worker(self, scenario: Mapping[str, Any], report: Report, save: SaveMeanwhile) -> Any: ...
+
+    def build_worker(self, options: dict[str, Any]) -> Any: ...
     async def stop_worker(self, worker: Any, shutdown_timeout_ms: int | None) -> None: ...
     async def send_signal(self, job_id: str, name: str, payload: Any, key: str | None) -> str: ...
     async def complete_human_wait(self, job_id: str, name: str, decision: Any, options: dict[str, Any]) -> str: ...
@@ -150,6 +152,9 @@ class SyncVariant:
 
     async def redrive(self, job_id: str, request_id: str) -> str:
         return await asyncio.to_thread(lambda: self.admin.redrive(job_id, request_id=request_id))
+
+    def build_worker(self, options: dict[str, Any]) -> Any:
+        return Worker(self.queue, **options)
 
     async def start_worker(self, scenario: Mapping[str, Any], report: Report, save: SaveMeanwhile) -> Any:
         worker = Worker(self.queue, **worker_options(scenario))
@@ -230,6 +235,9 @@ class AsyncVariant:
 
     async def redrive(self, job_id: str, request_id: str) -> str:
         return await self.admin.redrive(job_id, request_id=request_id)
+
+    def build_worker(self, options: dict[str, Any]) -> Any:
+        return AsyncWorker(self.queue, **options)
 
     async def start_worker(self, scenario: Mapping[str, Any], report: Report, save: SaveMeanwhile) -> Any:
         worker = AsyncWorker(self.queue, **worker_options(scenario))
@@ -391,6 +399,15 @@ async def _act(
         if "sameAs" in action:
             assert ids[0] == jobs[action["sameAs"]], f"{ids[0]} is not job {action['sameAs']}"
         jobs.update(zip(names, ids))
+    elif do == "check_worker_options":
+        # Building a worker checks its options; it is never started.
+        try:
+            variant.build_worker({_snake(k): v for k, v in action["options"].items()})
+        except WorkhorseValidationError as error:
+            assert "expectError" in action, f"unexpected error {error!r}"
+            _expect_error(error, action["expectError"], jobs)
+            return
+        assert "expectError" not in action, f"expected {action['expectError']}, the worker was built"
     elif do == "start_worker":
         workers[action["worker"]] = await variant.start_worker(scenario, report, meanwhile_saver(db_url))
     elif do in ("kill_worker", "stop_worker"):

@@ -37,6 +37,7 @@ type Runner struct {
 	// storedMeanwhile in in-process workers and the save_as_lost_owner action.
 	Owner RowQuerier
 
+	db      workhorse.DB
 	jobs    map[string]string
 	workers map[string]Worker
 	mu      sync.Mutex
@@ -47,7 +48,7 @@ type Runner struct {
 // NewRunner returns a runner of s on db, starting workers with start.
 func NewRunner(s *Scenario, db workhorse.DB, start StartWorker) *Runner {
 	return &Runner{
-		Scenario: s, Queue: workhorse.NewQueue(db), Admin: workhorse.NewAdmin(db), Start: start,
+		Scenario: s, Queue: workhorse.NewQueue(db), Admin: workhorse.NewAdmin(db), Start: start, db: db,
 		jobs: map[string]string{}, workers: map[string]Worker{}, effects: map[string]int{}, marks: map[string]bool{},
 	}
 }
@@ -228,6 +229,29 @@ func (r *Runner) act(ctx context.Context, a Action) error {
 			return fmt.Errorf("among the dead letters: %v, want %v", present, want)
 		}
 		return nil
+	case "check_worker_options":
+		// Building a worker checks its options; it is never started.
+		var spec struct {
+			LeaseMs     int64 `json:"leaseMs"`
+			HeartbeatMs int64 `json:"heartbeatMs"`
+			Concurrency int   `json:"concurrency"`
+			PollMs      int64 `json:"pollMs"`
+			TickMs      int64 `json:"tickMs"`
+		}
+		if err := json.Unmarshal(a["options"], &spec); err != nil {
+			return err
+		}
+		ms := func(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
+		_, err := workhorse.NewWorker(r.db, workhorse.WorkerOptions{
+			Lease: ms(spec.LeaseMs), Heartbeat: ms(spec.HeartbeatMs), Concurrency: spec.Concurrency, Poll: ms(spec.PollMs), Tick: ms(spec.TickMs),
+		})
+		if a["expectError"] == nil {
+			return err
+		}
+		if err == nil {
+			return fmt.Errorf("expected %s, the worker was built", a["expectError"])
+		}
+		return r.expectError(err, a["expectError"])
 	case "expect_job_count":
 		page, err := r.Admin.ListJobs(ctx, workhorse.ListJobsFilter{Queue: a.str("queue"), Limit: 1000})
 		if err != nil {

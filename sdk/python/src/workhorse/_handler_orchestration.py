@@ -25,16 +25,25 @@ from .errors import (
     WorkhorseValidationError,
 )
 from .types import ChildOutcome, DependencyOutcome, HumanDecision
-from .validation import ENQUEUE_OPTIONS, check_int, check_text, to_json_text, to_wire_children, to_wire_request
+from ._limits import HANDLER
+from .validation import (
+    ENQUEUE_OPTIONS,
+    check_text,
+    check_whole_number,
+    renamed_request_error,
+    to_json_text,
+    to_wire_children,
+    to_wire_request,
+)
 
 if TYPE_CHECKING:
     from .context import _JobCalls
 
-TIMEOUT_MS = 31_536_000_000
 
 
 def check_timeout(value: object) -> int | None:
-    return None if value is None else check_int(value, "timeoutMs", 1, TIMEOUT_MS)
+    # (The range is check_wait_timeout's, in SQL.)
+    return None if value is None else check_whole_number(value, "timeoutMs", HANDLER["waitTimeoutMs"])
 
 
 def check_human_wait(context: object, choices: object, timeout_ms: object) -> tuple[str | None, str | None, int | None]:
@@ -61,6 +70,9 @@ class ChildRequests:
 
     wire: list[dict[str, Any]]
     span: SendSpan
+    #: How run_children_v1's field names (``requests[i].``) read to the caller: ``""`` for
+    #: ``run_child`` (``priority``), ``"children"`` for ``run_children`` (``children[i].priority``).
+    prefix: str = "children"
 
 
 def child_request(type: object, payload: object, options: dict[str, Any]) -> ChildRequests:
@@ -68,7 +80,7 @@ def child_request(type: object, payload: object, options: dict[str, Any]) -> Chi
     for key in ("depends_on", "on_dependency_failed", "on_dependency_canceled"):
         if key in options:
             raise WorkhorseValidationError(ENQUEUE_OPTIONS[key], "is not an option of a child job")
-    return _checked([to_wire_request(type, payload, options)])
+    return _checked([to_wire_request(type, payload, options)], "")
 
 
 def check_key(key: object) -> str:
@@ -80,9 +92,8 @@ def child_requests(children: object) -> ChildRequests:
     return _checked(to_wire_children(children))
 
 
-def _checked(wire: list[dict[str, Any]]) -> ChildRequests:
-    to_json_text(wire, "children")
-    return ChildRequests(wire, start_send(wire))
+def _checked(wire: list[dict[str, Any]], prefix: str = "children") -> ChildRequests:
+    return ChildRequests(wire, start_send(wire), prefix)
 
 
 class HandlerOrchestration:
@@ -116,7 +127,10 @@ class HandlerOrchestration:
     async def run_children(self, key: str, requests: ChildRequests) -> list[ChildOutcome]:
         text = json.dumps(requests.wire, ensure_ascii=False, separators=(",", ":"))
         with requests.span as send:
-            rows = await self._call(p.RUN_CHILDREN_SQL, key, text)
+            try:
+                rows = await self._call(p.RUN_CHILDREN_SQL, key, text)
+            except WorkhorseValidationError as error:
+                raise renamed_request_error(error, requests.prefix) from None
             send.sent([r[1] for r in rows if r[1] is not None])
         status = rows[0][0]
         if status != "settled":

@@ -17,7 +17,8 @@ from ._drivers import Statements
 from ._handler_orchestration import HandlerOrchestration, check_human_wait, check_key, check_timeout, child_request, child_requests
 from .errors import JobSleeping, LeaseLostError
 from .types import ChildJobSpec, ChildOutcome, DependencyOutcome, HumanDecision, JobOptions, JsonValue
-from .validation import check_datetime, check_int, check_text, to_json_text
+from ._limits import HANDLER
+from .validation import check_datetime, check_text, check_whole_number, to_json_text
 
 T = TypeVar("T")
 
@@ -152,7 +153,8 @@ def _replay(job: ClaimedJob, name: str) -> tuple[bool, Any]:
 
 
 def _check_sleep(name: object, ms: object) -> tuple[str, int]:
-    return _check_name(name), check_int(ms, "ms", 0, 31_536_000_000)
+    # (The range is sleep_v1's to check.)
+    return _check_name(name), check_whole_number(ms, "ms", HANDLER["sleepMs"])
 
 
 def _progress_text(value: object) -> str:

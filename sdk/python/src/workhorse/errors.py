@@ -34,7 +34,8 @@ class WorkhorseError(Exception):
 
 class WorkhorseValidationError(WorkhorseError, ValueError):
     """Input that breaks a rule (shape, range, size, JSON-ness), raised before anything is
-    written, by this SDK and again by the SQL functions (SQLSTATE ``P1001``/``P1003``).
+    written: by this SDK for what JSON cannot carry and its own API shape, by the SQL functions
+    for every range and rule (SQLSTATE ``P1001``/``P1003``).
 
     ``field`` names the offending field as every SDK names it: the wire name, with a path for
     batch members and nested values (``priority``, ``requests[2].type``, ``payload.items[3]``).
@@ -103,6 +104,11 @@ class NotYoursError(WorkhorseError):
     def __init__(self, field: str, message: str) -> None:
         super().__init__(f"{field}: {message}")
         self.field = field
+
+
+class IsolationError(WorkhorseError):
+    """A claim ran inside a transaction above READ COMMITTED, where SKIP LOCKED is not safe
+    (SQLSTATE ``P1004``); nothing was claimed. TypeScript and Go raise their ``IsolationError``."""
 
 
 class ScheduleNotFoundError(WorkhorseValidationError):
@@ -310,6 +316,7 @@ class RetryAfterError(Exception):
 
 _TYPED_CODES = (
     SQLSTATE_VALIDATION,
+    SQLSTATE_ISOLATION,
     SQLSTATE_SCHEDULE_NOT_FOUND,
     SQLSTATE_BATCH_TOO_LARGE,
     SQLSTATE_IDEMPOTENCY_CONFLICT,
@@ -323,13 +330,15 @@ _TYPED_CODES = (
 def from_db_error(error: BaseException, field_prefix: str = "") -> BaseException:
     """Turns an error raised by a ``workhorse.*`` SQL function (through Psycopg or asyncpg) into
     the typed error; anything else is returned unchanged. An unknown dependency the database
-    names under ``field_prefix`` is the caller's without it (a single enqueue is a batch of one:
-    ``dependsOn[0]``, as the caller gave it, not ``requests[0].dependsOn[0]``)."""
+    or a refused field the database names under ``field_prefix`` is the caller's without it (a
+    single enqueue is a batch of one: ``priority``, as the caller gave it, not
+    ``requests[0].priority``)."""
     code, column, message, detail = _fields(error)
     if code not in _TYPED_CODES:
         return error
     named = column or "request"
-    field = named.removeprefix(field_prefix) if field_prefix and code == SQLSTATE_UNKNOWN_DEPENDENCY else named
+    stripped = named.removeprefix(field_prefix) or "request"
+    field = stripped if field_prefix and code in (SQLSTATE_UNKNOWN_DEPENDENCY, SQLSTATE_VALIDATION) else named
     prefix = f"{named}: "
     text = message[len(prefix):] if message.startswith(prefix) else message
     # These refusals carry a JSON detail (docs/protocol.md); P1001 and P1003 carry none.
@@ -347,6 +356,8 @@ def from_db_error(error: BaseException, field_prefix: str = "") -> BaseException
         return NotYoursError(field, text)
     if code == SQLSTATE_SCHEDULE_NOT_FOUND:
         return ScheduleNotFoundError(text)
+    if code == SQLSTATE_ISOLATION:
+        return IsolationError(text)
     if code == SQLSTATE_DECISION_NOT_ALLOWED:
         return DecisionNotAllowedError(text, [str(c) for c in parsed.get("choices", [])])
     if code == SQLSTATE_VALIDATION and field == "cursor":

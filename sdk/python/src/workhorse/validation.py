@@ -1,5 +1,6 @@
-"""Input checks shared by every client class. They mirror lib/core/validation.ts and the SQL
-functions (which check again), and name fields by their wire names, as every SDK does."""
+"""Input checks shared by every client class. They check what JSON cannot carry and what this
+SDK's API shape needs; every range and name rule of a request is the SQL functions' (P1001 naming
+the field by its wire name, before anything is written). The numbers come from limits.json."""
 
 from __future__ import annotations
 
@@ -10,16 +11,15 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any, NoReturn
 
+from ._limits import ENQUEUE, RETRY_POLICY
 from .errors import WorkhorseValidationError
 from .types import ChildOutcome, DependencyOutcome, HumanDecision, JsonValue, RetryPolicy
 
-NAME_LENGTH = 128
-BATCH_SIZE = 1000
-JSON_BYTES = 1024 * 1024
-JSON_DEPTH = 100
-TAGS = 20
-TAG_LENGTH = 64
-DELAY_MS = 604_800_000
+NAME_LENGTH: int = ENQUEUE["nameLength"]["max"]
+BATCH_SIZE: int = ENQUEUE["batchSize"]["max"]
+JSON_BYTES: int = ENQUEUE["jsonBytes"]["max"]
+JSON_DEPTH: int = ENQUEUE["jsonDepth"]["max"]
+DELAY_MS: int = RETRY_POLICY["delayMs"]["max"]
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]*")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
@@ -42,9 +42,6 @@ ENQUEUE_OPTIONS: dict[str, str] = {
     "on_dependency_failed": "onDependencyFailed",
     "on_dependency_canceled": "onDependencyCanceled",
 }
-#: Prerequisites one job may name.
-DEPENDENCIES = 1000
-DEPENDENCY_POLICIES = ("fail", "cancel", "run")
 
 
 def fail(field: str, message: str) -> NoReturn:
@@ -62,6 +59,14 @@ def check_name(value: object, field: str) -> str:
 def check_int(value: object, field: str, minimum: int, maximum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
         fail(field, f"must be an integer from {minimum} to {maximum}")
+    return value
+
+
+def check_whole_number(value: object, field: str, bounds: Mapping[str, int]) -> int:
+    """A whole number a protocol function takes as an integer parameter; its range is the
+    function's to check (the message names it, from limits.json, as the function's does)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        fail(field, f"must be an integer from {bounds['min']} to {bounds['max']} (one year)")
     return value
 
 
@@ -150,6 +155,12 @@ def _check_json(value: object, field: str, depth: int, ancestors: set[int]) -> N
     ancestors.discard(id(value))
 
 
+def check_json(value: object, field: str) -> None:
+    """Checks that a value is JSON that PostgreSQL stores and gives back unchanged (its size is
+    the SQL function's to check)."""
+    _check_json(value, field, 0, set())
+
+
 def to_json_text(value: object, field: str, limit: int = JSON_BYTES) -> str:
     """Checks that a value is JSON that PostgreSQL stores and gives back unchanged, at most
     ``limit`` bytes as compact text, and returns that text."""
@@ -162,6 +173,8 @@ def to_json_text(value: object, field: str, limit: int = JSON_BYTES) -> str:
 
 
 def check_retry_policy(value: object, field: str) -> RetryPolicy:
+    """A handler's retry policy, checked when it is given (against limits.json); an enqueue's
+    policy is checked by the SQL function alone."""
     if not isinstance(value, Mapping):
         fail(field, 'must be a dict such as {"kind": "exponential"} or {"kind": "fixed", "delayMs": 5000}')
     kind = value.get("kind")
@@ -174,17 +187,20 @@ def check_retry_policy(value: object, field: str) -> RetryPolicy:
     for key in value:
         if key not in allowed:
             fail(f"{field}.{key}", f"is not an option of a {kind} retry policy ({', '.join(allowed)})")
+    delay, factor, default = RETRY_POLICY["delayMs"], RETRY_POLICY["multiplier"], RETRY_POLICY["default"]
     for key in ("delayMs", "initialMs", "maxMs"):
         if key in value:
-            check_int(value[key], f"{field}.{key}", 0, DELAY_MS)
+            check_int(value[key], f"{field}.{key}", delay["min"], delay["max"])
     multiplier = value.get("multiplier")
     if multiplier is not None and (
-        isinstance(multiplier, bool) or not isinstance(multiplier, (int, float)) or not 1 <= multiplier <= 10
+        isinstance(multiplier, bool)
+        or not isinstance(multiplier, (int, float))
+        or not factor["min"] <= multiplier <= factor["max"]
     ):
-        fail(f"{field}.multiplier", "must be a number from 1 to 10")
+        fail(f"{field}.multiplier", f"must be a number from {factor['min']} to {factor['max']}")
     if "jitter" in value and not isinstance(value["jitter"], bool):
         fail(f"{field}.jitter", "must be True or False")
-    if kind == "exponential" and value.get("maxMs", 3_600_000) < value.get("initialMs", 1000):
+    if kind == "exponential" and value.get("maxMs", default["maxMs"]) < value.get("initialMs", default["initialMs"]):
         fail(f"{field}.maxMs", "must not be smaller than initialMs")
     policy: RetryPolicy = dict(value)  # type: ignore[assignment]
     return policy
@@ -194,15 +210,14 @@ def _iso(value: datetime) -> str:
     return value.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
 
 
-def to_wire_request(
-    type: object, payload: object, options: Mapping[str, Any], path: str = "", batch_index: int = 0
-) -> dict[str, Any]:
-    """Validates one enqueue call (keyword options by their Python names) and returns the request
-    ``enqueue_many_v1`` receives. ``path`` prefixes field names of batch members (``requests[3].``);
-    ``batch_index`` is the member's index (its ``depends_on`` may name earlier members by index)."""
-    wire: dict[str, Any] = {"type": check_name(type, f"{path}type")}
-    to_json_text(payload, f"{path}payload")
-    wire["payload"] = payload
+def to_wire_request(type: object, payload: object, options: Mapping[str, Any], path: str = "") -> dict[str, Any]:
+    """One enqueue call (keyword options by their Python names) as the request ``enqueue_many_v1``
+    receives. Checked here: the option names, datetimes (made ISO 8601 text in UTC) and what JSON
+    cannot carry; the values' ranges and rules are the SQL function's. ``path`` prefixes field
+    names of batch members (``requests[3].``)."""
+    check_json(type, f"{path}type")
+    check_json(payload, f"{path}payload")
+    wire: dict[str, Any] = {"type": type, "payload": payload}
     for key, value in options.items():
         name = ENQUEUE_OPTIONS.get(key)
         if name is None:
@@ -210,79 +225,24 @@ def to_wire_request(
         if value is None:
             continue
         f = f"{path}{name}"
-        if name in ("queue", "idempotencyScope"):
-            wire[name] = check_name(value, f)
-        elif name == "priority":
-            wire[name] = check_int(value, f, 0, 100)
-        elif name == "maxAttempts":
-            wire[name] = check_int(value, f, 1, 100)
-        elif name in ("runAt", "deadline"):
+        if name in ("runAt", "deadline"):
             wire[name] = _iso(check_datetime(value, f))
-        elif name == "idempotencyKey":
-            wire[name] = check_text(value, f, 512, 1)
-        elif name == "idempotencyTtlMs":
-            wire[name] = check_int(value, f, 1000, 2_592_000_000)
-        elif name == "executionTimeoutMs":
-            wire[name] = check_int(value, f, 1000, 86_400_000)
-        elif name == "retryPolicy":
-            wire[name] = check_retry_policy(value, f)
-        elif name == "dependsOn":
-            wire[name] = _check_depends_on(value, f, batch_index)
-        elif name in ("onDependencyFailed", "onDependencyCanceled"):
-            if value not in DEPENDENCY_POLICIES:
-                fail(f, 'must be "fail", "cancel" or "run"')
-            wire[name] = value
         else:
-            wire[name] = _check_tags(value, f)
-    for name in ("idempotencyScope", "idempotencyTtlMs"):
-        if name in wire and "idempotencyKey" not in wire:
-            fail(f"{path}{name}", "needs an idempotencyKey")
-    for name in ("onDependencyFailed", "onDependencyCanceled"):
-        if name in wire and "dependsOn" not in wire:
-            fail(f"{path}{name}", "needs dependsOn")
+            check_json(value, f)
+            wire[name] = list(value) if isinstance(value, tuple) else value
     return wire
-
-
-def _check_depends_on(value: object, field: str, batch_index: int) -> list[str | int]:
-    """Job ids, or (in a batch) indexes of earlier requests of the batch."""
-    if not isinstance(value, (list, tuple)) or not 1 <= len(value) <= DEPENDENCIES:
-        fail(field, f"must be a list of 1 to {DEPENDENCIES} job ids")
-    seen: set[str] = set()
-    entries: list[str | int] = []
-    for i, entry in enumerate(value):
-        f = f"{field}[{i}]"
-        if isinstance(entry, int) and not isinstance(entry, bool):
-            if not 0 <= entry < batch_index:
-                fail(f, f"must name a job id, or the index of an earlier request of the batch (0 to {batch_index - 1})"
-                     if batch_index > 0 else "must be a job id (a UUID string)")
-        else:
-            check_job_id(entry, f)
-        key = str(entry).lower()
-        if key in seen:
-            fail(f, "names a job that dependsOn already names")
-        seen.add(key)
-        entries.append(entry)
-    return entries
-
-
-def _check_tags(value: object, field: str) -> list[str]:
-    if not isinstance(value, (list, tuple)) or len(value) > TAGS:
-        fail(field, f"must be a list of at most {TAGS} strings")
-    return [check_text(tag, f"{field}[{i}]", TAG_LENGTH, 1) for i, tag in enumerate(value)]
 
 
 def to_wire_batch(requests: object) -> list[dict[str, Any]]:
     """Validates the requests of ``enqueue_many`` (each an ``EnqueueRequest`` dict)."""
     if not isinstance(requests, (list, tuple)):
         fail("requests", "must be a list")
-    if len(requests) > BATCH_SIZE:
-        fail("requests", f"a batch holds at most {BATCH_SIZE} jobs, got {len(requests)}")
     wire = []
     for i, request in enumerate(requests):
         if not isinstance(request, Mapping) or "type" not in request or "payload" not in request:
             fail(f"requests[{i}]", "must be a dict with type and payload")
         options = {k: v for k, v in request.items() if k not in ("type", "payload")}
-        wire.append(to_wire_request(request["type"], request["payload"], options, f"requests[{i}].", i))
+        wire.append(to_wire_request(request["type"], request["payload"], options, f"requests[{i}]."))
     return wire
 
 
@@ -296,9 +256,20 @@ def to_wire_children(children: object) -> list[dict[str, Any]]:
         path = f"children[{i}]."
         if not isinstance(spec, Mapping) or "type" not in spec or "payload" not in spec:
             fail(f"children[{i}]", "must be a dict with type and payload")
+        # (Dependency options are refused by run_children_v1, naming children[i].dependsOn.)
         options = {k: v for k, v in spec.items() if k not in ("type", "payload")}
-        for key in ("depends_on", "on_dependency_failed", "on_dependency_canceled"):
-            if key in options:
-                fail(f"{path}{ENQUEUE_OPTIONS[key]}", "is not an option of a child job")
         wire.append(to_wire_request(spec["type"], spec["payload"], options, path))
     return wire
+
+
+def renamed_request_error(error: WorkhorseValidationError, prefix: str) -> WorkhorseValidationError:
+    """A validation error of ``enqueue_many_v1`` (which names a request's fields ``requests[i].``)
+    under the names the caller gave: ``prefix`` ``""`` for one job (``priority``), ``"children"``
+    for a child (``children[2].priority``). Typed kinds built on it are returned as they are."""
+    match = re.match(r"requests\[(\d+)\]\.?", error.field)
+    if type(error) is not WorkhorseValidationError or match is None:
+        return error
+    rest = error.field[match.end():]
+    head = f"{prefix}[{match.group(1)}]" if prefix else ""
+    field = (rest or "request") if not head else (f"{head}.{rest}" if rest else head)
+    return WorkhorseValidationError(field, error.reason)
