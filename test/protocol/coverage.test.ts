@@ -33,9 +33,22 @@ const KNOWN_GAPS: Record<string, { sdks: Sdk[]; why: string }> = {
   read_checkpoints_v1: { sdks: ['Python', 'Go'], why: 'Admin.listCheckpoints is TypeScript only' },
   register_handlers_v1: { sdks: ['Python', 'Go'], why: 'handler retry policies are registered by the TypeScript Worker only' },
   retention_run_v1: { sdks: ['Python', 'Go'], why: 'retention administration is TypeScript only' },
-  retention_status_v1: { sdks: ['Python', 'Go'], why: 'retention administration is TypeScript only' },
+  retention_status_v2: { sdks: ['Python', 'Go'], why: 'retention administration is TypeScript only' },
+  list_operator_changes_v1: { sdks: ['Python', 'Go'], why: 'Admin.listOperatorChanges (who changed a setting kept in place) is TypeScript only' },
   set_queue_policy_v1: { sdks: ['Python', 'Go'], why: 'flow-control policies are set from TypeScript only' },
   set_retention_v1: { sdks: ['Python', 'Go'], why: 'retention administration is TypeScript only' },
+};
+
+/**
+ * Deprecated versions an SDK may still call, each only where it reads a schema older than its
+ * own on purpose: `workhorse schema status` lists the live workers before a migration, on the
+ * schema that is installed (it asks the catalog whether the successor exists first).
+ */
+const OLDER_SCHEMA_READS: Record<string, { files: string[]; why: string }> = {
+  list_workers_v1: {
+    files: ['lib/core/protocol/admin.ts', 'sdk/python/src/workhorse/_protocol.py'],
+    why: 'schema status reads the live workers of a schema that has no list_workers_v2 yet',
+  },
 };
 
 function files(dir: string, keep: (path: string) => boolean): string[] {
@@ -134,8 +147,15 @@ describe('protocol coverage', () => {
   });
 
   it('no SDK calls a retired or deprecated version', () => {
-    const offenders = [...old].flatMap((name) => SDKS.flatMap((sdk) => (calls.get(name)?.[sdk] ?? []).map((file) => `${name} in ${file}`)));
+    const offenders = [...old].flatMap((name) =>
+      SDKS.flatMap((sdk) => (calls.get(name)?.[sdk] ?? []).filter((file) => !OLDER_SCHEMA_READS[name]?.files.includes(file)).map((file) => `${name} in ${file}`)),
+    );
     expect(offenders).toEqual([]);
+    // An exception that no longer applies goes.
+    const stale = Object.entries(OLDER_SCHEMA_READS).flatMap(([name, { files: allowed }]) =>
+      allowed.filter((file) => !SDKS.some((sdk) => (calls.get(name)?.[sdk] ?? []).includes(file))).map((file) => `${name} in ${file}`),
+    );
+    expect(stale).toEqual([]);
   });
 
   it('every function TypeScript calls is called by Python and Go too, but for the known gaps', () => {
