@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Admin } from '../core/admin';
 import { WorkhorseValidationError } from '../core/errors';
 import { AllowedHosts, hostNameOf } from './allowed-hosts';
 import { loadAssets, type AssetFile, type DashboardAsset } from './assets';
@@ -11,6 +12,7 @@ import { DashboardHttpError, isEncrypted, isSameOrigin, locate, readForm, type D
 import { layout } from './layout';
 import { actionOf, matchPage, type DashboardPage, type PageContext, type PageView, type QueryValue } from './page';
 import { DASHBOARD_PAGES } from './pages';
+import { sharedReads } from './shared-reads';
 
 /**
  * A request handler in the shape every Node server accepts: `(request, response, next?)`.
@@ -21,7 +23,7 @@ export type DashboardHandler = (request: IncomingMessage, response: ServerRespon
 // Pages hold job data: never cached, never framed, no script or style from anywhere else.
 const PAGE_HEADERS: Record<string, string> = {
   'Content-Security-Policy':
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
   'X-Content-Type-Options': 'nosniff',
   'X-Frame-Options': 'DENY',
   'Referrer-Policy': 'same-origin',
@@ -65,6 +67,8 @@ class Dashboard {
   private readonly assetsByName: ReadonlyMap<string, DashboardAsset>;
   private readonly cache = new Map<string, Cached>();
   private readonly hosts: AllowedHosts;
+  /** What live refreshes read through: one query set per interval for every viewer of the process. */
+  private readonly shared: Admin;
 
   constructor(
     private readonly options: ResolvedDashboardOptions,
@@ -72,6 +76,7 @@ class Dashboard {
   ) {
     this.csrf = new CsrfTokens(options.secret);
     this.hosts = new AllowedHosts(options.allowedHosts);
+    this.shared = sharedReads(options.admin);
     this.assets = loadAssets();
     this.assetsByName = new Map([...this.assets.values()].map((asset) => [asset.name, asset]));
   }
@@ -134,9 +139,13 @@ class Dashboard {
     const nonce = cookieNonce ?? this.csrf.newNonce();
     if (cookieNonce === null) response.setHeader('Set-Cookie', this.csrf.cookie(nonce, isEncrypted(request)));
     const root = rootOf(location.path);
+    // A page refreshing by itself (dashboard.js asks with this header) reads what every other
+    // viewer's refresh reads: shared for a moment. What a person opens or reloads is read fresh.
+    const live = method !== 'POST' && request.headers['x-workhorse-live'] === '1' && matched.page.live === true;
     const context: PageContext = {
       request,
-      admin: this.options.admin,
+      admin: live ? this.shared : this.options.admin,
+      live,
       params: matched.params,
       query: location.query,
       now: new Date(),

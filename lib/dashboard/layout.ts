@@ -43,6 +43,7 @@ export interface LayoutInput {
 export function layout({ view, context, pages, route, assets }: LayoutInput): Html {
   const asset = (file: AssetFile): string => context.href(`assets/${assets.get(file)?.name ?? file}`);
   const notice = noticeOf(context.query);
+  const live = pages.find((page) => page.route === route)?.live === true;
   const nav = pages
     .filter((page) => page.nav !== undefined)
     .map((page) => html`<a href="${context.href(page.route)}"${page.route === route ? html` aria-current="page"` : ''}>${page.nav}</a>`);
@@ -57,16 +58,17 @@ export function layout({ view, context, pages, route, assets }: LayoutInput): Ht
 <link rel="stylesheet" href="${asset('dashboard.css')}">
 <script src="${asset('dashboard.js')}" defer></script>
 </head>
-<body>
+<body${live ? html` data-live="5"` : ''}>
 <header class="top">
   <a class="brand" href="${context.href('')}">Workhorse</a>
   <nav>${nav}</nav>
   ${context.readOnly && html`<span class="badge">read-only</span>`}
+  <span class="controls" id="controls"></span>
 </header>
 <main>
   <h1>${view.title}</h1>
   ${notice && html`<p class="notice" role="status">${notice}</p>`}
-  ${view.body}
+  <div id="live-body">${view.body}</div>
 </main>
 </body>
 </html>

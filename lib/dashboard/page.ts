@@ -28,6 +28,8 @@ export interface PageContext {
   readonly params: Readonly<Record<string, string>>;
   readonly query: URLSearchParams;
   readonly now: Date;
+  /** True for a live refresh: reads are shared with the other viewers' refreshes (see shared-reads.ts). */
+  readonly live: boolean;
   /** True when changes are switched off for the whole dashboard. */
   readonly readOnly: boolean;
   /** The thresholds the overview reads `admin.health()` with (the `health` option). */
@@ -73,6 +75,8 @@ export interface DashboardPage {
   route: string;
   /** Label in the navigation bar; pages without one are reached by links. */
   nav?: string;
+  /** The page shows changing state: dashboard.js refreshes it by itself (see docs/dashboard.md, Live pages). */
+  live?: boolean;
   render(context: PageContext): Promise<PageView | FileView>;
   /** Changes, by the name the form posts in its `do` field. */
   actions?: Readonly<Record<string, PageAction>>;

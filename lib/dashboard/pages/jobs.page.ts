@@ -68,6 +68,7 @@ const JOB_COLUMNS = ['Job', 'Type', 'Queue', 'State', 'Attempt', 'Created', 'Run
 /** Jobs newest first, filtered by queue, type, states and creation time, a page at a time. */
 export const jobsPage: DashboardPage = {
   route: 'jobs',
+  live: true,
   nav: 'Jobs',
   async render(context) {
     let filter: ListJobsFilter = {};

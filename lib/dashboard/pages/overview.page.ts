@@ -140,6 +140,7 @@ function throughputSeries(entry: { succeeded: number[]; canceled: number[] }): C
 /** Per queue: jobs by live state, jobs finished in the window, health, activity; and charts of all queues. */
 export const overviewPage: DashboardPage = {
   route: '',
+  live: true,
   nav: 'Overview',
   async render(context) {
     const name = windowOf(context.query);

@@ -96,6 +96,7 @@ function change(verb: 'pause' | 'resume'): (context: ActionContext) => Promise<A
  */
 export const queuesPage: DashboardPage = {
   route: 'queues',
+  live: true,
   nav: 'Queues',
   async render(context) {
     const [listed, active] = await Promise.all([context.admin.listQueues(), recentlyActiveQueues(context)]);

@@ -53,6 +53,7 @@ async function drain(context: ActionContext): Promise<ActionResult> {
  */
 export const workersPage: DashboardPage = {
   route: 'workers',
+  live: true,
   nav: 'Workers',
   async render(context) {
     const workers = await context.admin.listWorkers();
