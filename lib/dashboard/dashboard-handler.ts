@@ -57,6 +57,11 @@ function queryString(query: Record<string, QueryValue> | undefined): string {
   return text ? `?${text}` : '';
 }
 
+/** The read-only JSON API's paths: answers and errors are JSON there. */
+function isApi(path: string): boolean {
+  return path === '/api' || path.startsWith('/api/');
+}
+
 function encodePath(path: string): string {
   return path.split('/').map(encodeURIComponent).join('/');
 }
@@ -128,6 +133,11 @@ class Dashboard {
       throw new DashboardHttpError(405, DASHBOARD_MESSAGES.methodNotAllowed);
     }
 
+    if (isApi(location.path) && method === 'POST') {
+      // The JSON API only reads: nothing under api/ accepts a change.
+      response.setHeader('Allow', 'GET, HEAD');
+      throw new DashboardHttpError(405, DASHBOARD_MESSAGES.methodNotAllowed);
+    }
     if (location.path.startsWith('/assets/')) {
       this.asset(response, location.path.slice('/assets/'.length), method);
       return;
@@ -164,6 +174,17 @@ class Dashboard {
     }
 
     const view = await matched.page.render(context);
+    if ('redirect' in view) {
+      response.setHeader('Location', view.redirect);
+      this.headers(response);
+      this.send(response, 303, 'text/plain; charset=utf-8', 'See other');
+      return;
+    }
+    if ('json' in view) {
+      this.headers(response);
+      this.send(response, view.status ?? 200, 'application/json; charset=utf-8', `${JSON.stringify(view.json, null, 2)}\n`, method === 'HEAD');
+      return;
+    }
     if ('file' in view) {
       response.setHeader('Content-Disposition', `attachment; filename="${view.file.name.replace(/[^\w.-]/g, '_')}"`);
       this.headers(response);
@@ -229,6 +250,12 @@ class Dashboard {
     }
     if (response.headersSent) {
       response.destroy();
+      return;
+    }
+    if (isApi(location.path)) {
+      this.headers(response);
+      const json = `${JSON.stringify({ error: { status, field: null, message } })}\n`;
+      this.send(response, status, 'application/json; charset=utf-8', json, request.method === 'HEAD');
       return;
     }
     // An error page knows nothing of the viewer's rights, so it shows no navigation and no data.

@@ -106,7 +106,7 @@ export function reasonOf(form: URLSearchParams): string {
 }
 
 /** A `<table>` of rows, or a line saying there are none. */
-export function table(head: readonly string[], rows: readonly Html[], empty: string): Html {
+export function table(head: readonly HtmlValue[], rows: readonly Html[], empty: string): Html {
   if (rows.length === 0) return html`<p class="muted">${empty}</p>`;
   return html`<div class="table-wrap"><table><thead><tr>${head.map((h) => html`<th>${h}</th>`)}</tr></thead><tbody>${rows}</tbody></table></div>`;
 }

@@ -14,6 +14,10 @@ const SHARED = new Set<string>([
   'listSchedules', 'getScheduleHistory', 'jobTimings', 'errorGroups',
 ]);
 
+function isClient(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && typeof (value as { query?: unknown }).query === 'function';
+}
+
 interface Entry {
   expires: number;
   value: Promise<unknown>;
@@ -34,6 +38,8 @@ export function sharedReads(admin: Admin, ttlMs: number = LIVE_READ_TTL_MS): Adm
         return () => Promise.reject(new Error(`a live refresh of the dashboard may not call ${property}`));
       }
       return (...args: unknown[]) => {
+        // A read on a client of its own (in a transaction, under a statement timeout) is not shared.
+        if (args.some(isClient)) return (value as (...a: unknown[]) => unknown).apply(target, args);
         const now = Date.now();
         for (const [name, entry] of cache) if (entry.expires <= now) cache.delete(name);
         const key = `${property}:${JSON.stringify(args, (_k, v: unknown) => (v instanceof Map ? [...v] : v))}`;

@@ -70,7 +70,7 @@ function toActivity(rows: readonly QueueActivity[], since: Date, bucketSeconds: 
  * A read within the time budget, in a read-only transaction of its own on the admin's pool; null
  * when the server canceled it for taking longer (a huge window, a lock held elsewhere).
  */
-async function readWithin<T>(admin: Admin, read: (client: PoolClient) => Promise<T>): Promise<T | null> {
+export async function readWithin<T>(admin: Admin, read: (client: PoolClient) => Promise<T>): Promise<T | null> {
   const checkedOut = await CheckedOutClient.take(admin.pool);
   const { client } = checkedOut;
   try {
