@@ -11,7 +11,12 @@ const INTERVAL_KEY = 'workhorse.live.interval';
 const PAUSED_KEY = 'workhorse.live.paused';
 const INTERVALS = [2, 5, 10, 30];
 
-/** localStorage may be switched off: then nothing is remembered. */
+/**
+ * localStorage may be switched off: then nothing is remembered.
+ * @param {Storage} storage
+ * @param {string} key
+ * @returns {string | null}
+ */
 function stored(storage, key) {
   try {
     return storage.getItem(key);
@@ -19,6 +24,11 @@ function stored(storage, key) {
     return null;
   }
 }
+/**
+ * @param {Storage} storage
+ * @param {string} key
+ * @param {string | null} value
+ */
 function store(storage, key, value) {
   try {
     if (value === null) storage.removeItem(key);
@@ -47,6 +57,7 @@ document.addEventListener('submit', (event) => {
   }
 });
 
+/** @param {HTMLElement} controls */
 function themeToggle(controls) {
   const button = document.createElement('button');
   button.type = 'button';
@@ -69,7 +80,11 @@ function themeToggle(controls) {
   controls.append(button);
 }
 
-/** True when the user is working in `element`: focus, typed input, a changed choice, an opened detail. */
+/**
+ * True when the user is working in `element`: focus, typed input, a changed choice, an opened detail.
+ * @param {Element} element
+ * @returns {boolean}
+ */
 function busy(element) {
   const active = document.activeElement;
   if (active !== null && active !== document.body && element.contains(active)) return true;
@@ -86,7 +101,11 @@ function busy(element) {
   return false;
 }
 
-/** Replaces the parts of `current` that changed in `next`, leaving alone those the user is working in. */
+/**
+ * Replaces the parts of `current` that changed in `next`, leaving alone those the user is working in.
+ * @param {Element} current
+ * @param {Element} next
+ */
 function patch(current, next) {
   const old = [...current.children];
   const fresh = [...next.children];
@@ -102,9 +121,14 @@ function patch(current, next) {
   }
 }
 
+/**
+ * @param {HTMLElement} controls
+ * @param {number} defaultSeconds
+ */
 function liveRefresh(controls, defaultSeconds) {
-  const body = document.getElementById('live-body');
-  if (body === null) return;
+  const found = document.getElementById('live-body');
+  if (found === null) return;
+  const body = found;
   const state = document.createElement('span');
   state.className = 'live-state';
   state.id = 'live-state';
