@@ -219,8 +219,9 @@ describeIf(CHROMIUM, 'the dashboard in an incident, in Chromium', () => {
     expect(list.nextCursor).not.toBeNull();
     const found = (await (await context.request.get(`${base}api/jobs?payload=${encodeURIComponent('{"orderId":1003}')}`)).json()) as { items: { id: string }[] };
     expect(found.items.map((item) => item.id)).toEqual([ids.order]);
+    await queue.enqueue('scripted.job', {}, { queue: 'scripted' });
     const queues = (await (await context.request.get(`${base}api/queues`)).json()) as { items: { queue: string; ready: number }[] };
-    expect(queues.items.find((q) => q.queue === 'surge')).toMatchObject({ ready: 3 });
+    expect(queues.items.find((q) => q.queue === 'scripted')).toMatchObject({ ready: 1 });
     const health = (await (await context.request.get(`${base}api/health`)).json()) as { status: string };
     expect(['ok', 'warn', 'critical']).toContain(health.status);
 
