@@ -130,7 +130,8 @@ BEGIN
          coalesce(r.attempt_started_at, l.started_at),
          (extract(epoch FROM CASE WHEN r.attempt_started_at IS NOT NULL THEN clock_timestamp() - r.attempt_started_at
                                   ELSE l.finished_at - l.started_at END) * 1000)::bigint,
-         (extract(epoch FROM greatest(coalesce(f.started_at, r.attempt_started_at) - j.run_at, interval '0')) * 1000)::bigint
+         CASE WHEN coalesce(f.started_at, r.attempt_started_at) IS NOT NULL
+              THEN (extract(epoch FROM greatest(coalesce(f.started_at, r.attempt_started_at) - j.run_at, interval '0')) * 1000)::bigint END
   FROM (SELECT DISTINCT unnest(p_job_ids) AS id) i
   JOIN workhorse.job j ON j.id = i.id
   LEFT JOIN workhorse.job_runtime r ON r.job_id = j.id
