@@ -156,7 +156,7 @@ function liveRefresh(controls, defaultSeconds) {
     const hidden = document.visibilityState !== 'visible';
     state.dataset.state = paused ? 'paused' : hidden ? 'hidden' : 'live';
     state.textContent = paused ? 'Paused' : hidden ? 'Stopped (tab hidden)' : `Live${updated ? ` · updated ${updated} UTC` : ''}`;
-    pause.textContent = paused ? 'Resume' : 'Pause';
+    pause.textContent = paused ? 'Start updates' : 'Stop updates';
   };
   const schedule = () => {
     clearTimeout(timer);
