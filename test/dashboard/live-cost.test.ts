@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { Pool } from 'pg';
 import { Admin, NonRetryableError, Queue, Worker } from '../../lib/core';
 import { createDashboardHandler } from '../../lib/dashboard/handler';
-import { LIVE_READ_TTL_MS } from '../../lib/dashboard/shared-reads';
+import { LIVE_READ_TTL_MS, sharedReads } from '../../lib/dashboard/shared-reads';
 import { useTestDatabase } from '../support/test-database';
 
 const { db } = useTestDatabase({
@@ -91,3 +91,18 @@ it('costs one read set per interval for 20 viewers refreshing, not one per viewe
   expect(refreshes).toBeLessThan(reloads / 4);
   expect(refreshes).toBeLessThanOrEqual(bound);
 }, 60_000);
+
+it('shares reads only: a change through the shared Admin is refused and writes nothing', async () => {
+  const admin = new Admin(pool);
+  const shared = sharedReads(admin, 60_000);
+  const id = await new Queue(db.pool).enqueue('mail.send', { n: 'shared' }, { queue: 'shared' });
+  await expect(shared.cancel(id, { actor: 'live', reason: 'refresh' })).rejects.toThrow('a live refresh of the dashboard may not call cancel');
+  await expect(shared.pauseQueue('shared')).rejects.toThrow('may not call pauseQueue');
+  expect((await admin.getJob(id))?.state).toBe('ready');
+  expect((await admin.listQueues()).find((q) => q.queue === 'shared')?.paused).toBe(false);
+  // Within the period, every caller gets the one read; Admin itself reads fresh.
+  const first = await shared.getJob(id);
+  await admin.cancel(id, { actor: 'test', reason: 'changed meanwhile' });
+  expect(await shared.getJob(id)).toBe(first);
+  expect((await admin.getJob(id))?.state).toBe('canceled');
+});
