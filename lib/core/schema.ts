@@ -19,9 +19,10 @@ export const SCHEMA_VERSION = 12;
 /**
  * The oldest installed schema version this package works with: every function its calls use
  * exists from this version on. A worker of this release starts against any version from here to
- * {@link SCHEMA_VERSION}, so workers can be rolled before or after the migration.
+ * {@link SCHEMA_VERSION}, so workers can be rolled before or after the migration. (12: the
+ * dashboard reads through find_jobs_v1, job_durations_v1, job_timings_v1 and error_groups_v1.)
  */
-export const MIN_SCHEMA_VERSION = 9;
+export const MIN_SCHEMA_VERSION = 12;
 
 /** Where the protocol's `.sql` files live: `sql/` in the repository, `dist/sql/` when built. */
 export const SQL_DIR = join(__dirname, '..', '..', 'sql');
