@@ -1,14 +1,16 @@
 import type { Pool } from 'pg';
 import { ACTOR_KEYS, actorOf } from './actor-options';
 import { applyConnectTimeout } from './connect-timeout';
+import { WorkhorseValidationError } from './errors';
 import { checkHealthThresholds, health, type HealthReport, type HealthThresholds } from './operations/health';
+import { errorGroups, findJobs, jobDurations, jobTimings, type ErrorGroup, type FindJobsFilter, type JobDuration, type TimingStats } from './operations/job-insights';
 import { drainWorker, listWorkers, type DrainResult, type WorkerInfo } from './operations/live-workers';
 import { listOperatorChanges, type OperatorChange, type OperatorChangeFilter } from './operations/operator-changes';
 import { retentionStatus, runRetention, setRetention, type RetentionPolicy, type RetentionRun, type RetentionStatus } from './operations/retention';
 import { getScheduleHistory, listSchedules, setSchedulePaused, triggerSchedule } from './schedules/admin-calls';
 import type { ScheduleActionOptions, ScheduleHistoryEntry, ScheduleInfo } from './schedules/types';
-import type { ActorOptions, Queryable } from './types';
-import { checkInteger, checkOptions, checkText } from './validation';
+import type { ActorOptions, JobSnapshot, Page, Queryable } from './types';
+import { checkDate, checkInteger, checkJobId, checkOptions, checkText } from './validation';
 
 /**
  * The part of {@link Admin} that operates the deployment rather than single jobs: live workers
@@ -129,6 +131,42 @@ export abstract class AdminCalls {
   /** Enqueues a schedule's job now, besides its occurrences (also while paused), and returns the job's id. */
   async triggerSchedule(key: string, options: ScheduleActionOptions = {}, client?: Queryable): Promise<string> {
     return triggerSchedule(this.runner(client), key, options);
+  }
+
+  /**
+   * Jobs newest first whose tags include `tag`, whose payload contains `payload`
+   * (`payload @> ...`) and whose error has the name `error` or a message containing it. Without
+   * an index that serves the search, a call examines at most `scanLimit` jobs and a partial page
+   * comes with a cursor; a GIN index on `workhorse.job (payload)` makes payload searches direct
+   * (docs/dashboard.md).
+   *
+   * @example
+   * const { items } = await admin.findJobs({ payload: { orderId: 42 } });
+   */
+  async findJobs(filter: FindJobsFilter, client?: Queryable): Promise<Page<JobSnapshot>> {
+    filter = checkOptions(filter, 'filter', ['tag', 'payload', 'error', 'limit', 'scanLimit', 'cursor'], 'a findJobs filter');
+    return findJobs(this.runner(client), filter);
+  }
+
+  /** The latest attempt's start and run time and the wait before the first start, of up to 1000 jobs (by id). */
+  async jobDurations(jobIds: readonly string[], client?: Queryable): Promise<Map<string, JobDuration>> {
+    if (!Array.isArray(jobIds) || jobIds.length > 1000) throw new WorkhorseValidationError('jobIds', 'must be an array of at most 1000 job ids');
+    return jobDurations(this.runner(client), jobIds.map((id) => checkJobId(id)));
+  }
+
+  /**
+   * Run and wait time percentiles per queue or job type of the attempts that closed since
+   * `since` (within the last 7 days), from a sample of at most `sample` attempts (default 20,000).
+   */
+  async jobTimings(options: { since: Date; group?: 'queue' | 'type'; sample?: number }, client?: Queryable): Promise<TimingStats[]> {
+    const { since, group, sample } = checkOptions(options, 'options', ['since', 'group', 'sample'], 'a jobTimings option');
+    return jobTimings(this.runner(client), checkDate(since, 'since'), group ?? 'queue', checkInteger(sample ?? 20_000, 'sample', 1, 100_000));
+  }
+
+  /** Failures since `since` (within the last 7 days) grouped by error name and message, most frequent first. */
+  async errorGroups(options: { since: Date; limit?: number }, client?: Queryable): Promise<ErrorGroup[]> {
+    const { since, limit } = checkOptions(options, 'options', ['since', 'limit'], 'an errorGroups option');
+    return errorGroups(this.runner(client), checkDate(since, 'since'), checkInteger(limit ?? 20, 'limit', 1, 200));
   }
 
   /**

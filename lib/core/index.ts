@@ -114,6 +114,7 @@ export type {
 } from './waits';
 export type { JobSignal, JobWait, JobWaitsOptions } from './job-waits';
 export type { DrainResult, WorkerInfo, WorkerStatus } from './operations/live-workers';
+export type { ErrorGroup, FindJobsFilter, JobDuration, TimingStats } from './operations/job-insights';
 export type { HealthReason, HealthReasonCode, HealthReport, HealthStatus, HealthThresholds, QueueHealth, ThresholdPair } from './operations/health';
 export type { RetentionPolicy, RetentionRun, RetentionStatus } from './operations/retention';
 export type { OperatorChange, OperatorChangeFilter, OperatorChangeKind } from './operations/operator-changes';

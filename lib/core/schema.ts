@@ -14,14 +14,15 @@ export type { InstallSchemaResult } from './schema-migrator';
  * The schema version this package ships: the number of its last migration step
  * (sql/migrations/NNNN_*.sql; a test keeps the two equal). (The Go SDK's tests read it from this line.)
  */
-export const SCHEMA_VERSION = 14;
+export const SCHEMA_VERSION = 15;
 
 /**
  * The oldest installed schema version this package works with: every function its calls use
  * exists from this version on. A worker of this release starts against any version from here to
- * {@link SCHEMA_VERSION}, so workers can be rolled before or after the migration.
+ * {@link SCHEMA_VERSION}, so workers can be rolled before or after the migration. (12: the
+ * dashboard reads through find_jobs_v1, job_durations_v1, job_timings_v1 and error_groups_v1.)
  */
-export const MIN_SCHEMA_VERSION = 14;
+export const MIN_SCHEMA_VERSION = 15;
 
 /** Where the protocol's `.sql` files live: `sql/` in the repository, `dist/sql/` when built. */
 export const SQL_DIR = join(__dirname, '..', '..', 'sql');

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Admin } from '../core/admin';
 import { WorkhorseValidationError } from '../core/errors';
 import { AllowedHosts, hostNameOf } from './allowed-hosts';
 import { loadAssets, type AssetFile, type DashboardAsset } from './assets';
@@ -11,6 +12,7 @@ import { DashboardHttpError, isEncrypted, isSameOrigin, locate, readForm, type D
 import { layout } from './layout';
 import { actionOf, matchPage, type DashboardPage, type PageContext, type PageView, type QueryValue } from './page';
 import { DASHBOARD_PAGES } from './pages';
+import { sharedReads } from './shared-reads';
 
 /**
  * A request handler in the shape every Node server accepts: `(request, response, next?)`.
@@ -21,7 +23,7 @@ export type DashboardHandler = (request: IncomingMessage, response: ServerRespon
 // Pages hold job data: never cached, never framed, no script or style from anywhere else.
 const PAGE_HEADERS: Record<string, string> = {
   'Content-Security-Policy':
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
   'X-Content-Type-Options': 'nosniff',
   'X-Frame-Options': 'DENY',
   'Referrer-Policy': 'same-origin',
@@ -55,6 +57,11 @@ function queryString(query: Record<string, QueryValue> | undefined): string {
   return text ? `?${text}` : '';
 }
 
+/** The read-only JSON API's paths: answers and errors are JSON there. */
+function isApi(path: string): boolean {
+  return path === '/api' || path.startsWith('/api/');
+}
+
 function encodePath(path: string): string {
   return path.split('/').map(encodeURIComponent).join('/');
 }
@@ -65,6 +72,8 @@ class Dashboard {
   private readonly assetsByName: ReadonlyMap<string, DashboardAsset>;
   private readonly cache = new Map<string, Cached>();
   private readonly hosts: AllowedHosts;
+  /** What live refreshes read through: one query set per interval for every viewer of the process. */
+  private readonly shared: Admin;
 
   constructor(
     private readonly options: ResolvedDashboardOptions,
@@ -72,6 +81,7 @@ class Dashboard {
   ) {
     this.csrf = new CsrfTokens(options.secret);
     this.hosts = new AllowedHosts(options.allowedHosts);
+    this.shared = sharedReads(options.admin);
     this.assets = loadAssets();
     this.assetsByName = new Map([...this.assets.values()].map((asset) => [asset.name, asset]));
   }
@@ -123,6 +133,11 @@ class Dashboard {
       throw new DashboardHttpError(405, DASHBOARD_MESSAGES.methodNotAllowed);
     }
 
+    if (isApi(location.path) && method === 'POST') {
+      // The JSON API only reads: nothing under api/ accepts a change.
+      response.setHeader('Allow', 'GET, HEAD');
+      throw new DashboardHttpError(405, DASHBOARD_MESSAGES.methodNotAllowed);
+    }
     if (location.path.startsWith('/assets/')) {
       this.asset(response, location.path.slice('/assets/'.length), method);
       return;
@@ -134,9 +149,13 @@ class Dashboard {
     const nonce = cookieNonce ?? this.csrf.newNonce();
     if (cookieNonce === null) response.setHeader('Set-Cookie', this.csrf.cookie(nonce, isEncrypted(request)));
     const root = rootOf(location.path);
+    // A page refreshing by itself (dashboard.js asks with this header) reads what every other
+    // viewer's refresh reads: shared for a moment. What a person opens or reloads is read fresh.
+    const live = method !== 'POST' && request.headers['x-workhorse-live'] === '1' && matched.page.live === true;
     const context: PageContext = {
       request,
-      admin: this.options.admin,
+      admin: live ? this.shared : this.options.admin,
+      live,
       params: matched.params,
       query: location.query,
       now: new Date(),
@@ -155,6 +174,17 @@ class Dashboard {
     }
 
     const view = await matched.page.render(context);
+    if ('redirect' in view) {
+      response.setHeader('Location', view.redirect);
+      this.headers(response);
+      this.send(response, 303, 'text/plain; charset=utf-8', 'See other');
+      return;
+    }
+    if ('json' in view) {
+      this.headers(response);
+      this.send(response, view.status ?? 200, 'application/json; charset=utf-8', `${JSON.stringify(view.json, null, 2)}\n`, method === 'HEAD');
+      return;
+    }
     if ('file' in view) {
       response.setHeader('Content-Disposition', `attachment; filename="${view.file.name.replace(/[^\w.-]/g, '_')}"`);
       this.headers(response);
@@ -220,6 +250,12 @@ class Dashboard {
     }
     if (response.headersSent) {
       response.destroy();
+      return;
+    }
+    if (isApi(location.path)) {
+      this.headers(response);
+      const json = `${JSON.stringify({ error: { status, field: null, message } })}\n`;
+      this.send(response, status, 'application/json; charset=utf-8', json, request.method === 'HEAD');
       return;
     }
     // An error page knows nothing of the viewer's rights, so it shows no navigation and no data.

@@ -43,6 +43,7 @@ export interface LayoutInput {
 export function layout({ view, context, pages, route, assets }: LayoutInput): Html {
   const asset = (file: AssetFile): string => context.href(`assets/${assets.get(file)?.name ?? file}`);
   const notice = noticeOf(context.query);
+  const live = pages.find((page) => page.route === route)?.live === true;
   const nav = pages
     .filter((page) => page.nav !== undefined)
     .map((page) => html`<a href="${context.href(page.route)}"${page.route === route ? html` aria-current="page"` : ''}>${page.nav}</a>`);
@@ -57,16 +58,17 @@ export function layout({ view, context, pages, route, assets }: LayoutInput): Ht
 <link rel="stylesheet" href="${asset('dashboard.css')}">
 <script src="${asset('dashboard.js')}" defer></script>
 </head>
-<body>
+<body${live ? html` data-live="5"` : ''}>
 <header class="top">
   <a class="brand" href="${context.href('')}">Workhorse</a>
   <nav>${nav}</nav>
   ${context.readOnly && html`<span class="badge">read-only</span>`}
+  <span class="controls" id="controls"></span>
 </header>
 <main>
   <h1>${view.title}</h1>
   ${notice && html`<p class="notice" role="status">${notice}</p>`}
-  ${view.body}
+  <div id="live-body">${view.body}</div>
 </main>
 </body>
 </html>
@@ -104,7 +106,7 @@ export function reasonOf(form: URLSearchParams): string {
 }
 
 /** A `<table>` of rows, or a line saying there are none. */
-export function table(head: readonly string[], rows: readonly Html[], empty: string): Html {
+export function table(head: readonly HtmlValue[], rows: readonly Html[], empty: string): Html {
   if (rows.length === 0) return html`<p class="muted">${empty}</p>`;
   return html`<div class="table-wrap"><table><thead><tr>${head.map((h) => html`<th>${h}</th>`)}</tr></thead><tbody>${rows}</tbody></table></div>`;
 }

@@ -17,6 +17,18 @@ export interface FileView {
   file: { name: string; contentType: string; body: string };
 }
 
+/** A page's answer that sends the browser elsewhere (the search box jumping to a job). */
+export interface RedirectView {
+  /** Relative to the current page, as `context.href` makes it. */
+  redirect: string;
+}
+
+/** A page's answer as JSON (the read-only API under `api/`). */
+export interface JsonView {
+  json: unknown;
+  status?: number;
+}
+
 /** A value for a query parameter of a link: left out when undefined or empty. */
 export type QueryValue = string | number | readonly string[] | undefined | null;
 
@@ -28,6 +40,8 @@ export interface PageContext {
   readonly params: Readonly<Record<string, string>>;
   readonly query: URLSearchParams;
   readonly now: Date;
+  /** True for a live refresh: reads are shared with the other viewers' refreshes (see shared-reads.ts). */
+  readonly live: boolean;
   /** True when changes are switched off for the whole dashboard. */
   readonly readOnly: boolean;
   /** The thresholds the overview reads `admin.health()` with (the `health` option). */
@@ -73,7 +87,9 @@ export interface DashboardPage {
   route: string;
   /** Label in the navigation bar; pages without one are reached by links. */
   nav?: string;
-  render(context: PageContext): Promise<PageView | FileView>;
+  /** The page shows changing state: dashboard.js refreshes it by itself (see docs/dashboard.md, Live pages). */
+  live?: boolean;
+  render(context: PageContext): Promise<PageView | FileView | RedirectView | JsonView>;
   /** Changes, by the name the form posts in its `do` field. */
   actions?: Readonly<Record<string, PageAction>>;
 }

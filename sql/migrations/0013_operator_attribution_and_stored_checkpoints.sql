@@ -1,4 +1,4 @@
--- Step 11 -> 12 (issue 30 item 9, issue 31 item 3): the login role on every operator change, and
+-- Step 12 -> 13 (issue 30 item 9, issue 31 item 3): the login role on every operator change, and
 -- checkpoints that answer the stored value.
 --
 -- * Queue pause and resume (queue_control), queue policies (queue_policy), drain requests

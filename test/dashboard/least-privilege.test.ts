@@ -52,11 +52,13 @@ it('renders every page and carries out every change as a role with the library g
   const worker = new Worker(queue, { queues: ['least-idle'], heartbeatMs: 100, tickMs: 100 });
   const running = worker.run();
 
-  for (const path of ['', '?window=24h', 'jobs', 'jobs?state=failed&after=2020-01-01T00:00', `jobs/${dead}`, `jobs/${dead}/payload.json`, 'dead-letters', 'queues', 'waits', `jobs/${parked}`, 'schedules', 'schedule?namespace=least&key=sync.nightly', 'workers']) {
+  for (const path of ['', '?window=24h', 'jobs', 'jobs?state=failed&after=2020-01-01T00:00', `jobs/${dead}`, `jobs/${dead}/payload.json`, 'dead-letters', 'queues', 'waits', `jobs/${parked}`, 'schedules', 'schedule?namespace=least&key=sync.nightly', 'workers', 'timings', 'timings?window=7d&by=type', 'jobs?tag=x', 'jobs?payload=%7B%22n%22%3A1%7D', 'jobs?error=remote', `api/jobs/${dead}`, 'api/jobs', 'api/queues', 'api/health']) {
     const page = await client.get(path);
     expect([path, page.status]).toEqual([path, 200]);
   }
   expect((await client.get('')).text).not.toContain('Too many jobs');
+  expect((await client.get('timings')).text).toContain('remote down');
+  expect((await client.get('jobs?payload=%7B%22n%22%3A1%7D')).text).toContain(dead);
 
   expect((await client.post('queues', { do: 'pause', queue: 'sync', reason: 'least privilege' })).status).toBe(303);
   expect((await client.post('queues', { do: 'resume', queue: 'sync', reason: 'done' })).status).toBe(303);

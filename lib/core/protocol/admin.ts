@@ -111,3 +111,15 @@ export const QUEUE_DEPTHS = 'SELECT queue, ready, scheduled, active, blocked FRO
 
 /** Live jobs by state of the queues in $1. */
 export const QUEUE_DEPTHS_OF = 'SELECT queue, ready, scheduled, active, blocked FROM workhorse.list_queues_v2() WHERE queue = ANY ($1)';
+
+/** Jobs found by tag, payload (`@>`) or error, newest first: tag, payload (JSON text), error, limit, cursor, scan limit. */
+export const FIND_JOBS = 'SELECT * FROM workhorse.find_jobs_v1($1, $2::jsonb, $3, $4, $5, $6)';
+
+/** When each job of a page started and how long it ran and waited: job ids. */
+export const JOB_DURATIONS = 'SELECT * FROM workhorse.job_durations_v1($1::uuid[])';
+
+/** Run and wait time percentiles per queue or type: since, group (`queue` or `type`), sample. */
+export const JOB_TIMINGS = 'SELECT * FROM workhorse.job_timings_v1($1, $2, $3)';
+
+/** Failures grouped by error name and message: since, limit. */
+export const ERROR_GROUPS = 'SELECT * FROM workhorse.error_groups_v1($1, $2)';

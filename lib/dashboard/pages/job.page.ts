@@ -162,6 +162,7 @@ const SECTIONS: ReadonlyArray<(section: JobSection) => Html | Promise<Html>> = [
  */
 export const jobPage: DashboardPage = {
   route: 'jobs/:id',
+  live: true,
   actions: { cancel: { action: 'cancel-job', run: cancel } },
   async render(context) {
     const found = await jobOrNotFound(context);

@@ -71,7 +71,7 @@ function toActivity(rows: readonly QueueActivity[], since: Date, bucketSeconds: 
  * A read within the time budget, in a read-only transaction of its own on the admin's pool; null
  * when the server canceled it for taking longer (a huge window, a lock held elsewhere).
  */
-async function readWithin<T>(admin: Admin, read: (client: PoolClient) => Promise<T>): Promise<T | null> {
+export async function readWithin<T>(admin: Admin, read: (client: PoolClient) => Promise<T>): Promise<T | null> {
   const checkedOut = await CheckedOutClient.take(admin.pool);
   const { client } = checkedOut;
   try {
@@ -141,6 +141,7 @@ function throughputSeries(entry: { succeeded: number[]; canceled: number[] }): C
 /** Per queue: jobs by live state, jobs finished in the window, health, activity; and charts of all queues. */
 export const overviewPage: DashboardPage = {
   route: '',
+  live: true,
   nav: 'Overview',
   async render(context) {
     const name = windowOf(context.query);

@@ -8,6 +8,7 @@ import { html, type Html } from '../html';
 import { DashboardHttpError } from '../http-request';
 import { changeForm, reasonField, reasonOf, table } from '../layout';
 import type { ActionContext, ActionResult, DashboardPage, PageContext } from '../page';
+import { sortRows, type SortColumn } from '../sorting';
 import { recentlyActiveQueues } from './overview.page';
 
 function queueOf(form: URLSearchParams): string {
@@ -92,18 +93,33 @@ function change(verb: 'pause' | 'resume'): (context: ActionContext) => Promise<A
   };
 }
 
+const count = (label: string, value: (queue: QueueInfo) => number): SortColumn<QueueInfo> => ({ key: label.toLowerCase(), label, value, firstDir: 'desc' });
+
+/** The queues page's columns; sorted in memory (the page holds every queue). */
+const QUEUE_COLUMNS: ReadonlyArray<SortColumn<QueueInfo> | string> = [
+  { key: 'queue', label: 'Queue', value: (queue) => queue.queue },
+  { key: 'state', label: 'State', value: (queue) => (queue.paused ? 'paused' : 'running') },
+  'Limits',
+  count('Blocked', (queue) => queue.blocked),
+  count('Scheduled', (queue) => queue.scheduled),
+  count('Ready', (queue) => queue.ready),
+  count('Active', (queue) => queue.active),
+  '',
+];
+
 /**
  * Queues: paused or running (who changed it, when and why), live jobs, and pause or resume.
  * Flow-control limits (concurrency, rate) in a column of their own, with a form to change them.
  */
 export const queuesPage: DashboardPage = {
   route: 'queues',
+  live: true,
   nav: 'Queues',
   async render(context) {
     const [listed, active] = await Promise.all([context.admin.listQueues(), recentlyActiveQueues(context)]);
     const known = new Set(listed.map((queue) => queue.queue));
     const idle = active.filter((name) => !known.has(name)).map(idleQueueInfo);
-    const queues = [...listed, ...idle].sort((a, b) => a.queue.localeCompare(b.queue));
+    const { rows: queues, head } = sortRows(context, 'queues', [...listed, ...idle].sort((a, b) => a.queue.localeCompare(b.queue)), QUEUE_COLUMNS);
     const rows = await Promise.all(
       queues.map(
         async (queue) => html`<tr>
@@ -117,7 +133,7 @@ export const queuesPage: DashboardPage = {
     );
     return {
       title: 'Queues',
-      body: html`${table(['Queue', 'State', 'Limits', 'Blocked', 'Scheduled', 'Ready', 'Active', ''], rows, 'No queue has jobs yet.')}
+      body: html`${table(head, rows, 'No queue has jobs yet.')}
         <p class="muted">Pausing stops workers from claiming the queue's jobs; running jobs finish, and enqueueing goes on.
         Limits hold across all workers from the next claim; an application that sets them at start (<code>WorkhorseModule.forRoot({ queues })</code>) sets them again when it restarts.
         Queues appear here while they have live jobs, finished jobs in the last 24 hours, or a pause record.</p>`,

@@ -37,6 +37,7 @@ async function waitCard(context: PageContext, wait: HumanWait, showContext: bool
 /** The open human waits, oldest first, each with its context and the form that decides it. */
 export const waitsPage: DashboardPage = {
   route: 'waits',
+  live: true,
   nav: 'Human waits',
   async render(context) {
     let filter: ListHumanWaitsFilter;

@@ -4,6 +4,7 @@ import { html, type Html } from '../html';
 import { DashboardHttpError } from '../http-request';
 import { changeForm, reasonField, reasonOf, table, type Notice } from '../layout';
 import type { ActionContext, ActionResult, DashboardPage, PageContext } from '../page';
+import { sortRows, type SortColumn } from '../sorting';
 
 const STATUS_CLASS: Readonly<Record<WorkerStatus, string>> = {
   running: 'health-ok',
@@ -47,15 +48,29 @@ async function drain(context: ActionContext): Promise<ActionResult> {
   return { redirect: context.href('workers', { notice: DRAIN_NOTICES[result] }) };
 }
 
+/** The workers page's columns; sorted in memory (the page holds every registered worker). */
+const WORKER_COLUMNS: ReadonlyArray<SortColumn<WorkerInfo> | string> = [
+  { key: 'worker', label: 'Worker', value: (worker) => worker.workerId },
+  { key: 'status', label: 'Status', value: (worker) => worker.status },
+  { key: 'host', label: 'Host and pid', value: (worker) => `${worker.host}:${String(worker.pid).padStart(10, '0')}` },
+  'Queues',
+  { key: 'in-flight', label: 'In flight', value: (worker) => worker.inFlight, firstDir: 'desc' },
+  { key: 'version', label: 'Version', value: (worker) => worker.version },
+  { key: 'last-seen', label: 'Last seen', value: (worker) => worker.lastSeenAt.getTime(), firstDir: 'desc' },
+  'Drain requested',
+  '',
+];
+
 /**
  * The registry of live workers, newest first: where each runs, what it claims from, how many
  * jobs it holds, when it last reported, its drain; and a drain per running worker.
  */
 export const workersPage: DashboardPage = {
   route: 'workers',
+  live: true,
   nav: 'Workers',
   async render(context) {
-    const workers = await context.admin.listWorkers();
+    const { rows: workers, head } = sortRows(context, 'workers', await context.admin.listWorkers(), WORKER_COLUMNS);
     const rows = await Promise.all(
       workers.map(
         async (worker) => html`<tr>
@@ -73,7 +88,7 @@ export const workersPage: DashboardPage = {
     );
     return {
       title: 'Workers',
-      body: html`${table(['Worker', 'Status', 'Host and pid', 'Queues', 'In flight', 'Version', 'Last seen', 'Drain requested', ''], rows, 'No worker is registered: none is running.')}
+      body: html`${table(head, rows, 'No worker is registered: none is running.')}
         <p class="muted">A drained worker stops claiming within its heartbeat interval and finishes the jobs it holds; once it is
         <em>drained</em> its process can be stopped without abandoning work. A drain is not undone: restart the worker. A worker silent
         for three of its report periods is <em>gone</em>: its jobs come back when their leases expire.</p>`,

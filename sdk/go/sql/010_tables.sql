@@ -10,7 +10,7 @@
 --            checkpoints, sleeps; flow control inside the claim; handler policies
 --   046-048  orchestration: dependencies, child jobs, signals, human waits
 --   050      maintenance: promotion, lease recovery, deadlines, the tick
---   060-066  operator admin and reads: cancel, timelines, queue control, dead letters and
+--   060-068  operator admin and reads: cancel, timelines, queue control, dead letters and
 --            redrive, listings, a job's waits
 --   084-085  schedules: the cron evaluator, then schedules and their occurrences
 --   095-098  registry of live workers, health, retention; the install-time partitions

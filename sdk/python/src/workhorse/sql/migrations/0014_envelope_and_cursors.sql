@@ -1,4 +1,4 @@
--- Step 11 -> 12: every stored error envelope is bounded in one place, workhorse.bounded_error:
+-- Step 13 -> 14: every stored error envelope is bounded in one place, workhorse.bounded_error:
 -- the name at most 200 characters, the message and the stack at most 32,768 each, a cut part
 -- ending with `… [truncated: n of m characters kept]`, the same whichever SDK sent it. fail_v1
 -- bounds what it is given instead of refusing an envelope over 1 MiB (that refusal lost the
