@@ -93,8 +93,10 @@ describe('the tarball (npm pack --dry-run --json, from a checkout without dist/)
     // Spelled out, the things that must never be in it.
     const forbidden = /^(lib|test|sample-app|docs|scripts|sql|\.ci|node_modules|dist\/test|dist\/sample-app)\/|\.tgz$|\.map$|\.tsbuildinfo$|^tsconfig|^jest\.config/;
     expect(paths.filter((path) => forbidden.test(path))).toEqual([]);
-    // A stray large file would show here first: the whole package is about 1.2 MB unpacked.
-    expect(packed.unpackedSize).toBeLessThan(1.5 * 1024 * 1024);
+    // A stray large file would show here first: the whole package is about 1.9 MB unpacked
+    // (1.2 MB of JavaScript and declarations, 0.65 MB of SQL, which grows by a migration step per
+    // schema change).
+    expect(packed.unpackedSize).toBeLessThan(2.5 * 1024 * 1024);
   });
 
   it('is MIT licensed, with the license text in the tarball', () => {

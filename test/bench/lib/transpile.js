@@ -26,7 +26,7 @@ function listTs(dir) {
 }
 
 /**
- * Returns { dir, remove }: `dir/lib/...` holds the JavaScript, `dir/package.json` is the tree's, `dir/sql` links to the tree's and
+ * Returns { dir, remove }: `dir/lib/...` holds the JavaScript, `dir/package.json` is the tree's, `dir/sql` (and `dir/sdk/protocol`) link to the tree's and
  * `dir/node_modules` to the checkout's, so `require('pg')` and the schema's SQL_DIR resolve as
  * in the source tree. `root` is the checkout by default, or another tree of the project (a
  * commit to compare with, see compare.js).
@@ -43,6 +43,11 @@ function transpileLib(root = ROOT) {
     fs.writeFileSync(target, outputText);
   }
   fs.symlinkSync(path.join(root, 'sql'), path.join(dir, 'sql'));
+  // The protocol's limits (lib/core/limits.ts reads sdk/protocol/limits.json), where the tree has them.
+  if (fs.existsSync(path.join(root, 'sdk', 'protocol'))) {
+    fs.mkdirSync(path.join(dir, 'sdk'));
+    fs.symlinkSync(path.join(root, 'sdk', 'protocol'), path.join(dir, 'sdk', 'protocol'));
+  }
   // The package's version is read from its package.json (some commits' workers need it to start).
   fs.copyFileSync(path.join(root, 'package.json'), path.join(dir, 'package.json'));
   fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));

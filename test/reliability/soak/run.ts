@@ -117,6 +117,9 @@ function transpileChildren(): { worker: string; remove: () => void } {
     writeFileSync(target, outputText);
   }
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
+  // lib/core/limits.ts reads the protocol's limits from sdk/protocol/limits.json.
+  mkdirSync(join(dir, 'sdk'));
+  symlinkSync(join(ROOT, 'sdk', 'protocol'), join(dir, 'sdk', 'protocol'));
   return {
     worker: join(dir, relative(ROOT, join(__dirname, 'worker.js'))),
     remove: () => rmSync(dir, { recursive: true, force: true }),
