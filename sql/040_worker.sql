@@ -2,8 +2,7 @@
 -- cancellation acknowledgement. Every owner write carries the worker id and the fence token it
 -- was given at claim time; a write from a worker that no longer owns the job changes nothing and
 -- reports `stale` (lock_owned, 020_helpers.sql, is that check for the writes on one job). The hot
--- path, complete_and_claim_v1 at the end of this file, composes record_completions and
--- claim_ready.
+-- path, complete_and_claim_v1 at the end of this file, stays one function (see there).
 
 -- Claims up to p_limit ready jobs from p_queues for one worker, in (priority DESC, FIFO) order,
 -- and returns everything the worker needs (type, payload, attempt, fence, lease, the enqueuer's
@@ -422,192 +421,190 @@ BEGIN
 END
 $$;
 
--- Records one worker's completions (p_items as complete_many_v1: at most 1000, each job once)
--- and answers each item in input order: `succeeded`, `canceled` (a cancel request that arrived
--- meanwhile wins over the result) or `stale`. The rows are locked in id order (no deadlock between two batches) and the clock is
--- read after the locks; outcome and closed attempt are written set-based, one statement per
--- table, and the events in one call of the event writer. Then the jobs that wait on the ones that
--- ended are counted down (046_orchestration.sql). Runs inside complete_and_claim_v1, whose
--- plan_cache_mode holds here too.
+-- The worker's hot path in one statement and one commit: records a batch of completions
+-- (p_items: [{"jobId", "fence", "result"}], as complete_many_v1) and then claims up to p_limit
+-- jobs from p_queues (as claim_many_v1). Rows of the first kind carry the completion's status
+-- (`succeeded`, `canceled` or `stale`) and nothing else; claimed jobs have status `claimed`.
+-- A durable queue pays a WAL flush per commit, so sharing one commit between the completions of
+-- a batch and the next claim halves the commits per job. Either part may be empty
+-- (`[]`, p_limit 0).
 --
--- Well-formed input (what the worker sends) is read in one set-based pass of plain casts; if a
--- cast fails, or anything came out null, parse_leases goes through the items again and names the
--- first bad field. (Casts inside an exception block rather than casts guarded by regular
--- expressions: a regular expression match costs ~3.5 us here, ~7% of a job's server time at 100
--- jobs per round trip. A job id counts only in the canonical form the regular expression of
--- check_uuid accepts: 36 characters that read back the same, case aside.)
-CREATE FUNCTION workhorse.record_completions(p_worker_id text, p_items jsonb)
-RETURNS TABLE (job_id uuid, status text)
-LANGUAGE plpgsql AS $$
-#variable_conflict use_column
-DECLARE
-  -- The items, in input order.
-  v_ids uuid[];
-  v_fences_in bigint[];
-  v_results jsonb[];
-  v_large boolean;
-  v_i integer;
-  v_now timestamptz;
-  -- First values of this statement's blocks (see the sequences in 010_tables.sql): row k of a
-  -- batch gets base + k - 1.
-  v_attempt_id bigint;
-  v_event_id bigint;
-  -- The jobs that ended, with what their events carry.
-  v_ended uuid[];
-  v_states text[];
-  v_attempts integer[];
-  v_fences bigint[];
-  v_data jsonb[];
-  v_event_ids bigint[];
-BEGIN
-  PERFORM workhorse.check_worker(p_worker_id);
-  IF jsonb_typeof(p_items) = 'array' AND jsonb_array_length(p_items) <= 1000 THEN
-    BEGIN
-      -- (One aggregate pass, so the three arrays line up item by item, in input order.)
-      -- (No DISTINCT or ORDER BY aggregate here: either may make PostgreSQL sort the rows first.)
-      SELECT array_agg(x.id), array_agg(x.fence), array_agg(x.result),
-             coalesce(max(octet_length(x.result::text)), 0) > 1048576
-        INTO v_ids, v_fences_in, v_results, v_large
-      FROM (
-        SELECT CASE WHEN jsonb_typeof(e.v -> 'jobId') = 'string' AND length(e.v ->> 'jobId') = 36
-                         AND (e.v ->> 'jobId')::uuid::text = lower(e.v ->> 'jobId')
-                    THEN (e.v ->> 'jobId')::uuid END AS id,
-               CASE WHEN jsonb_typeof(e.v -> 'fence') = 'number' AND (e.v ->> 'fence')::bigint > 0
-                    THEN (e.v ->> 'fence')::bigint END AS fence,
-               e.v -> 'result' AS result
-        FROM jsonb_array_elements(p_items) AS e (v)) AS x;
-    EXCEPTION WHEN invalid_text_representation OR numeric_value_out_of_range THEN
-      v_ids := NULL;
-    END;
-  END IF;
-  IF v_ids IS NULL OR array_position(v_ids, NULL) IS NOT NULL OR array_position(v_fences_in, NULL) IS NOT NULL THEN
-    SELECT array_agg(l.job_id ORDER BY l.ord), array_agg(l.fence ORDER BY l.ord),
-           array_agg(l.item -> 'result' ORDER BY l.ord)
-      INTO v_ids, v_fences_in, v_results
-    FROM workhorse.parse_leases(p_items, 'items', 1000) AS l;
-    v_large := true;
-  END IF;
-  IF cardinality(v_ids) > 1 AND cardinality(v_ids) <> (SELECT count(DISTINCT u) FROM unnest(v_ids) AS u) THEN
-    PERFORM workhorse.raise_invalid('items', 'names the same job more than once');
-  END IF;
-  IF v_large THEN
-    -- Only a result whose JSON text could be over the limit needs the exact measure.
-    FOR v_i IN SELECT u.o FROM unnest(v_results) WITH ORDINALITY AS u (r, o) WHERE octet_length(u.r::text) > 1048576 LOOP
-      PERFORM workhorse.check_json_size(v_results[v_i], format('items[%s].result', v_i - 1));
-    END LOOP;
-  END IF;
-  PERFORM 1 FROM workhorse.job_runtime r WHERE r.job_id = ANY (v_ids) ORDER BY r.job_id FOR UPDATE;
-  v_now := clock_timestamp();
-  -- The attempt's block first: a job's closed attempt precedes its terminal event, as in fail_v1.
-  v_attempt_id := nextval('workhorse.history_seq');
-  v_event_id := nextval('workhorse.history_seq');
-  WITH input AS (
-    SELECT i.job_id, i.fence, i.result, i.ord
-    FROM unnest(v_ids, v_fences_in, v_results) WITH ORDINALITY AS i (job_id, fence, result, ord)
-  ),
-  done AS (
-    DELETE FROM workhorse.job_runtime r
-     USING input i
-     WHERE r.job_id = i.job_id AND workhorse.owns(r, p_worker_id, i.fence, v_now)
-    RETURNING r.job_id, r.queue, r.current_attempt, r.fence_token, r.attempt_started_at, r.progress,
-              CASE WHEN r.cancel_requested_at IS NOT NULL THEN 'canceled' ELSE 'succeeded' END AS state,
-              CASE WHEN r.cancel_requested_at IS NOT NULL THEN workhorse.cancel_error(r.cancel_reason) END AS cancel_error,
-              i.result, i.ord
-  ),
-  outcome AS (
-    INSERT INTO workhorse.job_outcome (job_id, queue, state, result, error, final_attempt, fence_token, worker_id, finished_at, progress)
-    SELECT d.job_id, d.queue, d.state, CASE WHEN d.state = 'succeeded' THEN d.result END, d.cancel_error,
-           d.current_attempt, d.fence_token, p_worker_id, v_now, d.progress
-    FROM done d
-  ),
-  attempts AS (
-    INSERT INTO workhorse.attempt_history (id, job_id, attempt, outcome, worker_id, fence_token, started_at, finished_at, error)
-    SELECT v_attempt_id + d.ord - 1, d.job_id, d.current_attempt, d.state, p_worker_id, d.fence_token, d.attempt_started_at,
-           v_now, d.cancel_error
-    FROM done d
-  )
-  SELECT array_agg(d.job_id), array_agg(d.state), array_agg(d.current_attempt), array_agg(d.fence_token),
-         array_agg(CASE WHEN d.cancel_error IS NOT NULL THEN jsonb_build_object('error', d.cancel_error, 'resultRefused', true) END),
-         array_agg(v_event_id + d.ord - 1)
-    INTO v_ended, v_states, v_attempts, v_fences, v_data, v_event_ids
-  FROM done d;
-  IF v_ended IS NOT NULL THEN
-    PERFORM workhorse.write_events(v_ended, v_states, v_now, v_attempts, v_data,
-                                   array_fill(p_worker_id, ARRAY[cardinality(v_ended)]), v_fences, v_event_ids);
-  END IF;
-  RETURN QUERY
-  SELECT i.job_id,
-         CASE WHEN d.job_id IS NOT NULL THEN d.state
-              -- A retry of a completion that already committed (its first answer was lost with
-              -- the connection) finds its own outcome: same worker, same fence. Answer as before.
-              WHEN EXISTS (SELECT 1 FROM workhorse.job_outcome o
-                           WHERE o.job_id = i.job_id AND o.state = 'succeeded'
-                             AND o.worker_id = p_worker_id AND o.fence_token = i.fence) THEN 'succeeded'
-              ELSE 'stale' END
-  FROM unnest(v_ids, v_fences_in) WITH ORDINALITY AS i (job_id, fence, ord)
-  LEFT JOIN unnest(v_ended, v_states) AS d (job_id, state) ON d.job_id = i.job_id
-  ORDER BY i.ord;
-  -- Jobs that wait on the ones that just ended are counted down. One probe of job_dependency's
-  -- primary key per batch when none does.
-  IF v_ended IS NOT NULL AND EXISTS (SELECT 1 FROM workhorse.job_dependency e WHERE e.prerequisite_id = ANY (v_ended)) THEN
-    PERFORM workhorse.settle_dependents(ARRAY(SELECT u FROM unnest(v_ended) AS u ORDER BY u), v_now);
-  END IF;
-END
-$$;
-
--- Claims up to p_limit ready jobs from p_queues for one worker (as claim_many_v1): checks the
--- claim's input, takes the flow-control allowances, picks and locks the jobs, then
--- opens an attempt on each under a new fence and lease, writes their `claimed` events and hands
--- over what the worker needs, in (priority DESC, seq) order. Runs inside complete_and_claim_v1,
--- whose plan_cache_mode holds here too.
-CREATE FUNCTION workhorse.claim_ready(p_worker_id text, p_queues text[], p_limit integer, p_lease_ms integer)
+-- Why this shape (it runs once per batch of jobs, so every statement in it counts):
+-- * Every statement is a plain one whose cached plan is as good as a fresh one, so PL/pgSQL
+--   plans each once per connection instead of on every call: per running queue one walk of
+--   job_runtime_ready_idx in index order that stops after p_limit rows, then the update,
+--   the event insert and the read of the jobs by primary key.
+-- * FOR UPDATE SKIP LOCKED lets concurrent workers take disjoint rows without waiting on each
+--   other; a row another claimer holds is simply skipped. With several queues, each queue
+--   gives up to p_limit candidates and the best p_limit of all of them by (priority DESC, seq)
+--   are claimed; the other candidates stay locked until the commit, which only delays them.
+-- * SKIP LOCKED is only safe at READ COMMITTED: at higher isolation a row updated by a
+--   concurrent claimer raises a serialization error instead of being skipped, so it is refused.
+-- * Completions lock their rows in id order (no deadlock between two batches), read the clock
+--   after the locks, and write outcome, attempt and event set-based, one statement per table.
+-- * A job claimed for the first time cannot have checkpoints or sleeps yet, so it skips those
+--   probes.
+CREATE FUNCTION workhorse.complete_and_claim_v1(
+  p_worker_id text, p_items jsonb, p_queues text[], p_limit integer, p_lease_ms integer)
 RETURNS TABLE (
-  job_id uuid, queue text, type text, payload jsonb, attempt integer, max_attempts integer,
+  job_id uuid, status text, queue text, type text, payload jsonb, attempt integer, max_attempts integer,
   fence_token bigint, lease_expires_at timestamptz, execution_timeout_ms integer, checkpoints jsonb, waits jsonb,
   trace_context jsonb)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan
+AS $$
 #variable_conflict use_column
 DECLARE
+  v_ids uuid[];
+  v_fences bigint[];
+  v_results jsonb[];
   v_lease interval;
   v_queues text[];
-  v_i integer;
-  v_now timestamptz;
   v_queue text;
-  v_take integer;
-  -- The picked jobs, and those of them claimed before (a fence was issued): only those can have
-  -- checkpoints or sleeps to hand over.
   v_picked uuid[];
+  v_picked_before uuid[];
+  -- Claimed jobs that were claimed before (a fence was issued): only those can have
+  -- checkpoints or sleeps to hand over.
   v_before uuid[];
-  v_queue_picked uuid[];
-  v_queue_before uuid[];
-  -- First values of this claim's blocks (see the sequences in 010_tables.sql): row k gets
-  -- base + k - 1.
+  v_now timestamptz;
+  v_i integer;
+  v_large boolean;
+  -- First values of this statement's blocks (see the sequences in 010_tables.sql): row k of a
+  -- batch gets base + k - 1.
   v_fence bigint;
+  v_attempt_id bigint;
   v_event_id bigint;
-  -- Flow control (042_flow_control.sql): the served queues that have a policy and how many jobs
-  -- this claim may take from each.
+  -- Flow control (042_flow_control.sql): the served queues that have a policy, how many jobs this
+  -- claim may take from each, and how many it takes from the queue at hand.
   v_limited text[];
   v_allowed integer[];
-  -- The claimed jobs, unordered, with what their events and answers carry.
-  v_ids uuid[];
-  v_attempts integer[];
-  v_fences bigint[];
-  v_data jsonb[];
-  v_event_ids bigint[];
-  v_queue_of text[];
-  v_priorities smallint[];
-  v_seqs bigint[];
-  v_max_attempts integer[];
-  v_leases timestamptz[];
-  v_timeouts integer[];
+  v_take integer;
 BEGIN
-  -- SKIP LOCKED is only safe at READ COMMITTED: at higher isolation a row updated by a
-  -- concurrent claimer raises a serialization error instead of being skipped, so it is refused.
+  IF p_limit IS NULL OR p_limit < 0 OR p_limit > 1000 THEN
+    PERFORM workhorse.raise_invalid('limit', 'must be an integer from 0 to 1000');
+  END IF;
+
+  -- ---- completions ----
+  IF jsonb_typeof(p_items) = 'array' AND jsonb_array_length(p_items) = 0 THEN
+    NULL;
+  ELSE
+    PERFORM workhorse.check_worker(p_worker_id);
+    -- Well-formed input (what the worker sends) is read in one set-based pass of plain casts; if
+    -- a cast fails, or anything came out null, parse_leases goes through the items again and
+    -- names the first bad field. (Casts inside an exception block rather than casts guarded by
+    -- regular expressions: a regular expression match costs ~3.5 us here, ~7% of a job's server
+    -- time at 100 jobs per round trip. A job id counts only in the canonical form the regular
+    -- expression of check_uuid accepts: 36 characters that read back the same, case aside.)
+    IF jsonb_typeof(p_items) = 'array' AND jsonb_array_length(p_items) <= 1000 THEN
+      BEGIN
+        -- (One aggregate pass, so the three arrays line up item by item, in input order.)
+        -- (No DISTINCT or ORDER BY aggregate here: either may make PostgreSQL sort the rows first.)
+        SELECT array_agg(x.id), array_agg(x.fence), array_agg(x.result),
+               coalesce(max(octet_length(x.result::text)), 0) > 1048576
+          INTO v_ids, v_fences, v_results, v_large
+        FROM (
+          SELECT CASE WHEN jsonb_typeof(e.v -> 'jobId') = 'string' AND length(e.v ->> 'jobId') = 36
+                           AND (e.v ->> 'jobId')::uuid::text = lower(e.v ->> 'jobId')
+                      THEN (e.v ->> 'jobId')::uuid END AS id,
+                 CASE WHEN jsonb_typeof(e.v -> 'fence') = 'number' AND (e.v ->> 'fence')::bigint > 0
+                      THEN (e.v ->> 'fence')::bigint END AS fence,
+                 e.v -> 'result' AS result
+          FROM jsonb_array_elements(p_items) AS e (v)) AS x;
+      EXCEPTION WHEN invalid_text_representation OR numeric_value_out_of_range THEN
+        v_ids := NULL;
+      END;
+    END IF;
+    IF v_ids IS NULL OR array_position(v_ids, NULL) IS NOT NULL OR array_position(v_fences, NULL) IS NOT NULL THEN
+      SELECT array_agg(l.job_id ORDER BY l.ord), array_agg(l.fence ORDER BY l.ord),
+             array_agg(l.item -> 'result' ORDER BY l.ord)
+        INTO v_ids, v_fences, v_results
+      FROM workhorse.parse_leases(p_items, 'items', 1000) AS l;
+      v_large := true;
+    END IF;
+    IF cardinality(v_ids) > 1 AND cardinality(v_ids) <> (SELECT count(DISTINCT u) FROM unnest(v_ids) AS u) THEN
+      PERFORM workhorse.raise_invalid('items', 'names the same job more than once');
+    END IF;
+    IF v_large THEN
+      -- Only a result whose JSON text could be over the limit needs the exact measure.
+      FOR v_i IN SELECT u.o FROM unnest(v_results) WITH ORDINALITY AS u (r, o) WHERE octet_length(u.r::text) > 1048576 LOOP
+        PERFORM workhorse.check_json_size(v_results[v_i], format('items[%s].result', v_i - 1));
+      END LOOP;
+    END IF;
+    PERFORM 1 FROM workhorse.job_runtime r WHERE r.job_id = ANY (v_ids) ORDER BY r.job_id FOR UPDATE;
+    v_now := clock_timestamp();
+    -- The attempt's block first: a job's closed attempt precedes its terminal event, as in fail_v1.
+    v_attempt_id := nextval('workhorse.history_seq');
+    v_event_id := nextval('workhorse.history_seq');
+    RETURN QUERY
+    WITH input AS (
+      SELECT i.job_id, i.fence, i.result, i.ord
+      FROM unnest(v_ids, v_fences, v_results) WITH ORDINALITY AS i (job_id, fence, result, ord)
+    ),
+    done AS (
+      DELETE FROM workhorse.job_runtime r
+       USING input i
+       WHERE r.job_id = i.job_id AND workhorse.owns(r, p_worker_id, i.fence, v_now)
+      -- A cancel request that arrived meanwhile wins over the result: the job ends `canceled`.
+      RETURNING r.job_id, r.queue, r.current_attempt, r.fence_token, r.attempt_started_at, r.progress,
+                CASE WHEN r.cancel_requested_at IS NOT NULL THEN 'canceled' ELSE 'succeeded' END AS state,
+                CASE WHEN r.cancel_requested_at IS NOT NULL
+                     THEN jsonb_build_object('name', 'Canceled', 'message', coalesce(r.cancel_reason, 'canceled on request'))
+                END AS cancel_error,
+                i.result, i.ord
+    ),
+    outcome AS (
+      INSERT INTO workhorse.job_outcome (job_id, queue, state, result, error, final_attempt, fence_token, worker_id, finished_at, progress)
+      SELECT d.job_id, d.queue, d.state, CASE WHEN d.state = 'succeeded' THEN d.result END, d.cancel_error,
+             d.current_attempt, d.fence_token, p_worker_id, v_now, d.progress
+      FROM done d
+    ),
+    attempts AS (
+      INSERT INTO workhorse.attempt_history (id, job_id, attempt, outcome, worker_id, fence_token, started_at, finished_at, error)
+      SELECT v_attempt_id + d.ord - 1, d.job_id, d.current_attempt, d.state, p_worker_id, d.fence_token, d.attempt_started_at,
+             v_now, d.cancel_error
+      FROM done d
+    ),
+    events AS (
+      INSERT INTO workhorse.job_event (id, job_id, at, kind, attempt, worker_id, fence_token, data)
+      SELECT v_event_id + d.ord - 1, d.job_id, v_now, d.state, d.current_attempt, p_worker_id, d.fence_token,
+             CASE WHEN d.cancel_error IS NOT NULL THEN jsonb_build_object('error', d.cancel_error, 'resultRefused', true) END
+      FROM done d
+    )
+    SELECT i.job_id,
+           CASE WHEN d.job_id IS NOT NULL THEN d.state
+                -- A retry of a completion that already committed (its first answer was lost with
+                -- the connection) finds its own outcome: same worker, same fence. Answer as before.
+                WHEN EXISTS (SELECT 1 FROM workhorse.job_outcome o
+                             WHERE o.job_id = i.job_id AND o.state = 'succeeded'
+                               AND o.worker_id = p_worker_id AND o.fence_token = i.fence) THEN 'succeeded'
+                ELSE 'stale' END,
+           NULL::text, NULL::text, NULL::jsonb, NULL::integer, NULL::integer,
+           NULL::bigint, NULL::timestamptz, NULL::integer, NULL::jsonb, NULL::jsonb, NULL::jsonb
+    FROM input i LEFT JOIN done d ON d.job_id = i.job_id
+    ORDER BY i.ord;
+    -- Jobs that wait on the ones that just ended are counted down (046_orchestration.sql). One
+    -- probe of job_dependency's primary key per batch when none does.
+    IF EXISTS (SELECT 1 FROM workhorse.job_dependency e WHERE e.prerequisite_id = ANY (v_ids)) THEN
+      PERFORM workhorse.settle_dependents(
+        ARRAY(SELECT o.job_id FROM workhorse.job_outcome o WHERE o.job_id = ANY (v_ids) AND o.finished_at = v_now
+              ORDER BY o.job_id),
+        v_now);
+    END IF;
+  END IF;
+
+  IF p_limit = 0 THEN
+    RETURN;
+  END IF;
+
+  -- ---- claim ----
   IF current_setting('transaction_isolation') NOT IN ('read committed', 'read uncommitted') THEN
     RAISE EXCEPTION USING ERRCODE = 'P1004',
       MESSAGE = 'claims must run at READ COMMITTED isolation, not ' || current_setting('transaction_isolation');
   END IF;
-  PERFORM workhorse.check_worker(p_worker_id);
+  IF v_ids IS NULL THEN
+    -- (A round with completions checked the worker id already.)
+    PERFORM workhorse.check_worker(p_worker_id);
+  END IF;
   v_lease := workhorse.check_lease(p_lease_ms);
   IF p_queues IS NULL OR cardinality(p_queues) = 0 OR cardinality(p_queues) > 100 THEN
     PERFORM workhorse.raise_invalid('queues', 'must list 1 to 100 queue names');
@@ -630,12 +627,7 @@ BEGIN
     FROM workhorse.claim_allowances(v_limited, p_limit) AS a;
     v_now := coalesce(v_now, clock_timestamp());
   END IF;
-  -- Per queue one walk of job_runtime_ready_idx in index order that stops after p_limit rows.
-  -- FOR UPDATE SKIP LOCKED lets concurrent workers take disjoint rows without waiting on each
-  -- other; a row another claimer holds is simply skipped. With several queues, each queue gives
-  -- up to p_limit candidates and the best p_limit of all of them by (priority DESC, seq) are
-  -- kept; the other candidates stay locked until the commit, which only delays them.
-  v_picked := '{}';
+  v_ids := '{}';
   v_before := '{}';
   FOREACH v_queue IN ARRAY v_queues LOOP
     v_take := p_limit;
@@ -644,7 +636,7 @@ BEGIN
       CONTINUE WHEN v_take = 0;
     END IF;
     SELECT coalesce(array_agg(x.job_id), '{}'), coalesce(array_agg(x.job_id) FILTER (WHERE x.fence_token IS NOT NULL), '{}')
-      INTO v_queue_picked, v_queue_before
+      INTO v_picked, v_picked_before
     FROM (
       SELECT r.job_id, r.fence_token
       FROM workhorse.job_runtime r
@@ -656,23 +648,23 @@ BEGIN
       ORDER BY r.priority DESC, r.seq
       LIMIT v_take
       FOR UPDATE SKIP LOCKED) AS x;
-    v_picked := v_picked || v_queue_picked;
-    v_before := v_before || v_queue_before;
+    v_ids := v_ids || v_picked;
+    v_before := v_before || v_picked_before;
   END LOOP;
-  IF cardinality(v_queues) > 1 AND cardinality(v_picked) > p_limit THEN
-    v_picked := ARRAY(SELECT r.job_id FROM workhorse.job_runtime r WHERE r.job_id = ANY (v_picked)
-                 ORDER BY r.priority DESC, r.seq LIMIT p_limit);
+  IF cardinality(v_queues) > 1 AND cardinality(v_ids) > p_limit THEN
+    v_ids := ARRAY(SELECT r.job_id FROM workhorse.job_runtime r WHERE r.job_id = ANY (v_ids)
+                   ORDER BY r.priority DESC, r.seq LIMIT p_limit);
   END IF;
-  IF cardinality(v_picked) = 0 THEN
+  IF cardinality(v_ids) = 0 THEN
     RETURN;
   END IF;
   IF v_limited IS NOT NULL THEN
-    PERFORM workhorse.record_rate_claims(v_limited, v_picked, v_now);
+    PERFORM workhorse.record_rate_claims(v_limited, v_ids, v_now);
   END IF;
 
   v_fence := nextval('workhorse.fence_seq');
   v_event_id := nextval('workhorse.history_seq');
-  -- (No ORDER BY aggregate: the answer is sorted once, at the end.)
+  RETURN QUERY
   WITH claimed AS (
     UPDATE workhorse.job_runtime r
        SET state = 'active',
@@ -683,26 +675,20 @@ BEGIN
            heartbeat_at = v_now,
            attempt_started_at = v_now,
            attempt_deadline = v_now + r.execution_timeout_ms * interval '1 millisecond'
-      FROM unnest(v_picked) WITH ORDINALITY AS u (job_id, ord)
+      FROM unnest(v_ids) WITH ORDINALITY AS u (job_id, ord)
      WHERE r.job_id = u.job_id
     RETURNING r.job_id, r.queue, r.priority, r.seq, r.current_attempt, r.max_attempts, r.fence_token, r.lease_expires_at,
               r.execution_timeout_ms, r.resuming, u.ord
+  ),
+  ev AS (
+    INSERT INTO workhorse.job_event (id, job_id, at, kind, attempt, worker_id, fence_token, data)
+    SELECT v_event_id + c.ord - 1, c.job_id, v_now, 'claimed', c.current_attempt, p_worker_id, c.fence_token,
+           CASE WHEN c.resuming THEN '{"resumed": true}'::jsonb END
+    FROM claimed c
   )
-  SELECT array_agg(c.job_id), array_agg(c.current_attempt), array_agg(c.fence_token),
-         array_agg(CASE WHEN c.resuming THEN '{"resumed": true}'::jsonb END),
-         array_agg(v_event_id + c.ord - 1), array_agg(c.queue), array_agg(c.priority), array_agg(c.seq),
-         array_agg(c.max_attempts), array_agg(c.lease_expires_at), array_agg(c.execution_timeout_ms)
-    INTO v_ids, v_attempts, v_fences, v_data, v_event_ids, v_queue_of, v_priorities, v_seqs,
-         v_max_attempts, v_leases, v_timeouts
-  FROM claimed c;
-  PERFORM workhorse.write_events(v_ids, array_fill('claimed'::text, ARRAY[cardinality(v_ids)]), v_now, v_attempts, v_data,
-    array_fill(p_worker_id, ARRAY[cardinality(v_ids)]), v_fences, v_event_ids);
-  RETURN QUERY
-  SELECT c.job_id, c.queue, j.type, j.payload, c.attempt, c.max_attempts, c.fence_token, c.lease_expires_at,
-         c.execution_timeout_ms,
+  SELECT c.job_id, 'claimed'::text, c.queue, j.type, j.payload, c.current_attempt, c.max_attempts, c.fence_token,
+         c.lease_expires_at, c.execution_timeout_ms,
          -- Each value travels wrapped: [] for a stage that returned nothing, [value] otherwise.
-         -- A job claimed for the first time cannot have checkpoints or sleeps yet, so it skips
-         -- those probes.
          CASE WHEN c.job_id = ANY (v_before) THEN
            (SELECT jsonb_object_agg(k.name, CASE WHEN k.value IS NULL THEN '[]'::jsonb ELSE jsonb_build_array(k.value) END)
             FROM workhorse.job_checkpoint k WHERE k.job_id = c.job_id)
@@ -711,48 +697,8 @@ BEGIN
            (SELECT jsonb_object_agg(w.name, w.wake_at) FROM workhorse.job_wait w WHERE w.job_id = c.job_id)
          END,
          j.trace_context
-  FROM unnest(v_ids, v_queue_of, v_priorities, v_seqs, v_attempts, v_max_attempts, v_fences, v_leases, v_timeouts)
-       AS c (job_id, queue, priority, seq, attempt, max_attempts, fence_token, lease_expires_at, execution_timeout_ms)
+  FROM claimed c
   JOIN workhorse.job j ON j.id = c.job_id
   ORDER BY c.priority DESC, c.seq;
-END
-$$;
-
--- The worker's hot path in one round trip and one commit: records a batch of completions
--- (p_items: [{"jobId", "fence", "result"}], as complete_many_v1) and then claims up to p_limit
--- jobs from p_queues (as claim_many_v1). Rows of the first kind carry the completion's status
--- (`succeeded`, `canceled` or `stale`) and nothing else; claimed jobs have status `claimed`.
--- A durable queue pays a WAL flush per commit, so sharing one commit between the completions of
--- a batch and the next claim halves the commits per job. Either part may be empty
--- (`[]`, p_limit 0). The work is record_completions' and claim_ready's.
---
--- It runs once per batch of jobs, so every statement in it counts: each is a plain one whose
--- cached plan is as good as a fresh one, and force_generic_plan (which holds for the helpers
--- too) makes PL/pgSQL plan each once per connection instead of on every call.
-CREATE FUNCTION workhorse.complete_and_claim_v1(
-  p_worker_id text, p_items jsonb, p_queues text[], p_limit integer, p_lease_ms integer)
-RETURNS TABLE (
-  job_id uuid, status text, queue text, type text, payload jsonb, attempt integer, max_attempts integer,
-  fence_token bigint, lease_expires_at timestamptz, execution_timeout_ms integer, checkpoints jsonb, waits jsonb,
-  trace_context jsonb)
-LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan
-AS $$
-BEGIN
-  IF p_limit IS NULL OR p_limit < 0 OR p_limit > 1000 THEN
-    PERFORM workhorse.raise_invalid('limit', 'must be an integer from 0 to 1000');
-  END IF;
-  IF jsonb_typeof(p_items) IS DISTINCT FROM 'array' OR jsonb_array_length(p_items) > 0 THEN
-    RETURN QUERY
-    SELECT c.job_id, c.status, NULL::text, NULL::text, NULL::jsonb, NULL::integer, NULL::integer,
-           NULL::bigint, NULL::timestamptz, NULL::integer, NULL::jsonb, NULL::jsonb, NULL::jsonb
-    FROM workhorse.record_completions(p_worker_id, p_items) AS c;
-  END IF;
-  IF p_limit > 0 THEN
-    RETURN QUERY
-    SELECT c.job_id, 'claimed'::text, c.queue, c.type, c.payload, c.attempt, c.max_attempts, c.fence_token,
-           c.lease_expires_at, c.execution_timeout_ms, c.checkpoints, c.waits, c.trace_context
-    FROM workhorse.claim_ready(p_worker_id, p_queues, p_limit, p_lease_ms) AS c;
-  END IF;
 END
 $$;
