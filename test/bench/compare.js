@@ -78,7 +78,15 @@ function prepareVariant(text) {
   if (ref) {
     root = fs.mkdtempSync(path.join(os.tmpdir(), 'workhorse-compare-'));
     cleanups.push(() => fs.rmSync(root, { recursive: true, force: true }));
-    const archive = execFileSync('git', ['-C', ROOT, 'archive', '--format=tar', ref, 'lib', 'sql', 'package.json'], { maxBuffer: 1 << 28 });
+    // The protocol's limits (sdk/protocol/limits.json, read by lib/core/limits.ts) where that commit has them.
+    const paths = ['lib', 'sql', 'package.json'];
+    try {
+      execFileSync('git', ['-C', ROOT, 'cat-file', '-e', `${ref}:sdk/protocol`], { stdio: 'ignore' });
+      paths.push('sdk/protocol');
+    } catch {
+      // an older commit: no limits file
+    }
+    const archive = execFileSync('git', ['-C', ROOT, 'archive', '--format=tar', ref, ...paths], { maxBuffer: 1 << 28 });
     execFileSync('tar', ['-x', '-C', root], { input: archive });
   }
   const lib = transpileLib(root);
