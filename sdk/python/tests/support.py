@@ -90,3 +90,26 @@ class WorkerProcess:
         for stream in (self.process.stdout, self.process.stderr):
             if stream:
                 stream.close()
+
+
+def grant_capability_sql(role: str, capability: str) -> bytes:
+    """The statement that gives ``role`` what ``capability`` may call, as ``grantRole`` does
+    (the functions ``workhorse.protocol_function`` lists for it)."""
+    return _GRANT_CAPABILITY.replace("{role}", role).replace("{capability}", capability).encode()
+
+
+_GRANT_CAPABILITY = """
+DO $grant$
+DECLARE v_function regprocedure;
+BEGIN
+  EXECUTE format('GRANT USAGE ON SCHEMA workhorse TO %I', '{role}');
+  EXECUTE format('GRANT SELECT ON TABLE workhorse.schema_version TO %I', '{role}');
+  FOR v_function IN
+    SELECT p.oid::regprocedure FROM pg_catalog.pg_proc p JOIN workhorse.protocol_function f ON f.name = p.proname
+    WHERE p.pronamespace = 'workhorse'::regnamespace AND f.capabilities && ARRAY['{capability}']
+  LOOP
+    EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %I', v_function, '{role}');
+  END LOOP;
+END
+$grant$;
+"""

@@ -19,24 +19,7 @@ from psycopg_pool import ConnectionPool
 from workhorse import Admin, HandlerContext, NotYoursError, Queue, Worker
 from workhorse.errors import from_db_error
 
-from .support import wait_for
-
-_GRANT_WORKER = """
-DO $grant$
-DECLARE v_function regprocedure;
-BEGIN
-  EXECUTE format('GRANT USAGE ON SCHEMA workhorse TO %I', '{role}');
-  EXECUTE format('GRANT SELECT ON TABLE workhorse.schema_version TO %I', '{role}');
-  FOR v_function IN
-    SELECT p.oid::regprocedure FROM pg_catalog.pg_proc p JOIN workhorse.protocol_function f ON f.name = p.proname
-    WHERE p.pronamespace = 'workhorse'::regnamespace AND f.capabilities && ARRAY['worker']
-  LOOP
-    EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %I', v_function, '{role}');
-  END LOOP;
-END
-$grant$;
-"""
-
+from .support import grant_capability_sql, wait_for
 
 @pytest.fixture
 def worker_url(db_url: str) -> Iterator[str]:
@@ -44,7 +27,7 @@ def worker_url(db_url: str) -> Iterator[str]:
     role, password = f"wh_py_w_{secrets.token_hex(4)}", secrets.token_hex(12)
     with psycopg.connect(db_url, autocommit=True) as conn:
         conn.execute(f"CREATE ROLE {role} LOGIN PASSWORD '{password}'".encode())
-        conn.execute(_GRANT_WORKER.replace("{role}", role).encode())
+        conn.execute(grant_capability_sql(role, "worker"))
     parts = urlsplit(db_url)
     yield urlunsplit(parts._replace(netloc=f"{role}:{password}@{parts.hostname}:{parts.port}"))
     with psycopg.connect(db_url, autocommit=True) as conn:
