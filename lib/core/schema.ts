@@ -19,8 +19,9 @@ export const SCHEMA_VERSION = 15;
 /**
  * The oldest installed schema version this package works with: every function its calls use
  * exists from this version on. A worker of this release starts against any version from here to
- * {@link SCHEMA_VERSION}, so workers can be rolled before or after the migration. (12: the
- * dashboard reads through find_jobs_v1, job_durations_v1, job_timings_v1 and error_groups_v1.)
+ * {@link SCHEMA_VERSION}. (15: the dashboard reads through find_jobs_v1, job_durations_v1,
+ * job_timings_v1 and error_groups_v1, step 15; the clients call step 13's login-role reads and
+ * save_checkpoint_v2 and step 14's listings too. The Python and Go SDKs need 14.)
  */
 export const MIN_SCHEMA_VERSION = 15;
 

@@ -76,7 +76,7 @@ export async function listWorkers(db: Queryable): Promise<WorkerInfo[]> {
 }
 
 /**
- * The same on whatever schema is installed, also one older than this release (`workhorse schema
+ * The same on whatever schema is installed, also one before step 13 (`workhorse schema
  * status` reads the live workers before a migration): `list_workers_v1`, without drain login
  * roles, where the schema has no `list_workers_v2` yet.
  */

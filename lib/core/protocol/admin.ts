@@ -88,10 +88,10 @@ export const LIST_WORKERS = 'SELECT * FROM workhorse.list_workers_v2()';
 export const LIST_OPERATOR_CHANGES =
   'SELECT id::text, at, kind, subject, actor, reason, login_role, detail FROM workhorse.list_operator_changes_v1($1, $2, $3, $4::bigint)';
 
-/** Whether the installed schema has `list_workers_v2` (a schema older than this release has not). */
+/** Whether the installed schema has `list_workers_v2` (a schema before step 13 has not). */
 export const HAS_LIST_WORKERS_V2 = "SELECT to_regprocedure('workhorse.list_workers_v2()') IS NOT NULL AS present";
 
-/** The registered workers on a schema older than this release (no drain login roles). */
+/** The registered workers on a schema before step 13 (no drain login roles). */
 export const LIST_WORKERS_V1 = 'SELECT * FROM workhorse.list_workers_v1()';
 
 /** Asks a worker to drain: worker id, actor, reason. */

@@ -1,7 +1,8 @@
 -- Internal helpers shared by the protocol functions. Not part of the versioned API: no
 -- application role may execute them, the SECURITY DEFINER protocol functions call them. Input
 -- checks (raise_invalid, check_*), the ownership rule (owns) and the preamble of every owner
--- write (lock_owned), the one writer of job_event (write_events), and the ways a live job ends
+-- write (lock_owned), the writer of job_event (write_events; every function but the hot path,
+-- complete_and_claim_v1, which writes its events itself), and the ways a live job ends
 -- (finish_job) or goes back to waiting (requeue_job).
 
 -- Refuses input with SQLSTATE P1001; the offending field travels in the error's COLUMN field so
@@ -321,7 +322,7 @@ $$;
 -- p_past_timeout lets the owner report its own timed-out attempt (the worker aborts the handler at
 -- the execution timeout, so its report necessarily arrives just after it) while the lease holds,
 -- the job's deadline has not passed and recovery has not taken the job. p_lock false reads the row
--- without locking it (a transactional handler's checkpoint: see save_checkpoint_v1).
+-- without locking it (a transactional handler's checkpoint: see save_checkpoint_v2).
 CREATE FUNCTION workhorse.lock_owned(
   p_job_id uuid, p_worker_id text, p_fence bigint, p_past_timeout boolean DEFAULT false, p_lock boolean DEFAULT true)
 RETURNS workhorse.job_runtime
@@ -347,12 +348,11 @@ BEGIN
 END
 $$;
 
--- The one writer of job_event: row k is the event of kind p_kinds[k] for job p_job_ids[k] at
+-- The writer of job_event for every function but complete_and_claim_v1: row k is the event of kind p_kinds[k] for job p_job_ids[k] at
 -- p_at. The other arrays may be null (no worker, no fence, no data; ids from history_seq), or
 -- carry ids a caller took as one block of history_seq (see 010_tables.sql). login_role is
 -- the column's default, the session's login role (a SECURITY DEFINER function does not change
--- it); an `actor` travels in p_data. One statement for a whole batch, so the hot path pays one
--- insert per batch, not one per job.
+-- it); an `actor` travels in p_data. One statement for a whole batch, not one per job.
 CREATE FUNCTION workhorse.write_events(
   p_job_ids uuid[], p_kinds text[], p_at timestamptz, p_attempts integer[] DEFAULT NULL, p_data jsonb[] DEFAULT NULL,
   p_worker_ids text[] DEFAULT NULL, p_fences bigint[] DEFAULT NULL, p_ids bigint[] DEFAULT NULL)

@@ -3,7 +3,8 @@
 -- * One owner-write preamble: lock_owned checks the worker id, locks the job's row (or, for a
 --   transactional handler's checkpoint, reads it) and returns it only to its owner; the owner
 --   functions no longer check the worker id each on their own.
--- * One event writer: every job_event row is written by write_events (write_event for one).
+-- * One event writer: every job_event row is written by write_events (write_event for one),
+--   but the hot path's: complete_and_claim_v1 stays one function (docs/decisions.md).
 -- Every function that changes is defined again whole. Locks: none of a table.
 
 -- lock_owned gains p_lock (a new argument list: dropped and created again).
