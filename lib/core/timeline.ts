@@ -10,10 +10,9 @@ export interface TimelineRow {
   worker_id: string | null;
   fence_token: string | null;
   data: { [key: string]: JsonValue } | null;
-  login_role?: string | null;
+  login_role: string | null;
   next_cursor: string | null;
 }
-
 
 export function toTimelineEntry(row: TimelineRow): TimelineEntry {
   return {
@@ -25,7 +24,7 @@ export function toTimelineEntry(row: TimelineRow): TimelineEntry {
     workerId: row.worker_id,
     fenceToken: row.fence_token,
     data: row.data,
-    loginRole: row.login_role ?? null,
+    loginRole: row.login_role,
   };
 }
 
