@@ -41,6 +41,7 @@ from ._round_trips import RoundTrips
 from ._ticker import run_ticks
 from ._worker_options import EngineOptions
 from .errors import WorkerShutdownError, from_db_error
+from .types import RetryPolicy
 
 log = logging.getLogger("workhorse")
 
@@ -113,7 +114,7 @@ class Engine:
         )  # fmt: skip
         self._tasks = [
             asyncio.create_task(heartbeater.run()),
-            asyncio.create_task(run_ticks(statements, o.tick_ms, self._report)),
+            asyncio.create_task(run_ticks(statements, o.tick_ms, self._report, o.worker_id, o.queues, self._policies())),
             asyncio.create_task(self._registration.run()),
         ]
         if o.listen:
@@ -160,6 +161,9 @@ class Engine:
             await self._statements.close()
         log.info("Worker %s stopped", self.options.worker_id)
         self._stopped.set()
+
+    def _policies(self) -> list[tuple[str, RetryPolicy | None]]:
+        return [(t, h.retry) for t, h in self._handlers.items()]
 
     def _drain_requested(self) -> None:
         """An operator asked this worker to drain: it claims no more and finishes what it holds."""

@@ -83,6 +83,7 @@ SLEEP_SQL = (
     "SELECT status, wake_at FROM workhorse.sleep_v1($1::uuid, $2::text, $3::bigint, $4::text, $5::timestamptz, $6::bigint)"
 )
 TICK_SQL = "SELECT workhorse.tick_v1()::text"
+REGISTER_HANDLERS_SQL = "SELECT workhorse.register_handlers_v1($1::text, $2::text[], $3::jsonb)"
 # The first report registers (no secret) and answers the secret every later report and the
 # unregistering present (sql/095_workers.sql).
 REPORT_WORKER_SQL = "SELECT drain, secret FROM workhorse.report_worker_v2($1::text, $2::jsonb, $3::integer, $4::text)"
@@ -297,3 +298,27 @@ def to_schedule_history_entry(row: Row) -> ScheduleHistoryEntry:
         reason=row[6],
         job_id=row[7],
     )
+
+
+# Operator reads and settings beyond single jobs (sql/040, 062, 064, 066, 096, 097), and the
+# producer's read of its own job (060_admin.sql).
+GET_OWN_JOB_SQL = f"SELECT {_SNAPSHOT_COLUMNS} FROM workhorse.get_own_job_v1($1::uuid)"
+READ_CHECKPOINTS_SQL = "SELECT name, value::text, attempt, worker_id, created_at FROM workhorse.read_checkpoints_v1($1::uuid)"
+QUEUE_ACTIVITY_SQL = (
+    "SELECT queue, bucket, succeeded, failed, canceled FROM workhorse.queue_activity_v1($1::timestamptz, $2::integer)"
+)
+JOB_SIGNALS_SQL = (
+    "SELECT id::text, name, payload::text, status, wait_seq, sent_at FROM workhorse.job_signals_v1($1::uuid, $2::integer)"
+)
+JOB_WAITS_SQL = (
+    "SELECT kind, name, seq, status, timeout_at, attempt, created_at, resolved_at, signal_id::text, context::text,"
+    " choices::text, decision::text, actor, reason FROM workhorse.job_waits_v1($1::uuid, $2::integer)"
+)
+OPERATOR_CHANGES_SQL = (
+    "SELECT id::text, at, kind, subject, actor, reason, login_role, detail::text"
+    " FROM workhorse.list_operator_changes_v1($1::text, $2::text, $3::integer, $4::bigint)"
+)
+HEALTH_SQL = "SELECT workhorse.health_v1($1::jsonb)::text"
+RETENTION_STATUS_SQL = "SELECT workhorse.retention_status_v2()::text"
+RETENTION_RUN_SQL = "SELECT workhorse.retention_run_v1($1::integer, true)::text"
+SET_RETENTION_SQL = "SELECT workhorse.set_retention_v1($1::jsonb, $2::text)"

@@ -6,15 +6,29 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any, Unpack
 
 from . import _calls as calls
+from . import _operator_calls as ops
 from . import _orchestration_calls as orchestration
 from . import _schedule_calls as schedules
 from ._drivers import AsyncDriver, driver_for
 from ._job_tracing import start_send
 from ._worker_base import WorkerBase
 from .context import AsyncHandlerContext
+from .operator_types import (
+    CheckpointEntry,
+    HealthReport,
+    HealthThresholds,
+    JobSignal,
+    JobWait,
+    OperatorChange,
+    QueueActivity,
+    RetentionPolicy,
+    RetentionRun,
+    RetentionStatus,
+)
 from .types import (
     CancelResult,
     CompleteHumanWaitStatus,
@@ -99,6 +113,10 @@ class AsyncQueue:
         """Makes ``definitions`` the desired state of ``namespace``; see ``workhorse.Queue.sync_schedules``."""
         return await self.driver.run(schedules.sync_schedules(namespace, definitions, actor), conn)
 
+
+    async def get_job(self, job_id: str, *, conn: Any = None) -> JobSnapshot | None:
+        """The snapshot of a job this role enqueued; see ``workhorse.Queue.get_job``."""
+        return await self.driver.run(ops.get_own_job(job_id), conn)
 
 class AsyncAdmin:
     """Operator reads and actions; see ``workhorse.Admin`` (the same methods, awaited)."""
@@ -208,6 +226,55 @@ class AsyncAdmin:
         conn: Any = None,
     ) -> Page[HumanWait]:
         return await self._driver.run(orchestration.list_human_waits(queue, type, name, job_id, limit, cursor), conn)
+
+    async def complete_human_wait(
+        self,
+        job_id: str,
+        name: str,
+        decision: JsonValue,
+        *,
+        actor: str,
+        reason: str | None = None,
+        idempotency_key: str | None = None,
+        conn: Any = None,
+    ) -> CompleteHumanWaitStatus:
+        call = orchestration.complete_human_wait(job_id, name, decision, actor, reason, idempotency_key)
+        return await self._driver.run(call, conn)
+
+    async def list_checkpoints(self, job_id: str, *, conn: Any = None) -> list[CheckpointEntry]:
+        return await self._driver.run(ops.read_checkpoints(job_id), conn)
+
+    async def list_job_signals(self, job_id: str, *, limit: int = 100, conn: Any = None) -> list[JobSignal]:
+        return await self._driver.run(ops.job_signals(job_id, limit), conn)
+
+    async def list_job_waits(self, job_id: str, *, limit: int = 100, conn: Any = None) -> list[JobWait]:
+        return await self._driver.run(ops.job_waits(job_id, limit), conn)
+
+    async def queue_activity(self, *, since: datetime, bucket_seconds: int, conn: Any = None) -> list[QueueActivity]:
+        return await self._driver.run(ops.queue_activity(since, bucket_seconds), conn)
+
+    async def list_operator_changes(
+        self,
+        *,
+        kind: str | None = None,
+        subject: str | None = None,
+        limit: int = 100,
+        before_id: str | None = None,
+        conn: Any = None,
+    ) -> list[OperatorChange]:
+        return await self._driver.run(ops.operator_changes(kind, subject, limit, before_id), conn)
+
+    async def health(self, thresholds: HealthThresholds | None = None, *, conn: Any = None) -> HealthReport:
+        return await self._driver.run(ops.health({} if thresholds is None else thresholds), conn)
+
+    async def retention_status(self, *, conn: Any = None) -> RetentionStatus:
+        return await self._driver.run(ops.retention_status(), conn)
+
+    async def set_retention(self, policy: RetentionPolicy, *, actor: str | None = None, conn: Any = None) -> None:
+        await self._driver.run(ops.set_retention(policy, actor), conn)
+
+    async def run_retention(self, *, budget: int = 10_000, conn: Any = None) -> RetentionRun:
+        return await self._driver.run(ops.run_retention(budget), conn)
 
 
 class AsyncWorker(WorkerBase):

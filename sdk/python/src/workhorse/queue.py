@@ -8,11 +8,20 @@ from typing import Any, Unpack
 from psycopg_pool import ConnectionPool
 
 from . import _calls as calls
+from . import _operator_calls as ops
 from . import _orchestration_calls as orchestration
 from . import _schedule_calls as schedules
 from ._job_tracing import start_send
 from ._sync import Connection, SyncExecutor
-from .types import CompleteHumanWaitStatus, EnqueueOptions, EnqueueRequest, JsonValue, SendSignalStatus, SyncedSchedule
+from .types import (
+    CompleteHumanWaitStatus,
+    EnqueueOptions,
+    EnqueueRequest,
+    JobSnapshot,
+    JsonValue,
+    SendSignalStatus,
+    SyncedSchedule,
+)
 
 
 class Queue:
@@ -118,3 +127,10 @@ class Queue:
         one (an invalid cron expression or unknown zone is a ``WorkhorseValidationError`` naming
         ``definitions[i].cron`` or ``.timezone``) before writing anything, and plans them."""
         return self._executor.run(schedules.sync_schedules(namespace, definitions, actor), conn)
+
+    def get_job(self, job_id: str, *, conn: Connection | None = None) -> JobSnapshot | None:
+        """The snapshot of a job this login role enqueued (``get_own_job_v1``: a producer-only
+        role may call it), or None when no such job exists or another role enqueued it (a
+        producer cannot learn whether other jobs exist). Operators read any job with
+        ``Admin.get_job``."""
+        return self._executor.run(ops.get_own_job(job_id), conn)
