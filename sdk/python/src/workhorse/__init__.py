@@ -35,6 +35,7 @@ from .errors import (
     WorkhorseError,
     WorkhorseValidationError,
 )
+from .jobs import JobDefinition, PayloadDecodeError, TypedJob
 from .operator_types import (
     CheckpointEntry,
     HealthReport,
@@ -88,6 +89,9 @@ from .types import (
 from .worker import Worker
 
 __all__ = [
+    "JobDefinition",
+    "PayloadDecodeError",
+    "TypedJob",
     "CheckpointEntry",
     "HealthReport",
     "HealthThresholds",

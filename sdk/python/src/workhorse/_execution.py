@@ -25,6 +25,8 @@ class Handler:
     fn: Callable[..., Any]
     is_async: bool
     retry: RetryPolicy | None
+    #: A typed job's payload decoder (``JobDefinition.decode``): raises ``PayloadDecodeError``.
+    decode: Callable[[str, Any], Any] | None = None
 
 
 @dataclass(eq=False)

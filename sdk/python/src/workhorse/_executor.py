@@ -83,6 +83,13 @@ class JobExecutor:
         loop = asyncio.get_running_loop()
         calls = _JobCalls(job, self._interrupter, self._statements, run.signal)
         payload_value = p.parse_json(payload)
+        if handler.decode is not None:
+            try:
+                payload_value = handler.decode(job_id, payload_value)
+            except Exception as error:
+                # Permanent (PayloadDecodeError is not retryable): the same payload fails every attempt.
+                self._recorder.failed(run, error)
+                return
         if run.span is not None:
             # The handler runs with its attempt's span active (its spans and enqueues belong to it).
             if handler.is_async:

@@ -6,18 +6,44 @@ import asyncio
 import inspect
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar, overload
 
 from ._drivers import AsyncDriver
 from ._engine import Engine, ErrorListener, Handler
 from ._worker_options import engine_options
+from .context import AsyncHandlerContext, HandlerContext
 from .errors import WorkerStateError
+from .jobs import JobDefinition
 from .types import RetryPolicy, WorkerOptions
 from .validation import check_name, check_retry_policy, fail
 
 F = TypeVar("F", bound=Callable[..., Any])
+P = TypeVar("P")
+R = TypeVar("R")
+W = TypeVar("W", bound="WorkerBase")
+
+#: The handler of a typed job run in the worker's threads: ``(payload: P, ctx) -> R``.
+SyncHandler = Callable[[P, HandlerContext], R]
+#: The handler of a typed job run in the worker's event loop: ``async (payload: P, ctx) -> R``.
+AsyncHandler = Callable[[P, AsyncHandlerContext], Awaitable[R]]
+
+
+class JobRegistrar(Generic[P, R]):
+    """What ``worker.job(definition)`` returns: a decorator that registers a handler of the
+    definition's signature and gives it back unchanged."""
+
+    def __init__(self, worker: WorkerBase, definition: JobDefinition[P, R], retry: RetryPolicy | None) -> None:
+        self._worker, self._definition, self._retry = worker, definition, retry
+
+    @overload
+    def __call__(self, fn: AsyncHandler[P, R]) -> AsyncHandler[P, R]: ...
+    @overload
+    def __call__(self, fn: SyncHandler[P, R]) -> SyncHandler[P, R]: ...
+    def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        self._worker.handle(self._definition, fn, retry=self._retry)
+        return fn
 
 
 class WorkerBase:
@@ -39,18 +65,41 @@ class WorkerBase:
         """Job types this worker has handlers for."""
         return list(self._handlers)
 
-    def handle(self, type: str, fn: Callable[..., Any], *, retry: RetryPolicy | None = None) -> Any:
+    @overload
+    def handle(self: W, type: str, fn: Callable[..., Any], *, retry: RetryPolicy | None = None) -> W: ...
+    @overload
+    def handle(
+        self: W, type: JobDefinition[P, R], fn: AsyncHandler[P, R] | SyncHandler[P, R], *, retry: RetryPolicy | None = None
+    ) -> W: ...
+    def handle(self: W, type: str | JobDefinition[Any, Any], fn: Callable[..., Any], *, retry: RetryPolicy | None = None) -> W:
         """Registers the handler of one job type: a function ``(payload, ctx) -> result`` or a
         coroutine function. ``retry`` applies to this type's jobs enqueued without a retry
-        policy of their own. Returns the worker, for chaining."""
-        check_name(type, "type")
+        policy of their own. Given a ``JobDefinition``, the handler must take its payload type
+        and return its result type (``mypy`` checks it), and each payload is decoded by the
+        definition's validator before the handler runs: one that does not decode fails the job
+        at once (``PayloadDecodeError``). Returns the worker, for chaining."""
+        definition = type if isinstance(type, JobDefinition) else None
+        name = type.type if isinstance(type, JobDefinition) else type
+        check_name(name, "type")
         if not callable(fn):
             fail("handler", "must be a function")
         policy = None if retry is None else check_retry_policy(retry, "retry")
-        if type in self._handlers:
-            raise WorkerStateError(f'A handler for job type "{type}" is already registered.')
-        self._handlers[type] = Handler(fn, inspect.iscoroutinefunction(fn), policy)
+        if name in self._handlers:
+            raise WorkerStateError(f'A handler for job type "{name}" is already registered.')
+        decode = None if definition is None or definition.validator is None else definition.decode
+        self._handlers[name] = Handler(fn, inspect.iscoroutinefunction(fn), policy, decode)
         return self
+
+    def job(self, definition: JobDefinition[P, R], *, retry: RetryPolicy | None = None) -> JobRegistrar[P, R]:
+        """Decorator form of ``handle`` for a typed job.
+
+        Example::
+
+            @worker.job(SEND_EMAIL)
+            def send(payload: Email, ctx: HandlerContext) -> None:
+                mailer.send(payload["to"])
+        """
+        return JobRegistrar(self, definition, retry)
 
     def handler(self, type: str, *, retry: RetryPolicy | None = None) -> Callable[[F], F]:
         """Decorator form of ``handle``.

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, Unpack
+from typing import Any, TypeVar, Unpack, overload
 
 from . import _calls as calls
 from . import _operator_calls as ops
@@ -16,6 +16,7 @@ from . import _schedule_calls as schedules
 from ._drivers import AsyncDriver, driver_for
 from ._job_tracing import start_send
 from ._worker_base import WorkerBase
+from .jobs import JobDefinition, TypedJob, typed_job
 from .context import AsyncHandlerContext
 from .operator_types import (
     CheckpointEntry,
@@ -54,6 +55,10 @@ from .types import (
 )
 
 
+P = TypeVar("P")
+R = TypeVar("R")
+
+
 class AsyncQueue:
     """Puts jobs into PostgreSQL; pass ``conn`` (a Psycopg ``AsyncConnection`` or an asyncpg
     connection inside your transaction) to make the job part of your transaction.
@@ -70,9 +75,15 @@ class AsyncQueue:
         self.pool = pool
         self.driver: AsyncDriver = driver_for(pool)
 
-    async def enqueue(self, type: str, payload: Any, *, conn: Any = None, **options: Unpack[EnqueueOptions]) -> str:
+    @overload
+    async def enqueue(self, type: str, payload: Any, *, conn: Any = None, **options: Unpack[EnqueueOptions]) -> str: ...
+    @overload
+    async def enqueue(self, type: JobDefinition[P, Any], payload: P, *, conn: Any = None, **options: Unpack[EnqueueOptions]) -> str: ...
+    async def enqueue(
+        self, type: str | JobDefinition[Any, Any], payload: Any, *, conn: Any = None, **options: Unpack[EnqueueOptions]
+    ) -> str:
         """Enqueues one job and returns its id; see ``workhorse.Queue.enqueue``."""
-        return (await self._send(calls.enqueue_request(type, payload, options), conn, calls.SINGLE))[0]
+        return (await self._send(calls.defined_request(type, payload, options), conn, calls.SINGLE))[0]
 
     async def enqueue_many(self, requests: Sequence[EnqueueRequest], *, conn: Any = None) -> list[str]:
         """Enqueues up to 1000 jobs, all or nothing; see ``workhorse.Queue.enqueue_many``."""
@@ -114,9 +125,16 @@ class AsyncQueue:
         return await self.driver.run(schedules.sync_schedules(namespace, definitions, actor), conn)
 
 
-    async def get_job(self, job_id: str, *, conn: Any = None) -> JobSnapshot | None:
+    @overload
+    async def get_job(self, job_id: str, *, conn: Any = None) -> JobSnapshot | None: ...
+    @overload
+    async def get_job(self, job_id: str, definition: JobDefinition[P, R], *, conn: Any = None) -> TypedJob[P, R] | None: ...
+    async def get_job(
+        self, job_id: str, definition: JobDefinition[Any, Any] | None = None, *, conn: Any = None
+    ) -> JobSnapshot | TypedJob[Any, Any] | None:
         """The snapshot of a job this role enqueued; see ``workhorse.Queue.get_job``."""
-        return await self.driver.run(ops.get_own_job(job_id), conn)
+        snapshot = await self.driver.run(ops.get_own_job(job_id), conn)
+        return snapshot if definition is None else typed_job(definition, snapshot)
 
 class AsyncAdmin:
     """Operator reads and actions; see ``workhorse.Admin`` (the same methods, awaited)."""
