@@ -19,6 +19,7 @@ from ._outcome_recorder import OutcomeRecorder
 from ._worker_options import EngineOptions
 from .context import AbortSignal, AsyncHandlerContext, ClaimedJob, HandlerContext, _JobCalls, wake_times
 from .errors import WorkhorseError
+from .events import EventHub
 from .validation import to_json_text
 
 
@@ -36,7 +37,9 @@ class JobExecutor:
         interrupter: Interrupter,
         recorder: OutcomeRecorder,
         tracing: JobTracing | None,
+        events: EventHub,
     ) -> None:
+        self._events = events
         self._options = options
         self._handlers = handlers
         #: Where plain functions run (None when every handler is a coroutine function).
@@ -74,6 +77,7 @@ class JobExecutor:
             run.span = self._tracing.start_attempt(job, trace_context)
         self._running[job_id] = run
         self._all_done.clear()
+        self._events.job("job.claimed", run)
         if timeout_ms is not None:
             self._interrupter.start_timeout(run, timeout_ms)
         handler = self._handlers.get(type)

@@ -8,13 +8,14 @@ import signal
 import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Generic, TypeVar, overload
+from typing import Any, Generic, TypeVar, Unpack, overload
 
 from ._drivers import AsyncDriver
 from ._engine import Engine, ErrorListener, Handler
 from ._worker_options import engine_options
 from .context import AsyncHandlerContext, HandlerContext
 from .errors import WorkerStateError
+from .events import EventHub, WorkerEventListener, WorkerEventName, WORKER_EVENT_NAMES
 from .jobs import JobDefinition
 from .types import RetryPolicy, WorkerOptions
 from .validation import check_name, check_retry_policy, fail
@@ -49,12 +50,26 @@ class JobRegistrar(Generic[P, R]):
 class WorkerBase:
     def __init__(self, driver: AsyncDriver, options: WorkerOptions) -> None:
         self._driver = driver
+        self._given: WorkerOptions = dict(options)  # type: ignore[assignment]
         self._options = engine_options(options)
         self._on_error: ErrorListener | None = options.get("on_error")
         self._handlers: dict[str, Handler] = {}
         self._engine: Engine | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ready = threading.Event()
+        self._events = EventHub(self._options.worker_id)
+
+    def configure(self: W, **options: Unpack[WorkerOptions]) -> W:
+        """Changes options of a worker that is not running (the command line's ``--queues`` and
+        ``--concurrency``), checked as the constructor checks them. Returns the worker."""
+        if self._engine is not None:
+            raise WorkerStateError("A running worker cannot be configured.")
+        given: WorkerOptions = {**self._given, **options}
+        given.setdefault("worker_id", self._options.worker_id)
+        self._options = engine_options(given)
+        self._given = given
+        self._events.worker_id = self._options.worker_id
+        return self
 
     @property
     def worker_id(self) -> str:
@@ -117,6 +132,24 @@ class WorkerBase:
 
         return register
 
+    @overload
+    def on(self: W, name: WorkerEventListener, /) -> W: ...
+    @overload
+    def on(self: W, name: WorkerEventName, listener: WorkerEventListener, /) -> W: ...
+    def on(self: W, name: WorkerEventName | WorkerEventListener, listener: WorkerEventListener | None = None, /) -> W:
+        """Subscribes ``listener`` to the worker's events of one name (``worker.on("job.failed",
+        fn)``), or to every event (``worker.on(fn)``); see ``workhorse.events``. Listeners run in
+        the worker's event loop thread and must return quickly. Returns the worker."""
+        if callable(name) and listener is None:
+            self._events.add(None, name)
+            return self
+        if name not in WORKER_EVENT_NAMES:
+            fail("name", f"is not a worker event ({', '.join(WORKER_EVENT_NAMES)})")
+        if not callable(listener):
+            fail("listener", "must be a function")
+        self._events.add(str(name), listener)
+        return self
+
     @property
     def drain_requested(self) -> bool:
         """An operator asked this worker to drain (``workhorse workers drain``): it claims no
@@ -143,7 +176,7 @@ class WorkerBase:
             executor = ThreadPoolExecutor(max_workers=self._options.concurrency, thread_name_prefix="workhorse-handler")
         self._loop = asyncio.get_running_loop()
         self._ready.clear()
-        engine = Engine(self._driver, self._options, dict(self._handlers), executor, self._on_error, self._ready.set)
+        engine = Engine(self._driver, self._options, dict(self._handlers), executor, self._on_error, self._ready.set, self._events)
         self._engine = engine
         signals = (signal.SIGTERM, signal.SIGINT) if handle_signals else ()
         for sig in signals:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, TypeVar, Unpack, overload
+from types import TracebackType
+from typing import Any, Self, TypeVar, Unpack, overload
 
 from . import _calls as calls
 from . import _operator_calls as ops
@@ -316,6 +317,7 @@ class AsyncWorker(WorkerBase):
     def __init__(self, queue: AsyncQueue, **options: Unpack[WorkerOptions]) -> None:
         """Options and defaults: see ``workhorse.WorkerOptions``."""
         super().__init__(queue.driver, options)
+        self._task: asyncio.Task[None] | None = None
 
     async def run(self, *, handle_signals: bool = False) -> None:
         """Runs until ``stop()`` (or SIGTERM/SIGINT with ``handle_signals``), then drains."""
@@ -331,6 +333,28 @@ class AsyncWorker(WorkerBase):
         """Stops claiming, drains (see ``workhorse.Worker.stop``) and closes the worker's connections."""
         if self._engine is not None:
             await self._engine.stop(shutdown_timeout_ms)
+        if self._task is not None:
+            task, self._task = self._task, None
+            await task
+
+    async def __aenter__(self) -> Self:
+        """Runs the worker as a task of the running loop inside the block (it claims when the
+        block starts; a worker that cannot start raises here) and drains when the block ends::
+
+            async with AsyncWorker(queue).handle("email.send", send):
+                ...
+        """
+        self._task = asyncio.create_task(self.run())
+        starting = asyncio.create_task(self.started())
+        await asyncio.wait({self._task, starting}, return_when=asyncio.FIRST_COMPLETED)
+        if self._task.done():
+            starting.cancel()
+            task, self._task = self._task, None
+            await task  # raises what stopped it from starting
+        return self
+
+    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        await self.stop()
 
 
 __all__ = ["AsyncAdmin", "AsyncHandlerContext", "AsyncQueue", "AsyncWorker"]
