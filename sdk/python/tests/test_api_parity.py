@@ -65,3 +65,29 @@ def test_the_async_classes_are_coroutines_of_the_same_calls() -> None:
     for sync, aio in ((Queue, AsyncQueue), (Admin, AsyncAdmin)):
         public = [n for n, f in inspect.getmembers(sync, inspect.isfunction) if not n.startswith("_")]
         assert [n for n in public if not inspect.iscoroutinefunction(getattr(aio, n, None))] == []
+
+
+def test_the_schema_messages_give_the_same_advice_as_typescript_and_go() -> None:
+    from workhorse import SchemaNotInstalledError, SchemaVersionMismatchError
+
+    sources = {
+        "TypeScript": (ROOT / "lib/core/errors.ts").read_text(),
+        "Go": (ROOT / "sdk/go/errors.go").read_text(),
+    }
+    python = {
+        "absent": str(SchemaNotInstalledError(16)),
+        "older": str(SchemaVersionMismatchError(3, 16, 14)),
+        "newer": str(SchemaVersionMismatchError(99, 16, 14)),
+    }
+    # What to do, in every SDK's words: the command (or the SDK's own call), who runs it, what is kept.
+    advice = {
+        "absent": ["schema migrate", "once, then start again"],
+        "older": ["schema migrate", "schema's owner, then start again", "queued jobs, schedules and history are kept"],
+        "newer": ["upgrade the package to a release that works with it", "never downgraded"],
+    }
+    for case, phrases in advice.items():
+        for phrase in phrases:
+            assert phrase in python[case].lower(), (case, phrase)
+            for sdk, text in sources.items():
+                assert phrase in text.lower(), (sdk, case, phrase)
+    assert "python -m workhorse schema migrate" in python["older"] and "npx workhorse schema migrate" in python["older"]
