@@ -317,6 +317,8 @@ class AsyncWorker(WorkerBase):
     def __init__(self, queue: AsyncQueue, **options: Unpack[WorkerOptions]) -> None:
         """Options and defaults: see ``workhorse.WorkerOptions``."""
         super().__init__(queue.driver, options)
+        #: The queue the worker was made with (``workhorse.testing.drain_async`` reads through it).
+        self.queue = queue
         self._task: asyncio.Task[None] | None = None
 
     async def run(self, *, handle_signals: bool = False) -> None:

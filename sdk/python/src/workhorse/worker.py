@@ -45,6 +45,8 @@ class Worker(WorkerBase):
     def __init__(self, queue: Queue, **options: Unpack[WorkerOptions]) -> None:
         """Options and defaults: see ``workhorse.WorkerOptions``."""
         pool = queue.pool
+        #: The queue the worker was made with (``workhorse.testing.drain`` reads through its pool).
+        self.queue = queue
         super().__init__(PsycopgDriver(pool.conninfo, pool.kwargs, None), options)
         self._thread: threading.Thread | None = None
 
