@@ -24,7 +24,7 @@ const RETIRED = ['list_jobs_v1', 'claim_many_v1', 'complete_many_v1'];
  * that is no gap any more, so the list stays honest).
  */
 const KNOWN_GAPS: Record<string, { sdks: Sdk[]; why: string }> = {
-  complete_v1: { sdks: ['Python', 'Go'], why: 'transactional handlers (complete in the caller\'s transaction) are TypeScript only' },
+  complete_v1: { sdks: ['Go'], why: 'transactional handlers (complete in the caller\'s transaction) are TypeScript only' },
   error_groups_v1: { sdks: ['Python', 'Go'], why: 'a read of the dashboard (served by the TypeScript package)' },
   find_jobs_v1: { sdks: ['Python', 'Go'], why: 'a read of the dashboard (served by the TypeScript package)' },
   job_durations_v1: { sdks: ['Python', 'Go'], why: 'a read of the dashboard (served by the TypeScript package)' },

@@ -72,6 +72,8 @@ FAIL_SQL = (
     "SELECT status, run_at, delay_ms "
     "FROM workhorse.fail_v1($1::uuid, $2::text, $3::bigint, $4::jsonb, $5::jsonb)"
 )
+#: A transactional handler's success, in its own transaction: ``succeeded``, ``canceled`` or ``stale``.
+COMPLETE_SQL = "SELECT workhorse.complete_v1($1::uuid, $2::text, $3::bigint, $4::jsonb)"
 RELEASE_SQL = "SELECT workhorse.release_v1($1::uuid, $2::text, $3::bigint, $4::integer, $5::text)"
 ACK_CANCEL_SQL = "SELECT workhorse.acknowledge_cancel_v1($1::uuid, $2::text, $3::bigint)"
 #: Answers the status and the value now stored under the name (``[]`` or ``[value]``; NULL when stale).

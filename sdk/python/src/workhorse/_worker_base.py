@@ -48,6 +48,9 @@ class JobRegistrar(Generic[P, R]):
 
 
 class WorkerBase:
+    #: Whether transactional handlers are coroutine functions (``AsyncWorker``) or plain ones.
+    _async_transactions = False
+
     def __init__(self, driver: AsyncDriver, options: WorkerOptions) -> None:
         self._driver = driver
         self._given: WorkerOptions = dict(options)  # type: ignore[assignment]
@@ -81,18 +84,36 @@ class WorkerBase:
         return list(self._handlers)
 
     @overload
-    def handle(self: W, type: str, fn: Callable[..., Any], *, retry: RetryPolicy | None = None) -> W: ...
+    def handle(
+        self: W, type: str, fn: Callable[..., Any], *, retry: RetryPolicy | None = None, transactional: bool = False
+    ) -> W: ...
     @overload
     def handle(
-        self: W, type: JobDefinition[P, R], fn: AsyncHandler[P, R] | SyncHandler[P, R], *, retry: RetryPolicy | None = None
+        self: W,
+        type: JobDefinition[P, R],
+        fn: AsyncHandler[P, R] | SyncHandler[P, R],
+        *,
+        retry: RetryPolicy | None = None,
+        transactional: bool = False,
     ) -> W: ...
-    def handle(self: W, type: str | JobDefinition[Any, Any], fn: Callable[..., Any], *, retry: RetryPolicy | None = None) -> W:
+    def handle(
+        self: W,
+        type: str | JobDefinition[Any, Any],
+        fn: Callable[..., Any],
+        *,
+        retry: RetryPolicy | None = None,
+        transactional: bool = False,
+    ) -> W:
         """Registers the handler of one job type: a function ``(payload, ctx) -> result`` or a
         coroutine function. ``retry`` applies to this type's jobs enqueued without a retry
         policy of their own. Given a ``JobDefinition``, the handler must take its payload type
         and return its result type (``mypy`` checks it), and each payload is decoded by the
         definition's validator before the handler runs: one that does not decode fails the job
-        at once (``PayloadDecodeError``). Returns the worker, for chaining."""
+        at once (``PayloadDecodeError``). With ``transactional`` the handler runs in a
+        transaction on a connection of the queue's pool (``ctx.conn``), and its success is
+        recorded in that transaction: its writes and the job's completion commit together (a
+        plain function in a ``Worker``, a coroutine function in an ``AsyncWorker``). Returns
+        the worker, for chaining."""
         definition = type if isinstance(type, JobDefinition) else None
         name = type.type if isinstance(type, JobDefinition) else type
         check_name(name, "type")
@@ -102,7 +123,16 @@ class WorkerBase:
         if name in self._handlers:
             raise WorkerStateError(f'A handler for job type "{name}" is already registered.')
         decode = None if definition is None or definition.validator is None else definition.decode
-        self._handlers[name] = Handler(fn, inspect.iscoroutinefunction(fn), policy, decode)
+        is_async = inspect.iscoroutinefunction(fn)
+        if not isinstance(transactional, bool):
+            fail("transactional", "must be True or False")
+        pool = None
+        if transactional:
+            if is_async != self._async_transactions:
+                kind = "coroutine functions in an AsyncWorker" if self._async_transactions else "plain functions in a Worker"
+                fail("transactional", f"applies to {kind} (their connection is the queue's pool's)")
+            pool = getattr(self, "queue").pool
+        self._handlers[name] = Handler(fn, is_async, policy, decode, pool)
         return self
 
     def job(self, definition: JobDefinition[P, R], *, retry: RetryPolicy | None = None) -> JobRegistrar[P, R]:

@@ -314,6 +314,8 @@ class AsyncWorker(WorkerBase):
         await worker.run()  # until worker.stop()
     """
 
+    _async_transactions = True
+
     def __init__(self, queue: AsyncQueue, **options: Unpack[WorkerOptions]) -> None:
         """Options and defaults: see ``workhorse.WorkerOptions``."""
         super().__init__(queue.driver, options)
