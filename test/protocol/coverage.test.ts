@@ -25,10 +25,10 @@ const RETIRED = ['list_jobs_v1', 'claim_many_v1', 'complete_many_v1'];
  */
 const KNOWN_GAPS: Record<string, { sdks: Sdk[]; why: string }> = {
   complete_v1: { sdks: ['Go'], why: 'transactional handlers (complete in the caller\'s transaction) are TypeScript only' },
-  error_groups_v1: { sdks: ['Python', 'Go'], why: 'a read of the dashboard (served by the TypeScript package)' },
-  find_jobs_v1: { sdks: ['Python', 'Go'], why: 'a read of the dashboard (served by the TypeScript package)' },
-  job_durations_v1: { sdks: ['Python', 'Go'], why: 'a read of the dashboard (served by the TypeScript package)' },
-  job_timings_v1: { sdks: ['Python', 'Go'], why: 'a read of the dashboard (served by the TypeScript package)' },
+  error_groups_v1: { sdks: ['Go'], why: 'a read of the dashboard (served by the TypeScript package)' },
+  find_jobs_v1: { sdks: ['Go'], why: 'a read of the dashboard (served by the TypeScript package)' },
+  job_durations_v1: { sdks: ['Go'], why: 'a read of the dashboard (served by the TypeScript package)' },
+  job_timings_v1: { sdks: ['Go'], why: 'a read of the dashboard (served by the TypeScript package)' },
   get_own_job_v1: { sdks: ['Go'], why: 'Queue.getJob (a producer reads its own job) is TypeScript only' },
   health_v1: { sdks: ['Go'], why: 'health probes are TypeScript only' },
   job_signals_v1: { sdks: ['Go'], why: 'Admin.listJobSignals is TypeScript only' },

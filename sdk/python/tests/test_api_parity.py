@@ -17,10 +17,6 @@ ROOT = Path(__file__).resolve().parents[3]
 #: TypeScript calls Python does not offer (yet), each with why.
 EXCEPTIONS: dict[str, str] = {
     "Admin.setQueuePolicy": "flow-control policies come with per-key concurrency (issue 34), which adds the Python call",
-    "Admin.findJobs": "a read of the dashboard, which the TypeScript package serves",
-    "Admin.jobDurations": "a read of the dashboard, which the TypeScript package serves",
-    "Admin.jobTimings": "a read of the dashboard, which the TypeScript package serves",
-    "Admin.errorGroups": "a read of the dashboard, which the TypeScript package serves",
 }
 
 #: Names that differ on purpose (TypeScript name: Python name).

@@ -159,3 +159,28 @@ def test_a_worker_registers_its_handlers_retry_policies(pool: ConnectionPool[Any
         ("reg-b", "with.policy", "fixed", worker.worker_id),
         ("reg-b", "without", None, worker.worker_id),
     ]
+
+
+def test_the_dashboards_incident_reads(pool: ConnectionPool[Any]) -> None:
+    queue, admin = Queue(pool), Admin(pool)
+    tagged = queue.enqueue("t", {"orderId": 42}, tags=["vip"], max_attempts=1)
+    queue.enqueue("t", {"orderId": 7}, max_attempts=1)
+    assert [j.id for j in admin.find_jobs(payload={"orderId": 42}).items] == [tagged]
+    assert [j.id for j in admin.find_jobs(tag="vip").items] == [tagged]
+    with pytest.raises(WorkhorseValidationError):
+        admin.find_jobs()  # no criterion: find_jobs_v1 refuses it
+    worker = Worker(queue, poll_ms=50)
+
+    def fails(payload: Any, ctx: HandlerContext) -> None:
+        raise ValueError("card declined")
+
+    worker.handle("t", fails)
+    since = datetime.now(timezone.utc) - timedelta(minutes=1)
+    with worker:
+        wait_for(lambda: len(admin.list_dead_letters().items) == 2, 20, "both jobs to fail")
+    durations = admin.job_durations([tagged])
+    assert durations[tagged].run_ms is not None and durations[tagged].started_at is not None
+    [group] = admin.error_groups(since=since)
+    assert (group.name, group.message, group.failures, group.queues) == ("ValueError", "card declined", 2, ["default"])
+    timings = admin.job_timings(since=since)
+    assert [t.name for t in timings] == ["default"] and timings[0].attempts >= 1

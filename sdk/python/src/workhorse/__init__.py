@@ -38,6 +38,10 @@ from .errors import (
 from .jobs import JobDefinition, PayloadDecodeError, TypedJob
 from .operator_types import (
     CheckpointEntry,
+    ErrorGroup,
+    JobDuration,
+    Percentiles,
+    TimingStats,
     HealthReport,
     HealthThresholds,
     JobSignal,
@@ -89,6 +93,10 @@ from .types import (
 from .worker import Worker
 
 __all__ = [
+    "ErrorGroup",
+    "JobDuration",
+    "Percentiles",
+    "TimingStats",
     "JobDefinition",
     "PayloadDecodeError",
     "TypedJob",

@@ -13,6 +13,10 @@ from . import _protocol as p
 from ._calls import Call, _check_actor
 from .operator_types import (
     CheckpointEntry,
+    ErrorGroup,
+    JobDuration,
+    Percentiles,
+    TimingStats,
     HealthReport,
     JobSignal,
     JobWait,
@@ -21,7 +25,7 @@ from .operator_types import (
     RetentionRun,
     RetentionStatus,
 )
-from .types import JobSnapshot
+from .types import JobSnapshot, Page
 from .validation import check_datetime, check_int, check_job_id, check_text, fail, to_json_text
 
 
@@ -118,3 +122,51 @@ def set_retention(policy: object, actor: object) -> Call[None]:
         fail("policy", "must be a dict of retention settings")
     _check_actor(actor, None)
     return Call(p.SET_RETENTION_SQL, (json.dumps(dict(policy)), actor), lambda rows: None)
+
+
+def find_jobs(tag: object, payload: object, error: object, limit: object, cursor: object, scan_limit: object) -> Call[Page[JobSnapshot]]:
+    # At least one criterion, the ranges and the cursor's shape are find_jobs_v1's to check.
+    if payload is not None and not isinstance(payload, Mapping):
+        fail("payload", "must be a JSON object, such as {\"orderId\": 42}")
+    params = (
+        tag, None if payload is None else to_json_text(dict(payload), "payload"), error,
+        check_int(limit, "limit", 1, 1000), p.check_cursor(cursor), check_int(scan_limit, "scanLimit", 1, 1_000_000),
+    )  # fmt: skip
+    return Call(p.FIND_JOBS_SQL, params, lambda rows: p.page_of(rows, p.to_snapshot))
+
+
+def job_durations(job_ids: object) -> Call[dict[str, JobDuration]]:
+    if not isinstance(job_ids, (list, tuple)) or len(job_ids) > 1000:
+        fail("jobIds", "must be a list of at most 1000 job ids")
+    for i, job_id in enumerate(job_ids):
+        check_job_id(job_id, f"jobIds[{i}]")
+    return Call(
+        p.JOB_DURATIONS_SQL,
+        (list(job_ids),),
+        lambda rows: {r[0]: JobDuration(r[1], _num(r[2]), _num(r[3])) for r in rows},
+    )
+
+
+def _num(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def _timing(r: p.Row) -> TimingStats:
+    wait = None if r[5] is None else Percentiles(float(r[5]), float(r[6]), float(r[7]))
+    return TimingStats(r[0], int(r[1]), Percentiles(float(r[2]), float(r[3]), float(r[4])), wait, bool(r[8]))
+
+
+def job_timings(since: object, group: object, sample: object) -> Call[list[TimingStats]]:
+    # The window (at most 7 days) and the group's names are job_timings_v1's to check.
+    at = check_datetime(since, "since")
+    check_text(group, "group", 20, 1)
+    return Call(p.JOB_TIMINGS_SQL, (at, group, check_int(sample, "sample", 1, 100_000)), lambda rows: [_timing(r) for r in rows])
+
+
+def error_groups(since: object, limit: object) -> Call[list[ErrorGroup]]:
+    at = check_datetime(since, "since")
+    return Call(
+        p.ERROR_GROUPS_SQL,
+        (at, check_int(limit, "limit", 1, 200)),
+        lambda rows: [ErrorGroup(r[0], r[1], int(r[2]), list(r[3]), r[4], r[5]) for r in rows],
+    )

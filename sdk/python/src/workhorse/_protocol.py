@@ -324,3 +324,16 @@ HEALTH_SQL = "SELECT workhorse.health_v1($1::jsonb)::text"
 RETENTION_STATUS_SQL = "SELECT workhorse.retention_status_v2()::text"
 RETENTION_RUN_SQL = "SELECT workhorse.retention_run_v1($1::integer, true)::text"
 SET_RETENTION_SQL = "SELECT workhorse.set_retention_v1($1::jsonb, $2::text)"
+# The dashboard's incident reads (sql/068_dashboard_insights.sql).
+FIND_JOBS_SQL = (
+    f"SELECT {_SNAPSHOT_COLUMNS}, next_cursor FROM workhorse.find_jobs_v1($1::text, $2::jsonb, $3::text, $4::integer, "
+    "$5::text, $6::integer)"
+)
+JOB_DURATIONS_SQL = "SELECT job_id::text, started_at, run_ms, wait_ms FROM workhorse.job_durations_v1($1::uuid[])"
+JOB_TIMINGS_SQL = (
+    "SELECT name, attempts, run_p50_ms, run_p90_ms, run_p99_ms, wait_p50_ms, wait_p90_ms, wait_p99_ms, sampled"
+    " FROM workhorse.job_timings_v1($1::timestamptz, $2::text, $3::integer)"
+)
+ERROR_GROUPS_SQL = (
+    "SELECT error_name, message, failures, queues, first_seen, last_seen FROM workhorse.error_groups_v1($1::timestamptz, $2::integer)"
+)

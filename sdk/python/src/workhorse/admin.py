@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, Unpack
+from typing import Any, Literal, Unpack
 
 from psycopg_pool import ConnectionPool
 
@@ -15,6 +15,9 @@ from . import _schedule_calls as schedules
 from ._sync import Connection, SyncExecutor
 from .operator_types import (
     CheckpointEntry,
+    ErrorGroup,
+    JobDuration,
+    TimingStats,
     HealthReport,
     HealthThresholds,
     JobSignal,
@@ -276,3 +279,35 @@ class Admin:
         ``Queue.complete_human_wait`` does (same checks and answers), with the operator's rights."""
         call = orchestration.complete_human_wait(job_id, name, decision, actor, reason, idempotency_key)
         return self._executor.run(call, conn)
+
+    def find_jobs(
+        self,
+        *,
+        tag: str | None = None,
+        payload: Mapping[str, JsonValue] | None = None,
+        error: str | None = None,
+        limit: int = 50,
+        scan_limit: int = 10_000,
+        cursor: str | None = None,
+        conn: Connection | None = None,
+    ) -> Page[JobSnapshot]:
+        """Jobs newest first whose tags include ``tag``, whose payload contains ``payload``
+        (``payload @> ...``) and whose error has the name ``error`` or a message containing it.
+        Without an index that serves the search, a call examines at most ``scan_limit`` jobs and
+        a partial page comes with a cursor (docs/dashboard.md)."""
+        return self._executor.run(ops.find_jobs(tag, payload, error, limit, cursor, scan_limit), conn)
+
+    def job_durations(self, job_ids: Sequence[str], *, conn: Connection | None = None) -> dict[str, JobDuration]:
+        """The latest attempt's start and run time and the wait before the first start, of up to 1000 jobs."""
+        return self._executor.run(ops.job_durations(list(job_ids)), conn)
+
+    def job_timings(
+        self, *, since: datetime, group: Literal["queue", "type"] = "queue", sample: int = 20_000, conn: Connection | None = None
+    ) -> list[TimingStats]:
+        """Run and wait time percentiles per queue or job type of the attempts closed since
+        ``since`` (within the last 7 days), from a sample of at most ``sample`` attempts."""
+        return self._executor.run(ops.job_timings(since, group, sample), conn)
+
+    def error_groups(self, *, since: datetime, limit: int = 20, conn: Connection | None = None) -> list[ErrorGroup]:
+        """Failures since ``since`` (within the last 7 days) by error name and message, most frequent first."""
+        return self._executor.run(ops.error_groups(since, limit), conn)

@@ -8,7 +8,7 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import Any, Self, TypeVar, Unpack, overload
+from typing import Any, Literal, Self, TypeVar, Unpack, overload
 
 from . import _calls as calls
 from . import _operator_calls as ops
@@ -21,6 +21,9 @@ from .jobs import JobDefinition, TypedJob, typed_job
 from .context import AsyncHandlerContext
 from .operator_types import (
     CheckpointEntry,
+    ErrorGroup,
+    JobDuration,
+    TimingStats,
     HealthReport,
     HealthThresholds,
     JobSignal,
@@ -294,6 +297,30 @@ class AsyncAdmin:
 
     async def run_retention(self, *, budget: int = 10_000, conn: Any = None) -> RetentionRun:
         return await self._driver.run(ops.run_retention(budget), conn)
+
+    async def find_jobs(
+        self,
+        *,
+        tag: str | None = None,
+        payload: Mapping[str, JsonValue] | None = None,
+        error: str | None = None,
+        limit: int = 50,
+        scan_limit: int = 10_000,
+        cursor: str | None = None,
+        conn: Any = None,
+    ) -> Page[JobSnapshot]:
+        return await self._driver.run(ops.find_jobs(tag, payload, error, limit, cursor, scan_limit), conn)
+
+    async def job_durations(self, job_ids: Sequence[str], *, conn: Any = None) -> dict[str, JobDuration]:
+        return await self._driver.run(ops.job_durations(list(job_ids)), conn)
+
+    async def job_timings(
+        self, *, since: datetime, group: Literal["queue", "type"] = "queue", sample: int = 20_000, conn: Any = None
+    ) -> list[TimingStats]:
+        return await self._driver.run(ops.job_timings(since, group, sample), conn)
+
+    async def error_groups(self, *, since: datetime, limit: int = 20, conn: Any = None) -> list[ErrorGroup]:
+        return await self._driver.run(ops.error_groups(since, limit), conn)
 
 
 class AsyncWorker(WorkerBase):

@@ -115,3 +115,44 @@ class OperatorChange:
     reason: str | None
     login_role: str
     detail: JsonValue
+
+
+@dataclass(frozen=True)
+class JobDuration:
+    """The latest attempt's start and run time, and the wait before the first start (ms)."""
+
+    started_at: datetime | None
+    run_ms: int | None
+    wait_ms: int | None
+
+
+@dataclass(frozen=True)
+class Percentiles:
+    p50: float
+    p90: float
+    p99: float
+
+
+@dataclass(frozen=True)
+class TimingStats:
+    """Run and wait time percentiles of a queue's or job type's closed attempts (a sample)."""
+
+    name: str
+    attempts: int
+    run: Percentiles
+    #: None when no first attempt of the sample has a wait.
+    wait: Percentiles | None
+    #: The window held more attempts than the sample read.
+    sampled: bool
+
+
+@dataclass(frozen=True)
+class ErrorGroup:
+    """Failures of one error name and message, with the queues they came from."""
+
+    name: str
+    message: str
+    failures: int
+    queues: list[str]
+    first_seen: datetime
+    last_seen: datetime
