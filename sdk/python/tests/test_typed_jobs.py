@@ -152,3 +152,20 @@ def test_a_definition_is_checked_when_it_is_made() -> None:
     with pytest.raises(WorkhorseValidationError) as raised:
         JobDefinition[Order, None]("t", validator=42)  # type: ignore[arg-type]
     assert raised.value.field == "validator"
+
+
+def test_a_batch_of_typed_requests_is_validated_before_anything_is_written(pool: ConnectionPool[Any]) -> None:
+    queue, admin = Queue(pool), Admin(pool)
+    before = _jobs(pool)
+    with pytest.raises(WorkhorseValidationError) as raised:
+        queue.enqueue_many([FULFILL.request(Order(orderId=1)), FULFILL.request({"orderId": "x"})])  # type: ignore[typeddict-item]
+    assert raised.value.field == "payload" and _jobs(pool) == before
+    ids = queue.enqueue_many([SEND.request(Address(to="a@example.com")), FULFILL.request(Order(orderId=1), priority=3)])
+    sent = admin.get_job(ids[0], SEND)
+    assert sent is not None and sent.payload == Address(to="a@example.com") and sent.snapshot.queue == "mail"
+    assert sent.snapshot.priority == 5
+    order = admin.get_job(ids[1], FULFILL)
+    assert order is not None and order.payload == {"orderId": 1} and order.snapshot.priority == 3
+    with pytest.raises(WorkhorseValidationError) as wrong_type:
+        admin.get_job(ids[1], SEND)
+    assert wrong_type.value.field == "jobId"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, Literal, Unpack
+from typing import Any, Literal, TypeVar, Unpack, overload
 
 from psycopg_pool import ConnectionPool
 
@@ -13,6 +13,7 @@ from . import _operator_calls as ops
 from . import _orchestration_calls as orchestration
 from . import _schedule_calls as schedules
 from ._sync import Connection, SyncExecutor
+from .jobs import JobDefinition, TypedJob, typed_job
 from .operator_types import (
     CheckpointEntry,
     ErrorGroup,
@@ -47,6 +48,9 @@ from .types import (
     WorkerInfo,
 )
 
+P = TypeVar("P")
+R = TypeVar("R")
+
 
 class Admin:
     """Operator reads and actions. Every method takes an optional ``conn`` to join the caller's
@@ -62,10 +66,18 @@ class Admin:
     def __init__(self, pool: ConnectionPool[Any]) -> None:
         self._executor = SyncExecutor(pool)
 
-    def get_job(self, job_id: str, *, conn: Connection | None = None) -> JobDetails | None:
+    @overload
+    def get_job(self, job_id: str, *, conn: Connection | None = None) -> JobDetails | None: ...
+    @overload
+    def get_job(self, job_id: str, definition: JobDefinition[P, R], *, conn: Connection | None = None) -> TypedJob[P, R] | None: ...
+    def get_job(
+        self, job_id: str, definition: JobDefinition[Any, Any] | None = None, *, conn: Connection | None = None
+    ) -> JobDetails | TypedJob[Any, Any] | None:
         """The job's snapshot, whichever state it is in, with its lineage (``dependencies``,
-        ``waiting_on``, ``parent_id``, ``children``), or None when no such job exists."""
-        return self._executor.run(orchestration.get_job_details(job_id), conn)
+        ``waiting_on``, ``parent_id``, ``children``), or None when no such job exists. With
+        ``definition``: a ``TypedJob`` (its payload decoded by the definition's validator)."""
+        details = self._executor.run(orchestration.get_job_details(job_id), conn)
+        return details if definition is None else typed_job(definition, details)
 
     def get_job_timeline(
         self, job_id: str, *, limit: int = 100, cursor: str | None = None, conn: Connection | None = None

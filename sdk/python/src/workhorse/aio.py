@@ -146,8 +146,15 @@ class AsyncAdmin:
     def __init__(self, pool: Any) -> None:
         self._driver = driver_for(pool)
 
-    async def get_job(self, job_id: str, *, conn: Any = None) -> JobDetails | None:
-        return await self._driver.run(orchestration.get_job_details(job_id), conn)
+    @overload
+    async def get_job(self, job_id: str, *, conn: Any = None) -> JobDetails | None: ...
+    @overload
+    async def get_job(self, job_id: str, definition: JobDefinition[P, R], *, conn: Any = None) -> TypedJob[P, R] | None: ...
+    async def get_job(
+        self, job_id: str, definition: JobDefinition[Any, Any] | None = None, *, conn: Any = None
+    ) -> JobDetails | TypedJob[Any, Any] | None:
+        details = await self._driver.run(orchestration.get_job_details(job_id), conn)
+        return details if definition is None else typed_job(definition, details)
 
     async def get_job_timeline(
         self, job_id: str, *, limit: int = 100, cursor: str | None = None, conn: Any = None

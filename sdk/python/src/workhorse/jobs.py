@@ -29,10 +29,10 @@ from __future__ import annotations
 import builtins
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, Generic, TypeVar, Unpack, cast
 
 from .errors import NonRetryableError, WorkhorseValidationError
-from .types import JobOptions, JobSnapshot
+from .types import EnqueueOptions, EnqueueRequest, JobOptions, JobSnapshot
 from .validation import check_name, fail
 
 P = TypeVar("P")
@@ -79,6 +79,12 @@ class JobDefinition(Generic[P, R]):
             merged.setdefault("queue", self.queue)
         merged.update(given)
         return merged
+
+    def request(self, payload: P, **options: Unpack[EnqueueOptions]) -> EnqueueRequest:
+        """One job of this type for ``enqueue_many``: the payload validated (before anything is
+        written), the definition's queue and options under the call's own."""
+        merged = self.enqueue_options(options)
+        return cast(EnqueueRequest, {**merged, "type": self.type, "payload": self.to_wire(payload)})
 
     def to_wire(self, payload: object) -> object:
         """The payload as stored, validated (raises ``WorkhorseValidationError`` naming ``payload``)."""

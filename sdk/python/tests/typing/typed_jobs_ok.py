@@ -32,6 +32,7 @@ def use(pool: ConnectionPool[Any], worker: Worker, aworker: AsyncWorker) -> str:
         return {"messageId": payload["to"]}
 
     aworker.handle(SEND, send_async)
+    queue.enqueue_many([SEND.request(Email(to="b@example.com"), priority=2)])
     job = queue.get_job("id", SEND)
     if job is not None and job.result is not None:
         message_id: str = job.result["messageId"]

@@ -26,6 +26,7 @@ def use(pool: ConnectionPool[Any], worker: Worker) -> None:
     queue.enqueue(SEND, Email(to=1))  # wrong
     queue.enqueue(SEND, Other(address="a@example.com"))  # wrong
     queue.enqueue(SEND, 42)  # wrong
+    queue.enqueue_many([SEND.request(Other(address="a@example.com"))])  # wrong
 
     def takes_an_int(payload: int, ctx: HandlerContext) -> None:
         pass
