@@ -15,18 +15,19 @@ import (
 )
 
 // pythonWorker is the Python SDK's conformance worker command (python -m
-// workhorse.conformance_worker in sdk/python's virtual environment, which .ci/run creates);
-// the test is skipped, saying why, where it cannot run.
+// tests.conformance_worker from sdk/python's tests, in its virtual environment, which .ci/run
+// creates; the package does not ship it); the test is skipped, saying why, where it cannot run.
 func pythonWorker(t *testing.T) conformance.Command {
 	t.Helper()
 	python := filepath.Join(testpg.RepoRoot(), "sdk", "python", ".venv", "bin", "python")
-	env := []string{"PYTHONPATH=" + filepath.Join(testpg.RepoRoot(), "sdk", "python", "src")}
-	check := exec.Command(python, "-c", "import workhorse.conformance_worker")
+	sdk := filepath.Join(testpg.RepoRoot(), "sdk", "python")
+	env := []string{"PYTHONPATH=" + filepath.Join(sdk, "src") + string(os.PathListSeparator) + sdk}
+	check := exec.Command(python, "-c", "import tests.conformance_worker")
 	check.Env = append(os.Environ(), env...)
 	if out, err := check.CombinedOutput(); err != nil {
 		t.Skipf("the Python SDK's conformance worker does not run (%v: %s): create sdk/python/.venv as .ci/run does", err, out)
 	}
-	return conformance.Command{Args: []string{python, "-m", "workhorse.conformance_worker"}, Env: env}
+	return conformance.Command{Args: []string{python, "-m", "tests.conformance_worker"}, Env: env}
 }
 
 // scenarioNamed is the shared scenario of that name.

@@ -30,7 +30,7 @@ from workhorse import (
     WorkhorseValidationError,
 )
 from workhorse.aio import AsyncAdmin, AsyncQueue, AsyncWorker
-from workhorse.conformance_worker import SAVE_AS_OWNER_SQL, Report, SaveMeanwhile, async_handler, expand_text, meanwhile_saver, sync_handler, worker_options
+from .conformance_worker import SAVE_AS_OWNER_SQL, Report, SaveMeanwhile, async_handler, expand_text, meanwhile_saver, sync_handler, worker_options
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "conformance" / "scenarios"
 

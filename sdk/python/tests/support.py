@@ -44,13 +44,13 @@ def split_violations(url: str) -> list[str]:
 
 
 class WorkerProcess:
-    """``python -m workhorse.conformance_worker`` as a child process, its output lines collected."""
+    """``python -m tests.conformance_worker`` as a child process, its output lines collected."""
 
     def __init__(self, url: str, scenario: Path, worker_id: str) -> None:
         self.worker_id = worker_id
-        env = {**os.environ, "PYTHONPATH": str(SRC)}
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join((str(SRC), str(SRC.parent)))}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "workhorse.conformance_worker", "--database-url", url, "--scenario", str(scenario),
+            [sys.executable, "-m", "tests.conformance_worker", "--database-url", url, "--scenario", str(scenario),
              "--worker-id", worker_id],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
         )  # fmt: skip

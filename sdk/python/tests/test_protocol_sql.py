@@ -14,10 +14,7 @@ from .support import SRC
 ALLOWED = {
     "_protocol.py": "the statements themselves",
     "schema.py": "the migrator installs and upgrades the schema itself",
-    # The conformance runner's own test statement (a save as a worker whose lease ran out, read
-    # from the runtime row as a superuser); it is no client call, and the runner leaves the
-    # package for the tests with issue 32.
-    "conformance_worker.py": "the conformance runner's test-only statement",
+    "pytest_plugin.py": "the test fixtures create and drop a database per test (no client call)",
 }
 
 _START = re.compile(

@@ -197,5 +197,5 @@ def test_worker_options_and_registrations_are_checked(pool: ConnectionPool[Any])
     with pytest.raises(WorkerStateError):
         worker.handle("t", lambda payload, ctx: None)
     with pytest.raises(WorkhorseValidationError) as raised:
-        worker.handle("t2", lambda payload, ctx: None, retry={"kind": "sometimes"})  # type: ignore[arg-type]
+        worker.handle("t2", lambda payload, ctx: None, retry={"kind": "sometimes"})  # type: ignore[call-overload]
     assert raised.value.field == "retry.kind"

@@ -35,6 +35,24 @@ from .errors import (
     WorkhorseError,
     WorkhorseValidationError,
 )
+from .jobs import JobDefinition, PayloadDecodeError, TypedJob
+from .operator_types import (
+    CheckpointEntry,
+    ErrorGroup,
+    JobDuration,
+    Percentiles,
+    TimingStats,
+    HealthReport,
+    HealthThresholds,
+    JobSignal,
+    JobWait,
+    OperatorChange,
+    QueueActivity,
+    RetentionPolicy,
+    RetentionRun,
+    RetentionStatus,
+    ThresholdPair,
+)
 from .queue import Queue
 from .schema import MIN_SCHEMA_VERSION, SCHEMA_VERSION, MigrationResult, PendingStep, SchemaStatus, install_schema, schema_status, verify_schema
 from .types import (
@@ -75,6 +93,24 @@ from .types import (
 from .worker import Worker
 
 __all__ = [
+    "ErrorGroup",
+    "JobDuration",
+    "Percentiles",
+    "TimingStats",
+    "JobDefinition",
+    "PayloadDecodeError",
+    "TypedJob",
+    "CheckpointEntry",
+    "HealthReport",
+    "HealthThresholds",
+    "JobSignal",
+    "JobWait",
+    "OperatorChange",
+    "QueueActivity",
+    "RetentionPolicy",
+    "RetentionRun",
+    "RetentionStatus",
+    "ThresholdPair",
     "JOB_STATES",
     "MIN_SCHEMA_VERSION",
     "SCHEMA_VERSION",

@@ -1,4 +1,4 @@
-"""``python -m workhorse schema migrate|status`` (see ``workhorse._cli``)."""
+"""``python -m workhorse schema migrate|status`` and ``python -m workhorse worker module:attribute`` (see ``workhorse._cli``)."""
 
 import sys
 

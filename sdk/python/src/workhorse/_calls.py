@@ -123,6 +123,15 @@ def enqueue_request(type: object, payload: object, options: Mapping[str, Any]) -
     return [to_wire_request(type, payload, options)]
 
 
+def defined_request(job: object, payload: object, options: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One enqueue by type name or by ``JobDefinition`` (its validator run, its options under the call's)."""
+    from .jobs import JobDefinition
+
+    if isinstance(job, JobDefinition):
+        return enqueue_request(job.type, job.to_wire(payload), job.enqueue_options(options))
+    return enqueue_request(job, payload, options)
+
+
 def enqueue_batch(requests: object) -> list[dict[str, Any]]:
     """The requests of ``enqueue_many``, checked (the wire requests ``enqueue_many_v1`` receives)."""
     return to_wire_batch(requests)

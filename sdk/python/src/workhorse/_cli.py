@@ -19,6 +19,7 @@ import psycopg
 from . import _calls as calls
 from ._schema_files import BASELINE_VERSION
 from ._sync import _value
+from ._worker_cli import add_worker_command, run_worker
 from .errors import WorkhorseError
 from .schema import SCHEMA_VERSION, MigrationResult, SchemaStatus, install_schema, schema_status
 
@@ -34,8 +35,11 @@ _MIGRATE = "python -m workhorse schema migrate"
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m workhorse", description="The workhorse schema: install or upgrade it, or check its version.")
-    commands = parser.add_subparsers(dest="group", required=True, metavar="schema")
+    parser = argparse.ArgumentParser(
+        prog="python -m workhorse", description="The workhorse schema (install, upgrade, check its version), and workers."
+    )
+    commands = parser.add_subparsers(dest="group", required=True, metavar="{schema,worker}")
+    add_worker_command(commands)
     schema = commands.add_parser("schema", help="install or upgrade the workhorse schema, or check its version")
     actions = schema.add_subparsers(dest="command", required=True, metavar="{migrate,status}")
     for name, summary in (
@@ -56,6 +60,8 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
         args = _parser().parse_args(argv)
     except SystemExit as exit:  # argparse has printed the usage or the help
         return exit.code if isinstance(exit.code, int) else EXIT_USAGE
+    if args.group == "worker":
+        return run_worker(args, err)
     url = args.database_url or (os.environ if env is None else env).get("DATABASE_URL")
     if not url:
         err.write("workhorse: no database given: set DATABASE_URL or pass --database-url postgres://user:password@host:5432/db.\n")

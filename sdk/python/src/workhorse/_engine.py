@@ -41,6 +41,8 @@ from ._round_trips import RoundTrips
 from ._ticker import run_ticks
 from ._worker_options import EngineOptions
 from .errors import WorkerShutdownError, from_db_error
+from .events import EventHub
+from .types import RetryPolicy
 
 log = logging.getLogger("workhorse")
 
@@ -58,8 +60,10 @@ class Engine:
         executor: Executor | None,
         on_error: ErrorListener | None,
         on_started: Callable[[], None] | None = None,
+        events: EventHub | None = None,
     ) -> None:
         self.options = options
+        self.events = events or EventHub(options.worker_id)
         self._on_started = on_started
         self._driver = driver
         self._handlers = handlers
@@ -98,11 +102,13 @@ class Engine:
             raise
         o = self.options
         running, pending, wake = self._running, self._pending, self._wake
-        interrupter = Interrupter(running)
-        recorder = OutcomeRecorder(o, running, self._handlers, statements, wake, self._all_done, self._idle, self._report)
+        interrupter = Interrupter(running, self.events)
+        recorder = OutcomeRecorder(
+            o, running, self._handlers, statements, wake, self._all_done, self._idle, self._report, self.events
+        )
         executor = JobExecutor(
             o, self._handlers, self._executor, statements, running, pending, wake, self._all_done, interrupter, recorder,
-            _job_tracing.active(),
+            _job_tracing.active(), self.events,
         )  # fmt: skip
         self._recorder = recorder
         self._round_trips = RoundTrips(o, statements, running, pending, wake, executor.start, recorder, self._report)
@@ -113,7 +119,7 @@ class Engine:
         )  # fmt: skip
         self._tasks = [
             asyncio.create_task(heartbeater.run()),
-            asyncio.create_task(run_ticks(statements, o.tick_ms, self._report)),
+            asyncio.create_task(run_ticks(statements, o.tick_ms, self._report, o.worker_id, o.queues, self._policies())),
             asyncio.create_task(self._registration.run()),
         ]
         if o.listen:
@@ -123,6 +129,7 @@ class Engine:
         if self._on_started is not None:
             self._on_started()
         log.info("Worker %s started on %s with concurrency %d", o.worker_id, o.queues, o.concurrency)
+        self.events.worker("worker.started", count=o.concurrency)
         await self._stopped.wait()
 
     def request_stop(self) -> None:
@@ -159,7 +166,11 @@ class Engine:
         if self._statements is not None:
             await self._statements.close()
         log.info("Worker %s stopped", self.options.worker_id)
+        self.events.worker("worker.stopped")
         self._stopped.set()
+
+    def _policies(self) -> list[tuple[str, RetryPolicy | None]]:
+        return [(t, h.retry) for t, h in self._handlers.items()]
 
     def _drain_requested(self) -> None:
         """An operator asked this worker to drain: it claims no more and finishes what it holds."""
@@ -173,6 +184,7 @@ class Engine:
             "stop its process once `workhorse workers list` shows it drained.",
             self.options.worker_id, len(self._running),
         )  # fmt: skip
+        self.events.worker("worker.draining", count=len(self._running))
         if not self._running and self._registration is not None:
             self._registration.report_soon()
 
@@ -185,6 +197,7 @@ class Engine:
     def _report(self, during: str, error: BaseException) -> None:
         typed = from_db_error(error)
         log.warning("Worker %s: %s failed: %s", self.options.worker_id, during, typed)
+        self.events.worker("worker.error", reason=during, error=f"{type(typed).__name__}: {typed}")
         if self._on_error is not None:
             try:
                 self._on_error(during, typed)

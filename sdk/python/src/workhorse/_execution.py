@@ -25,6 +25,10 @@ class Handler:
     fn: Callable[..., Any]
     is_async: bool
     retry: RetryPolicy | None
+    #: A typed job's payload decoder (``JobDefinition.decode``): raises ``PayloadDecodeError``.
+    decode: Callable[[str, Any], Any] | None = None
+    #: A transactional handler's pool (the application's): its writes and completion commit together.
+    transaction_pool: Any = None
 
 
 @dataclass(eq=False)

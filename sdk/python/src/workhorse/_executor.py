@@ -16,9 +16,11 @@ from ._execution import Completion, Handler, Run
 from ._interrupter import Interrupter
 from ._job_tracing import JobTracing, await_in_span, call_in_span
 from ._outcome_recorder import OutcomeRecorder
+from ._transactional import run_async, run_sync
 from ._worker_options import EngineOptions
 from .context import AbortSignal, AsyncHandlerContext, ClaimedJob, HandlerContext, _JobCalls, wake_times
-from .errors import WorkhorseError
+from .errors import JobCanceledError, WorkhorseError
+from .events import EventHub
 from .validation import to_json_text
 
 
@@ -36,7 +38,9 @@ class JobExecutor:
         interrupter: Interrupter,
         recorder: OutcomeRecorder,
         tracing: JobTracing | None,
+        events: EventHub,
     ) -> None:
+        self._events = events
         self._options = options
         self._handlers = handlers
         #: Where plain functions run (None when every handler is a coroutine function).
@@ -74,6 +78,7 @@ class JobExecutor:
             run.span = self._tracing.start_attempt(job, trace_context)
         self._running[job_id] = run
         self._all_done.clear()
+        self._events.job("job.claimed", run)
         if timeout_ms is not None:
             self._interrupter.start_timeout(run, timeout_ms)
         handler = self._handlers.get(type)
@@ -83,6 +88,16 @@ class JobExecutor:
         loop = asyncio.get_running_loop()
         calls = _JobCalls(job, self._interrupter, self._statements, run.signal)
         payload_value = p.parse_json(payload)
+        if handler.decode is not None:
+            try:
+                payload_value = handler.decode(job_id, payload_value)
+            except Exception as error:
+                # Permanent (PayloadDecodeError is not retryable): the same payload fails every attempt.
+                self._recorder.failed(run, error)
+                return
+        if handler.transaction_pool is not None:
+            self._start_transaction(run, handler, payload_value, calls, loop)
+            return
         if run.span is not None:
             # The handler runs with its attempt's span active (its spans and enqueues belong to it).
             if handler.is_async:
@@ -95,6 +110,26 @@ class JobExecutor:
         else:
             run.task = loop.run_in_executor(self._threads, handler.fn, payload_value, HandlerContext(calls, loop))
         run.task.add_done_callback(lambda task: self._handler_done(run, task))
+
+    def _start_transaction(self, run: Run, handler: Handler, payload: Any, calls: _JobCalls, loop: asyncio.AbstractEventLoop) -> None:
+        """A transactional handler: its writes and ``complete_v1`` share one transaction."""
+        pool = handler.transaction_pool
+        if handler.is_async:
+            run.task = loop.create_task(run_async(pool, handler.fn, payload, AsyncHandlerContext(calls), run.job))
+        else:
+            run.task = loop.run_in_executor(self._threads, run_sync, pool, handler.fn, payload, HandlerContext(calls, loop), run.job)
+        run.task.add_done_callback(lambda task: self._transaction_done(run, task))
+
+    def _transaction_done(self, run: Run, task: asyncio.Future[Any]) -> None:
+        if task.cancelled() or task.exception() is not None:
+            self._handler_done(run, task)  # rolled back: recorded as the failure it is
+        elif task.result() == "canceled":
+            # Rolled back with the refused result: the cancellation is acknowledged on its own.
+            run.outcome = "canceled"
+            self._recorder.failed(run, JobCanceledError(run.job.job_id))
+        else:
+            # complete_v1 answered (it checked the fence): committed when ``succeeded``.
+            self._recorder.completed(run, task.result())
 
     def _handler_done(self, run: Run, task: asyncio.Future[Any]) -> None:
         thrown: BaseException | None

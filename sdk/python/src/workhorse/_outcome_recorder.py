@@ -17,6 +17,7 @@ from ._execution import Handler, Run, abort
 from ._failures import error_envelope, fail_options
 from ._job_tracing import record_error, set_outcome
 from ._worker_options import EngineOptions
+from .events import EventHub
 
 log = logging.getLogger("workhorse")
 
@@ -32,8 +33,10 @@ class OutcomeRecorder:
         all_done: asyncio.Event,
         on_idle: Callable[[], None],
         report: Callable[[str, BaseException], None],
+        events: EventHub,
     ) -> None:
         self._options = options
+        self._events = events
         #: The jobs being run, by job id (the engine's).
         self._running = running
         self._handlers = handlers
@@ -49,8 +52,12 @@ class OutcomeRecorder:
 
     def completed(self, run: Run, status: str) -> None:
         """A round trip recorded the run's completion (or found it ``stale`` or ``canceled``)."""
-        if status == "stale" and run.outcome != "abandoned":
-            log.warning("Job %s: lease lost before its completion was recorded", run.job.job_id)
+        if status == "stale":
+            if run.outcome != "abandoned":
+                log.warning("Job %s: lease lost before its completion was recorded", run.job.job_id)
+                self._events.job("job.lease_lost", run)
+        else:
+            self._events.job("job.succeeded" if status == "succeeded" else "job.canceled", run)
         if run.span is not None:
             set_outcome(run.span, _outcome_of(status))
         self.finish(run)
@@ -68,6 +75,7 @@ class OutcomeRecorder:
         recorded for it (its lease expires) and its slot is free."""
         if run.outcome is None:
             run.outcome = "abandoned"
+        self._events.job("job.abandoned", run, reason="shutdown")
         abort(run, reason)
         if run.span is not None:
             set_outcome(run.span, "lease_lost")
@@ -119,6 +127,8 @@ class OutcomeRecorder:
             return
         if run.outcome == "canceled":
             rows = await self._statements.rows(p.ACK_CANCEL_SQL, (job.job_id, self._options.worker_id, job.fence))
+            if p.status_of(rows) == "canceled":
+                self._events.job("job.canceled", run)
             if span is not None:
                 set_outcome(span, _outcome_of(p.status_of(rows)))
             return
@@ -130,7 +140,15 @@ class OutcomeRecorder:
         rows = await self._statements.rows(
             p.FAIL_SQL, (job.job_id, self._options.worker_id, job.fence, json.dumps(envelope), json.dumps(options))
         )
-        log.debug("Job %s attempt %d failed: %s", job.job_id, job.attempt, rows[0][0])
+        status, run_at = rows[0][0], rows[0][1]
+        if status == "retry_scheduled":
+            self._events.job("job.retry_scheduled", run, error=envelope, run_at=run_at)
+        elif status == "failed":
+            self._events.job("job.failed", run, error=envelope)
+        elif status == "canceled":
+            self._events.job("job.canceled", run)
+        elif status == "stale":
+            self._events.job("job.lease_lost", run)
         if span is not None:
             set_outcome(span, _outcome_of(rows[0][0]))
 
@@ -138,6 +156,8 @@ class OutcomeRecorder:
         job = run.job
         params = (job.job_id, self._options.worker_id, job.fence, self._options.unknown_type_delay_ms, reason)
         rows = await self._statements.rows(p.RELEASE_SQL, params)
+        if p.status_of(rows) == "released":
+            self._events.job("job.released", run, reason=reason)
         if run.span is not None:
             set_outcome(run.span, _outcome_of(p.status_of(rows)))
 

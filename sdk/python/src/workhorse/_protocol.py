@@ -72,6 +72,8 @@ FAIL_SQL = (
     "SELECT status, run_at, delay_ms "
     "FROM workhorse.fail_v1($1::uuid, $2::text, $3::bigint, $4::jsonb, $5::jsonb)"
 )
+#: A transactional handler's success, in its own transaction: ``succeeded``, ``canceled`` or ``stale``.
+COMPLETE_SQL = "SELECT workhorse.complete_v1($1::uuid, $2::text, $3::bigint, $4::jsonb)"
 RELEASE_SQL = "SELECT workhorse.release_v1($1::uuid, $2::text, $3::bigint, $4::integer, $5::text)"
 ACK_CANCEL_SQL = "SELECT workhorse.acknowledge_cancel_v1($1::uuid, $2::text, $3::bigint)"
 #: Answers the status and the value now stored under the name (``[]`` or ``[value]``; NULL when stale).
@@ -83,6 +85,7 @@ SLEEP_SQL = (
     "SELECT status, wake_at FROM workhorse.sleep_v1($1::uuid, $2::text, $3::bigint, $4::text, $5::timestamptz, $6::bigint)"
 )
 TICK_SQL = "SELECT workhorse.tick_v1()::text"
+REGISTER_HANDLERS_SQL = "SELECT workhorse.register_handlers_v1($1::text, $2::text[], $3::jsonb)"
 # The first report registers (no secret) and answers the secret every later report and the
 # unregistering present (sql/095_workers.sql).
 REPORT_WORKER_SQL = "SELECT drain, secret FROM workhorse.report_worker_v2($1::text, $2::jsonb, $3::integer, $4::text)"
@@ -297,3 +300,40 @@ def to_schedule_history_entry(row: Row) -> ScheduleHistoryEntry:
         reason=row[6],
         job_id=row[7],
     )
+
+
+# Operator reads and settings beyond single jobs (sql/040, 062, 064, 066, 096, 097), and the
+# producer's read of its own job (060_admin.sql).
+GET_OWN_JOB_SQL = f"SELECT {_SNAPSHOT_COLUMNS} FROM workhorse.get_own_job_v1($1::uuid)"
+READ_CHECKPOINTS_SQL = "SELECT name, value::text, attempt, worker_id, created_at FROM workhorse.read_checkpoints_v1($1::uuid)"
+QUEUE_ACTIVITY_SQL = (
+    "SELECT queue, bucket, succeeded, failed, canceled FROM workhorse.queue_activity_v1($1::timestamptz, $2::integer)"
+)
+JOB_SIGNALS_SQL = (
+    "SELECT id::text, name, payload::text, status, wait_seq, sent_at FROM workhorse.job_signals_v1($1::uuid, $2::integer)"
+)
+JOB_WAITS_SQL = (
+    "SELECT kind, name, seq, status, timeout_at, attempt, created_at, resolved_at, signal_id::text, context::text,"
+    " choices::text, decision::text, actor, reason FROM workhorse.job_waits_v1($1::uuid, $2::integer)"
+)
+OPERATOR_CHANGES_SQL = (
+    "SELECT id::text, at, kind, subject, actor, reason, login_role, detail::text"
+    " FROM workhorse.list_operator_changes_v1($1::text, $2::text, $3::integer, $4::bigint)"
+)
+HEALTH_SQL = "SELECT workhorse.health_v1($1::jsonb)::text"
+RETENTION_STATUS_SQL = "SELECT workhorse.retention_status_v2()::text"
+RETENTION_RUN_SQL = "SELECT workhorse.retention_run_v1($1::integer, true)::text"
+SET_RETENTION_SQL = "SELECT workhorse.set_retention_v1($1::jsonb, $2::text)"
+# The dashboard's incident reads (sql/068_dashboard_insights.sql).
+FIND_JOBS_SQL = (
+    f"SELECT {_SNAPSHOT_COLUMNS}, next_cursor FROM workhorse.find_jobs_v1($1::text, $2::jsonb, $3::text, $4::integer, "
+    "$5::text, $6::integer)"
+)
+JOB_DURATIONS_SQL = "SELECT job_id::text, started_at, run_ms, wait_ms FROM workhorse.job_durations_v1($1::uuid[])"
+JOB_TIMINGS_SQL = (
+    "SELECT name, attempts, run_p50_ms, run_p90_ms, run_p99_ms, wait_p50_ms, wait_p90_ms, wait_p99_ms, sampled"
+    " FROM workhorse.job_timings_v1($1::timestamptz, $2::text, $3::integer)"
+)
+ERROR_GROUPS_SQL = (
+    "SELECT error_name, message, failures, queues, first_seen, last_seen FROM workhorse.error_groups_v1($1::timestamptz, $2::integer)"
+)

@@ -2,23 +2,43 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Unpack
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, Literal, TypeVar, Unpack, overload
 
 from psycopg_pool import ConnectionPool
 
 from . import _calls as calls
+from . import _operator_calls as ops
 from . import _orchestration_calls as orchestration
 from . import _schedule_calls as schedules
 from ._sync import Connection, SyncExecutor
+from .jobs import JobDefinition, TypedJob, typed_job
+from .operator_types import (
+    CheckpointEntry,
+    ErrorGroup,
+    JobDuration,
+    TimingStats,
+    HealthReport,
+    HealthThresholds,
+    JobSignal,
+    JobWait,
+    OperatorChange,
+    QueueActivity,
+    RetentionPolicy,
+    RetentionRun,
+    RetentionStatus,
+)
 from .types import (
     CancelResult,
+    CompleteHumanWaitStatus,
     DeadLetterFilter,
     DrainResult,
     HumanWait,
     JobDetails,
     JobSnapshot,
     JobState,
+    JsonValue,
     Page,
     QueueInfo,
     RedriveResult,
@@ -27,6 +47,9 @@ from .types import (
     TimelineEntry,
     WorkerInfo,
 )
+
+P = TypeVar("P")
+R = TypeVar("R")
 
 
 class Admin:
@@ -43,10 +66,18 @@ class Admin:
     def __init__(self, pool: ConnectionPool[Any]) -> None:
         self._executor = SyncExecutor(pool)
 
-    def get_job(self, job_id: str, *, conn: Connection | None = None) -> JobDetails | None:
+    @overload
+    def get_job(self, job_id: str, *, conn: Connection | None = None) -> JobDetails | None: ...
+    @overload
+    def get_job(self, job_id: str, definition: JobDefinition[P, R], *, conn: Connection | None = None) -> TypedJob[P, R] | None: ...
+    def get_job(
+        self, job_id: str, definition: JobDefinition[Any, Any] | None = None, *, conn: Connection | None = None
+    ) -> JobDetails | TypedJob[Any, Any] | None:
         """The job's snapshot, whichever state it is in, with its lineage (``dependencies``,
-        ``waiting_on``, ``parent_id``, ``children``), or None when no such job exists."""
-        return self._executor.run(orchestration.get_job_details(job_id), conn)
+        ``waiting_on``, ``parent_id``, ``children``), or None when no such job exists. With
+        ``definition``: a ``TypedJob`` (its payload decoded by the definition's validator)."""
+        details = self._executor.run(orchestration.get_job_details(job_id), conn)
+        return details if definition is None else typed_job(definition, details)
 
     def get_job_timeline(
         self, job_id: str, *, limit: int = 100, cursor: str | None = None, conn: Connection | None = None
@@ -190,3 +221,105 @@ class Admin:
         their context and choices, filtered by queue, job type, wait name and job id, a page at
         a time."""
         return self._executor.run(orchestration.list_human_waits(queue, type, name, job_id, limit, cursor), conn)
+
+    def list_checkpoints(self, job_id: str, *, conn: Connection | None = None) -> list[CheckpointEntry]:
+        """The checkpoints a job saved (``ctx.checkpoint``), oldest first, with their stored values."""
+        return self._executor.run(ops.read_checkpoints(job_id), conn)
+
+    def list_job_signals(self, job_id: str, *, limit: int = 100, conn: Connection | None = None) -> list[JobSignal]:
+        """The signals sent to a job, newest first (at most ``limit``): each ``buffered`` until a
+        wait for its name consumes it, then ``consumed``."""
+        return self._executor.run(ops.job_signals(job_id, limit), conn)
+
+    def list_job_waits(self, job_id: str, *, limit: int = 100, conn: Connection | None = None) -> list[JobWait]:
+        """The waits a job's handler reached, newest first (at most ``limit``): signal and human
+        waits, open or answered, with their deadlines and a human wait's decision."""
+        return self._executor.run(ops.job_waits(job_id, limit), conn)
+
+    def queue_activity(self, *, since: datetime, bucket_seconds: int, conn: Connection | None = None) -> list[QueueActivity]:
+        """Finished jobs per queue and time bucket since ``since``, by terminal state (buckets
+        without any are left out)."""
+        return self._executor.run(ops.queue_activity(since, bucket_seconds), conn)
+
+    def list_operator_changes(
+        self,
+        *,
+        kind: str | None = None,
+        subject: str | None = None,
+        limit: int = 100,
+        before_id: str | None = None,
+        conn: Connection | None = None,
+    ) -> list[OperatorChange]:
+        """Operator changes of the settings kept in place (queue pause and resume, queue policies,
+        drain requests, the retention policy), newest first, with actor, reason and login role.
+        Page with ``before_id`` (the last row's id)."""
+        return self._executor.run(ops.operator_changes(kind, subject, limit, before_id), conn)
+
+    def health(self, thresholds: HealthThresholds | None = None, *, conn: Connection | None = None) -> HealthReport:
+        """One consistent snapshot of the queue's health (``status``: ``ok``, ``warn`` or
+        ``critical``, with its ``reasons``); thresholds left out keep their defaults
+        (docs/operations.md). A bad threshold raises ``WorkhorseValidationError`` naming it."""
+        return self._executor.run(ops.health({} if thresholds is None else thresholds), conn)
+
+    def retention_status(self, *, conn: Connection | None = None) -> RetentionStatus:
+        """The retention policy and how far retention got (docs/operations.md#retention)."""
+        return self._executor.run(ops.retention_status(), conn)
+
+    def set_retention(
+        self, policy: RetentionPolicy, *, actor: str | None = None, conn: Connection | None = None
+    ) -> None:
+        """Sets the retention policy; settings left out keep their values."""
+        self._executor.run(ops.set_retention(policy, actor), conn)
+
+    def run_retention(self, *, budget: int = 10_000, conn: Connection | None = None) -> RetentionRun:
+        """One retention pass now: drops expired history partitions and looks at up to ``budget``
+        jobs, removing those whose window has passed (``skipped`` when another pass runs)."""
+        return self._executor.run(ops.run_retention(budget), conn)
+
+    def complete_human_wait(
+        self,
+        job_id: str,
+        name: str,
+        decision: JsonValue,
+        *,
+        actor: str,
+        reason: str | None = None,
+        idempotency_key: str | None = None,
+        conn: Connection | None = None,
+    ) -> CompleteHumanWaitStatus:
+        """Records an operator's decision for a job's open human wait, as
+        ``Queue.complete_human_wait`` does (same checks and answers), with the operator's rights."""
+        call = orchestration.complete_human_wait(job_id, name, decision, actor, reason, idempotency_key)
+        return self._executor.run(call, conn)
+
+    def find_jobs(
+        self,
+        *,
+        tag: str | None = None,
+        payload: Mapping[str, JsonValue] | None = None,
+        error: str | None = None,
+        limit: int = 50,
+        scan_limit: int = 10_000,
+        cursor: str | None = None,
+        conn: Connection | None = None,
+    ) -> Page[JobSnapshot]:
+        """Jobs newest first whose tags include ``tag``, whose payload contains ``payload``
+        (``payload @> ...``) and whose error has the name ``error`` or a message containing it.
+        Without an index that serves the search, a call examines at most ``scan_limit`` jobs and
+        a partial page comes with a cursor (docs/dashboard.md)."""
+        return self._executor.run(ops.find_jobs(tag, payload, error, limit, cursor, scan_limit), conn)
+
+    def job_durations(self, job_ids: Sequence[str], *, conn: Connection | None = None) -> dict[str, JobDuration]:
+        """The latest attempt's start and run time and the wait before the first start, of up to 1000 jobs."""
+        return self._executor.run(ops.job_durations(list(job_ids)), conn)
+
+    def job_timings(
+        self, *, since: datetime, group: Literal["queue", "type"] = "queue", sample: int = 20_000, conn: Connection | None = None
+    ) -> list[TimingStats]:
+        """Run and wait time percentiles per queue or job type of the attempts closed since
+        ``since`` (within the last 7 days), from a sample of at most ``sample`` attempts."""
+        return self._executor.run(ops.job_timings(since, group, sample), conn)
+
+    def error_groups(self, *, since: datetime, limit: int = 20, conn: Connection | None = None) -> list[ErrorGroup]:
+        """Failures since ``since`` (within the last 7 days) by error name and message, most frequent first."""
+        return self._executor.run(ops.error_groups(since, limit), conn)

@@ -6,15 +6,34 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from typing import Any, Unpack
+from datetime import datetime
+from types import TracebackType
+from typing import Any, Literal, Self, TypeVar, Unpack, overload
 
 from . import _calls as calls
+from . import _operator_calls as ops
 from . import _orchestration_calls as orchestration
 from . import _schedule_calls as schedules
 from ._drivers import AsyncDriver, driver_for
 from ._job_tracing import start_send
 from ._worker_base import WorkerBase
+from .jobs import JobDefinition, TypedJob, typed_job
 from .context import AsyncHandlerContext
+from .operator_types import (
+    CheckpointEntry,
+    ErrorGroup,
+    JobDuration,
+    TimingStats,
+    HealthReport,
+    HealthThresholds,
+    JobSignal,
+    JobWait,
+    OperatorChange,
+    QueueActivity,
+    RetentionPolicy,
+    RetentionRun,
+    RetentionStatus,
+)
 from .types import (
     CancelResult,
     CompleteHumanWaitStatus,
@@ -40,6 +59,10 @@ from .types import (
 )
 
 
+P = TypeVar("P")
+R = TypeVar("R")
+
+
 class AsyncQueue:
     """Puts jobs into PostgreSQL; pass ``conn`` (a Psycopg ``AsyncConnection`` or an asyncpg
     connection inside your transaction) to make the job part of your transaction.
@@ -56,9 +79,15 @@ class AsyncQueue:
         self.pool = pool
         self.driver: AsyncDriver = driver_for(pool)
 
-    async def enqueue(self, type: str, payload: Any, *, conn: Any = None, **options: Unpack[EnqueueOptions]) -> str:
+    @overload
+    async def enqueue(self, type: str, payload: Any, *, conn: Any = None, **options: Unpack[EnqueueOptions]) -> str: ...
+    @overload
+    async def enqueue(self, type: JobDefinition[P, Any], payload: P, *, conn: Any = None, **options: Unpack[EnqueueOptions]) -> str: ...
+    async def enqueue(
+        self, type: str | JobDefinition[Any, Any], payload: Any, *, conn: Any = None, **options: Unpack[EnqueueOptions]
+    ) -> str:
         """Enqueues one job and returns its id; see ``workhorse.Queue.enqueue``."""
-        return (await self._send(calls.enqueue_request(type, payload, options), conn, calls.SINGLE))[0]
+        return (await self._send(calls.defined_request(type, payload, options), conn, calls.SINGLE))[0]
 
     async def enqueue_many(self, requests: Sequence[EnqueueRequest], *, conn: Any = None) -> list[str]:
         """Enqueues up to 1000 jobs, all or nothing; see ``workhorse.Queue.enqueue_many``."""
@@ -100,14 +129,32 @@ class AsyncQueue:
         return await self.driver.run(schedules.sync_schedules(namespace, definitions, actor), conn)
 
 
+    @overload
+    async def get_job(self, job_id: str, *, conn: Any = None) -> JobSnapshot | None: ...
+    @overload
+    async def get_job(self, job_id: str, definition: JobDefinition[P, R], *, conn: Any = None) -> TypedJob[P, R] | None: ...
+    async def get_job(
+        self, job_id: str, definition: JobDefinition[Any, Any] | None = None, *, conn: Any = None
+    ) -> JobSnapshot | TypedJob[Any, Any] | None:
+        """The snapshot of a job this role enqueued; see ``workhorse.Queue.get_job``."""
+        snapshot = await self.driver.run(ops.get_own_job(job_id), conn)
+        return snapshot if definition is None else typed_job(definition, snapshot)
+
 class AsyncAdmin:
     """Operator reads and actions; see ``workhorse.Admin`` (the same methods, awaited)."""
 
     def __init__(self, pool: Any) -> None:
         self._driver = driver_for(pool)
 
-    async def get_job(self, job_id: str, *, conn: Any = None) -> JobDetails | None:
-        return await self._driver.run(orchestration.get_job_details(job_id), conn)
+    @overload
+    async def get_job(self, job_id: str, *, conn: Any = None) -> JobDetails | None: ...
+    @overload
+    async def get_job(self, job_id: str, definition: JobDefinition[P, R], *, conn: Any = None) -> TypedJob[P, R] | None: ...
+    async def get_job(
+        self, job_id: str, definition: JobDefinition[Any, Any] | None = None, *, conn: Any = None
+    ) -> JobDetails | TypedJob[Any, Any] | None:
+        details = await self._driver.run(orchestration.get_job_details(job_id), conn)
+        return details if definition is None else typed_job(definition, details)
 
     async def get_job_timeline(
         self, job_id: str, *, limit: int = 100, cursor: str | None = None, conn: Any = None
@@ -209,6 +256,79 @@ class AsyncAdmin:
     ) -> Page[HumanWait]:
         return await self._driver.run(orchestration.list_human_waits(queue, type, name, job_id, limit, cursor), conn)
 
+    async def complete_human_wait(
+        self,
+        job_id: str,
+        name: str,
+        decision: JsonValue,
+        *,
+        actor: str,
+        reason: str | None = None,
+        idempotency_key: str | None = None,
+        conn: Any = None,
+    ) -> CompleteHumanWaitStatus:
+        call = orchestration.complete_human_wait(job_id, name, decision, actor, reason, idempotency_key)
+        return await self._driver.run(call, conn)
+
+    async def list_checkpoints(self, job_id: str, *, conn: Any = None) -> list[CheckpointEntry]:
+        return await self._driver.run(ops.read_checkpoints(job_id), conn)
+
+    async def list_job_signals(self, job_id: str, *, limit: int = 100, conn: Any = None) -> list[JobSignal]:
+        return await self._driver.run(ops.job_signals(job_id, limit), conn)
+
+    async def list_job_waits(self, job_id: str, *, limit: int = 100, conn: Any = None) -> list[JobWait]:
+        return await self._driver.run(ops.job_waits(job_id, limit), conn)
+
+    async def queue_activity(self, *, since: datetime, bucket_seconds: int, conn: Any = None) -> list[QueueActivity]:
+        return await self._driver.run(ops.queue_activity(since, bucket_seconds), conn)
+
+    async def list_operator_changes(
+        self,
+        *,
+        kind: str | None = None,
+        subject: str | None = None,
+        limit: int = 100,
+        before_id: str | None = None,
+        conn: Any = None,
+    ) -> list[OperatorChange]:
+        return await self._driver.run(ops.operator_changes(kind, subject, limit, before_id), conn)
+
+    async def health(self, thresholds: HealthThresholds | None = None, *, conn: Any = None) -> HealthReport:
+        return await self._driver.run(ops.health({} if thresholds is None else thresholds), conn)
+
+    async def retention_status(self, *, conn: Any = None) -> RetentionStatus:
+        return await self._driver.run(ops.retention_status(), conn)
+
+    async def set_retention(self, policy: RetentionPolicy, *, actor: str | None = None, conn: Any = None) -> None:
+        await self._driver.run(ops.set_retention(policy, actor), conn)
+
+    async def run_retention(self, *, budget: int = 10_000, conn: Any = None) -> RetentionRun:
+        return await self._driver.run(ops.run_retention(budget), conn)
+
+    async def find_jobs(
+        self,
+        *,
+        tag: str | None = None,
+        payload: Mapping[str, JsonValue] | None = None,
+        error: str | None = None,
+        limit: int = 50,
+        scan_limit: int = 10_000,
+        cursor: str | None = None,
+        conn: Any = None,
+    ) -> Page[JobSnapshot]:
+        return await self._driver.run(ops.find_jobs(tag, payload, error, limit, cursor, scan_limit), conn)
+
+    async def job_durations(self, job_ids: Sequence[str], *, conn: Any = None) -> dict[str, JobDuration]:
+        return await self._driver.run(ops.job_durations(list(job_ids)), conn)
+
+    async def job_timings(
+        self, *, since: datetime, group: Literal["queue", "type"] = "queue", sample: int = 20_000, conn: Any = None
+    ) -> list[TimingStats]:
+        return await self._driver.run(ops.job_timings(since, group, sample), conn)
+
+    async def error_groups(self, *, since: datetime, limit: int = 20, conn: Any = None) -> list[ErrorGroup]:
+        return await self._driver.run(ops.error_groups(since, limit), conn)
+
 
 class AsyncWorker(WorkerBase):
     """Claims jobs and runs their handlers in the running event loop: coroutine functions
@@ -228,9 +348,14 @@ class AsyncWorker(WorkerBase):
         await worker.run()  # until worker.stop()
     """
 
+    _async_transactions = True
+
     def __init__(self, queue: AsyncQueue, **options: Unpack[WorkerOptions]) -> None:
         """Options and defaults: see ``workhorse.WorkerOptions``."""
         super().__init__(queue.driver, options)
+        #: The queue the worker was made with (``workhorse.testing.drain_async`` reads through it).
+        self.queue = queue
+        self._task: asyncio.Task[None] | None = None
 
     async def run(self, *, handle_signals: bool = False) -> None:
         """Runs until ``stop()`` (or SIGTERM/SIGINT with ``handle_signals``), then drains."""
@@ -246,6 +371,28 @@ class AsyncWorker(WorkerBase):
         """Stops claiming, drains (see ``workhorse.Worker.stop``) and closes the worker's connections."""
         if self._engine is not None:
             await self._engine.stop(shutdown_timeout_ms)
+        if self._task is not None:
+            task, self._task = self._task, None
+            await task
+
+    async def __aenter__(self) -> Self:
+        """Runs the worker as a task of the running loop inside the block (it claims when the
+        block starts; a worker that cannot start raises here) and drains when the block ends::
+
+            async with AsyncWorker(queue).handle("email.send", send):
+                ...
+        """
+        self._task = asyncio.create_task(self.run())
+        starting = asyncio.create_task(self.started())
+        await asyncio.wait({self._task, starting}, return_when=asyncio.FIRST_COMPLETED)
+        if self._task.done():
+            starting.cancel()
+            task, self._task = self._task, None
+            await task  # raises what stopped it from starting
+        return self
+
+    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        await self.stop()
 
 
 __all__ = ["AsyncAdmin", "AsyncHandlerContext", "AsyncQueue", "AsyncWorker"]

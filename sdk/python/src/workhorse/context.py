@@ -4,6 +4,8 @@ for sync handlers (running in the worker's threads), ``AsyncHandlerContext`` for
 
 from __future__ import annotations
 
+import psycopg
+
 import asyncio
 import inspect
 import threading
@@ -176,6 +178,8 @@ class _ContextBase:
         #: Fires when the job is canceled, the lease is lost, the attempt times out or the worker shuts down.
         self.signal = calls.signal
         self._orchestration = HandlerOrchestration(calls)
+        #: A transactional handler's connection (set while it runs).
+        self._conn: Any = None
 
 
 class AsyncHandlerContext(_ContextBase):
@@ -202,8 +206,21 @@ class AsyncHandlerContext(_ContextBase):
         result = operation()
         if inspect.isawaitable(result):
             result = await result
-        stored = await self._calls.save_checkpoint(name, to_json_text(result, f"checkpoint {name!r}"))
+        text = to_json_text(result, f"checkpoint {name!r}")
+        if self._conn is not None:
+            from ._transactional import save_checkpoint_async
+
+            return cast(T, await save_checkpoint_async(self._conn, self._calls.job, name, text))
+        stored = await self._calls.save_checkpoint(name, text)
         return cast(T, stored)
+
+    @property
+    def conn(self) -> Any:
+        """In a transactional handler (``worker.handle(type, fn, transactional=True)``): the
+        connection (Psycopg ``AsyncConnection`` or asyncpg) of the transaction that also records
+        the job's success. Write through it and the writes commit exactly when the job
+        succeeds. None for other handlers."""
+        return self._conn
 
     async def set_progress(self, value: JsonValue) -> None:
         """Records progress (any JSON, at most 64 KiB), visible as ``progress`` of the job's
@@ -300,8 +317,21 @@ class HandlerContext(_ContextBase):
             return cast(T, value)
         self.signal.raise_if_aborted()
         result = operation()
-        stored = self._call(self._calls.save_checkpoint(name, to_json_text(result, f"checkpoint {name!r}")))
+        text = to_json_text(result, f"checkpoint {name!r}")
+        if self._conn is not None:
+            from ._transactional import save_checkpoint_sync
+
+            return cast(T, save_checkpoint_sync(self._conn, self._calls.job, name, text))
+        stored = self._call(self._calls.save_checkpoint(name, text))
         return cast(T, stored)
+
+    @property
+    def conn(self) -> psycopg.Connection[Any] | None:
+        """In a transactional handler (``worker.handle(type, fn, transactional=True)``): the
+        connection of the transaction that also records the job's success (from the
+        application's pool). Write through it and the writes commit exactly when the job
+        succeeds. None for other handlers."""
+        return cast("psycopg.Connection[Any] | None", self._conn)
 
     def set_progress(self, value: JsonValue) -> None:
         """Records progress; see ``AsyncHandlerContext.set_progress``."""

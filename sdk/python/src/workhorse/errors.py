@@ -131,7 +131,7 @@ class SchemaNotInstalledError(WorkhorseError):
 
     def __init__(self, expected: int) -> None:
         super().__init__(
-            f"The workhorse schema is not installed in this database (this SDK needs version {expected}). "
+            f"The workhorse schema is not installed in this database (this package needs version {expected}). "
             "Run `python -m workhorse schema migrate` (or `npx workhorse schema migrate`) or call "
             "workhorse.install_schema(conn) once, then start again."
         )

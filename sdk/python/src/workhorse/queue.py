@@ -3,16 +3,30 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Unpack
+from typing import Any, TypeVar, Unpack, overload
 
 from psycopg_pool import ConnectionPool
 
 from . import _calls as calls
+from . import _operator_calls as ops
 from . import _orchestration_calls as orchestration
 from . import _schedule_calls as schedules
 from ._job_tracing import start_send
 from ._sync import Connection, SyncExecutor
-from .types import CompleteHumanWaitStatus, EnqueueOptions, EnqueueRequest, JsonValue, SendSignalStatus, SyncedSchedule
+from .jobs import JobDefinition, TypedJob, typed_job
+from .types import (
+    CompleteHumanWaitStatus,
+    EnqueueOptions,
+    EnqueueRequest,
+    JobSnapshot,
+    JsonValue,
+    SendSignalStatus,
+    SyncedSchedule,
+)
+
+
+P = TypeVar("P")
+R = TypeVar("R")
 
 
 class Queue:
@@ -37,7 +51,15 @@ class Queue:
     def pool(self) -> ConnectionPool[Any]:
         return self._executor.pool
 
-    def enqueue(self, type: str, payload: Any, *, conn: Connection | None = None, **options: Unpack[EnqueueOptions]) -> str:
+    @overload
+    def enqueue(self, type: str, payload: Any, *, conn: Connection | None = None, **options: Unpack[EnqueueOptions]) -> str: ...
+    @overload
+    def enqueue(
+        self, type: JobDefinition[P, Any], payload: P, *, conn: Connection | None = None, **options: Unpack[EnqueueOptions]
+    ) -> str: ...
+    def enqueue(
+        self, type: str | JobDefinition[Any, Any], payload: Any, *, conn: Connection | None = None, **options: Unpack[EnqueueOptions]
+    ) -> str:
         """Enqueues one job and returns its id. Options (``queue``, ``priority``, ``run_at``,
         ``max_attempts``, ``retry_policy``, ``tags``, ``deadline``, ``execution_timeout_ms``,
         ``idempotency_key``, ``idempotency_scope``, ``idempotency_ttl_ms``, ``depends_on``,
@@ -48,8 +70,10 @@ class Queue:
         ``UnknownDependencyError``.
         With ``idempotency_key`` an exact repeat, while the key lives, returns the first job's
         id and writes nothing; a different request under the same key raises
-        ``IdempotencyConflictError``."""
-        return self._send(calls.enqueue_request(type, payload, options), conn, calls.SINGLE)[0]
+        ``IdempotencyConflictError``. Given a ``JobDefinition`` (workhorse.jobs), the payload
+        must be of its payload type, passes its validator before anything is written, and its
+        queue and options apply under the call's own."""
+        return self._send(calls.defined_request(type, payload, options), conn, calls.SINGLE)[0]
 
     def enqueue_many(self, requests: Sequence[EnqueueRequest], *, conn: Connection | None = None) -> list[str]:
         """Enqueues up to 1000 jobs in one statement, all or nothing, and returns their ids in
@@ -118,3 +142,18 @@ class Queue:
         one (an invalid cron expression or unknown zone is a ``WorkhorseValidationError`` naming
         ``definitions[i].cron`` or ``.timezone``) before writing anything, and plans them."""
         return self._executor.run(schedules.sync_schedules(namespace, definitions, actor), conn)
+
+    @overload
+    def get_job(self, job_id: str, *, conn: Connection | None = None) -> JobSnapshot | None: ...
+    @overload
+    def get_job(self, job_id: str, definition: JobDefinition[P, R], *, conn: Connection | None = None) -> TypedJob[P, R] | None: ...
+    def get_job(
+        self, job_id: str, definition: JobDefinition[Any, Any] | None = None, *, conn: Connection | None = None
+    ) -> JobSnapshot | TypedJob[Any, Any] | None:
+        """The snapshot of a job this login role enqueued (``get_own_job_v1``: a producer-only
+        role may call it), or None when no such job exists or another role enqueued it (a
+        producer cannot learn whether other jobs exist). Operators read any job with
+        ``Admin.get_job``. With ``definition``: a ``TypedJob`` whose payload is decoded by the
+        definition's validator."""
+        snapshot = self._executor.run(ops.get_own_job(job_id), conn)
+        return snapshot if definition is None else typed_job(definition, snapshot)

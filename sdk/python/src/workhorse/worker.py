@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Unpack
+from types import TracebackType
+from typing import Self, Unpack
 
 from ._drivers import PsycopgDriver
 from ._worker_base import WorkerBase
@@ -33,11 +34,19 @@ class Worker(WorkerBase):
             mailer.send(payload["to"])
 
         worker.run()  # until SIGTERM or Ctrl+C
+
+    As a context manager it runs in a background thread inside the block and drains when the
+    block ends::
+
+        with Worker(Queue(pool)).handle("email.send", send) as worker:
+            ...
     """
 
     def __init__(self, queue: Queue, **options: Unpack[WorkerOptions]) -> None:
         """Options and defaults: see ``workhorse.WorkerOptions``."""
         pool = queue.pool
+        #: The queue the worker was made with (``workhorse.testing.drain`` reads through its pool).
+        self.queue = queue
         super().__init__(PsycopgDriver(pool.conninfo, pool.kwargs, None), options)
         self._thread: threading.Thread | None = None
 
@@ -79,3 +88,10 @@ class Worker(WorkerBase):
         if self._thread is not None:
             self._thread.join()
             self._thread = None
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()

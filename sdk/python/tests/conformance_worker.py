@@ -1,6 +1,7 @@
 """The conformance scenarios' handler scripts (sdk/conformance/README.md), and a worker
-process that runs them: ``python -m workhorse.conformance_worker --database-url URL --scenario
-FILE [--worker-id ID]``. It prints one JSON object per line: ``{"event": "ready"}`` once
+process that runs them: ``python -m tests.conformance_worker --database-url URL --scenario
+FILE [--worker-id ID]`` from ``sdk/python`` with ``src`` on ``PYTHONPATH`` (a test tool: the
+package does not ship it). It prints one JSON object per line: ``{"event": "ready"}`` once
 claiming, ``{"event": "effect", "jobId", "name"}`` when a checkpoint operation runs,
 ``{"event": "mark", "jobId", "name"}`` at a mark, ``{"event": "stopped"}`` after a drain
 (SIGTERM). A test in any language can start it, SIGKILL it, and count what it did."""
@@ -19,12 +20,12 @@ from typing import Any
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from .context import AsyncHandlerContext, HandlerContext
-from .errors import ChildJobFailedError, NonRetryableError, RetryAfterError, SignalTimeoutError
-from .types import ChildJobSpec, ChildOutcome, DependencyOutcome, HumanDecision
-from .validation import ENQUEUE_OPTIONS
-from .queue import Queue
-from .worker import Worker
+from workhorse.context import AsyncHandlerContext, HandlerContext
+from workhorse.errors import ChildJobFailedError, NonRetryableError, RetryAfterError, SignalTimeoutError
+from workhorse.queue import Queue
+from workhorse.types import ChildJobSpec, ChildOutcome, DependencyOutcome, HumanDecision
+from workhorse.validation import ENQUEUE_OPTIONS
+from workhorse.worker import Worker
 
 #: Called with ("effect" | "mark", job id, name).
 Report = Callable[[str, str, str], None]
@@ -278,7 +279,7 @@ def _async_operation(step: Mapping[str, Any], job_id: str, report: Report, save:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m workhorse.conformance_worker", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m tests.conformance_worker", description=__doc__)
     parser.add_argument("--database-url", required=True)
     parser.add_argument("--scenario", required=True, help="a scenario file of sdk/conformance/scenarios")
     parser.add_argument("--worker-id")
