@@ -22,6 +22,8 @@ type HandlerOptions struct {
 type handler struct {
 	fn    func(ctx context.Context, job *Job, payload []byte) ([]byte, error)
 	retry []byte
+	// transactional: fn runs in a transaction that also records its success (HandleTx).
+	transactional bool
 }
 
 // Worker claims jobs from PostgreSQL and runs the handler registered for each job's type. It
@@ -115,9 +117,9 @@ func Handle[P, R any](w *Worker, jobType string, fn func(ctx context.Context, jo
 		return invalid("handler", "must be a function")
 	}
 	erased := func(ctx context.Context, job *Job, raw []byte) ([]byte, error) {
-		var payload P
-		if err := json.Unmarshal(raw, &payload); err != nil {
-			return nil, WrapError("PayloadDecodeError", fmt.Errorf("the payload of job %s does not decode into %T: %w", job.ID, payload, err))
+		payload, err := decodePayload[P](job, raw)
+		if err != nil {
+			return nil, err
 		}
 		result, err := fn(ctx, job, payload)
 		if err != nil {
@@ -301,11 +303,19 @@ func (w *Worker) startTicks(ctx context.Context) <-chan struct{} {
 		defer close(done)
 		timer := time.NewTimer(0)
 		defer timer.Stop()
+		registered := false
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-timer.C:
+			}
+			if !registered {
+				err := w.registerHandlers(ctx)
+				registered = err == nil
+				if err != nil && ctx.Err() == nil {
+					w.reportError("tick", err)
+				}
 			}
 			var result []byte
 			if err := queryRow(ctx, w.db, tickSQL, nil, &result); err != nil && ctx.Err() == nil {
@@ -315,6 +325,34 @@ func (w *Worker) startTicks(ctx context.Context) <-chan struct{} {
 		}
 	}()
 	return done
+}
+
+// registerHandlers tells the server the retry policy of each handler, for every queue the
+// worker claims from (register_handlers_v1): the server applies it to the attempts it closes
+// itself (an execution timeout, a lease that ran out), as the worker does for the failures it
+// reports. Tried before each tick until it succeeds; the last registration of a queue and type wins.
+func (w *Worker) registerHandlers(ctx context.Context) error {
+	if len(w.handlers) == 0 {
+		return nil
+	}
+	items := make([]byte, 0, 64*len(w.handlers))
+	items = append(items, '[')
+	for jobType, h := range w.handlers {
+		if len(items) > 1 {
+			items = append(items, ',')
+		}
+		name, _ := json.Marshal(jobType)
+		items = append(items, `{"type":`...)
+		items = append(items, name...)
+		if h.retry != nil {
+			items = append(items, `,"retryPolicy":`...)
+			items = append(items, h.retry...)
+		}
+		items = append(items, '}')
+	}
+	items = append(items, ']')
+	var count int64
+	return queryRow(ctx, w.db, registerHandlersSQL, []any{w.s.workerID, w.s.queuesArray, string(items)}, &count)
 }
 
 func jitter(d time.Duration, low, high float64) time.Duration {
