@@ -104,6 +104,9 @@ func NewWorker(db DB, o WorkerOptions) (*Worker, error) {
 // ID is the worker's id in leases and history.
 func (w *Worker) ID() string { return w.s.workerID }
 
+// Queues are the queues the worker claims from.
+func (w *Worker) Queues() []string { return append([]string(nil), w.s.queues...) }
+
 // Handle registers the handler of one job type. The payload is decoded from JSON into P, and
 // the result R encoded as the job's result (JSON, at most 1 MiB; use struct{} or any(nil) for
 // none). Returning an error fails the attempt, and the job's retry policy decides what next
