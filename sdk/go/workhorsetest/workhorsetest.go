@@ -177,10 +177,23 @@ func terminal(s workhorse.JobState) bool {
 	return s == workhorse.StateSucceeded || s == workhorse.StateFailed || s == workhorse.StateCanceled
 }
 
+// DefaultTimeout bounds WaitForState, RequireState and Drain when their context has no deadline.
+const DefaultTimeout = 10 * time.Second
+
+// bounded is ctx, with DefaultTimeout when it has no deadline.
+func bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, DefaultTimeout)
+}
+
 // WaitForState waits until the job is in one of the states and returns its snapshot; a
-// *StateError when it ended in another terminal state, does not exist, or ctx ended first.
-// It runs no job: a running worker (or Drain) must.
+// *StateError when it ended in another terminal state, does not exist, or ctx ended first
+// (DefaultTimeout when ctx has no deadline). It runs no job: a running worker (or Drain) must.
 func WaitForState(ctx context.Context, db workhorse.DB, jobID string, want ...workhorse.JobState) (*workhorse.JobSnapshot, error) {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
 	admin := workhorse.NewAdmin(db)
 	poll := time.NewTicker(20 * time.Millisecond)
 	defer poll.Stop()
@@ -206,11 +219,11 @@ func WaitForState(ctx context.Context, db workhorse.DB, jobID string, want ...wo
 	}
 }
 
-// RequireState waits (up to 10 s, or the test's deadline) until the job is in one of the
-// states, failing the test with the job as it is otherwise, and returns its snapshot.
+// RequireState waits (up to DefaultTimeout) until the job is in one of the states, failing the
+// test with the job as it is otherwise, and returns its snapshot.
 func RequireState(t testing.TB, db workhorse.DB, jobID string, want ...workhorse.JobState) *workhorse.JobSnapshot {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), DefaultTimeout)
 	defer cancel()
 	job, err := WaitForState(ctx, db, jobID, want...)
 	if err != nil {
@@ -248,8 +261,10 @@ func (e *DrainTimeoutError) Unwrap() error { return e.Err }
 // and returns. Jobs the handlers enqueue in those queues run too. The worker must not have run
 // (a worker runs once): build one per drain. When ctx ends first, the worker stops at once (its
 // handlers' contexts are canceled, nothing is recorded for them) and the error is a
-// *DrainTimeoutError listing what was still due.
+// *DrainTimeoutError listing what was still due; a ctx without a deadline gets DefaultTimeout.
 func Drain(ctx context.Context, db workhorse.DB, w *workhorse.Worker) error {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
 	admin := workhorse.NewAdmin(db)
 	done := make(chan error, 1)
 	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
