@@ -64,6 +64,10 @@ func TestATransactionalHandlersWritesCommitWithItsCompletion(t *testing.T) {
 				if _, err := workhorse.Checkpoint(ctx, job, "booked", func(context.Context) (string, error) { return b.Invoice, nil }); err != nil {
 					return 0, err
 				}
+				// Progress commits on its own: the checkpoint in the transaction holds no lock it waits for.
+				if err := job.SetProgress(ctx, "booked"); err != nil {
+					return 0, err
+				}
 				if _, err := workhorse.NewQueue(tx.DB()).Enqueue(ctx, "invoice.mail", b.Invoice, nil); err != nil {
 					return 0, err
 				}
@@ -98,6 +102,11 @@ func TestATransactionalHandlersWritesCommitWithItsCompletion(t *testing.T) {
 				must(t, err)
 				if len(checkpoints) != want {
 					t.Fatalf("checkpoints of %s: %+v, want %d", id, checkpoints, want)
+				}
+				job, err := admin.GetJob(ctx, id)
+				must(t, err)
+				if !sameJSON(job.Progress, `"booked"`) {
+					t.Fatalf("progress of %s: %s", id, job.Progress)
 				}
 			}
 		})

@@ -76,8 +76,8 @@ const (
 
 // Worker, as a job's owner (job id, worker id and fence token first).
 const (
-	// Saves a checkpoint: job id, worker id, fence, name, value (JSON).
-	saveCheckpointSQL = "SELECT status, stored::text FROM workhorse.save_checkpoint_v2($1, $2, $3, $4, $5::jsonb)"
+	// Saves a checkpoint: job id, worker id, fence, name, value (JSON), in a transactional handler's transaction.
+	saveCheckpointSQL = "SELECT status, stored::text FROM workhorse.save_checkpoint_v2($1, $2, $3, $4, $5::jsonb, $6)"
 
 	// Reports progress: job id, worker id, fence, value (JSON).
 	setProgressSQL = "SELECT workhorse.set_progress_v1($1, $2, $3, $4::jsonb)"
