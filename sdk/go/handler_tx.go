@@ -75,11 +75,7 @@ func HandleTx[P, R any](w *Worker, jobType string, fn func(ctx context.Context, 
 		}
 		return toJSON(result, "result", maxJSONBytes)
 	}
-	if err := w.register(jobType, erased, opts); err != nil {
-		return err
-	}
-	w.handlers[jobType].transactional = true
-	return nil
+	return w.register(jobType, &handler{fn: erased, transactional: true}, opts)
 }
 
 // decodePayload decodes a job's payload into P. A payload that does not decode fails the job

@@ -130,17 +130,16 @@ func Handle[P, R any](w *Worker, jobType string, fn func(ctx context.Context, jo
 		}
 		return toJSON(result, "result", maxJSONBytes)
 	}
-	return w.register(jobType, erased, opts)
+	return w.register(jobType, &handler{fn: erased}, opts)
 }
 
-func (w *Worker) register(jobType string, fn func(context.Context, *Job, []byte) ([]byte, error), opts []HandlerOptions) error {
+func (w *Worker) register(jobType string, h *handler, opts []HandlerOptions) error {
 	if err := checkName(jobType, "type"); err != nil {
 		return err
 	}
 	if len(opts) > 1 {
 		return invalid("options", "give at most one HandlerOptions")
 	}
-	h := &handler{fn: fn}
 	if len(opts) == 1 && opts[0].Retry != nil {
 		policy, err := opts[0].Retry.wire("retry")
 		if err == nil {
