@@ -89,7 +89,7 @@ func decodePayload[P any](job *Job, raw []byte) (P, error) {
 }
 
 // executeInTx runs a transactional handler and records its ending: the success inside the
-// handler's transaction, anything else (after a rollback) as executeHandler does.
+// handler's transaction, anything else after a rollback, as execute records a failure.
 func (w *Worker) executeInTx(r *run, h *handler, payload []byte) error {
 	job := r.job
 	background := context.WithoutCancel(r.ctx)
