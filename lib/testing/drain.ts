@@ -1,10 +1,28 @@
-import type { INestApplicationContext } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Admin } from '../core/admin';
+import { WorkhorseValidationError } from '../core/errors';
 import { WorkhorseWorker } from '../nest/workhorse.worker';
 import { messages } from '../nest/workhorse.messages';
 import { dueJobs } from './jobs';
+import { adminOf, isNestTarget, type WorkhorseTestTarget } from './target';
 import { DrainTimeoutError } from './testing.errors';
+
+/** What a drain needs of a worker (the Nest `WorkhorseWorker` or a core `Worker`), and how it runs one pass. */
+interface Drainable {
+  worker: { readonly isRunning: boolean; readonly queues: readonly string[]; readonly activeCount: number };
+  /** One pass; resolves with how many jobs it ran. */
+  runOnce(queues: string[] | undefined, signal: AbortSignal): Promise<number>;
+}
+
+function drainableOf(target: WorkhorseTestTarget): Drainable {
+  if (isNestTarget(target)) {
+    const worker = target.get(WorkhorseWorker);
+    return { worker, runOnce: (queues, signal) => worker.runOnce({ queues, signal }) };
+  }
+  const worker = target.worker;
+  if (!worker) throw new WorkhorseValidationError('worker', 'drainWorkhorse without Nest needs the core worker whose handlers run the jobs ({ queue, worker })');
+  // A core pass claims from the worker's own queues (it takes no others, and no signal).
+  return { worker, runOnce: () => worker.runOnce() };
+}
 
 /**
  * Options of {@link drainWorkhorse}.
@@ -28,6 +46,11 @@ export interface DrainOptions {
  * temporary worker (`WorkhorseWorker.runOnce`) pass after pass. Jobs that the handlers enqueue
  * are run too. Throws a {@link DrainTimeoutError} naming what is still due after `timeoutMs`.
  *
+ * Without Nest, give the core objects: `{ queue, worker }` (or `{ pool, worker }`). A running
+ * core worker is waited for, as above; an idle one runs `worker.runOnce()` pass after pass on
+ * its own queues (`queues` adds none then, and a handler still running at the timeout is not
+ * aborted).
+ *
  * @example
  * const app = await Test.createTestingModule({ imports: [AppModule] }).compile();
  * await app.init();
@@ -35,9 +58,9 @@ export interface DrainOptions {
  * await drainWorkhorse(app);
  * expect(await app.get(Admin).listJobs({ type: 'order.fulfill', states: ['succeeded'] })).toHaveProperty('items.length', 1);
  */
-export async function drainWorkhorse(app: INestApplicationContext, options: DrainOptions = {}): Promise<void> {
-  const worker = app.get(WorkhorseWorker);
-  const admin = app.get(Admin);
+export async function drainWorkhorse(app: WorkhorseTestTarget, options: DrainOptions = {}): Promise<void> {
+  const { worker, runOnce } = drainableOf(app);
+  const admin = adminOf(app);
   const timeoutMs = options.timeoutMs ?? 10_000;
   const timedOut = async (queues: readonly string[] | null) => {
     const due = await dueJobs(admin, queues);
@@ -58,7 +81,7 @@ export async function drainWorkhorse(app: INestApplicationContext, options: Drai
   const expired = sleep(timeoutMs, 'expired' as const, { signal: stop.signal }).catch(() => 'finished' as const);
   try {
     for (;;) {
-      const pass = worker.runOnce({ queues: options.queues, signal: stop.signal });
+      const pass = runOnce(options.queues, stop.signal);
       const claimed = await Promise.race([pass, expired]);
       if (claimed === 'expired') {
         pass.catch(() => undefined); // a handler that ignores its abort signal may settle much later

@@ -1,7 +1,6 @@
-import type { INestApplicationContext } from '@nestjs/common';
-import { Admin } from '../core/admin';
 import type { JobSnapshot } from '../core/types';
 import { jobsNewestFirst } from './jobs';
+import { adminOf, type WorkhorseTestTarget } from './target';
 
 /**
  * Filter of {@link listEnqueued}; every field is optional.
@@ -19,7 +18,8 @@ export interface ListEnqueuedFilter {
 /**
  * The jobs enqueued so far (committed ones, plus the current transaction's own when called
  * inside one), oldest first, optionally only of one type or queue and only since a moment. Each
- * is a full snapshot: payload, options and current state.
+ * is a full snapshot: payload, options and current state. Takes the Nest application, or the
+ * core objects (`{ pool }`, `{ queue }` or `{ admin }`).
  *
  * @example
  * const since = new Date();
@@ -27,8 +27,8 @@ export interface ListEnqueuedFilter {
  * const jobs = await listEnqueued(app, { type: 'order.fulfill', since });
  * expect(jobs.map((job) => job.payload)).toEqual([{ id: 'o-1' }]);
  */
-export async function listEnqueued(app: INestApplicationContext, filter: ListEnqueuedFilter = {}): Promise<JobSnapshot[]> {
-  const admin = app.get(Admin);
+export async function listEnqueued(app: WorkhorseTestTarget, filter: ListEnqueuedFilter = {}): Promise<JobSnapshot[]> {
+  const admin = adminOf(app);
   const jobs: JobSnapshot[] = [];
   for await (const job of jobsNewestFirst(admin, { type: filter.type, queue: filter.queue })) {
     if (filter.since && job.createdAt < filter.since) break;

@@ -1,8 +1,7 @@
-import type { INestApplicationContext } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Admin } from '../core/admin';
 import type { JobSnapshot, JobState } from '../core/types';
 import { messages } from '../nest/workhorse.messages';
+import { adminOf, type WorkhorseTestTarget } from './target';
 import { JobStateError } from './testing.errors';
 
 const TERMINAL: readonly JobState[] = ['succeeded', 'failed', 'canceled'];
@@ -25,7 +24,8 @@ export interface WaitForJobStateOptions {
  * when the job ends in another terminal state (it can never change again), and after
  * `timeoutMs` otherwise, with a {@link JobStateError} whose message shows the job's actual
  * state, attempt and last error. It does not run jobs: the application's worker (or a
- * `drainWorkhorse` call) must.
+ * `drainWorkhorse` call) must. Takes the Nest application, or the core objects
+ * (`{ pool }`, `{ queue }` or `{ admin }`).
  *
  * @example
  * const { jobId } = await (await fetch(`${url}/orders`, { method: 'POST' })).json();
@@ -33,12 +33,12 @@ export interface WaitForJobStateOptions {
  * expect(job.result).toEqual({ shipped: true });
  */
 export async function waitForJobState(
-  app: INestApplicationContext,
+  app: WorkhorseTestTarget,
   jobId: string,
   state: JobState | readonly JobState[],
   options: WaitForJobStateOptions = {},
 ): Promise<JobSnapshot> {
-  const admin = app.get(Admin);
+  const admin = adminOf(app);
   const wanted: readonly JobState[] = typeof state === 'string' ? [state] : state;
   const timeoutMs = options.timeoutMs ?? 10_000;
   const deadline = Date.now() + timeoutMs;

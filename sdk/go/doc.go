@@ -6,7 +6,10 @@
 // claims and runs them under a lease with a fence token, with batched claims and completions,
 // batched heartbeats, LISTEN/NOTIFY wake-up with polling, retries, durable sleeps, cancellation
 // and a graceful drain; [Checkpoint] makes a stage run once per job; [Admin] reads what happened
-// and acts as an operator. It runs on pgx v5 ([Pgx]) or database/sql ([SQL]). With an
+// and acts as an operator. A payload type with a Kind method ([JobArgs]) binds a job type to
+// its payload ([EnqueueArgs], [HandleArgs]); [HandleTx] runs a handler in a transaction that
+// also records its success; the workhorsetest package helps your tests (Drain,
+// RequireEnqueued, RequireState). It runs on pgx v5 ([Pgx]) or database/sql ([SQL]). With an
 // OpenTelemetry tracer provider, enqueues under a span store its W3C trace context and each
 // attempt runs in a span linked to it, as in the TypeScript client (README, "Tracing").
 //

@@ -128,7 +128,7 @@ type SchemaVersionMismatchError struct{ Installed, Expected, Minimum int }
 func (e *SchemaVersionMismatchError) Error() string {
 	if e.Installed > e.Expected {
 		return fmt.Sprintf("the workhorse schema in this database is version %d, newer than this package (version %d), "+
-			"and it no longer serves this release: upgrade the package to a release that works with it; a schema is never downgraded",
+			"and it no longer serves this release: upgrade the package to a release that works with it. A schema is never downgraded.",
 			e.Installed, e.Expected)
 	}
 	minimum := e.Minimum
@@ -137,7 +137,7 @@ func (e *SchemaVersionMismatchError) Error() string {
 	}
 	return fmt.Sprintf("the workhorse schema in this database is version %d, older than this package needs (version %d to %d): "+
 		"call workhorse.InstallSchema(ctx, pool) (or run `npx workhorse schema migrate` or `python -m workhorse schema migrate`) "+
-		"as the schema's owner, then start again; queued jobs, schedules and history are kept", e.Installed, minimum, e.Expected)
+		"as the schema's owner, then start again. Queued jobs, schedules and history are kept.", e.Installed, minimum, e.Expected)
 }
 
 // SchemaMigrationError says an upgrade of the schema could not be made: the database is older

@@ -164,12 +164,18 @@ func TestAResultThatIsNotJSONFailsTheAttempt(t *testing.T) {
 	}
 }
 
-func TestAPayloadThatDoesNotDecodeFailsTheAttempt(t *testing.T) {
-	job, _, _ := runOne(t, "not an object", &workhorse.EnqueueOptions{MaxAttempts: 1}, func(context.Context, *workhorse.Job, struct{ A int }) (any, error) {
+// Every attempt would fail the same way: the first one fails the job, with the details (the
+// job keeps its default 25 attempts).
+func TestAPayloadThatDoesNotDecodeFailsTheJobAtOnce(t *testing.T) {
+	job, db, _ := runOne(t, "not an object", nil, func(context.Context, *workhorse.Job, struct{ A int }) (any, error) {
 		return nil, nil
 	})
-	if job.State != workhorse.StateFailed || job.Error.Name != "PayloadDecodeError" {
+	if job.State != workhorse.StateFailed || job.CurrentAttempt != 1 || job.MaxAttempts != 25 || job.Error.Name != "PayloadDecodeError" ||
+		!strings.Contains(job.Error.Message, "does not decode into struct { A int }") || !strings.Contains(job.Error.Message, "cannot unmarshal string") {
 		t.Fatalf("job %+v, error %+v", job, job.Error)
+	}
+	if got := attempts(t, db, job.ID); got != "1:failed" {
+		t.Fatalf("attempts %s", got)
 	}
 }
 

@@ -26,6 +26,8 @@ type Job struct {
 
 	w   *Worker
 	run *run
+	// tx is a transactional handler's transaction (HandleTx), where its checkpoints are written; nil otherwise.
+	tx *HandlerTx
 
 	mu sync.Mutex
 	// Stored by earlier runs, as claimed: {"name": [] | [value]} and the sleeps, {"name": wake time}
@@ -121,9 +123,16 @@ func (j *Job) fenced(s string, err error) error {
 func (j *Job) saveCheckpoint(ctx context.Context, name string, data []byte) (json.RawMessage, error) {
 	var s string
 	var stored *string
-	err := queryRow(context.WithoutCancel(ctx), j.w.db,
+	// In a transactional handler the checkpoint is part of its transaction, which then reads the
+	// job's row without locking it (the completion locks it): progress, sleeps and waits, which
+	// commit on their own, are not held up.
+	db := j.w.db
+	if j.tx != nil {
+		db = j.tx.DB()
+	}
+	err := queryRow(context.WithoutCancel(ctx), db,
 		saveCheckpointSQL,
-		[]any{j.ID, j.WorkerID, j.FenceToken, name, string(data)}, &s, &stored)
+		[]any{j.ID, j.WorkerID, j.FenceToken, name, string(data), j.tx != nil}, &s, &stored)
 	if err == nil && stored == nil {
 		s = "stale"
 	}

@@ -20,6 +20,8 @@ type workerPool interface {
 	// listen runs f on a pgx connection of its own and closes (or discards) it afterwards, or
 	// answers errListenUnsupported.
 	listen(ctx context.Context, f func(*pgx.Conn) error) error
+	// begin opens a transaction on one of the pool's connections (a transactional handler's).
+	begin(ctx context.Context) (*HandlerTx, error)
 }
 
 // ownConn is a connection a worker opened for itself.
@@ -59,7 +61,23 @@ func (p pgxPool) listen(ctx context.Context, f func(*pgx.Conn) error) error {
 	return f(conn)
 }
 
+func (p pgxPool) begin(ctx context.Context) (*HandlerTx, error) {
+	tx, err := p.pool.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &HandlerTx{pgx: tx}, nil
+}
+
 type sqlPool struct{ sqldb *sql.DB }
+
+func (p sqlPool) begin(ctx context.Context) (*HandlerTx, error) {
+	tx, err := p.sqldb.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &HandlerTx{sql: tx}, nil
+}
 
 func (p sqlPool) db() DB { return sqlDB{q: p.sqldb} }
 

@@ -69,12 +69,15 @@ const (
 
 	// Makes definitions (JSON) the desired state of a namespace's schedules.
 	syncSchedulesSQL = "SELECT key, change, revision FROM workhorse.sync_schedules_v1($1, $2::jsonb)"
+
+	// A job this login role enqueued (see jobRowColumns), or no row.
+	getOwnJobSQL = "SELECT " + jobRowColumns + " FROM workhorse.get_own_job_v1($1)"
 )
 
 // Worker, as a job's owner (job id, worker id and fence token first).
 const (
-	// Saves a checkpoint: job id, worker id, fence, name, value (JSON).
-	saveCheckpointSQL = "SELECT status, stored::text FROM workhorse.save_checkpoint_v2($1, $2, $3, $4, $5::jsonb)"
+	// Saves a checkpoint: job id, worker id, fence, name, value (JSON), in a transactional handler's transaction.
+	saveCheckpointSQL = "SELECT status, stored::text FROM workhorse.save_checkpoint_v2($1, $2, $3, $4, $5::jsonb, $6)"
 
 	// Reports progress: job id, worker id, fence, value (JSON).
 	setProgressSQL = "SELECT workhorse.set_progress_v1($1, $2, $3, $4::jsonb)"
@@ -131,6 +134,12 @@ const (
 
 	// One maintenance tick.
 	tickSQL = "SELECT workhorse.tick_v1()"
+
+	// Registers the handlers' retry policies for the worker's queues: worker id, queues, handlers (JSON).
+	registerHandlersSQL = "SELECT workhorse.register_handlers_v1($1, $2::text[], $3::jsonb)"
+
+	// Records a success in a transactional handler's own transaction: job id, worker id, fence, result (JSON).
+	completeSQL = "SELECT workhorse.complete_v1($1, $2, $3, $4::jsonb)"
 )
 
 // Operator (Admin).
@@ -138,14 +147,39 @@ const (
 	// Any job's row (see jobRowColumns), or no row.
 	getJobSQL = "SELECT " + jobRowColumns + " FROM workhorse.get_job_v1($1)"
 
+	// A job's checkpoints, oldest first.
+	readCheckpointsSQL = "SELECT name, value, attempt, worker_id, created_at FROM workhorse.read_checkpoints_v1($1)"
 
+	// The signals sent to a job, newest first: job id, limit.
+	jobSignalsSQL = "SELECT id::text, name, payload, status, wait_seq, sent_at FROM workhorse.job_signals_v1($1, $2)"
+
+	// The signal and human waits a job reached, newest first: job id, limit.
+	jobWaitsSQL = `SELECT kind, name, seq, status, timeout_at, attempt, created_at, resolved_at, signal_id::text, context,
+	    choices, decision, actor, reason FROM workhorse.job_waits_v1($1, $2)`
+
+	// Finished jobs per queue and time bucket: since, bucket seconds.
+	queueActivitySQL = "SELECT queue, bucket, succeeded, failed, canceled FROM workhorse.queue_activity_v1($1::text::timestamptz, $2)"
+
+	// The operator changes, newest first: kind, subject, limit, before id.
+	listOperatorChangesSQL = "SELECT id::text, at, kind, subject, actor, reason, login_role, detail FROM workhorse.list_operator_changes_v1($1, $2, $3, $4::text::bigint)"
+
+	// One consistent health snapshot: thresholds (JSON).
+	healthSQL = "SELECT workhorse.health_v1($1::jsonb)"
+
+	// The retention policy and how far retention got.
+	retentionStatusSQL = "SELECT workhorse.retention_status_v2()"
+
+	// One retention pass now: budget.
+	retentionRunSQL = "SELECT workhorse.retention_run_v1($1, true)"
+
+	// Sets the retention policy: settings (JSON), actor.
+	setRetentionSQL = "SELECT workhorse.set_retention_v1($1::jsonb, $2)::text"
 
 	// A job's prerequisites, parent and children.
 	jobLinksSQL = "SELECT relation, job_id::text, state, key FROM workhorse.job_links_v1($1)"
 
 	// Cancels a job: job id, reason.
 	cancelSQL = "SELECT workhorse.cancel_v1($1, $2)"
-
 
 	// Redrives one job: job id, request id, actor, reason.
 	redriveSQL = "SELECT workhorse.redrive_v1($1, $2, $3, $4)::text"
@@ -174,8 +208,6 @@ const (
 	// A schedule's history: namespace, key, limit.
 	scheduleHistorySQL = "SELECT revision, at, change, definition, actor, login_role, reason, job_id::text FROM workhorse.get_schedule_history_v2($1, $2, $3)"
 
-
-
 	// One queue's row of listQueuesSQL (none for an idle queue).
 	getQueueSQL = listQueuesSQL + " WHERE queue = $1"
 
@@ -187,7 +219,6 @@ const (
 	pauseScheduleSQL  = "SELECT workhorse.pause_schedule_v1($1, $2, $3, $4)"
 	resumeScheduleSQL = "SELECT workhorse.resume_schedule_v1($1, $2, $3, $4)"
 )
-
 
 // notifyChannel is where the SQL functions pg_notify a queue's name whenever it gains ready work.
 const notifyChannel = "workhorse_jobs"

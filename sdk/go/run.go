@@ -102,6 +102,10 @@ func (w *Worker) execute(r *run, payload []byte) {
 		w.settle(r, "release", w.release(r, "no handler for job type \""+r.job.Type+"\" on worker "+w.s.workerID))
 		return
 	}
+	if h.transactional {
+		w.settle(r, "transaction", w.executeInTx(r, h, payload))
+		return
+	}
 	result, err := invoke(h, r, payload)
 	if err == nil && r.gaveUp() {
 		err = context.Cause(r.ctx)

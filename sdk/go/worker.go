@@ -22,6 +22,8 @@ type HandlerOptions struct {
 type handler struct {
 	fn    func(ctx context.Context, job *Job, payload []byte) ([]byte, error)
 	retry []byte
+	// transactional: fn runs in a transaction that also records its success (HandleTx).
+	transactional bool
 }
 
 // Worker claims jobs from PostgreSQL and runs the handler registered for each job's type. It
@@ -102,6 +104,9 @@ func NewWorker(db DB, o WorkerOptions) (*Worker, error) {
 // ID is the worker's id in leases and history.
 func (w *Worker) ID() string { return w.s.workerID }
 
+// Queues are the queues the worker claims from.
+func (w *Worker) Queues() []string { return append([]string(nil), w.s.queues...) }
+
 // Handle registers the handler of one job type. The payload is decoded from JSON into P, and
 // the result R encoded as the job's result (JSON, at most 1 MiB; use struct{} or any(nil) for
 // none). Returning an error fails the attempt, and the job's retry policy decides what next
@@ -115,9 +120,9 @@ func Handle[P, R any](w *Worker, jobType string, fn func(ctx context.Context, jo
 		return invalid("handler", "must be a function")
 	}
 	erased := func(ctx context.Context, job *Job, raw []byte) ([]byte, error) {
-		var payload P
-		if err := json.Unmarshal(raw, &payload); err != nil {
-			return nil, WrapError("PayloadDecodeError", fmt.Errorf("the payload of job %s does not decode into %T: %w", job.ID, payload, err))
+		payload, err := decodePayload[P](job, raw)
+		if err != nil {
+			return nil, err
 		}
 		result, err := fn(ctx, job, payload)
 		if err != nil {
@@ -125,17 +130,16 @@ func Handle[P, R any](w *Worker, jobType string, fn func(ctx context.Context, jo
 		}
 		return toJSON(result, "result", maxJSONBytes)
 	}
-	return w.register(jobType, erased, opts)
+	return w.register(jobType, &handler{fn: erased}, opts)
 }
 
-func (w *Worker) register(jobType string, fn func(context.Context, *Job, []byte) ([]byte, error), opts []HandlerOptions) error {
+func (w *Worker) register(jobType string, h *handler, opts []HandlerOptions) error {
 	if err := checkName(jobType, "type"); err != nil {
 		return err
 	}
 	if len(opts) > 1 {
 		return invalid("options", "give at most one HandlerOptions")
 	}
-	h := &handler{fn: fn}
 	if len(opts) == 1 && opts[0].Retry != nil {
 		policy, err := opts[0].Retry.wire("retry")
 		if err == nil {
@@ -301,11 +305,19 @@ func (w *Worker) startTicks(ctx context.Context) <-chan struct{} {
 		defer close(done)
 		timer := time.NewTimer(0)
 		defer timer.Stop()
+		registered := false
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-timer.C:
+			}
+			if !registered {
+				err := w.registerHandlers(ctx)
+				registered = err == nil
+				if err != nil && ctx.Err() == nil {
+					w.reportError("tick", err)
+				}
 			}
 			var result []byte
 			if err := queryRow(ctx, w.db, tickSQL, nil, &result); err != nil && ctx.Err() == nil {
@@ -315,6 +327,34 @@ func (w *Worker) startTicks(ctx context.Context) <-chan struct{} {
 		}
 	}()
 	return done
+}
+
+// registerHandlers tells the server the retry policy of each handler, for every queue the
+// worker claims from (register_handlers_v1): the server applies it to the attempts it closes
+// itself (an execution timeout, a lease that ran out), as the worker does for the failures it
+// reports. Tried before each tick until it succeeds; the last registration of a queue and type wins.
+func (w *Worker) registerHandlers(ctx context.Context) error {
+	if len(w.handlers) == 0 {
+		return nil
+	}
+	items := make([]byte, 0, 64*len(w.handlers))
+	items = append(items, '[')
+	for jobType, h := range w.handlers {
+		if len(items) > 1 {
+			items = append(items, ',')
+		}
+		name, _ := json.Marshal(jobType)
+		items = append(items, `{"type":`...)
+		items = append(items, name...)
+		if h.retry != nil {
+			items = append(items, `,"retryPolicy":`...)
+			items = append(items, h.retry...)
+		}
+		items = append(items, '}')
+	}
+	items = append(items, ']')
+	var count int64
+	return queryRow(ctx, w.db, registerHandlersSQL, []any{w.s.workerID, w.s.queuesArray, string(items)}, &count)
 }
 
 func jitter(d time.Duration, low, high float64) time.Duration {

@@ -24,23 +24,11 @@ const RETIRED = ['list_jobs_v1', 'claim_many_v1', 'complete_many_v1'];
  * that is no gap any more, so the list stays honest).
  */
 const KNOWN_GAPS: Record<string, { sdks: Sdk[]; why: string }> = {
-  complete_v1: { sdks: ['Go'], why: 'transactional handlers (complete in the caller\'s transaction) are TypeScript only' },
   error_groups_v1: { sdks: ['Go'], why: 'a read of the dashboard (served by the TypeScript package)' },
   find_jobs_v1: { sdks: ['Go'], why: 'a read of the dashboard (served by the TypeScript package)' },
   job_durations_v1: { sdks: ['Go'], why: 'a read of the dashboard (served by the TypeScript package)' },
   job_timings_v1: { sdks: ['Go'], why: 'a read of the dashboard (served by the TypeScript package)' },
-  get_own_job_v1: { sdks: ['Go'], why: 'Queue.getJob (a producer reads its own job) is TypeScript only' },
-  health_v1: { sdks: ['Go'], why: 'health probes are TypeScript only' },
-  job_signals_v1: { sdks: ['Go'], why: 'Admin.listJobSignals is TypeScript only' },
-  job_waits_v1: { sdks: ['Go'], why: 'Admin.listJobWaits is TypeScript only' },
-  queue_activity_v1: { sdks: ['Go'], why: 'Admin.queueActivity (the dashboard\'s charts) is TypeScript only' },
-  read_checkpoints_v1: { sdks: ['Go'], why: 'Admin.listCheckpoints is TypeScript only' },
-  register_handlers_v1: { sdks: ['Go'], why: 'handler retry policies are registered by the TypeScript Worker only' },
-  retention_run_v1: { sdks: ['Go'], why: 'retention administration is TypeScript only' },
-  retention_status_v2: { sdks: ['Go'], why: 'retention administration is TypeScript only' },
-  list_operator_changes_v1: { sdks: ['Go'], why: 'Admin.listOperatorChanges (who changed a setting kept in place) is TypeScript only' },
   set_queue_policy_v1: { sdks: ['Python', 'Go'], why: 'flow-control policies are set from TypeScript only' },
-  set_retention_v1: { sdks: ['Go'], why: 'retention administration is TypeScript only' },
 };
 
 /**
