@@ -247,6 +247,10 @@ DECLARE
   v_at timestamptz;
   v_id uuid;
 BEGIN
+  PERFORM workhorse.check_filter_name(p_queue, 'queue');
+  PERFORM workhorse.check_filter_name(p_type, 'type');
+  PERFORM workhorse.check_time(p_finished_after, 'finishedAfter');
+  PERFORM workhorse.check_time(p_finished_before, 'finishedBefore');
   IF v_position IS NOT NULL THEN
     -- A real position: a time this listing wrote (the years 1970 to 9999, a valid date).
     BEGIN
@@ -419,11 +423,23 @@ BEGIN
     PERFORM workhorse.raise_invalid('dryRun', 'must be true or false');
   END IF;
   PERFORM workhorse.check_actor(p_actor, p_reason);
+  IF p_filter ? 'queue' THEN
+    PERFORM workhorse.check_name(p_filter -> 'queue', 'filter.queue');
+  END IF;
+  IF p_filter ? 'type' THEN
+    PERFORM workhorse.check_name(p_filter -> 'type', 'filter.type');
+  END IF;
+  IF p_filter ? 'errorName' AND (jsonb_typeof(p_filter -> 'errorName') IS DISTINCT FROM 'string'
+                                 OR length(p_filter ->> 'errorName') > 200) THEN
+    PERFORM workhorse.raise_invalid('filter.errorName', 'must be a string of at most 200 characters');
+  END IF;
   IF p_filter ? 'finishedAfter' THEN
     v_after := workhorse.check_timestamp(p_filter -> 'finishedAfter', 'filter.finishedAfter');
+    PERFORM workhorse.check_time(v_after, 'filter.finishedAfter');
   END IF;
   IF p_filter ? 'finishedBefore' THEN
     v_before := workhorse.check_timestamp(p_filter -> 'finishedBefore', 'filter.finishedBefore');
+    PERFORM workhorse.check_time(v_before, 'filter.finishedBefore');
   END IF;
   FOR v_id IN
     SELECT o.job_id
