@@ -387,3 +387,5 @@ ALTER FUNCTION workhorse.redrive_many_v1(jsonb, text, boolean, text, text, integ
 ALTER FUNCTION workhorse.drain_worker_v1(text, text, text) SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION workhorse.set_retention_v1(jsonb, text) SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION workhorse.release_v1(uuid, text, bigint, integer, text) SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+REVOKE ALL ON FUNCTION workhorse.check_filter_name(text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION workhorse.check_time(timestamptz, text) FROM PUBLIC;
