@@ -1,13 +1,17 @@
 -- Operations: queue pause, progress, dead letters and redrive.
 
--- Who asked for an operator action and why, as recorded with it: bounded lengths.
+-- Who asked for an action and why, as recorded with it (null: not given): the actor at most 200
+-- characters, the reason at most 1000. Every function that records an actor or a reason checks
+-- them here.
 CREATE FUNCTION workhorse.check_actor(p_actor text, p_reason text)
 RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
-  IF length(p_actor) > 200 OR length(p_reason) > 1000 THEN
-    PERFORM workhorse.raise_invalid(CASE WHEN length(p_actor) > 200 THEN 'actor' ELSE 'reason' END,
-      'is too long (actor at most 200 characters, reason at most 1000)');
+  IF length(p_actor) > 200 THEN
+    PERFORM workhorse.raise_invalid('actor', 'must be a string of at most 200 characters');
+  END IF;
+  IF length(p_reason) > 1000 THEN
+    PERFORM workhorse.raise_invalid('reason', 'must be a string of at most 1000 characters');
   END IF;
 END
 $$;
@@ -249,6 +253,9 @@ DECLARE
 BEGIN
   PERFORM workhorse.check_filter_name(p_queue, 'queue');
   PERFORM workhorse.check_filter_name(p_type, 'type');
+  IF length(p_error_name) > 200 THEN
+    PERFORM workhorse.raise_invalid('errorName', 'must be a string of at most 200 characters');
+  END IF;
   PERFORM workhorse.check_time(p_finished_after, 'finishedAfter');
   PERFORM workhorse.check_time(p_finished_before, 'finishedBefore');
   IF v_position IS NOT NULL THEN

@@ -2,7 +2,8 @@
 -- checked themselves are refused here, P1001 naming the field, before anything is written: the
 -- name filters (queue, type, wait name) of the listings and of redrive_many_v1, the times of
 -- their filters (the years 1970 to 9999, as limits.json `dates`), drain_worker_v1's worker id,
--- actor and reason, set_retention_v1's actor and release_v1's reason (check_actor's bounds).
+-- actor and reason, set_retention_v1's actor and release_v1's reason (check_actor's bounds,
+-- which cancel_v1 now uses too; its messages name the field and its bound).
 -- Signatures and answers to valid input are unchanged.
 -- Locks: none of a table (functions added and replaced).
 
@@ -23,6 +24,58 @@ BEGIN
   IF p_value < '1970-01-01T00:00:00Z' OR p_value >= '10000-01-01T00:00:00Z' THEN
     PERFORM workhorse.raise_invalid(p_field, 'must be a time between the years 1970 and 9999');
   END IF;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION workhorse.check_actor(p_actor text, p_reason text)
+RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF length(p_actor) > 200 THEN
+    PERFORM workhorse.raise_invalid('actor', 'must be a string of at most 200 characters');
+  END IF;
+  IF length(p_reason) > 1000 THEN
+    PERFORM workhorse.raise_invalid('reason', 'must be a string of at most 1000 characters');
+  END IF;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION workhorse.cancel_v1(p_job_id uuid, p_reason text DEFAULT NULL, p_actor text DEFAULT NULL)
+RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+  r workhorse.job_runtime;
+  v_now timestamptz;
+BEGIN
+  PERFORM workhorse.check_actor(p_actor, p_reason);
+  -- A parent's live descendants first, in the order their own ends lock them (046_orchestration.sql).
+  PERFORM workhorse.lock_descendants(p_job_id);
+  SELECT * INTO r FROM workhorse.job_runtime WHERE job_id = p_job_id FOR UPDATE;
+  IF NOT FOUND THEN
+    IF EXISTS (SELECT 1 FROM workhorse.job_outcome WHERE job_id = p_job_id) THEN
+      RETURN 'already_terminal';
+    END IF;
+    RETURN 'not_found';
+  END IF;
+  v_now := clock_timestamp();
+  -- A job past its deadline failed then, whether or not maintenance has written it down yet.
+  IF r.deadline IS NOT NULL AND r.deadline <= v_now THEN
+    PERFORM workhorse.fail_past_deadline(r, v_now);
+    RETURN 'already_terminal';
+  END IF;
+  IF r.state = 'active' THEN
+    IF r.cancel_requested_at IS NULL THEN
+      UPDATE workhorse.job_runtime SET cancel_requested_at = v_now, cancel_reason = p_reason WHERE job_id = p_job_id;
+      PERFORM workhorse.write_event(p_job_id, 'cancel_requested', v_now, r.current_attempt,
+        jsonb_build_object('reason', p_reason) || jsonb_strip_nulls(jsonb_build_object('actor', p_actor)),
+        r.worker_id, r.fence_token);
+    END IF;
+    RETURN 'cancel_requested';
+  END IF;
+  -- A sleeping job's open attempt closes as `canceled` too.
+  PERFORM workhorse.finish_job(r, 'canceled', NULL,
+    workhorse.cancel_error(p_reason) || jsonb_strip_nulls(jsonb_build_object('actor', p_actor)), 'canceled', v_now);
+  RETURN 'canceled';
 END
 $$;
 
@@ -80,6 +133,9 @@ DECLARE
 BEGIN
   PERFORM workhorse.check_filter_name(p_queue, 'queue');
   PERFORM workhorse.check_filter_name(p_type, 'type');
+  IF length(p_error_name) > 200 THEN
+    PERFORM workhorse.raise_invalid('errorName', 'must be a string of at most 200 characters');
+  END IF;
   PERFORM workhorse.check_time(p_finished_after, 'finishedAfter');
   PERFORM workhorse.check_time(p_finished_before, 'finishedBefore');
   IF v_position IS NOT NULL THEN
@@ -379,6 +435,7 @@ BEGIN
 END
 $$;
 
+ALTER FUNCTION workhorse.cancel_v1(uuid, text, text) SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION workhorse.list_jobs_v3(text, text, text[], integer, text, timestamptz, timestamptz, integer) SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION workhorse.list_dead_letters_v2(text, text, text, timestamptz, timestamptz, integer, text) SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION workhorse.list_children_v2(uuid, text, text, text[], timestamptz, timestamptz, integer, text) SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
