@@ -250,6 +250,7 @@ BEGIN
   IF p_delay_ms IS NULL OR p_delay_ms < 0 OR p_delay_ms > 604800000 THEN
     PERFORM workhorse.raise_invalid('delayMs', 'must be an integer from 0 to 604800000');
   END IF;
+  PERFORM workhorse.check_actor(NULL, p_reason);
   r := workhorse.lock_owned(p_job_id, p_worker_id, p_fence);
   IF r.job_id IS NULL THEN
     RETURN 'stale';

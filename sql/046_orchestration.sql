@@ -615,6 +615,10 @@ BEGIN
   IF p_limit IS NULL OR p_limit < 1 OR p_limit > 1000 THEN
     PERFORM workhorse.raise_invalid('limit', 'must be an integer from 1 to 1000');
   END IF;
+  PERFORM workhorse.check_filter_name(p_queue, 'queue');
+  PERFORM workhorse.check_filter_name(p_type, 'type');
+  PERFORM workhorse.check_time(p_created_after, 'createdAfter');
+  PERFORM workhorse.check_time(p_created_before, 'createdBefore');
   RETURN QUERY
   WITH page AS MATERIALIZED (
     SELECT s.*, c.ordinal AS position

@@ -241,6 +241,8 @@ LANGUAGE plpgsql AS $$
 DECLARE
   v_before timestamptz;
 BEGIN
+  PERFORM workhorse.check_worker(p_worker_id);
+  PERFORM workhorse.check_actor(p_actor, p_reason);
   SELECT drain_requested_at INTO v_before FROM workhorse.worker_registry WHERE worker_id = p_worker_id FOR UPDATE;
   IF NOT FOUND THEN
     RETURN 'not_found';

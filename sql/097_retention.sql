@@ -307,6 +307,7 @@ LANGUAGE plpgsql AS $$
 DECLARE
   v_key text;
 BEGIN
+  PERFORM workhorse.check_actor(p_actor, NULL);
   IF p_policy IS NULL OR jsonb_typeof(p_policy) <> 'object' THEN
     PERFORM workhorse.raise_invalid('policy', 'must be an object');
   END IF;

@@ -4,7 +4,7 @@
  * `Admin.listOperatorChanges`: who (the actor and the login role) did what, when and why.
  */
 import { Admin } from '../core/admin';
-import type { OperatorChangeKind } from '../core/operations/operator-changes';
+import type { OperatorChangeKind } from '../core/operator/operator-changes';
 import { EXIT, type ExitCode } from './cli.errors';
 import type { CommandContext, RunnableCommand } from './command';
 import { explainingSchema } from './command-helpers';

@@ -5,9 +5,9 @@
 import { describeLimits } from '../core/queue-info';
 import type { ErrorEnvelope, JobSnapshot, QueueInfo, RedriveResult, TimelineEntry } from '../core/types';
 import type { HumanWait } from '../core/waits';
-import type { HealthReport } from '../core/operations/health';
-import type { WorkerInfo } from '../core/operations/live-workers';
-import type { OperatorChange } from '../core/operations/operator-changes';
+import type { HealthReport } from '../core/operator/health';
+import type { WorkerInfo } from '../core/operator/live-workers';
+import type { OperatorChange } from '../core/operator/operator-changes';
 import { oneLine, printable } from './output';
 import { shownLoginRole } from '../core/timeline';
 

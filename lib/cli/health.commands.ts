@@ -3,7 +3,7 @@
  * level (0 ok, 4 warn, 5 critical), so a cron job or a probe can act on it without parsing.
  */
 import { Admin } from '../core/admin';
-import type { HealthReport, HealthThresholds, ThresholdPair } from '../core/operations/health';
+import type { HealthReport, HealthThresholds, ThresholdPair } from '../core/operator/health';
 import { CliUsageError, EXIT, type ExitCode } from './cli.errors';
 import { messages } from './cli.messages';
 import type { CommandContext, RunnableCommand } from './command';

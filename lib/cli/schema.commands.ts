@@ -3,7 +3,7 @@
  * tables and functions into a database or upgrade them step by step, and say where a database
  * stands against this package (pending steps, and which releases its live workers run).
  */
-import { listWorkersOfAnySchema } from '../core/operations/live-workers';
+import { listWorkersOfAnySchema } from '../core/operator/live-workers';
 import { getSchemaStatus, installSchema, pendingMigrationSteps, SCHEMA_VERSION, type SchemaStatus } from '../core/schema';
 import type { MigrationStepInfo } from '../core/migration-steps';
 import { EXIT, type ExitCode } from './cli.errors';

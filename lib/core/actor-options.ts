@@ -1,11 +1,14 @@
 import type { ActorOptions } from './types';
-import { checkText } from './validation';
+import { checkParamText } from './validation';
 
-/** Who asked and why, as stored with an operator action: null for what was not given. */
+/**
+ * Who asked and why, as stored with an operator action: null for what was not given. Their
+ * bounds are the SQL functions' (check_actor).
+ */
 export function actorOf(options: ActorOptions): [string | null, string | null] {
   return [
-    options.actor === undefined ? null : checkText(options.actor, 'actor', 0, 200),
-    options.reason === undefined ? null : checkText(options.reason, 'reason', 0, 1000),
+    options.actor === undefined ? null : checkParamText(options.actor, 'actor'),
+    options.reason === undefined ? null : checkParamText(options.reason, 'reason'),
   ];
 }
 

@@ -2,15 +2,15 @@ import type { Pool } from 'pg';
 import { ACTOR_KEYS, actorOf } from './actor-options';
 import { applyConnectTimeout } from './connect-timeout';
 import { WorkhorseValidationError } from './errors';
-import { checkHealthThresholds, health, type HealthReport, type HealthThresholds } from './operations/health';
-import { errorGroups, findJobs, jobDurations, jobTimings, type ErrorGroup, type FindJobsFilter, type JobDuration, type TimingStats } from './operations/job-insights';
-import { drainWorker, listWorkers, type DrainResult, type WorkerInfo } from './operations/live-workers';
-import { listOperatorChanges, type OperatorChange, type OperatorChangeFilter } from './operations/operator-changes';
-import { retentionStatus, runRetention, setRetention, type RetentionPolicy, type RetentionRun, type RetentionStatus } from './operations/retention';
+import { checkHealthThresholds, health, type HealthReport, type HealthThresholds } from './operator/health';
+import { errorGroups, findJobs, jobDurations, jobTimings, type ErrorGroup, type FindJobsFilter, type JobDuration, type TimingStats } from './operator/job-insights';
+import { drainWorker, listWorkers, type DrainResult, type WorkerInfo } from './operator/live-workers';
+import { listOperatorChanges, type OperatorChange, type OperatorChangeFilter } from './operator/operator-changes';
+import { retentionStatus, runRetention, setRetention, type RetentionPolicy, type RetentionRun, type RetentionStatus } from './operator/retention';
 import { getScheduleHistory, listSchedules, setSchedulePaused, triggerSchedule } from './schedules/admin-calls';
 import type { ScheduleActionOptions, ScheduleHistoryEntry, ScheduleInfo } from './schedules/types';
 import type { ActorOptions, JobSnapshot, Page, Queryable } from './types';
-import { checkDate, checkInteger, checkJobId, checkOptions, checkText } from './validation';
+import { checkDate, checkJobId, checkOptions, checkParamInteger, checkParamText } from './validation';
 
 /**
  * The part of {@link Admin} that operates the deployment rather than single jobs: live workers
@@ -42,7 +42,7 @@ export abstract class AdminCalls {
    * await admin.drainWorker('web-1:4242:9f3a0c1e', { actor: 'alice', reason: 'host maintenance' });
    */
   async drainWorker(workerId: string, options: ActorOptions = {}, client?: Queryable): Promise<DrainResult> {
-    checkText(workerId, 'workerId', 1, 200);
+    checkParamText(workerId, 'workerId');
     const [actor, reason] = actorOf(checkOptions(options, 'options', ACTOR_KEYS, 'a drain option'));
     return drainWorker(this.runner(client), workerId, actor, reason);
   }
@@ -99,7 +99,7 @@ export abstract class AdminCalls {
    */
   async runRetention(options: { budget?: number } = {}, client?: Queryable): Promise<RetentionRun> {
     const { budget } = checkOptions(options, 'options', ['budget'], 'an option of runRetention');
-    return runRetention(this.runner(client), checkInteger(budget ?? 10_000, 'budget', 1, 1_000_000));
+    return runRetention(this.runner(client), checkParamInteger(budget ?? 10_000, 'budget'));
   }
 
   /**
@@ -160,13 +160,13 @@ export abstract class AdminCalls {
    */
   async jobTimings(options: { since: Date; group?: 'queue' | 'type'; sample?: number }, client?: Queryable): Promise<TimingStats[]> {
     const { since, group, sample } = checkOptions(options, 'options', ['since', 'group', 'sample'], 'a jobTimings option');
-    return jobTimings(this.runner(client), checkDate(since, 'since'), group ?? 'queue', checkInteger(sample ?? 20_000, 'sample', 1, 100_000));
+    return jobTimings(this.runner(client), checkDate(since, 'since'), group ?? 'queue', checkParamInteger(sample ?? 20_000, 'sample'));
   }
 
   /** Failures since `since` (within the last 7 days) grouped by error name and message, most frequent first. */
   async errorGroups(options: { since: Date; limit?: number }, client?: Queryable): Promise<ErrorGroup[]> {
     const { since, limit } = checkOptions(options, 'options', ['since', 'limit'], 'an errorGroups option');
-    return errorGroups(this.runner(client), checkDate(since, 'since'), checkInteger(limit ?? 20, 'limit', 1, 200));
+    return errorGroups(this.runner(client), checkDate(since, 'since'), checkParamInteger(limit ?? 20, 'limit'));
   }
 
   /**

@@ -52,7 +52,7 @@ import { isJobDefinition, type JobDefinition } from './job-definition';
 import { idleQueueInfo, toQueueInfo, type QueueRow } from './queue-info';
 import { checkQueuePolicy } from './queue-policy';
 import { toLineage, type LinkRow } from './lineage';
-import { checkDate, checkInteger, checkJobId, checkName, checkOptions, checkText } from './validation';
+import { checkDate, checkJobId, checkName, checkOptions, checkParamInteger, checkParamText } from './validation';
 import { listJobSignals, listJobWaits, type JobSignal, type JobWait, type JobWaitsOptions } from './job-waits';
 import {
   completeHumanWait,
@@ -106,7 +106,7 @@ export class Admin extends AdminCalls {
   async getJobTimeline(jobId: string, options?: TimelineOptions, client?: Queryable): Promise<Page<TimelineEntry>> {
     checkJobId(jobId);
     options = checkOptions(options, 'options', ['limit', 'cursor'], 'a timeline option');
-    const limit = options.limit === undefined ? 100 : checkInteger(options.limit, 'limit', 1, 1000);
+    const limit = options.limit === undefined ? 100 : checkParamInteger(options.limit, 'limit');
     const rows = await this.run<TimelineRow>(client, TIMELINE, [jobId, checkCursor(options.cursor), limit]);
     return toPage(rows, toTimelineEntry);
   }
@@ -118,8 +118,8 @@ export class Admin extends AdminCalls {
   async listJobs(filter?: ListJobsFilter, client?: Queryable): Promise<Page<JobSnapshot>> {
     const keys = ['queue', 'type', 'states', 'createdAfter', 'createdBefore', 'scanLimit', 'limit', 'cursor', 'parentId'];
     filter = checkOptions(filter, 'filter', keys, 'a listJobs filter');
-    const queue = filter.queue === undefined ? null : checkName(filter.queue, 'queue');
-    const type = filter.type === undefined ? null : checkName(filter.type, 'type');
+    const queue = filter.queue === undefined ? null : checkParamText(filter.queue, 'queue');
+    const type = filter.type === undefined ? null : checkParamText(filter.type, 'type');
     let states: JobState[] | null = null;
     if (filter.states !== undefined) {
       if (!Array.isArray(filter.states) || filter.states.some((s) => !JOB_STATES.includes(s))) {
@@ -127,8 +127,8 @@ export class Admin extends AdminCalls {
       }
       states = filter.states;
     }
-    const limit = filter.limit === undefined ? 50 : checkInteger(filter.limit, 'limit', 1, 1000);
-    const scanLimit = filter.scanLimit === undefined ? null : checkInteger(filter.scanLimit, 'scanLimit', 1, 1_000_000);
+    const limit = filter.limit === undefined ? 50 : checkParamInteger(filter.limit, 'limit');
+    const scanLimit = filter.scanLimit === undefined ? null : checkParamInteger(filter.scanLimit, 'scanLimit');
     const createdAfter = filter.createdAfter === undefined ? null : checkDate(filter.createdAfter, 'createdAfter');
     const createdBefore = filter.createdBefore === undefined ? null : checkDate(filter.createdBefore, 'createdBefore');
     if (filter.parentId !== undefined) {
@@ -168,7 +168,7 @@ export class Admin extends AdminCalls {
   async queueActivity(options: QueueActivityOptions, client?: Queryable): Promise<QueueActivity[]> {
     const given = checkOptions(options, 'options', ['since', 'bucketSeconds'], 'a queueActivity option');
     const since = checkDate(given.since, 'since');
-    const bucketSeconds = checkInteger(given.bucketSeconds, 'bucketSeconds', 1, 86_400);
+    const bucketSeconds = checkParamInteger(given.bucketSeconds, 'bucketSeconds');
     const rows = await this.run<{ queue: string; bucket: Date; succeeded: string; failed: string; canceled: string }>(
       client,
       QUEUE_ACTIVITY,
@@ -240,7 +240,7 @@ export class Admin extends AdminCalls {
   async listDeadLetters(options?: ListDeadLettersOptions, client?: Queryable): Promise<Page<JobSnapshot>> {
     options = checkOptions(options, 'options', [...DEAD_LETTER_KEYS, 'limit', 'cursor'], 'a dead-letter filter');
     const filter = this.deadLetterFilter(options);
-    const limit = options.limit === undefined ? 50 : checkInteger(options.limit, 'limit', 1, 1000);
+    const limit = options.limit === undefined ? 50 : checkParamInteger(options.limit, 'limit');
     const rows = await this.run<JobRow & PagedRow>(client, LIST_DEAD_LETTERS, [
       filter.queue ?? null,
       filter.type ?? null,
@@ -264,7 +264,7 @@ export class Admin extends AdminCalls {
   async redrive(jobId: string, options: RedriveOptions, client?: Queryable): Promise<string> {
     checkJobId(jobId);
     const given = checkOptions(options, 'options', ['requestId', ...ACTOR_KEYS, 'again'], 'a redrive option');
-    const requestId = checkText(given.requestId, 'requestId', 1, 200);
+    const requestId = checkParamText(given.requestId, 'requestId');
     const [actor, reason] = actorOf(given);
     if (given.again !== undefined && typeof given.again !== 'boolean') throw new WorkhorseValidationError('again', 'must be true or false');
     const rows = await this.run<{ id: string }>(client, REDRIVE, [
@@ -286,9 +286,9 @@ export class Admin extends AdminCalls {
     if (filter === undefined) throw new WorkhorseValidationError('filter', 'must be an object ({} for every dead letter)');
     const checked = this.deadLetterFilter(checkOptions(filter, 'filter', DEAD_LETTER_KEYS, 'a dead-letter filter'));
     const given = checkOptions(options, 'options', ['requestId', ...ACTOR_KEYS, 'dryRun', 'limit'], 'a redriveMany option');
-    const requestId = checkText(given.requestId, 'requestId', 1, 160);
+    const requestId = checkParamText(given.requestId, 'requestId');
     const [actor, reason] = actorOf(given);
-    const limit = given.limit === undefined ? 1000 : checkInteger(given.limit, 'limit', 1, 1000);
+    const limit = given.limit === undefined ? 1000 : checkParamInteger(given.limit, 'limit');
     if (given.dryRun !== undefined && typeof given.dryRun !== 'boolean') {
       throw new WorkhorseValidationError('dryRun', 'must be true or false');
     }
@@ -338,7 +338,7 @@ export class Admin extends AdminCalls {
   }
 
   private async setPaused(statement: typeof PAUSE_QUEUE | typeof RESUME_QUEUE, queue: string, options: ActorOptions | undefined, client?: Queryable): Promise<QueueInfo> {
-    checkName(queue, 'queue');
+    checkParamText(queue, 'queue');
     const [actor, reason] = actorOf(checkOptions(options, 'options', ACTOR_KEYS, 'an option of a queue action'));
     await this.run(client, statement, [queue, actor, reason]);
     return this.queueInfo(queue, client);
@@ -350,12 +350,13 @@ export class Admin extends AdminCalls {
     return rows[0] === undefined ? idleQueueInfo(queue) : toQueueInfo(rows[0]);
   }
 
-  // The filter's keys were checked by the caller (checkOptions); these are its values.
+  // The filter's keys were checked by the caller (checkOptions); these are its values, which the
+  // SQL functions check (names, the error name's length, the times' range).
   private deadLetterFilter(filter: DeadLetterFilter): DeadLetterFilter {
     return {
-      queue: filter.queue === undefined ? undefined : checkName(filter.queue, 'queue'),
-      type: filter.type === undefined ? undefined : checkName(filter.type, 'type'),
-      errorName: filter.errorName === undefined ? undefined : checkText(filter.errorName, 'errorName', 0, 200),
+      queue: filter.queue === undefined ? undefined : checkParamText(filter.queue, 'queue'),
+      type: filter.type === undefined ? undefined : checkParamText(filter.type, 'type'),
+      errorName: filter.errorName === undefined ? undefined : checkParamText(filter.errorName, 'errorName'),
       finishedAfter: filter.finishedAfter === undefined ? undefined : checkDate(filter.finishedAfter, 'finishedAfter'),
       finishedBefore: filter.finishedBefore === undefined ? undefined : checkDate(filter.finishedBefore, 'finishedBefore'),
     };

@@ -9,7 +9,7 @@ import { failpoint } from './failpoints';
 import { definedRequest, isJobDefinition, type JobDefinition } from './job-definition';
 import type { ChildJobSpec, ChildOutcome, DependencyOutcome, JsonValue, Queryable } from './types';
 import { PROTOCOL_LIMITS } from './limits';
-import { checkDate, checkText, checkWholeNumber, toJsonText } from './validation';
+import { checkDate, checkParamText, checkText, checkWholeNumber, toJsonText } from './validation';
 import type { HumanDecision, WaitForHumanOptions, WaitForSignalOptions } from './waits';
 import { JobBlocked, JobSleeping } from './parked-errors';
 
@@ -113,7 +113,8 @@ export class HandlerContext {
    * worker no longer owns the job.
    */
   async checkpoint<T>(name: string, operation: () => T | Promise<T>): Promise<T> {
-    checkText(name, 'name', 1, 200);
+    // (Checked before the operation runs, which save_checkpoint_v2 would refuse to store.)
+    checkText(name, 'name', PROTOCOL_LIMITS.handler.nameLength.min, PROTOCOL_LIMITS.handler.nameLength.max);
     const stored = entryOf(this.job.checkpoints, name);
     if (stored) return stored[0] as T;
     const pending = this.pendingCheckpoints?.get(name);
@@ -197,7 +198,7 @@ export class HandlerContext {
   }
 
   private async sleepCall(name: string, until: Date | null, ms: number | null): Promise<void> {
-    checkText(name, 'name', 1, 200);
+    checkParamText(name, 'name');
     const known = entryOf(this.job.sleeps, name);
     if (known !== undefined && new Date(known).getTime() <= Date.now()) return;
     this.signal.throwIfAborted();
@@ -268,7 +269,7 @@ export class HandlerContext {
    * `Promise.allSettled`).
    */
   async runChildren<R = JsonValue>(key: string, children: readonly ChildJobSpec[]): Promise<ChildOutcome<R>[]> {
-    checkText(key, 'key', 1, 200);
+    checkParamText(key, 'key');
     const requests = childRequestsJson(children);
     this.signal.throwIfAborted();
     failpoint('before-park');

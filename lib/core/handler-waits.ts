@@ -4,7 +4,7 @@ import { callOne } from './protocol/call';
 import { WAIT_HUMAN, WAIT_SIGNAL } from './protocol/handler';
 import { failpoint } from './failpoints';
 import type { JsonValue, Queryable } from './types';
-import { checkOptions, checkText } from './validation';
+import { checkOptions, checkParamText } from './validation';
 import { checkHumanWaitOptions, checkWaitTimeout, type HumanDecision, type WaitForHumanOptions, type WaitForSignalOptions } from './waits';
 
 /**
@@ -51,7 +51,7 @@ export class HandlerWaits {
   constructor(private readonly scope: WaitScope) {}
 
   async forSignal(name: string, options: WaitForSignalOptions | undefined): Promise<JsonValue> {
-    checkText(name, 'name', 1, 200);
+    checkParamText(name, 'name');
     const timeoutMs = checkWaitTimeout(checkOptions(options, 'options', ['timeoutMs'], 'a signal-wait option').timeoutMs);
     const seq = (this.signalWaits.get(name) ?? 0) + 1;
     this.signalWaits.set(name, seq);
@@ -65,7 +65,7 @@ export class HandlerWaits {
   }
 
   async forHuman(name: string, options: WaitForHumanOptions | undefined): Promise<HumanDecision> {
-    checkText(name, 'name', 1, 200);
+    checkParamText(name, 'name');
     const { context, choices, timeoutMs } = checkHumanWaitOptions(options);
     const row = await this.call<{
       status: string;

@@ -113,9 +113,9 @@ export type {
   WaitForSignalOptions,
 } from './waits';
 export type { JobSignal, JobWait, JobWaitsOptions } from './job-waits';
-export type { DrainResult, WorkerInfo, WorkerStatus } from './operations/live-workers';
-export type { ErrorGroup, FindJobsFilter, JobDuration, TimingStats } from './operations/job-insights';
-export type { HealthReason, HealthReasonCode, HealthReport, HealthStatus, HealthThresholds, QueueHealth, ThresholdPair } from './operations/health';
-export type { RetentionPolicy, RetentionRun, RetentionStatus } from './operations/retention';
-export type { OperatorChange, OperatorChangeFilter, OperatorChangeKind } from './operations/operator-changes';
+export type { DrainResult, WorkerInfo, WorkerStatus } from './operator/live-workers';
+export type { ErrorGroup, FindJobsFilter, JobDuration, TimingStats } from './operator/job-insights';
+export type { HealthReason, HealthReasonCode, HealthReport, HealthStatus, HealthThresholds, QueueHealth, ThresholdPair } from './operator/health';
+export type { RetentionPolicy, RetentionRun, RetentionStatus } from './operator/retention';
+export type { OperatorChange, OperatorChangeFilter, OperatorChangeKind } from './operator/operator-changes';
 export { EventLog, type WorkhorseLogger } from './worker';

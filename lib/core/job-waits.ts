@@ -1,7 +1,7 @@
 import { call } from './protocol/call';
 import { JOB_SIGNALS, JOB_WAITS } from './protocol/admin';
 import type { JsonValue, Queryable } from './types';
-import { checkInteger, checkJobId, checkOptions } from './validation';
+import { checkJobId, checkOptions, checkParamInteger } from './validation';
 
 /** A signal sent to a job, as `admin.listJobSignals` lists it. */
 export interface JobSignal {
@@ -74,7 +74,7 @@ interface WaitRow {
 
 function limitOf(options: JobWaitsOptions | undefined): number {
   const given = checkOptions(options, 'options', ['limit'], 'an option of a job\u2019s signals or waits');
-  return given.limit === undefined ? 100 : checkInteger(given.limit, 'limit', 1, 1000);
+  return given.limit === undefined ? 100 : checkParamInteger(given.limit, 'limit');
 }
 
 /** See `Admin.listJobSignals`. */

@@ -39,7 +39,9 @@ export interface ProtocolLimits {
     readonly default: { readonly kind: 'exponential'; readonly initialMs: number; readonly multiplier: number; readonly maxMs: number; readonly jitter: boolean };
     readonly fixedDelayMsDefault: number;
   };
-  readonly handler: { readonly sleepMs: Range; readonly waitTimeoutMs: Range };
+  readonly handler: { readonly sleepMs: Range; readonly waitTimeoutMs: Range; readonly nameLength: Range };
+  /** The years (UTC) of every time the protocol stores or compares. */
+  readonly dates: { readonly minYear: number; readonly maxYear: number };
   readonly worker: {
     readonly queues: Range & { readonly default: readonly string[] };
     readonly concurrency: RangeWithDefault;

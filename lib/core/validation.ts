@@ -251,8 +251,11 @@ export function checkJobDefaults(defaults: Record<string, unknown>): void {
  */
 export function checkDate(value: unknown, field: string): Date {
   if (!(value instanceof Date) || Number.isNaN(value.getTime())) fail(field, 'must be a valid Date');
+  // (PostgreSQL cannot even read the ISO text of a year past 9999, so this range stays here,
+  // from limits.json; the SQL functions check it again.)
+  const { minYear, maxYear } = PROTOCOL_LIMITS.dates;
   const year = value.getUTCFullYear();
-  if (year < 1970 || year > 9999) fail(field, 'must be a date between the years 1970 and 9999');
+  if (year < minYear || year > maxYear) fail(field, `must be a time between the years ${minYear} and ${maxYear}`);
   return value;
 }
 
@@ -272,6 +275,27 @@ export function checkText(value: unknown, field: string, min: number, max: numbe
     fail(field, min > 0 ? `must be a string of ${min} to ${max} characters` : `must be a string of at most ${max} characters`);
   }
   checkString(value, field, '');
+  return value;
+}
+
+/**
+ * A string for a text parameter of a protocol function (a name, an actor, a reason, a request
+ * id): only what PostgreSQL cannot store as given is refused here (not a string, a NUL, an
+ * unpaired surrogate); its length and form are the function's to check (P1001 naming the field).
+ */
+export function checkParamText(value: unknown, field: string): string {
+  if (typeof value !== 'string') fail(field, 'must be a string');
+  checkString(value, field, '');
+  return value;
+}
+
+/**
+ * A number for an integer parameter of a protocol function (a limit, a budget): a whole number
+ * that fits the parameter's 32 bits; its range is the function's to check.
+ */
+export function checkParamInteger(value: unknown, field: string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value)) fail(field, 'must be an integer');
+  if (Math.abs(value) > 2_147_483_647) fail(field, 'must be an integer (this one is beyond a 32-bit integer)');
   return value;
 }
 

@@ -6,7 +6,7 @@ import { checkCursor } from './cursor';
 import { toPage, type PagedRow } from './paging';
 import type { JsonValue, Page, Queryable } from './types';
 import { PROTOCOL_LIMITS } from './limits';
-import { checkInteger, checkJobId, checkName, checkOptions, checkText, checkWholeNumber, toJsonText } from './validation';
+import { checkJobId, checkOptions, checkParamInteger, checkParamText, checkWholeNumber, toJsonText } from './validation';
 
 /** What `queue.sendSignal` did. See {@link SendSignalOptions}. */
 export type SendSignalStatus = 'delivered' | 'buffered' | 'duplicate' | 'not_found' | 'finished';
@@ -78,10 +78,10 @@ export interface ListHumanWaitsFilter {
   cursor?: string;
 }
 
-const KEY_MAX = 200;
-
+// Names, keys, actors and reasons go to the SQL functions as they are given; their bounds are
+// the functions' (check_wait_name, check_wait_key, check_actor).
 function checkKey(value: unknown): string | null {
-  return value === undefined ? null : checkText(value, 'idempotencyKey', 1, KEY_MAX);
+  return value === undefined ? null : checkParamText(value, 'idempotencyKey');
 }
 
 /** See `Queue.sendSignal`. */
@@ -93,7 +93,7 @@ export async function sendSignal(
   options: SendSignalOptions | undefined,
 ): Promise<SendSignalStatus> {
   checkJobId(jobId);
-  checkText(name, 'name', 1, 200);
+  checkParamText(name, 'name');
   const text = payload === undefined ? null : toJsonText(payload, 'payload');
   const key = checkKey(checkOptions(options, 'options', ['idempotencyKey'], 'a signal option').idempotencyKey);
   const rows = await call<{ status: SendSignalStatus }>(db, SEND_SIGNAL, [
@@ -114,13 +114,12 @@ export async function completeHumanWait(
   options: CompleteHumanWaitOptions,
 ): Promise<CompleteHumanWaitStatus> {
   checkJobId(jobId);
-  checkText(name, 'name', 1, 200);
+  checkParamText(name, 'name');
   const text = toJsonText(decision, 'decision');
-  if (Buffer.byteLength(text, 'utf8') > 65536) throw new WorkhorseValidationError('decision', 'is larger than the 64 KiB limit (65536 bytes of JSON)');
   if (options === undefined) throw new WorkhorseValidationError('options.actor', 'is required: who decided');
   const given = checkOptions(options, 'options', ['actor', 'reason', 'idempotencyKey'], 'a decision option');
-  const actor = checkText(given.actor, 'actor', 1, 200);
-  const reason = given.reason === undefined ? null : checkText(given.reason, 'reason', 0, 1000);
+  const actor = checkParamText(given.actor, 'actor');
+  const reason = given.reason === undefined ? null : checkParamText(given.reason, 'reason');
   const key = checkKey(given.idempotencyKey);
   const rows = await call<{ status: CompleteHumanWaitStatus }>(db, COMPLETE_HUMAN_WAIT, [jobId, name, text, actor, reason, key]);
   return rows[0].status;
@@ -145,11 +144,11 @@ export async function listHumanWaits(
   filter: ListHumanWaitsFilter,
 ): Promise<Page<HumanWait>> {
   const given = checkOptions(filter, 'filter', ['queue', 'type', 'name', 'jobId', 'limit', 'cursor'], 'a human-wait filter');
-  const queue = given.queue === undefined ? null : checkName(given.queue, 'queue');
-  const type = given.type === undefined ? null : checkName(given.type, 'type');
-  const name = given.name === undefined ? null : checkText(given.name, 'name', 1, 200);
+  const queue = given.queue === undefined ? null : checkParamText(given.queue, 'queue');
+  const type = given.type === undefined ? null : checkParamText(given.type, 'type');
+  const name = given.name === undefined ? null : checkParamText(given.name, 'name');
   const jobId = given.jobId === undefined ? null : checkJobId(given.jobId);
-  const limit = given.limit === undefined ? 50 : checkInteger(given.limit, 'limit', 1, 1000);
+  const limit = given.limit === undefined ? 50 : checkParamInteger(given.limit, 'limit');
   const rows = await call<HumanWaitRow & PagedRow>(db, LIST_HUMAN_WAITS, [
     queue,
     type,
@@ -184,15 +183,7 @@ export function checkHumanWaitOptions(options: WaitForHumanOptions | undefined):
 } {
   const given = checkOptions(options, 'options', ['context', 'choices', 'timeoutMs'], 'a human-wait option');
   const context = given.context === undefined ? null : toJsonText(given.context, 'context');
-  let choices: string | null = null;
-  if (given.choices !== undefined) {
-    const list = given.choices;
-    if (!Array.isArray(list) || list.length < 1 || list.length > 50) {
-      throw new WorkhorseValidationError('choices', 'must be an array of 1 to 50 distinct strings of 1 to 200 characters');
-    }
-    list.forEach((choice, i) => checkText(choice, `choices[${i}]`, 1, 200));
-    if (new Set(list).size !== list.length) throw new WorkhorseValidationError('choices', 'must not hold the same choice twice');
-    choices = JSON.stringify(list);
-  }
+  // (How many choices, how long and whether distinct is wait_human_v1's to check.)
+  const choices = given.choices === undefined ? null : toJsonText(given.choices, 'choices');
   return { context, choices, timeoutMs: checkWaitTimeout(given.timeoutMs) };
 }

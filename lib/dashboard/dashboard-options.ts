@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Admin } from '../core/admin';
 import { WorkhorseValidationError } from '../core/errors';
-import { checkHealthThresholds, type HealthThresholds } from '../core/operations/health';
+import { checkHealthThresholds, type HealthThresholds } from '../core/operator/health';
 import { isAllowedHostEntry } from './allowed-hosts';
 import type { DashboardAction } from './dashboard-actions';
 

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { Admin } from '../core/admin';
-import type { HealthThresholds } from '../core/operations/health';
+import type { HealthThresholds } from '../core/operator/health';
 import type { DashboardAction } from './dashboard-actions';
 import type { Html } from './html';
 

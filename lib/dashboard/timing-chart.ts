@@ -1,4 +1,4 @@
-import type { TimingStats } from '../core/operations/job-insights';
+import type { TimingStats } from '../core/operator/job-insights';
 import { html, type Html } from './html';
 
 /** `850 ms`, `12.4 s`, `3.2 min`, `1.5 h`: short enough for a chart's label. */

@@ -80,8 +80,9 @@ export function validateModuleOptions(options: unknown): WorkhorseModuleOptions 
   return options as WorkhorseModuleOptions;
 }
 
-// Schedules are checked as queue.syncSchedules checks them; a bad cron expression or zone is the
-// core's typed error (naming the schedule), anything else a configuration error.
+// Schedules are checked here as queue.syncSchedules checks them before it calls the database:
+// their fields and JSON (a configuration error). Their values (names, cron, zone, catch-up,
+// overlap, ranges) are sync_schedules_v1's, checked when the module syncs them at start.
 function checkScheduleOptions(options: Record<string, unknown>, fail: (message: string) => never): void {
   const { schedules, scheduleNamespace, syncSchedules } = options;
   if (syncSchedules !== undefined && typeof syncSchedules !== 'boolean') fail(messages.badSyncSchedules(syncSchedules));

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
 import { Admin } from '../core/admin';
-import type { HealthReport, HealthStatus, HealthThresholds } from '../core/operations/health';
+import type { HealthReport, HealthStatus, HealthThresholds } from '../core/operator/health';
 
 /** Options of {@link WorkhorseHealthIndicator.isHealthy}. */
 export interface WorkhorseHealthCheckOptions {

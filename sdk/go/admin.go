@@ -118,8 +118,8 @@ func (a *Admin) Cancel(ctx context.Context, jobID string, reason string) (Cancel
 	if err := checkJobID(jobID, "jobId"); err != nil {
 		return "", err
 	}
-	if len([]rune(reason)) > 1000 {
-		return "", invalid("reason", "must be a string of at most 1000 characters")
+	if err := checkText(reason, "reason"); err != nil {
+		return "", err
 	}
 	if err := a.schema.check(ctx, a.db); err != nil {
 		return "", err
@@ -154,7 +154,7 @@ func (a *Admin) Redrive(ctx context.Context, jobID string, o RedriveOptions) (st
 	if err := checkJobID(jobID, "jobId"); err != nil {
 		return "", err
 	}
-	if err := checkRedrive(o.RequestID, 200, o.ActorOptions); err != nil {
+	if err := checkRedrive(o.RequestID, o.ActorOptions); err != nil {
 		return "", err
 	}
 	if err := a.schema.check(ctx, a.db); err != nil {
@@ -173,7 +173,7 @@ func (a *Admin) RedriveMany(ctx context.Context, filter DeadLetterFilter, o Redr
 	if err != nil {
 		return nil, err
 	}
-	if err := checkRedrive(o.RequestID, 160, o.ActorOptions); err != nil {
+	if err := checkRedrive(o.RequestID, o.ActorOptions); err != nil {
 		return nil, err
 	}
 	limit, err := limitOf(o.Limit, 1000)
@@ -222,7 +222,7 @@ func (a *Admin) ListQueues(ctx context.Context) ([]QueueInfo, error) {
 }
 
 func (a *Admin) setPaused(ctx context.Context, statement, queue string, o ActorOptions) (QueueInfo, error) {
-	if err := checkName(queue, "queue"); err != nil {
+	if err := checkText(queue, "queue"); err != nil {
 		return QueueInfo{}, err
 	}
 	if err := checkActor(o); err != nil {

@@ -5,24 +5,26 @@ import (
 	"time"
 )
 
+// limitOf is a listing's limit: 0 is the default; its range is the SQL function's to check.
 func limitOf(limit, byDefault int) (int, error) {
 	if limit == 0 {
 		return byDefault, nil
 	}
-	return limit, checkRange(int64(limit), "limit", 1, 1000)
+	return checkParamInt(limit, "limit")
 }
 
-// optionalNames checks a queue and a type filter; "" is no filter (SQL NULL).
+// optionalNames passes a queue and a type filter on; "" is no filter (SQL NULL). That they are
+// names is the SQL function's to check.
 func optionalNames(queue, typ string) (any, any, error) {
 	var q, t any
 	if queue != "" {
-		if err := checkName(queue, "queue"); err != nil {
+		if err := checkText(queue, "queue"); err != nil {
 			return nil, nil, err
 		}
 		q = queue
 	}
 	if typ != "" {
-		if err := checkName(typ, "type"); err != nil {
+		if err := checkText(typ, "type"); err != nil {
 			return nil, nil, err
 		}
 		t = typ
@@ -72,8 +74,8 @@ func checkDeadLetterFilter(f DeadLetterFilter) (checkedDeadLetterFilter, error) 
 	if _, _, err := optionalNames(f.Queue, f.Type); err != nil {
 		return out, err
 	}
-	if len([]rune(f.ErrorName)) > 200 {
-		return out, invalid("errorName", "must be a string of at most 200 characters")
+	if err := checkText(f.ErrorName, "errorName"); err != nil {
+		return out, err
 	}
 	for _, t := range []struct {
 		at    time.Time
@@ -92,19 +94,18 @@ func checkDeadLetterFilter(f DeadLetterFilter) (checkedDeadLetterFilter, error) 
 	return out, nil
 }
 
+// checkActor: an actor and a reason text can hold; their bounds are the SQL functions'
+// (check_actor).
 func checkActor(o ActorOptions) error {
-	if len([]rune(o.Actor)) > 200 {
-		return invalid("actor", "must be a string of at most 200 characters")
+	if err := checkText(o.Actor, "actor"); err != nil {
+		return err
 	}
-	if len([]rune(o.Reason)) > 1000 {
-		return invalid("reason", "must be a string of at most 1000 characters")
-	}
-	return nil
+	return checkText(o.Reason, "reason")
 }
 
-func checkRedrive(requestID string, max int, o ActorOptions) error {
-	if n := len([]rune(requestID)); n == 0 || n > max {
-		return invalid("requestId", "must be a string of 1 to %d characters", max)
+func checkRedrive(requestID string, o ActorOptions) error {
+	if err := checkText(requestID, "requestId"); err != nil {
+		return err
 	}
 	return checkActor(o)
 }

@@ -82,8 +82,8 @@ func (a *Admin) ListWorkers(ctx context.Context) ([]WorkerInfo, error) {
 // DrainWorker asks a worker (of any language) to drain: within its report period it stops
 // claiming and finishes the jobs it holds.
 func (a *Admin) DrainWorker(ctx context.Context, workerID string, o ActorOptions) (DrainResult, error) {
-	if n := len([]rune(workerID)); n < 1 || n > 200 {
-		return "", invalid("workerId", "must be a string of 1 to 200 characters")
+	if err := checkText(workerID, "workerId"); err != nil {
+		return "", err
 	}
 	if err := checkActor(o); err != nil {
 		return "", err

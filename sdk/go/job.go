@@ -51,8 +51,12 @@ type Job struct {
 //	})
 func Checkpoint[T any](ctx context.Context, job *Job, name string, fn func(ctx context.Context) (T, error)) (T, error) {
 	var value T
-	if n := len([]rune(name)); n == 0 || n > 200 {
-		return value, invalid("name", "must be a string of 1 to 200 characters")
+	// (Checked before fn runs, which save_checkpoint_v2 would refuse to store.)
+	if n := int64(len([]rune(name))); n < limits.Handler.NameLength.Min || n > limits.Handler.NameLength.Max {
+		return value, invalid("name", "must be a string of %d to %d characters", limits.Handler.NameLength.Min, limits.Handler.NameLength.Max)
+	}
+	if err := checkText(name, "name"); err != nil {
+		return value, err
 	}
 	stored, found, err := job.checkpoint(name)
 	if err != nil {
@@ -195,8 +199,9 @@ func (j *Job) SleepUntil(ctx context.Context, name string, until time.Time) erro
 }
 
 func (j *Job) sleep(ctx context.Context, name string, until, ms any) error {
-	if n := len([]rune(name)); n == 0 || n > 200 {
-		return invalid("name", "must be a string of 1 to 200 characters")
+	// (Its length is sleep_v1's to check.)
+	if err := checkText(name, "name"); err != nil {
+		return err
 	}
 	known, err := j.sleepWakeAt(name)
 	if err != nil {

@@ -76,7 +76,12 @@ type protocolLimits struct {
 	Handler struct {
 		SleepMs       limitRange `json:"sleepMs"`
 		WaitTimeoutMs limitRange `json:"waitTimeoutMs"`
+		NameLength    limitRange `json:"nameLength"`
 	} `json:"handler"`
+	Dates struct {
+		MinYear int `json:"minYear"`
+		MaxYear int `json:"maxYear"`
+	} `json:"dates"`
 	Worker struct {
 		Queues struct {
 			Min     int64    `json:"min"`

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 )
 
 // The embedded limits.json is the repository's sdk/protocol/limits.json, and this SDK reads every
@@ -58,5 +59,21 @@ func TestHeartbeatBelowLease(t *testing.T) {
 	s, err := checkWorkerOptions(WorkerOptions{})
 	if err != nil || s.leaseMs != 30000 || s.heartbeat.Milliseconds() != 10000 || s.concurrency != 10 {
 		t.Fatalf("defaults: %+v %v", s, err)
+	}
+}
+
+// The years a time may take are limits.json's, checked when a time.Time becomes ISO text.
+func TestTheDateRangeIsThatOfLimitsJSON(t *testing.T) {
+	low, high := limits.Dates.MinYear, limits.Dates.MaxYear
+	for _, year := range []int{low, high} {
+		if _, err := checkTime(time.Date(year, 6, 1, 0, 0, 0, 0, time.UTC), "at"); err != nil {
+			t.Fatalf("year %d: %v", year, err)
+		}
+	}
+	for _, year := range []int{low - 1, high + 1} {
+		_, err := checkTime(time.Date(year, 6, 1, 0, 0, 0, 0, time.UTC), "at")
+		if v, ok := err.(*ValidationError); !ok || v.Field != "at" {
+			t.Fatalf("year %d: got %v", year, err)
+		}
 	}
 }

@@ -105,7 +105,7 @@ type ScheduleHistoryEntry struct {
 // namespace's lock (with queue.With(tx), in yours). The server checks every definition before
 // anything is written and plans the schedules; any worker's tick fires them.
 func (q *Queue) SyncSchedules(ctx context.Context, namespace string, definitions []ScheduleDefinition) ([]SyncedSchedule, error) {
-	if err := checkName(namespace, "namespace"); err != nil {
+	if err := checkText(namespace, "namespace"); err != nil {
 		return nil, err
 	}
 	wire := make([]map[string]any, len(definitions))
@@ -194,7 +194,7 @@ func (d ScheduleDefinition) wire(path string) (map[string]any, error) {
 // ListSchedules lists the schedules of namespace ("" for every namespace), by namespace and key.
 func (a *Admin) ListSchedules(ctx context.Context, namespace string) ([]ScheduleInfo, error) {
 	if namespace != "" {
-		if err := checkName(namespace, "namespace"); err != nil {
+		if err := checkText(namespace, "namespace"); err != nil {
 			return nil, err
 		}
 	}
@@ -245,8 +245,8 @@ func (a *Admin) ScheduleHistory(ctx context.Context, namespace, key string, limi
 	if err := a.checkSchedule(ctx, namespace, key, ActorOptions{}); err != nil {
 		return nil, err
 	}
-	if limit < 1 || limit > 1000 {
-		return nil, invalid("limit", "must be an integer from 1 to 1000")
+	if _, err := checkParamInt(limit, "limit"); err != nil {
+		return nil, err
 	}
 	list := []ScheduleHistoryEntry{}
 	err := queryAll(ctx, a.db, scheduleHistorySQL,
@@ -271,11 +271,13 @@ func (a *Admin) scheduleAction(ctx context.Context, statement, namespace, key st
 	return changed, scheduleError(err)
 }
 
+// checkSchedule: names and actor as text can hold them; that they are names, and their bounds,
+// is the SQL functions' to check.
 func (a *Admin) checkSchedule(ctx context.Context, namespace, key string, o ActorOptions) error {
-	if err := checkName(namespace, "namespace"); err != nil {
+	if err := checkText(namespace, "namespace"); err != nil {
 		return err
 	}
-	if err := checkName(key, "key"); err != nil {
+	if err := checkText(key, "key"); err != nil {
 		return err
 	}
 	if err := checkActor(o); err != nil {

@@ -2,6 +2,7 @@ package workhorse
 
 import (
 	"encoding/json"
+	"math"
 	"time"
 	"unicode/utf8"
 )
@@ -56,6 +57,15 @@ func millis(d time.Duration, field string) (int64, error) {
 		return 0, invalid(field, "must be a whole number of milliseconds")
 	}
 	return d.Milliseconds(), nil
+}
+
+// checkParamInt: an int for an integer parameter of a protocol function (a limit) fits the
+// parameter's 32 bits; its range is the function's to check.
+func checkParamInt(value int, field string) (int, error) {
+	if value > math.MaxInt32 || value < math.MinInt32 {
+		return 0, invalid(field, "must be an integer (this one is beyond a 32-bit integer)")
+	}
+	return value, nil
 }
 
 // checkText refuses strings PostgreSQL's jsonb cannot store: invalid UTF-8 and NUL.
@@ -178,10 +188,12 @@ func hex4(b []byte) int {
 	return n
 }
 
-// checkTime: a set time between the years 1970 and 9999, as the SQL functions' ISO text.
+// checkTime: a set time within the years of limits.json (1970 to 9999), as the SQL functions'
+// ISO text. (PostgreSQL cannot read a year past 9999 as ISO text, so the range stays here; the
+// SQL functions check it again.)
 func checkTime(t time.Time, field string) (string, error) {
-	if y := t.UTC().Year(); y < 1970 || y > 9999 {
-		return "", invalid(field, "must be a time between the years 1970 and 9999")
+	if y := t.UTC().Year(); y < limits.Dates.MinYear || y > limits.Dates.MaxYear {
+		return "", invalid(field, "must be a time between the years %d and %d", limits.Dates.MinYear, limits.Dates.MaxYear)
 	}
 	return t.UTC().Format("2006-01-02T15:04:05.999999Z"), nil
 }

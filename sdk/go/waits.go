@@ -104,17 +104,11 @@ func (q *Queue) CompleteHumanWait(ctx context.Context, jobID, name string, decis
 	if err := checkWaitName(name, "name"); err != nil {
 		return "", err
 	}
-	data, err := toJSON(decision, "decision", 64<<10)
+	data, err := toJSON(decision, "decision", maxJSONBytes)
 	if err != nil {
 		return "", err
 	}
-	if err := checkWaitName(o.Actor, "actor"); err != nil {
-		return "", err
-	}
 	if err := checkActor(ActorOptions{Actor: o.Actor, Reason: o.Reason}); err != nil {
-		return "", err
-	}
-	if err := checkText(o.Reason, "reason"); err != nil {
 		return "", err
 	}
 	var key any
@@ -132,11 +126,9 @@ func (q *Queue) CompleteHumanWait(ctx context.Context, jobID, name string, decis
 	return HumanWaitStatus(s), err
 }
 
-// checkWaitName: a signal or wait name, actor or key of 1 to 200 characters that text can hold.
+// checkWaitName: a signal or wait name or key as text can hold it; its length is the SQL
+// functions' to check (check_wait_name, check_wait_key).
 func checkWaitName(value, field string) error {
-	if n := len([]rune(value)); n < 1 || n > 200 {
-		return invalid(field, "must be a string of 1 to 200 characters")
-	}
 	return checkText(value, field)
 }
 

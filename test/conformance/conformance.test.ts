@@ -142,6 +142,27 @@ class Run {
     }
   }
 
+  /** An operator or producer call of scenario 026 on (README, `operator_call`), with wire-named arguments. */
+  private async operatorCall(call: string, args: Record<string, never>): Promise<unknown> {
+    const who = { actor: args.actor, reason: args.reason };
+    switch (call) {
+      case 'pause_queue':
+        return this.admin.pauseQueue(args.queue, who);
+      case 'drain_worker':
+        return this.admin.drainWorker(args.workerId, who);
+      case 'list_jobs':
+        return this.admin.listJobs({ queue: args.queue, type: args.type });
+      case 'list_dead_letters':
+        return this.admin.listDeadLetters({ queue: args.queue, type: args.type, errorName: args.errorName });
+      case 'list_human_waits':
+        return this.admin.listHumanWaits({ queue: args.queue, type: args.type, name: args.name });
+      case 'sync_schedules':
+        return this.queue.syncSchedules(args.namespace, args.definitions);
+      default:
+        throw new Error(`unknown operator call ${call}`);
+    }
+  }
+
   private expectError(error: unknown, expected: Record<string, unknown>): void {
     const conflict = expected.kind === 'idempotency_conflict';
     const kind = ERROR_KINDS[expected.kind as string];
@@ -339,6 +360,21 @@ class Run {
       case 'expect_job_count':
         expect((await this.admin.listJobs({ queue: a.queue, limit: 1000 })).items).toHaveLength(a.count);
         return;
+      case 'operator_call': {
+        let error: unknown = null;
+        try {
+          await this.operatorCall(a.call as string, a.args as Record<string, never>);
+        } catch (thrown) {
+          error = thrown;
+        }
+        if (!a.expectError) {
+          expect(error).toBeNull();
+          return;
+        }
+        if (error === null) throw new Error(`expected ${JSON.stringify(a.expectError)}, ${a.call} succeeded`);
+        this.expectError(error, a.expectError);
+        return;
+      }
       default:
         throw new Error(`unknown action ${action.do}`);
     }

@@ -184,7 +184,7 @@ describe('waitForHuman and completeHumanWait', () => {
       }),
     );
     await waitForState(jobId, 'succeeded');
-    expect((await admin.getJob(jobId))?.result).toEqual(['choices', 'choices', 'choices[0]', 'timeoutMs', 'context']);
+    expect((await admin.getJob(jobId))?.result).toEqual(['choices', 'choices', 'choices', 'timeoutMs', 'context']);
     const { rows } = await pool.query('SELECT 1 FROM workhorse.job_human_wait WHERE job_id = $1', [jobId]);
     expect(rows).toHaveLength(0);
   });

@@ -130,4 +130,28 @@ describe('the SQL enforces the values of limits.json', () => {
     expect(await worker.runOnce()).toBe(1);
     expect(await admin.getJob(id)).toMatchObject({ state: 'succeeded', result: ['ms', 'ms', 'timeoutMs', 'timeoutMs'] });
   });
+
+  it("a handler's names (waits, sleeps, checkpoints, children) and the years of a time: the SQL holds the file's bounds", async () => {
+    const n = source.handler.nameLength;
+    await queue.enqueue('limits.names', null, { queue: 'limits-names' });
+    const { rows } = await pool.query<{ job_id: string; fence_token: string }>("SELECT job_id, fence_token FROM workhorse.claim_many_v1('{limits-names}', 'limits-names-worker', 1, 60000)");
+    const owner = [rows[0].job_id, 'limits-names-worker', rows[0].fence_token];
+    const column = (statement: string, values: unknown[]) =>
+      pool.query(statement, values).then(
+        () => 'accepted',
+        (e: { code?: string; column?: string }) => `${e.code}:${e.column}`,
+      );
+    const checkpoint = 'SELECT workhorse.save_checkpoint_v2($1, $2, $3, $4, $5::jsonb)';
+    expect(await column(checkpoint, [...owner, 'c'.repeat(n.max), '1'])).toBe('accepted');
+    expect(await column(checkpoint, [...owner, 'c'.repeat(n.max + 1), '1'])).toBe('P1001:name');
+    expect(await column(checkpoint, [...owner, 'c'.repeat(n.min - 1), '1'])).toBe('P1001:name');
+    const signal = 'SELECT workhorse.send_signal_v1($1, $2, NULL)';
+    expect(await column(signal, [rows[0].job_id, 's'.repeat(n.max + 1)])).toBe('P1001:name');
+    const d = source.dates;
+    const listJobs = 'SELECT * FROM workhorse.list_jobs_v3(p_created_after => $1)';
+    expect(await column(listJobs, [`${d.minYear}-01-01T00:00:00Z`])).toBe('accepted');
+    expect(await column(listJobs, [`${d.maxYear}-12-31T23:59:59Z`])).toBe('accepted');
+    expect(await column(listJobs, [`${d.minYear - 1}-12-31T23:59:59Z`])).toBe('P1001:createdAfter');
+    expect(await column(listJobs, [`${d.maxYear + 1}-01-01T00:00:00Z`])).toBe('P1001:createdAfter');
+  });
 });

@@ -164,8 +164,11 @@ describe('refusals before anything starts', () => {
       }),
     ).rejects.toBeInstanceOf(UnknownTimeZoneError);
     await expect(
-      startModule({ imports: [WorkhorseModule.forRoot({ pool: db.pool, schedules: [{ key: 'z', type: 'x', cron: '@daily', overlap: 'never' as 'skip' }] })] }),
-    ).rejects.toThrow(/schedules\[0\]\.overlap: must be "allow" or "skip"/);
+      // (The value is sync_schedules_v1's to check: the module that syncs refuses to start.)
+      startModule({
+        imports: [WorkhorseModule.forRoot({ pool: db.pool, worker: { tickMs: 60_000 }, schedules: [{ key: 'z', type: 'x', cron: '@daily', overlap: 'never' as 'skip' }] })],
+      }),
+    ).rejects.toThrow(/\[0\]\.overlap: must be "allow" or "skip"/);
     await expect(
       startModule({
         imports: [

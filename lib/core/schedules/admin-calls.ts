@@ -2,7 +2,8 @@ import { WorkhorseValidationError } from '../errors';
 import { call } from '../protocol/call';
 import { LIST_SCHEDULES, PAUSE_SCHEDULE, RESUME_SCHEDULE, SCHEDULE_HISTORY, TRIGGER_SCHEDULE } from '../protocol/admin';
 import type { JobState, JsonValue, Queryable } from '../types';
-import { checkInteger, checkName } from '../validation';
+import { actorOf } from '../actor-options';
+import { checkParamInteger, checkParamText } from '../validation';
 import type {
   ScheduleActionOptions,
   ScheduleHistoryChange,
@@ -79,27 +80,23 @@ function checkAction(key: string, options: ScheduleActionOptions): { namespace: 
       throw new WorkhorseValidationError(name, 'is not an option of a schedule action (namespace, actor, reason)');
     }
   }
-  checkName(key, 'key');
-  const namespace = checkName(options.namespace ?? DEFAULT_SCHEDULE_NAMESPACE, 'namespace');
-  if (options.actor !== undefined && (typeof options.actor !== 'string' || options.actor.length > 200)) {
-    throw new WorkhorseValidationError('actor', 'must be a string of at most 200 characters');
-  }
-  if (options.reason !== undefined && (typeof options.reason !== 'string' || options.reason.length > 1000)) {
-    throw new WorkhorseValidationError('reason', 'must be a string of at most 1000 characters');
-  }
-  return { namespace, actor: options.actor ?? null, reason: options.reason ?? null };
+  // (Names, actor and reason are bounded by the SQL functions: check_name, check_actor.)
+  checkParamText(key, 'key');
+  const namespace = checkParamText(options.namespace ?? DEFAULT_SCHEDULE_NAMESPACE, 'namespace');
+  const [actor, reason] = actorOf(options);
+  return { namespace, actor, reason };
 }
 
 export async function listSchedules(db: Queryable, namespace?: string): Promise<ScheduleInfo[]> {
-  const checked = namespace === undefined ? null : checkName(namespace, 'namespace');
+  const checked = namespace === undefined ? null : checkParamText(namespace, 'namespace');
   const rows = await call<ScheduleRow>(db, LIST_SCHEDULES, [checked]);
   return rows.map(toInfo);
 }
 
 export async function getScheduleHistory(db: Queryable, key: string, options: { namespace?: string; limit?: number }): Promise<ScheduleHistoryEntry[]> {
-  const namespace = checkName(options.namespace ?? DEFAULT_SCHEDULE_NAMESPACE, 'namespace');
-  checkName(key, 'key');
-  const limit = options.limit === undefined ? 100 : checkInteger(options.limit, 'limit', 1, 1000);
+  const namespace = checkParamText(options.namespace ?? DEFAULT_SCHEDULE_NAMESPACE, 'namespace');
+  checkParamText(key, 'key');
+  const limit = options.limit === undefined ? 100 : checkParamInteger(options.limit, 'limit');
   const rows = await call<HistoryRow>(db, SCHEDULE_HISTORY, [namespace, key, limit]);
   return rows.map((row) => ({
     revision: row.revision,

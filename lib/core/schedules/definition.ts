@@ -1,5 +1,5 @@
 import { WorkhorseValidationError } from '../errors';
-import { checkInteger, checkName, LIMITS, toRequestJson } from '../validation';
+import { checkParamText, toRequestJson } from '../validation';
 import type { ScheduleDefinition } from './types';
 
 const DEFINITION_KEYS = [
@@ -35,9 +35,11 @@ function fail(field: string, message: string): never {
 }
 
 /**
- * Checks one schedule definition before anything is written, and returns what the SQL function
- * receives. Field names are prefixed with `path` (`definitions[2].`). The cron expression and
- * the zone are read by the server (sync_schedules_v1), which also checks the rest again.
+ * One schedule definition as the SQL function receives it: its fields and its job options are
+ * this API's (a key not among them is refused), its payload and options are JSON (converted as an
+ * enqueue's). Everything else (names, cron, zone, catch-up, overlap, ranges) is checked by
+ * sync_schedules_v1, before anything is written. Field names are prefixed with `path`
+ * (`definitions[2].`).
  */
 export function toWireSchedule(definition: unknown, path = ''): WireScheduleDefinition {
   if (typeof definition !== 'object' || definition === null || Array.isArray(definition)) {
@@ -50,15 +52,9 @@ export function toWireSchedule(definition: unknown, path = ''): WireScheduleDefi
     }
   }
   const def = d as Partial<ScheduleDefinition>;
-  const key = checkName(def.key, `${path}key`);
-  const type = checkName(def.type, `${path}type`);
-  if (typeof def.cron !== 'string' || def.cron.length === 0 || def.cron.length > 200) {
-    fail(`${path}cron`, 'must be a cron expression of 1 to 200 characters');
-  }
-  if (def.timezone !== undefined && (typeof def.timezone !== 'string' || def.timezone.length === 0 || def.timezone.length > 64)) {
-    fail(`${path}timezone`, 'must be an IANA time zone name such as Europe/Berlin');
-  }
-  const wire: WireScheduleDefinition = { key, type, cron: def.cron };
+  // Names, the cron expression, the zone, the enumerations and the ranges are sync_schedules_v1's
+  // to check (P1001 naming definitions[i].<field>); here only what JSON cannot carry.
+  const wire = { key: def.key, type: def.type, cron: def.cron } as WireScheduleDefinition;
   if (def.timezone !== undefined) wire.timezone = def.timezone;
   if (def.options !== undefined && (typeof def.options !== 'object' || def.options === null || Array.isArray(def.options))) {
     fail(`${path}options`, 'must be an object of enqueue options');
@@ -66,36 +62,27 @@ export function toWireSchedule(definition: unknown, path = ''): WireScheduleDefi
   for (const name of Object.keys(def.options ?? {})) {
     if (!JOB_OPTION_KEYS.includes(name)) fail(`${path}options.${name}`, `is not an option of a scheduled job (${JOB_OPTION_KEYS.join(', ')})`);
   }
-  // Checked as an enqueue is; the request's JSON, read back, is what the job will hold.
-  const request = JSON.parse(toRequestJson(type, def.payload ?? {}, def.options, `${path}`)) as Record<string, unknown>;
+  // Converted as an enqueue is; the request's JSON, read back, is what the job will hold.
+  const request = JSON.parse(toRequestJson(def.type, def.payload ?? {}, def.options, `${path}`)) as Record<string, unknown>;
   if (def.payload !== undefined) wire.payload = request.payload;
   const { type: _type, payload: _payload, ...options } = request;
   if (def.options !== undefined) wire.options = options;
-  if (def.catchUp !== undefined) {
-    if (def.catchUp !== 'skip' && def.catchUp !== 'latest' && def.catchUp !== 'all') fail(`${path}catchUp`, 'must be "skip", "latest" or "all"');
-    wire.catchUp = def.catchUp;
+  for (const name of ['key', 'cron', 'timezone', 'catchUp', 'overlap'] as const) {
+    if (typeof def[name] === 'string') checkParamText(def[name], `${path}${name}`);
   }
-  if (def.catchUpLimit !== undefined) wire.catchUpLimit = checkInteger(def.catchUpLimit, `${path}catchUpLimit`, 1, LIMITS.batchSize);
-  if (def.overlap !== undefined) {
-    if (def.overlap !== 'allow' && def.overlap !== 'skip') fail(`${path}overlap`, 'must be "allow" or "skip"');
-    wire.overlap = def.overlap;
-  }
-  if (def.missedAfterMs !== undefined) wire.missedAfterMs = checkInteger(def.missedAfterMs, `${path}missedAfterMs`, 1000, 86_400_000);
+  if (def.catchUp !== undefined) wire.catchUp = def.catchUp;
+  if (def.catchUpLimit !== undefined) wire.catchUpLimit = def.catchUpLimit;
+  if (def.overlap !== undefined) wire.overlap = def.overlap;
+  if (def.missedAfterMs !== undefined) wire.missedAfterMs = def.missedAfterMs;
   return wire;
 }
 
-/** Checks a whole namespace's definitions (at most 1000, keys unique) and returns what SQL receives. */
+/**
+ * A whole namespace's definitions as SQL receives them; how many, and that keys are unique, is
+ * sync_schedules_v1's to check.
+ */
 export function toWireSchedules(namespace: unknown, definitions: unknown): WireScheduleDefinition[] {
-  checkName(namespace, 'namespace');
+  checkParamText(namespace, 'namespace');
   if (!Array.isArray(definitions)) fail('definitions', 'must be an array of schedule definitions');
-  if (definitions.length > LIMITS.batchSize) {
-    fail('definitions', `a namespace holds at most ${LIMITS.batchSize} schedules, got ${definitions.length}`);
-  }
-  const keys = new Set<string>();
-  return definitions.map((definition: unknown, i) => {
-    const wire = toWireSchedule(definition, `definitions[${i}].`);
-    if (keys.has(wire.key)) fail(`definitions[${i}].key`, `"${wire.key}" is listed twice`);
-    keys.add(wire.key);
-    return wire;
-  });
+  return definitions.map((definition: unknown, i) => toWireSchedule(definition, `definitions[${i}].`));
 }

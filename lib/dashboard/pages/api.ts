@@ -1,7 +1,7 @@
 import { WorkhorseValidationError } from '../../core/errors';
 import type { JobSnapshot, ListJobsFilter } from '../../core/types';
 import type { DashboardPage, JsonView, PageContext } from '../page';
-import type { JobDuration } from '../../core/operations/job-insights';
+import type { JobDuration } from '../../core/operator/job-insights';
 import { readListing } from './job-search';
 import { optionalName, optionalTime, states } from './listing';
 

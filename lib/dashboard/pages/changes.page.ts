@@ -1,4 +1,4 @@
-import type { OperatorChange, OperatorChangeKind } from '../../core/operations/operator-changes';
+import type { OperatorChange, OperatorChangeKind } from '../../core/operator/operator-changes';
 import { loginRole, time } from '../format';
 import { html, type Html } from '../html';
 import { table } from '../layout';

@@ -1,4 +1,4 @@
-import type { HealthReason, HealthReasonCode, HealthReport, HealthThresholds } from '../../core/operations/health';
+import type { HealthReason, HealthReasonCode, HealthReport, HealthThresholds } from '../../core/operator/health';
 import { time } from '../format';
 import { html, type Html } from '../html';
 import { table } from '../layout';

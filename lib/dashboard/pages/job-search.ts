@@ -1,5 +1,5 @@
 import { WorkhorseValidationError } from '../../core/errors';
-import type { FindJobsFilter, JobDuration } from '../../core/operations/job-insights';
+import type { FindJobsFilter, JobDuration } from '../../core/operator/job-insights';
 import type { JobSnapshot, JsonValue, ListJobsFilter, Page } from '../../core/types';
 import { DashboardHttpError } from '../http-request';
 import type { PageContext } from '../page';

@@ -5,7 +5,7 @@ import { stateBadge, time, truncate } from '../format';
 import { html, type Html } from '../html';
 import { table } from '../layout';
 import type { DashboardPage, PageContext } from '../page';
-import type { JobDuration } from '../../core/operations/job-insights';
+import type { JobDuration } from '../../core/operator/job-insights';
 import { DashboardHttpError } from '../http-request';
 import { durationText, jobIdOf, readListing, type ListingSource } from './job-search';
 import { optionalName, optionalTime, pageSize, pager, states, timeFieldValue } from './listing';

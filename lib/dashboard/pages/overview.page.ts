@@ -1,6 +1,6 @@
 import type { Admin } from '../../core/admin';
 import { CheckedOutClient } from '../../core/checked-out-client';
-import type { HealthReport } from '../../core/operations/health';
+import type { HealthReport } from '../../core/operator/health';
 import { BEGIN_READ_ONLY, COMMIT, ROLLBACK, setLocalStatementTimeout } from '../../core/protocol/session';
 import type { PoolClient } from 'pg';
 import type { QueueActivity, QueueInfo } from '../../core/types';

@@ -1,4 +1,4 @@
-import type { ErrorGroup, TimingStats } from '../../core/operations/job-insights';
+import type { ErrorGroup, TimingStats } from '../../core/operator/job-insights';
 import { time, truncate } from '../format';
 import { html, type Html } from '../html';
 import { table } from '../layout';

@@ -1,4 +1,4 @@
-import type { DrainResult, WorkerInfo, WorkerStatus } from '../../core/operations/live-workers';
+import type { DrainResult, WorkerInfo, WorkerStatus } from '../../core/operator/live-workers';
 import { loginRole, relative, time } from '../format';
 import { html, type Html } from '../html';
 import { DashboardHttpError } from '../http-request';

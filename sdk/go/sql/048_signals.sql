@@ -453,6 +453,11 @@ LANGUAGE plpgsql STABLE AS $$
 DECLARE
   v_after bigint := coalesce(workhorse.cursor_bigint('waits', p_cursor), 0);
 BEGIN
+  PERFORM workhorse.check_filter_name(p_queue, 'queue');
+  PERFORM workhorse.check_filter_name(p_type, 'type');
+  IF p_name IS NOT NULL THEN
+    PERFORM workhorse.check_wait_name(p_name);
+  END IF;
   RETURN QUERY
   WITH page AS MATERIALIZED (
     SELECT * FROM workhorse.list_human_waits_v1(p_queue, p_type, p_name, p_job_id, p_limit, v_after) WITH ORDINALITY AS s

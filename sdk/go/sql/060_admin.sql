@@ -15,12 +15,7 @@ DECLARE
   r workhorse.job_runtime;
   v_now timestamptz;
 BEGIN
-  IF p_reason IS NOT NULL AND length(p_reason) > 1000 THEN
-    PERFORM workhorse.raise_invalid('reason', 'must be at most 1000 characters');
-  END IF;
-  IF p_actor IS NOT NULL AND length(p_actor) > 200 THEN
-    PERFORM workhorse.raise_invalid('actor', 'must be at most 200 characters');
-  END IF;
+  PERFORM workhorse.check_actor(p_actor, p_reason);
   -- A parent's live descendants first, in the order their own ends lock them (046_orchestration.sql).
   PERFORM workhorse.lock_descendants(p_job_id);
   SELECT * INTO r FROM workhorse.job_runtime WHERE job_id = p_job_id FOR UPDATE;

@@ -92,6 +92,7 @@ class Variant(Protocol):
     async def human_waits(self, job_id: str) -> list[dict[str, Any]]: ...
     async def children(self, job_id: str) -> list[str]: ...
     async def page(self, spec: Mapping[str, Any], jobs: Mapping[str, str], limit: int, cursor: str | None) -> Page[Any]: ...
+    async def operator_call(self, call: str, args: Mapping[str, Any]) -> None: ...
 
 
 def _wait_of(wait: Any) -> dict[str, Any]:
@@ -113,6 +114,27 @@ def _listing_page(admin: Any, spec: Mapping[str, Any], jobs: Mapping[str, str], 
             return admin.list_human_waits(job_id=jobs[spec["job"]], limit=limit, cursor=cursor)
         return admin.list_human_waits(queue=spec.get("queue"), limit=limit, cursor=cursor)
     raise AssertionError(f"unknown listing {listing!r}")
+
+
+def _operator_call(queue: Any, admin: Any, call: str, args: Mapping[str, Any]) -> Any:
+    """One ``operator_call`` (scenario 026 on) on a sync or async client: the call's result, or its
+    coroutine. Arguments by wire name; an absent one is not given."""
+    who = {"actor": args.get("actor"), "reason": args.get("reason")}
+    filters = {"queue": args.get("queue"), "type": args.get("type")}
+    if call == "pause_queue":
+        return admin.pause_queue(args["queue"], **who)
+    if call == "drain_worker":
+        return admin.drain_worker(args["workerId"], **who)
+    if call == "list_jobs":
+        return admin.list_jobs(**filters)
+    if call == "list_dead_letters":
+        given = {**filters, "error_name": args.get("errorName")}
+        return admin.list_dead_letters(**{k: v for k, v in given.items() if v is not None})
+    if call == "list_human_waits":
+        return admin.list_human_waits(**filters, name=args.get("name"))
+    if call == "sync_schedules":
+        return queue.sync_schedules(args["namespace"], args["definitions"])
+    raise AssertionError(f"unknown operator call {call}")
 
 
 class SyncVariant:
@@ -168,6 +190,9 @@ class SyncVariant:
 
     async def send_signal(self, job_id: str, name: str, payload: Any, key: str | None) -> str:
         return await asyncio.to_thread(lambda: self.queue.send_signal(job_id, name, payload, idempotency_key=key))
+
+    async def operator_call(self, call: str, args: Mapping[str, Any]) -> None:
+        await asyncio.to_thread(lambda: _operator_call(self.queue, self.admin, call, args))
 
     async def complete_human_wait(self, job_id: str, name: str, decision: Any, options: dict[str, Any]) -> str:
         return await asyncio.to_thread(lambda: self.queue.complete_human_wait(job_id, name, decision, **options))
@@ -254,6 +279,9 @@ class AsyncVariant:
 
     async def send_signal(self, job_id: str, name: str, payload: Any, key: str | None) -> str:
         return await self.queue.send_signal(job_id, name, payload, idempotency_key=key)
+
+    async def operator_call(self, call: str, args: Mapping[str, Any]) -> None:
+        await _operator_call(self.queue, self.admin, call, args)
 
     async def complete_human_wait(self, job_id: str, name: str, decision: Any, options: dict[str, Any]) -> str:
         return await self.queue.complete_human_wait(job_id, name, decision, **options)
@@ -462,6 +490,14 @@ async def _act(
             return
         assert "expectError" not in action, f"expected {action['expectError']}, got {got!r}"
         assert got == action["expect"], f"complete_human_wait answered {got!r}"
+    elif do == "operator_call":
+        try:
+            await variant.operator_call(action["call"], action["args"])
+        except WorkhorseValidationError as error:
+            assert "expectError" in action, f"unexpected error {error!r}"
+            _expect_error(error, action["expectError"], jobs)
+            return
+        assert "expectError" not in action, f"expected {action['expectError']}, {action['call']} succeeded"
     elif do == "expect_human_waits":
         waits = await variant.human_waits(jobs[action["job"]])
         assert waits == action["waits"], f"human waits {waits}"

@@ -107,3 +107,23 @@ def test_a_handlers_sleep_and_wait_timeouts_past_the_bounds_are_refused_by_the_s
     job = admin.get_job(job_id)
     assert job is not None and job.result == ["ms", "ms", "timeoutMs", "timeoutMs", "ms"]
     assert admin.list_human_waits(job_id=job_id).items == []
+
+
+def test_the_date_range_and_handler_name_length_are_those_of_limits_json() -> None:
+    from datetime import datetime, timezone
+
+    from workhorse._limits import DATES, HANDLER
+    from workhorse.context import _check_checkpoint_name
+    from workhorse.validation import check_datetime
+
+    low, high = DATES["minYear"], DATES["maxYear"]
+    check_datetime(datetime(low, 1, 1, tzinfo=timezone.utc), "at")
+    check_datetime(datetime(high, 12, 31, tzinfo=timezone.utc), "at")
+    with pytest.raises(WorkhorseValidationError) as refused:
+        check_datetime(datetime(low - 1, 12, 31, tzinfo=timezone.utc), "at")
+    assert (refused.value.field, refused.value.reason) == ("at", f"must be a time between the years {low} and {high}")
+    name = HANDLER["nameLength"]
+    assert _check_checkpoint_name("n" * name["max"]) == "n" * name["max"]
+    for bad in ("n" * (name["max"] + 1), "n" * (name["min"] - 1)):
+        with pytest.raises(WorkhorseValidationError):
+            _check_checkpoint_name(bad)

@@ -270,7 +270,7 @@ async def test_bad_arguments_of_the_handler_calls_are_refused_naming_the_field_b
         await running
     job = await admin.get_job(job_id)
     assert job is not None and job.result == [
-        "name", "timeoutMs", "choices", "choices", "choices[0]", 'context key 1', "key", "type", "priority",
+        "name", "timeoutMs", "choices", "choices", "choices", 'context key 1', "key", "type", "priority",
         "dependsOn", "children", "children[0]", "children[0].maxAttempts",
     ]  # fmt: skip
     assert job.children == [] and (await admin.list_human_waits()).items == []

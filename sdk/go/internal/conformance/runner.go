@@ -268,6 +268,9 @@ func (r *Runner) act(ctx context.Context, a Action) error {
 	if handled, err := r.orchestrationAction(ctx, a); handled {
 		return err
 	}
+	if handled, err := r.operatorAction(ctx, a); handled {
+		return err
+	}
 	return fmt.Errorf("unknown action %q", a.Do())
 }
 

@@ -14,11 +14,11 @@ from typing import Any, Generic, TypeVar
 from . import _protocol as p
 from .errors import SchemaNotInstalledError, SchemaVersionMismatchError
 from .types import JOB_STATES, CancelResult, DrainResult, JobSnapshot, Page, QueueInfo, RedriveResult, TimelineEntry, WorkerInfo
-from .validation import check_datetime, check_int, check_job_id, check_name, check_text, fail, to_wire_batch, to_wire_request
+from .validation import check_datetime, check_job_id, check_param_int, check_param_text, fail, to_wire_batch, to_wire_request
 
 #: The schema version this SDK installs and migrates to (``workhorse.schema_version``): the
 #: highest step in its ``sql/migrations/``.
-SCHEMA_VERSION = 15
+SCHEMA_VERSION = 16
 #: The oldest schema version whose functions every call of this SDK still finds, so a database
 #: not yet migrated keeps serving this release during a rolling deploy.
 MIN_SCHEMA_VERSION = 14
@@ -147,14 +147,14 @@ def enqueue(requests: list[dict[str, Any]], field_prefix: str = "") -> Call[list
 
 def get_job_timeline(job_id: object, limit: object, cursor: object) -> Call[Page[TimelineEntry]]:
     check_job_id(job_id)
-    n = check_int(limit, "limit", 1, 1000)
+    n = check_param_int(limit, "limit")
     return Call(p.TIMELINE_SQL, (job_id, p.check_cursor(cursor), n), lambda rows: p.page_of(rows, p.to_timeline_entry))
 
 
 def job_filter(queue: object, type: object, states: object) -> tuple[str | None, str | None, list[str] | None]:
     """The queue, type and states of a job listing, checked."""
-    q = None if queue is None else check_name(queue, "queue")
-    t = None if type is None else check_name(type, "type")
+    q = None if queue is None else check_param_text(queue, "queue")
+    t = None if type is None else check_param_text(type, "type")
     s = None
     if states is not None:
         if not isinstance(states, (list, tuple)) or any(x not in JOB_STATES for x in states):
@@ -165,14 +165,14 @@ def job_filter(queue: object, type: object, states: object) -> tuple[str | None,
 
 def list_jobs(queue: object, type: object, states: object, limit: object, cursor: object) -> Call[Page[JobSnapshot]]:
     q, t, s = job_filter(queue, type, states)
-    n = check_int(limit, "limit", 1, 1000)
+    n = check_param_int(limit, "limit")
     return Call(p.LIST_JOBS_SQL, (q, t, s, n, p.check_cursor(cursor)), lambda rows: p.page_of(rows, p.to_snapshot))
 
 
 def cancel(job_id: object, reason: object) -> Call[CancelResult]:
     check_job_id(job_id)
     if reason is not None:
-        check_text(reason, "reason", 1000)
+        check_param_text(reason, "reason")
     return Call(p.CANCEL_SQL, (job_id, reason), p.status_of)  # type: ignore[arg-type]
 
 
@@ -193,30 +193,31 @@ def dead_letter_filter(given: Mapping[str, Any]) -> CheckedFilter:
     queue, type, error_name = given.get("queue"), given.get("type"), given.get("error_name")
     after, before = given.get("finished_after"), given.get("finished_before")
     return CheckedFilter(
-        None if queue is None else check_name(queue, "queue"),
-        None if type is None else check_name(type, "type"),
-        None if error_name is None else check_text(error_name, "errorName", 200),
+        None if queue is None else check_param_text(queue, "queue"),
+        None if type is None else check_param_text(type, "type"),
+        None if error_name is None else check_param_text(error_name, "errorName"),
         None if after is None else check_datetime(after, "finishedAfter"),
         None if before is None else check_datetime(before, "finishedBefore"),
     )
 
 
 def list_dead_letters(f: CheckedFilter, limit: object, cursor: object) -> Call[Page[JobSnapshot]]:
-    n = check_int(limit, "limit", 1, 1000)
+    n = check_param_int(limit, "limit")
     params = (f.queue, f.type, f.error_name, f.finished_after, f.finished_before, n, p.check_cursor(cursor))
     return Call(p.LIST_DEAD_LETTERS_SQL, params, lambda rows: p.page_of(rows, p.to_snapshot))
 
 
 def _check_actor(actor: object, reason: object) -> None:
+    # (Their bounds are the SQL functions': check_actor.)
     if actor is not None:
-        check_text(actor, "actor", 200)
+        check_param_text(actor, "actor")
     if reason is not None:
-        check_text(reason, "reason", 1000)
+        check_param_text(reason, "reason")
 
 
 def redrive(job_id: object, request_id: object, actor: object, reason: object) -> Call[str]:
     check_job_id(job_id)
-    check_text(request_id, "requestId", 200, 1)
+    check_param_text(request_id, "requestId")
     _check_actor(actor, reason)
     return Call(p.REDRIVE_SQL, (job_id, request_id, actor, reason), p.status_of)
 
@@ -224,11 +225,11 @@ def redrive(job_id: object, request_id: object, actor: object, reason: object) -
 def redrive_many(
     f: CheckedFilter, request_id: object, dry_run: object, actor: object, reason: object, limit: object
 ) -> Call[list[RedriveResult]]:
-    check_text(request_id, "requestId", 160, 1)
+    check_param_text(request_id, "requestId")
     _check_actor(actor, reason)
     if not isinstance(dry_run, bool):
         fail("dryRun", "must be True or False")
-    n = check_int(limit, "limit", 1, 1000)
+    n = check_param_int(limit, "limit")
     wire: dict[str, str] = {}
     for key, value in (("queue", f.queue), ("type", f.type), ("errorName", f.error_name)):
         if value is not None:
@@ -244,7 +245,7 @@ def redrive_many(
 
 
 def set_paused(paused: bool, queue: object, actor: object, reason: object) -> Call[Any]:
-    check_name(queue, "queue")
+    check_param_text(queue, "queue")
     _check_actor(actor, reason)
     return Call(p.PAUSE_SQL if paused else p.RESUME_SQL, (queue, actor, reason), p.first_value)
 
@@ -268,6 +269,6 @@ def worker_versions(v2: bool) -> Call[list[tuple[str, str]]]:
 
 
 def drain_worker(worker_id: object, actor: object, reason: object) -> Call[DrainResult]:
-    check_text(worker_id, "workerId", 200, 1)
+    check_param_text(worker_id, "workerId")
     _check_actor(actor, reason)
     return Call(p.DRAIN_WORKER_SQL, (worker_id, actor, reason), p.status_of)  # type: ignore[arg-type]

@@ -28,7 +28,7 @@ from .types import ChildOutcome, DependencyOutcome, HumanDecision
 from ._limits import HANDLER
 from .validation import (
     ENQUEUE_OPTIONS,
-    check_text,
+    check_param_text,
     check_whole_number,
     renamed_request_error,
     to_json_text,
@@ -49,16 +49,11 @@ def check_timeout(value: object) -> int | None:
 def check_human_wait(context: object, choices: object, timeout_ms: object) -> tuple[str | None, str | None, int | None]:
     """A human wait's context and choices as JSON text (or None), and its timeout."""
     context_text = None if context is None else to_json_text(context, "context")
+    # (How many choices, how long and whether distinct is wait_human_v1's to check.)
     choices_text = None
     if choices is not None:
-        if not isinstance(choices, (list, tuple)) or not 1 <= len(choices) <= 50:
-            fail_text = "must be a list of 1 to 50 distinct strings of 1 to 200 characters"
-            raise WorkhorseValidationError("choices", fail_text)
-        for i, choice in enumerate(choices):
-            check_text(choice, f"choices[{i}]", 200, 1)
-        if len(set(choices)) != len(choices):
-            raise WorkhorseValidationError("choices", "must not hold the same choice twice")
-        choices_text = to_json_text(list(choices), "choices")
+        as_list = list(choices) if isinstance(choices, (list, tuple)) else choices
+        choices_text = to_json_text(as_list, "choices")
     return context_text, choices_text, check_timeout(timeout_ms)
 
 
@@ -84,7 +79,8 @@ def child_request(type: object, payload: object, options: dict[str, Any]) -> Chi
 
 
 def check_key(key: object) -> str:
-    return check_text(key, "key", 200, 1)
+    # (Its length is run_children_v1's to check.)
+    return check_param_text(key, "key")
 
 
 def child_requests(children: object) -> ChildRequests:

@@ -16,6 +16,7 @@ ENQUEUE: dict[str, Any] = LIMITS["enqueue"]
 RETRY_POLICY: dict[str, Any] = LIMITS["retryPolicy"]
 HANDLER: dict[str, Any] = LIMITS["handler"]
 WORKER: dict[str, Any] = LIMITS["worker"]
+DATES: dict[str, Any] = LIMITS["dates"]
 
 
 def heartbeat_not_below_lease(lease_ms: int) -> str:

@@ -1,6 +1,7 @@
 """The client calls of orchestration as data (see ``_calls``): a job's lineage, a parent's
-children, signals, human decisions and the open human waits. Checked when built, as the
-TypeScript client checks them (lib/core/waits.ts); the SQL functions check again."""
+children, signals, human decisions and the open human waits. Built from what the caller gave:
+names, keys, actors, reasons, limits and a decision's size are the SQL functions' to check
+(P1001 naming the field); here only what PostgreSQL cannot take as given (see validation)."""
 
 from __future__ import annotations
 
@@ -18,20 +19,17 @@ from .types import (
     Page,
     SendSignalStatus,
 )
-from .validation import check_int, check_job_id, check_name, check_text, to_json_text
+from .validation import check_job_id, check_param_int, check_param_text, to_json_text
 
 _LIVE = ("blocked", "scheduled", "ready", "active")
-NAME_LENGTH = 200
-KEY_LENGTH = 200
-DECISION_BYTES = 65536
 
 
 def check_wait_name(name: object) -> str:
-    return check_text(name, "name", NAME_LENGTH, 1)
+    return check_param_text(name, "name")
 
 
 def _key(value: object) -> str | None:
-    return None if value is None else check_text(value, "idempotencyKey", KEY_LENGTH, 1)
+    return None if value is None else check_param_text(value, "idempotencyKey")
 
 
 def _to_details(row: p.Row) -> JobDetails:
@@ -63,7 +61,7 @@ def list_children(
     """A parent's children in the order they were started (``Admin.list_jobs(parent_id=...)``)."""
     parent = check_job_id(parent_id, "parentId")
     q, t, s = job_filter(queue, type, states)
-    n = check_int(limit, "limit", 1, 1000)
+    n = check_param_int(limit, "limit")
     return Call(p.LIST_CHILDREN_SQL, (parent, q, t, s, n, p.check_cursor(cursor)), lambda rows: p.page_of(rows, p.to_snapshot))
 
 
@@ -79,10 +77,10 @@ def complete_human_wait(
 ) -> Call[CompleteHumanWaitStatus]:
     check_job_id(job_id)
     check_wait_name(name)
-    text = to_json_text(decision, "decision", DECISION_BYTES)
-    check_text(actor, "actor", 200, 1)
+    text = to_json_text(decision, "decision")
+    check_param_text(actor, "actor")
     if reason is not None:
-        check_text(reason, "reason", 1000)
+        check_param_text(reason, "reason")
     params = (job_id, name, text, actor, reason, _key(idempotency_key))
     return Call(p.COMPLETE_HUMAN_WAIT_SQL, params, p.status_of)  # type: ignore[arg-type]
 
@@ -90,11 +88,11 @@ def complete_human_wait(
 def list_human_waits(
     queue: object, type: object, name: object, job_id: object, limit: object, cursor: object
 ) -> Call[Page[HumanWait]]:
-    q = None if queue is None else check_name(queue, "queue")
-    t = None if type is None else check_name(type, "type")
+    q = None if queue is None else check_param_text(queue, "queue")
+    t = None if type is None else check_param_text(type, "type")
     w = None if name is None else check_wait_name(name)
     j = None if job_id is None else check_job_id(job_id)
-    n = check_int(limit, "limit", 1, 1000)
+    n = check_param_int(limit, "limit")
 
     def item(r: p.Row) -> HumanWait:
         return HumanWait(r[1], r[2], r[3], r[4], p.parse_json(r[5]), p.parse_json(r[6]), r[7], r[8], r[9])

@@ -9,11 +9,11 @@ from collections.abc import Mapping, Sequence
 from . import _protocol as p
 from ._calls import Call, _check_actor
 from .types import ScheduleHistoryEntry, ScheduleInfo, SyncedSchedule
-from .validation import check_int, check_name, fail, to_json_text
+from .validation import check_param_int, check_param_text, fail, to_json_text
 
 
 def sync_schedules(namespace: object, definitions: object, actor: object) -> Call[list[SyncedSchedule]]:
-    check_name(namespace, "namespace")
+    check_param_text(namespace, "namespace")
     _check_actor(actor, None)
     if not isinstance(definitions, Sequence) or isinstance(definitions, (str, bytes)):
         fail("definitions", "must be a list of schedule definitions (dicts with at least key, type and cron)")
@@ -30,27 +30,27 @@ def sync_schedules(namespace: object, definitions: object, actor: object) -> Cal
 
 def list_schedules(namespace: object) -> Call[list[ScheduleInfo]]:
     if namespace is not None:
-        check_name(namespace, "namespace")
+        check_param_text(namespace, "namespace")
     return Call(p.LIST_SCHEDULES_SQL, (namespace,), lambda rows: [p.to_schedule_info(r) for r in rows])
 
 
 def set_schedule_paused(paused: bool, namespace: object, key: object, actor: object, reason: object) -> Call[bool]:
-    check_name(namespace, "namespace")
-    check_name(key, "key")
+    check_param_text(namespace, "namespace")
+    check_param_text(key, "key")
     _check_actor(actor, reason)
     sql = p.PAUSE_SCHEDULE_SQL if paused else p.RESUME_SCHEDULE_SQL
     return Call(sql, (namespace, key, actor, reason), lambda rows: bool(p.first_value(rows)))
 
 
 def trigger_schedule(namespace: object, key: object, actor: object, reason: object) -> Call[str]:
-    check_name(namespace, "namespace")
-    check_name(key, "key")
+    check_param_text(namespace, "namespace")
+    check_param_text(key, "key")
     _check_actor(actor, reason)
     return Call(p.TRIGGER_SCHEDULE_SQL, (namespace, key, actor, reason), lambda rows: str(p.first_value(rows)))
 
 
 def schedule_history(namespace: object, key: object, limit: object) -> Call[list[ScheduleHistoryEntry]]:
-    check_name(namespace, "namespace")
-    check_name(key, "key")
-    n = check_int(limit, "limit", 1, 1000)
+    check_param_text(namespace, "namespace")
+    check_param_text(key, "key")
+    n = check_param_int(limit, "limit")
     return Call(p.SCHEDULE_HISTORY_SQL, (namespace, key, n), lambda rows: [p.to_schedule_history_entry(r) for r in rows])

@@ -20,7 +20,7 @@ from ._handler_orchestration import HandlerOrchestration, check_human_wait, chec
 from .errors import JobSleeping, LeaseLostError
 from .types import ChildJobSpec, ChildOutcome, DependencyOutcome, HumanDecision, JobOptions, JsonValue
 from ._limits import HANDLER
-from .validation import check_datetime, check_text, check_whole_number, to_json_text
+from .validation import check_datetime, check_param_text, check_text, check_whole_number, to_json_text
 
 T = TypeVar("T")
 
@@ -96,7 +96,14 @@ class RunningWorker(Protocol):
 
 
 def _check_name(name: object) -> str:
-    return check_text(name, "name", 200, 1)
+    # (A wait's or a sleep's name: its length is the SQL function's to check.)
+    return check_param_text(name, "name")
+
+
+def _check_checkpoint_name(name: object) -> str:
+    # (Checked before the operation runs, which save_checkpoint_v2 would refuse to store.)
+    length = HANDLER["nameLength"]
+    return check_text(name, "name", length["max"], length["min"])
 
 
 class _JobCalls:
@@ -198,7 +205,7 @@ class AsyncHandlerContext(_ContextBase):
         (JSON, at most 1 MiB) is stored under ``name``, and when the handler runs again (after
         a crash, a retry or a durable sleep) the stored result is returned instead. Raises
         ``LeaseLostError`` if this worker no longer owns the job."""
-        _check_name(name)
+        _check_checkpoint_name(name)
         found, value = _replay(self._calls.job, name)
         if found:
             return cast(T, value)
@@ -311,7 +318,7 @@ class HandlerContext(_ContextBase):
 
     def checkpoint(self, name: str, operation: Callable[[], T]) -> T:
         """Runs ``operation`` once per job; see ``AsyncHandlerContext.checkpoint``."""
-        _check_name(name)
+        _check_checkpoint_name(name)
         found, value = _replay(self._calls.job, name)
         if found:
             return cast(T, value)

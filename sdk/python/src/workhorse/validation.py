@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any, NoReturn
 
-from ._limits import ENQUEUE, RETRY_POLICY
+from ._limits import DATES, ENQUEUE, RETRY_POLICY
 from .errors import WorkhorseValidationError
 from .types import ChildOutcome, DependencyOutcome, HumanDecision, JsonValue, RetryPolicy
 
@@ -77,6 +77,26 @@ def check_text(value: object, field: str, maximum: int, minimum: int = 0) -> str
     return value
 
 
+def check_param_text(value: object, field: str) -> str:
+    """A string for a text parameter of a protocol function (a name, an actor, a reason, a key):
+    only what PostgreSQL cannot store as given is refused here; its length and form are the
+    function's to check (P1001 naming the field)."""
+    if not isinstance(value, str):
+        fail(field, "must be a string")
+    _check_string(value, field)
+    return value
+
+
+def check_param_int(value: object, field: str) -> int:
+    """An int for an integer parameter of a protocol function (a limit): a whole number that fits
+    the parameter's 32 bits; its range is the function's to check."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        fail(field, "must be an integer")
+    if abs(value) > 2_147_483_647:
+        fail(field, "must be an integer (this one is beyond a 32-bit integer)")
+    return value
+
+
 def check_job_id(value: object, field: str = "jobId") -> str:
     if not isinstance(value, str) or not _UUID.fullmatch(value):
         fail(field, "must be a job id (a UUID string)")
@@ -89,8 +109,11 @@ def check_datetime(value: object, field: str) -> datetime:
         fail(field, "must be a datetime")
     if value.tzinfo is None or value.utcoffset() is None:
         fail(field, "must be a timezone-aware datetime (datetime.now(timezone.utc), not datetime.now())")
-    if not 1970 <= value.astimezone(timezone.utc).year <= 9999:
-        fail(field, "must be a date between the years 1970 and 9999")
+    # (PostgreSQL cannot read a year past 9999 as ISO text, so the range stays here, from
+    # limits.json; the SQL functions check it again.)
+    low, high = DATES["minYear"], DATES["maxYear"]
+    if not low <= value.astimezone(timezone.utc).year <= high:
+        fail(field, f"must be a time between the years {low} and {high}")
     return value
 
 

@@ -200,6 +200,30 @@ BEGIN
 END
 $$;
 
+-- A listing's optional filter of a name (a queue, a type): NULL is no filter; anything else is a
+-- name (check_name), so a filter no job can match is refused rather than answered with nothing.
+CREATE FUNCTION workhorse.check_filter_name(p_value text, p_field text)
+RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF p_value IS NOT NULL THEN
+    PERFORM workhorse.check_name(to_jsonb(p_value), p_field);
+  END IF;
+END
+$$;
+
+-- A time given as a timestamptz parameter (a listing's filter): NULL, or within the years 1970 to
+-- 9999 (UTC), the range of every time the protocol stores or compares (limits.json `dates`).
+CREATE FUNCTION workhorse.check_time(p_value timestamptz, p_field text)
+RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF p_value < '1970-01-01T00:00:00Z' OR p_value >= '10000-01-01T00:00:00Z' THEN
+    PERFORM workhorse.raise_invalid(p_field, 'must be a time between the years 1970 and 9999');
+  END IF;
+END
+$$;
+
 -- Worker identity and lease length, shared by every owner-side function.
 CREATE FUNCTION workhorse.check_worker(p_worker_id text)
 RETURNS void

@@ -1,13 +1,17 @@
 -- Operations: queue pause, progress, dead letters and redrive.
 
--- Who asked for an operator action and why, as recorded with it: bounded lengths.
+-- Who asked for an action and why, as recorded with it (null: not given): the actor at most 200
+-- characters, the reason at most 1000. Every function that records an actor or a reason checks
+-- them here.
 CREATE FUNCTION workhorse.check_actor(p_actor text, p_reason text)
 RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
-  IF length(p_actor) > 200 OR length(p_reason) > 1000 THEN
-    PERFORM workhorse.raise_invalid(CASE WHEN length(p_actor) > 200 THEN 'actor' ELSE 'reason' END,
-      'is too long (actor at most 200 characters, reason at most 1000)');
+  IF length(p_actor) > 200 THEN
+    PERFORM workhorse.raise_invalid('actor', 'must be a string of at most 200 characters');
+  END IF;
+  IF length(p_reason) > 1000 THEN
+    PERFORM workhorse.raise_invalid('reason', 'must be a string of at most 1000 characters');
   END IF;
 END
 $$;
@@ -247,6 +251,13 @@ DECLARE
   v_at timestamptz;
   v_id uuid;
 BEGIN
+  PERFORM workhorse.check_filter_name(p_queue, 'queue');
+  PERFORM workhorse.check_filter_name(p_type, 'type');
+  IF length(p_error_name) > 200 THEN
+    PERFORM workhorse.raise_invalid('errorName', 'must be a string of at most 200 characters');
+  END IF;
+  PERFORM workhorse.check_time(p_finished_after, 'finishedAfter');
+  PERFORM workhorse.check_time(p_finished_before, 'finishedBefore');
   IF v_position IS NOT NULL THEN
     -- A real position: a time this listing wrote (the years 1970 to 9999, a valid date).
     BEGIN
@@ -419,11 +430,23 @@ BEGIN
     PERFORM workhorse.raise_invalid('dryRun', 'must be true or false');
   END IF;
   PERFORM workhorse.check_actor(p_actor, p_reason);
+  IF p_filter ? 'queue' THEN
+    PERFORM workhorse.check_name(p_filter -> 'queue', 'filter.queue');
+  END IF;
+  IF p_filter ? 'type' THEN
+    PERFORM workhorse.check_name(p_filter -> 'type', 'filter.type');
+  END IF;
+  IF p_filter ? 'errorName' AND (jsonb_typeof(p_filter -> 'errorName') IS DISTINCT FROM 'string'
+                                 OR length(p_filter ->> 'errorName') > 200) THEN
+    PERFORM workhorse.raise_invalid('filter.errorName', 'must be a string of at most 200 characters');
+  END IF;
   IF p_filter ? 'finishedAfter' THEN
     v_after := workhorse.check_timestamp(p_filter -> 'finishedAfter', 'filter.finishedAfter');
+    PERFORM workhorse.check_time(v_after, 'filter.finishedAfter');
   END IF;
   IF p_filter ? 'finishedBefore' THEN
     v_before := workhorse.check_timestamp(p_filter -> 'finishedBefore', 'filter.finishedBefore');
+    PERFORM workhorse.check_time(v_before, 'filter.finishedBefore');
   END IF;
   FOR v_id IN
     SELECT o.job_id

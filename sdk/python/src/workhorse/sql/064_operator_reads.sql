@@ -149,6 +149,10 @@ RETURNS TABLE (
 LANGUAGE plpgsql STABLE AS $$
 #variable_conflict use_column
 BEGIN
+  PERFORM workhorse.check_filter_name(p_queue, 'queue');
+  PERFORM workhorse.check_filter_name(p_type, 'type');
+  PERFORM workhorse.check_time(p_created_after, 'createdAfter');
+  PERFORM workhorse.check_time(p_created_before, 'createdBefore');
   RETURN QUERY
   SELECT x.id, x.queue, x.type, x.payload, x.priority, x.max_attempts, x.retry_policy, x.tags,
          x.state, x.current_attempt, x.run_at, x.created_at, x.finished_at, x.result, x.error,
