@@ -12,7 +12,7 @@ from . import _orchestration_calls as orchestration
 from . import _schedule_calls as schedules
 from ._job_tracing import start_send
 from ._sync import Connection, SyncExecutor
-from .types import CompleteHumanWaitStatus, EnqueueOptions, EnqueueRequest, JsonValue, SendSignalStatus, SyncedSchedule
+from .types import CompleteHumanWaitStatus, DedupeOptions, EnqueueOptions, EnqueueRequest, EnqueueResult, JsonValue, OtherEnqueueOptions, SendSignalStatus, SyncedSchedule
 
 
 class Queue:
@@ -50,6 +50,21 @@ class Queue:
         id and writes nothing; a different request under the same key raises
         ``IdempotencyConflictError``."""
         return self._send(calls.enqueue_request(type, payload, options), conn, calls.SINGLE)[0]
+
+    def enqueue_deduped(
+        self, type: str, payload: Any, *, dedupe: DedupeOptions, conn: Connection | None = None, **options: Unpack[OtherEnqueueOptions]
+    ) -> EnqueueResult:
+        """Enqueues one job with a deduplication window (``dedupe``: ``key``, ``window_ms``,
+        ``mode`` ``"throttle"`` or ``"debounce"``, ``replace``; see docs/deduplication.md) and
+        answers ``EnqueueResult(job_id, outcome)``: ``created`` (a new job), ``throttled`` (the
+        window's first job, nothing written) or ``debounced`` (the waiting job took this payload
+        and/or runs ``window_ms`` from now). Enforced in PostgreSQL across every process, in the
+        caller's transaction as ``enqueue``; other options as for ``enqueue``."""
+        request = calls.enqueue_request(type, payload, {**options, "dedupe": dedupe})
+        with start_send(request) as send:
+            results = self._executor.run(calls.enqueue_with_outcomes(request, calls.SINGLE), conn)
+            send.sent([r.job_id for r in results])
+        return results[0]
 
     def enqueue_many(self, requests: Sequence[EnqueueRequest], *, conn: Connection | None = None) -> list[str]:
         """Enqueues up to 1000 jobs in one statement, all or nothing, and returns their ids in
