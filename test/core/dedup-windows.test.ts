@@ -245,6 +245,22 @@ describe('deduplication windows (enqueue dedupe: throttle and debounce)', () => 
     });
   });
 
+  it('a child job takes no dedupe option (run_children_v1 refuses it, naming the field)', async () => {
+    const q = freshQueue();
+    const parent = await queue.enqueue('parent.job', null, { queue: q });
+    const { rows } = await db.pool.query<{ job_id: string; fence_token: string }>(
+      'SELECT job_id, fence_token FROM workhorse.claim_many_v1($1, $2, 1, 30000)',
+      [[q], 'dedupe-test-worker'],
+    );
+    expect(rows.map((row) => row.job_id)).toEqual([parent]);
+    const children = [{ type: 'child.job', payload: null, dedupe: throttle('child') }];
+    await expect(
+      db.pool.query('SELECT * FROM workhorse.run_children_v1($1, $2, $3, $4, $5::jsonb)', [parent, 'dedupe-test-worker', rows[0].fence_token, 'k', JSON.stringify(children)]),
+    ).rejects.toMatchObject({ code: 'P1001', column: 'children[0].dedupe' });
+    const { rows: keys } = await db.pool.query('SELECT count(*)::int AS n FROM workhorse.enqueue_dedupe WHERE type = $1', ['child.job']);
+    expect(keys[0].n).toBe(0);
+  });
+
   it('tick_v1 deletes keys that hold nothing any more (a passed throttle window, a started debounce)', async () => {
     const q = freshQueue();
     await queue.enqueueDeduped('t', null, { queue: q, dedupe: throttle('gone', 100) });
