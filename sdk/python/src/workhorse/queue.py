@@ -48,7 +48,8 @@ class Queue:
         ``UnknownDependencyError``.
         With ``idempotency_key`` an exact repeat, while the key lives, returns the first job's
         id and writes nothing; a different request under the same key raises
-        ``IdempotencyConflictError``."""
+        ``IdempotencyConflictError``. With ``dedupe`` (a throttle or debounce window) the key's
+        job may be answered instead of a new one: ``enqueue_deduped`` says which."""
         return self._send(calls.enqueue_request(type, payload, options), conn, calls.SINGLE)[0]
 
     def enqueue_deduped(
