@@ -223,7 +223,7 @@ $$;
 -- "retryPolicy"?, "tags"?, "deadline"?, "executionTimeoutMs"?, "idempotencyKey"?,
 -- "idempotencyScope"? (default: the queue), "idempotencyTtlMs"? (default 24 h), "traceContext"?
 -- (the enqueuer's W3C trace context, stored with the job; not part of an idempotent repeat's
--- comparison)}. Jobs due now
+-- comparison), "dedupe"? (a throttle or debounce window, 032_dedup_windows.sql)}. Jobs due now
 -- are `ready`, later ones `scheduled`. One statement writes each table, and each queue that
 -- gained ready work is notified once (delivered at commit).
 CREATE FUNCTION workhorse.enqueue_many_v1(p_requests jsonb)
