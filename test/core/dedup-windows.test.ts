@@ -261,6 +261,34 @@ describe('deduplication windows (enqueue dedupe: throttle and debounce)', () => 
     expect(keys[0].n).toBe(0);
   });
 
+  it('an enqueue without dedupe never reads or writes the dedupe keys', async () => {
+    const q = freshQueue();
+    const client = await db.pool.connect();
+    // This backend's counters of the table (sequential and key scans, rows inserted).
+    const touched = async () =>
+      (
+        await client.query<{ n: string }>(
+          `SELECT pg_stat_get_xact_numscans('workhorse.enqueue_dedupe'::regclass)
+                  + pg_stat_get_xact_numscans('workhorse.enqueue_dedupe_pkey'::regclass)
+                  + pg_stat_get_xact_tuples_inserted('workhorse.enqueue_dedupe'::regclass) AS n`,
+        )
+      ).rows[0].n;
+    try {
+      await client.query('BEGIN');
+      // (A backend's counters not yet reported may include its earlier transactions: a delta.)
+      const before = await touched();
+      await queue.enqueue('plain.job', { n: 1 }, { queue: q }, client);
+      await queue.enqueueMany(Array.from({ length: 50 }, (_, n) => ({ type: 'plain.job', payload: { n }, queue: q })), client);
+      expect(await touched()).toBe(before);
+      // (And the counters do count a job that uses it.)
+      await queue.enqueue('plain.job', null, { queue: q, dedupe: throttle('counted') }, client);
+      expect(Number(await touched())).toBeGreaterThan(Number(before));
+      await client.query('ROLLBACK');
+    } finally {
+      client.release();
+    }
+  });
+
   it('tick_v1 deletes keys that hold nothing any more (a passed throttle window, a started debounce)', async () => {
     const q = freshQueue();
     await queue.enqueueDeduped('t', null, { queue: q, dedupe: throttle('gone', 100) });
