@@ -349,6 +349,7 @@ describe('deduplication windows (enqueue dedupe: throttle and debounce)', () => 
         expect(last).toEqual({ jobId: jobs[0].id, outcome: 'debounced' });
         expect((await jobsOf(q))[0].payload).toEqual({ from: 'test' });
       }
-    });
+      // (Four node processes start and transpile: give a loaded machine time.)
+    }, 180_000);
   });
 });
