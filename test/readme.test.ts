@@ -19,7 +19,7 @@ import { fencedBlocks as blocksOf, namedFile, type Block } from './support/markd
 
 const ROOT = resolve(__dirname, '..');
 const fencedBlocks = (document: string): Block[] => blocksOf(ROOT, document);
-const CHECKED_DOCUMENTS = ['README.md', 'docs/workers.md', 'docs/nest.md', 'docs/durable-execution.md', 'docs/testing.md', 'docs/integrations.md', 'docs/dashboard.md', 'docs/security.md', 'docs/operations.md', 'docs/orchestration.md', 'docs/schedules.md', 'docs/upgrading.md'];
+const CHECKED_DOCUMENTS = ['README.md', 'docs/workers.md', 'docs/nest.md', 'docs/durable-execution.md', 'docs/deduplication.md', 'docs/testing.md', 'docs/integrations.md', 'docs/dashboard.md', 'docs/security.md', 'docs/operations.md', 'docs/orchestration.md', 'docs/schedules.md', 'docs/upgrading.md'];
 /** Every document: README.md, docs/ and docs/benchmarks/, and the SDKs' own. */
 const LINKED_DOCUMENTS = [
   'README.md',

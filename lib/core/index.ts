@@ -62,7 +62,7 @@ export {
   type JobDefinition,
   type JobDefinitionOptions,
 } from './job-definition';
-export { Queue } from './queue';
+export { Queue, type DedupedEnqueueOptions } from './queue';
 export { CAPABILITIES, GRANT_ROLE_SQL, grantAppRole, grantRole, type Capability } from './grants';
 export type {
   StandardSchemaInput,

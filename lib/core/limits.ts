@@ -26,6 +26,8 @@ export interface ProtocolLimits {
     readonly tagLength: Range;
     readonly idempotencyKeyLength: Range;
     readonly idempotencyTtlMs: RangeWithDefault;
+    readonly dedupeKeyLength: Range;
+    readonly dedupeWindowMs: Range;
     readonly executionTimeoutMs: Range;
     readonly dependencies: Range;
     readonly batchSize: { readonly max: number };

@@ -1,13 +1,13 @@
 import type { Pool } from 'pg';
 import { applyConnectTimeout } from './connect-timeout';
 import { call } from './protocol/call';
-import { ENQUEUE_MANY, GET_OWN_JOB } from './protocol/producer';
+import { ENQUEUE_MANY, ENQUEUE_MANY_OUTCOMES, GET_OWN_JOB } from './protocol/producer';
 import { UnknownDependencyError, WorkhorseValidationError } from './errors';
 import { definedRequest, isJobDefinition, type DefinedEnqueueRequest, type EnqueueManyRequests, type JobDefinition } from './job-definition';
 import { syncSchedules } from './schedules/sync';
 import type { ScheduleDefinition, SyncedSchedule } from './schedules/types';
 import { toSnapshot, type JobRow } from './protocol/job-row';
-import type { EnqueueOptions, EnqueueRequest, JobSnapshot, Queryable } from './types';
+import type { DedupeOptions, EnqueueOptions, EnqueueOutcome, EnqueueRequest, EnqueueResult, JobSnapshot, Queryable } from './types';
 import { JobMetrics } from './telemetry/job-metrics';
 import { JobTracing } from './telemetry/job-tracing';
 import { checkJobId, LIMITS, renamedRequestError, toRequestJson } from './validation';
@@ -50,6 +50,42 @@ export class Queue {
   enqueue<P = unknown>(type: string, payload: P, options?: EnqueueOptions, client?: Queryable): Promise<string>;
   enqueue<P, R, I>(definition: JobDefinition<P, R, I>, payload: NoInfer<I>, options?: EnqueueOptions, client?: Queryable): Promise<string>;
   async enqueue(job: string | JobDefinition<unknown, unknown, unknown>, payload: unknown, options?: EnqueueOptions, client?: Queryable): Promise<string> {
+    return (await this.enqueueOne(job, payload, options, client, ENQUEUE_MANY)).job_id;
+  }
+
+  /**
+   * Enqueues one job with a deduplication window (`options.dedupe`, see {@link DedupeOptions}
+   * and docs/deduplication.md) and answers the job and what happened: `created` (a new job),
+   * `throttled` (the window's first job, nothing written) or `debounced` (the waiting job now
+   * has this payload and/or runs `windowMs` from now). Enforced in PostgreSQL across every
+   * process; in the caller's transaction like {@link enqueue} (a rollback undoes it, and other
+   * enqueues of the key wait for that transaction to end). Arguments as for {@link enqueue}.
+   *
+   * @example
+   * const { jobId, outcome } = await queue.enqueueDeduped('search.reindex', { userId: '42' }, {
+   *   dedupe: { key: 'user-42', windowMs: 5000, mode: 'debounce' },
+   * });
+   */
+  enqueueDeduped<P = unknown>(type: string, payload: P, options: DedupedEnqueueOptions, client?: Queryable): Promise<EnqueueResult>;
+  enqueueDeduped<P, R, I>(definition: JobDefinition<P, R, I>, payload: NoInfer<I>, options: DedupedEnqueueOptions, client?: Queryable): Promise<EnqueueResult>;
+  async enqueueDeduped(
+    job: string | JobDefinition<unknown, unknown, unknown>,
+    payload: unknown,
+    options: DedupedEnqueueOptions,
+    client?: Queryable,
+  ): Promise<EnqueueResult> {
+    const row = await this.enqueueOne(job, payload, options, client, ENQUEUE_MANY_OUTCOMES);
+    return { jobId: row.job_id, outcome: row.outcome as EnqueueOutcome };
+  }
+
+  /** One enqueue through `statement` (ENQUEUE_MANY, or ENQUEUE_MANY_OUTCOMES with an outcome). */
+  private async enqueueOne(
+    job: string | JobDefinition<unknown, unknown, unknown>,
+    payload: unknown,
+    options: EnqueueOptions | undefined,
+    client: Queryable | undefined,
+    statement: string,
+  ): Promise<{ job_id: string; outcome?: string }> {
     let request: string;
     let queue: string | undefined;
     const type = isJobDefinition(job) ? job.type : job;
@@ -65,10 +101,11 @@ export class Queue {
     // (Tested first, so without an SDK an enqueue builds nothing for tracing.)
     const span = tracing === null ? null : tracing.startEnqueue([{ type, queue }]);
     try {
-      const [id] = await this.send(`[${span ? span.carry(request) : request}]`, client);
-      span?.sent([id]);
-      this.jobMetrics()?.enqueued(queue ?? 'default', type);
-      return id;
+      const [row] = await this.call<{ job_id: string; outcome?: string }>(statement, [`[${span ? span.carry(request) : request}]`], client);
+      span?.sent([row.job_id]);
+      // Only a job written counts (an exact idempotent repeat did before outcomes were known).
+      if (row.outcome === undefined || row.outcome === 'created') this.jobMetrics()?.enqueued(queue ?? 'default', type);
+      return row;
     } catch (error) {
       span?.failed(error);
       // Named as the caller gave it: `dependsOn[0]`, not the batch's `requests[0].dependsOn[0]`.
@@ -230,6 +267,9 @@ export class Queue {
     return call<R>(this.runner(client), statement, values, this.pool);
   }
 }
+
+/** The options of `Queue.enqueueDeduped`: those of an enqueue, with a deduplication window. */
+export type DedupedEnqueueOptions = EnqueueOptions & { dedupe: DedupeOptions };
 
 /** One request of a batch as `toRequestJson` takes it. */
 interface BatchRequest {

@@ -1,3 +1,5 @@
+import type { DedupeOptions } from './dedupe';
+
 /** The seven states of a job. The first four are live (`job_runtime`), the last three terminal. */
 export type JobState = 'blocked' | 'scheduled' | 'ready' | 'active' | 'succeeded' | 'failed' | 'canceled';
 
@@ -86,6 +88,12 @@ export interface EnqueueOptions {
   onDependencyFailed?: DependencyPolicy;
   /** What this job does when a prerequisite ends `canceled`: `fail`, `cancel` (default) or `run`. */
   onDependencyCanceled?: DependencyPolicy;
+  /**
+   * A deduplication window (throttle or debounce) for this job's queue, type and `key`; use
+   * `Queue.enqueueDeduped` to learn which happened. Not with `idempotencyKey`. See
+   * docs/deduplication.md.
+   */
+  dedupe?: DedupeOptions;
 }
 
 /**
@@ -364,3 +372,5 @@ export interface QueueActivityOptions {
   /** Length of a bucket, 1 to 86400 seconds. */
   bucketSeconds: number;
 }
+
+export type { DedupeOptions, EnqueueOutcome, EnqueueResult } from './dedupe';

@@ -41,7 +41,7 @@ export class EnqueueOutsideTransactionCheck {
    * the caller's frame on the stack), given where it runs: its client argument, else the host's
    * current transaction. Returns the error to reject the call with, or undefined.
    */
-  check(method: 'enqueue' | 'enqueueMany', types: () => string, target: Queryable | undefined, caller: Caller): TransactionRequiredError | undefined {
+  check(method: 'enqueue' | 'enqueueDeduped' | 'enqueueMany', types: () => string, target: Queryable | undefined, caller: Caller): TransactionRequiredError | undefined {
     if (target !== undefined) return undefined;
     if (this.refuse) return new TransactionRequiredError(messages.enqueueOutsideTransaction(method, types()));
     if (this.warned.size >= MAX_SITES) return undefined;

@@ -1,7 +1,7 @@
 import type { Pool } from 'pg';
 import { isJobDefinition, type DefinedEnqueueRequest, type EnqueueManyRequests, type JobDefinition } from '../core/job-definition';
-import { Queue } from '../core/queue';
-import type { EnqueueOptions, EnqueueRequest, Queryable } from '../core/types';
+import { Queue, type DedupedEnqueueOptions } from '../core/queue';
+import type { EnqueueOptions, EnqueueRequest, EnqueueResult, Queryable } from '../core/types';
 import type { EnqueueOutsideTransactionCheck } from './enqueue-outside-transaction.check';
 import type { WorkhorseRegistry } from './workhorse.registry';
 import type { WorkhorseTransactionHost } from './workhorse-transaction.host';
@@ -44,6 +44,26 @@ export class WorkhorseQueue extends Queue {
       return super.enqueue(definition, payload, routed, target);
     }
     return super.enqueue(job as string, payload, this.route(job, options), target);
+  }
+
+  override enqueueDeduped<P = unknown>(type: string, payload: P, options: DedupedEnqueueOptions, client?: Queryable): Promise<EnqueueResult>;
+  override enqueueDeduped<P, R, I>(definition: JobDefinition<P, R, I>, payload: NoInfer<I>, options: DedupedEnqueueOptions, client?: Queryable): Promise<EnqueueResult>;
+  override enqueueDeduped(
+    job: string | JobDefinition<unknown, unknown, unknown>,
+    payload: unknown,
+    options: DedupedEnqueueOptions,
+    client?: Queryable,
+  ): Promise<EnqueueResult> {
+    // As enqueue: the current transaction, the handler's queue, the definition of the type.
+    const target = client ?? this.host.client;
+    const refused = this.outside?.check('enqueueDeduped', () => typeName(job), target, WorkhorseQueue.prototype.enqueueDeduped);
+    if (refused) return Promise.reject(refused);
+    const definition = isJobDefinition(job) ? job : typeof job === 'string' ? this.registry.definitionOf(job) : undefined;
+    if (definition) {
+      const routed = isPlainObject(options) ? this.route(definition.type, { ...definition.defaults, ...options }) : options;
+      return super.enqueueDeduped(definition, payload, routed as DedupedEnqueueOptions, target);
+    }
+    return super.enqueueDeduped(job as string, payload, this.route(job, options) as DedupedEnqueueOptions, target);
   }
 
   override enqueueMany<const T extends readonly (EnqueueRequest | DefinedEnqueueRequest)[]>(requests: EnqueueManyRequests<T>, client?: Queryable): Promise<string[]> {

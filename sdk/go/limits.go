@@ -46,6 +46,8 @@ type protocolLimits struct {
 		TagLength            limitRange `json:"tagLength"`
 		IdempotencyKeyLength limitRange `json:"idempotencyKeyLength"`
 		IdempotencyTTLMs     limitRange `json:"idempotencyTtlMs"`
+		DedupeKeyLength      limitRange `json:"dedupeKeyLength"`
+		DedupeWindowMs       limitRange `json:"dedupeWindowMs"`
 		ExecutionTimeoutMs   limitRange `json:"executionTimeoutMs"`
 		Dependencies         limitRange `json:"dependencies"`
 		BatchSize            struct {

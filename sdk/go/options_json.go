@@ -28,7 +28,7 @@ func (o *EnqueueOptions) isGiven(key string) bool {
 
 // UnmarshalJSON reads options by the wire names of enqueue_many_v1 (queue, priority, runAt,
 // maxAttempts, retryPolicy, tags, deadline, executionTimeoutMs, idempotencyKey,
-// idempotencyScope, idempotencyTtlMs, dependsOn, onDependencyFailed, onDependencyCanceled; times as RFC 3339
+// idempotencyScope, idempotencyTtlMs, dependsOn, onDependencyFailed, onDependencyCanceled, dedupe; times as RFC 3339
 // text), for requests that arrive as
 // JSON. Nothing is refused here: Enqueue checks the options as given (an explicit
 // "maxAttempts": 0 is refused, not taken for the default) and names the field.
@@ -110,6 +110,11 @@ func decodeOptions(raw map[string]json.RawMessage) EnqueueOptions {
 				o.OnDependencyFailed = DependencyPolicy(policy)
 			} else {
 				o.OnDependencyCanceled = DependencyPolicy(policy)
+			}
+		case "dedupe":
+			if string(value) != "null" {
+				o.Dedupe = &Dedupe{}
+				_ = o.Dedupe.UnmarshalJSON(value)
 			}
 		case "retryPolicy":
 			if string(value) != "null" {

@@ -61,6 +61,9 @@ const (
 	// Up to 1000 requests (JSON), enqueued in input order; answers the ids in that order.
 	enqueueManySQL = "SELECT job_id FROM workhorse.enqueue_many_v1($1::jsonb)"
 
+	// As enqueueManySQL, with each request's outcome (created, duplicate, throttled, debounced).
+	enqueueManyOutcomesSQL = "SELECT job_id, outcome FROM workhorse.enqueue_many_v2($1::jsonb)"
+
 	// Sends a signal: job id, name, payload (JSON), idempotency key.
 	sendSignalSQL = "SELECT workhorse.send_signal_v1($1, $2, $3::jsonb, $4)"
 

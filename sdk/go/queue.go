@@ -46,6 +46,9 @@ type EnqueueOptions struct {
 	OnDependencyFailed DependencyPolicy
 	// OnDependencyCanceled: what the job does when a prerequisite was canceled (default DependencyCancel).
 	OnDependencyCanceled DependencyPolicy
+	// Dedupe is a deduplication window, throttle or debounce (see Dedupe; EnqueueDeduped says
+	// which happened).
+	Dedupe *Dedupe
 
 	// notes of options decoded from JSON (see UnmarshalJSON); nil for options built in Go.
 	notes *wireNotes
@@ -135,6 +138,12 @@ func (q *Queue) EnqueueMany(ctx context.Context, requests []EnqueueRequest) ([]s
 // send runs one enqueue statement; a traced one in a PRODUCER span whose trace context each
 // job stores (docs/operations.md#tracing).
 func (q *Queue) send(ctx context.Context, traced *tracedSend, requests []byte) ([]string, error) {
+	return q.sendTo(ctx, traced, requests, enqueueManySQL, nil)
+}
+
+// sendTo is send through `statement`; with outcomes non-nil (enqueueManyOutcomesSQL) it also
+// reads each request's outcome.
+func (q *Queue) sendTo(ctx context.Context, traced *tracedSend, requests []byte, statement string, outcomes *[]EnqueueOutcome) ([]string, error) {
 	if err := q.schema.check(ctx, q.db); err != nil {
 		return nil, err
 	}
@@ -143,10 +152,17 @@ func (q *Queue) send(ctx context.Context, traced *tracedSend, requests []byte) (
 		ctx, span, requests = traced.start(ctx, requests)
 	}
 	ids := make([]string, 0, 1)
-	err := queryAll(ctx, q.db, enqueueManySQL, []any{string(requests)}, func(r rows) error {
+	err := queryAll(ctx, q.db, statement, []any{string(requests)}, func(r rows) error {
 		var id string
-		err := r.Scan(&id)
+		if outcomes == nil {
+			err := r.Scan(&id)
+			ids = append(ids, id)
+			return err
+		}
+		var outcome string
+		err := r.Scan(&id, &outcome)
 		ids = append(ids, id)
+		*outcomes = append(*outcomes, EnqueueOutcome(outcome))
 		return err
 	})
 	if span != nil {
@@ -166,7 +182,7 @@ func (q *Queue) send(ctx context.Context, traced *tracedSend, requests []byte) (
 func wireRequest(out []byte, jobType string, payload any, o *EnqueueOptions, path string) ([]byte, error) {
 	if n := o.notes; n != nil {
 		if len(n.unknown) > 0 {
-			return nil, invalid(path+n.unknown[0], "is not an enqueue option (queue, priority, runAt, maxAttempts, retryPolicy, tags, deadline, executionTimeoutMs, idempotencyKey, idempotencyScope, idempotencyTtlMs, dependsOn, onDependencyFailed, onDependencyCanceled)")
+			return nil, invalid(path+n.unknown[0], "is not an enqueue option (queue, priority, runAt, maxAttempts, retryPolicy, tags, deadline, executionTimeoutMs, idempotencyKey, idempotencyScope, idempotencyTtlMs, dependsOn, onDependencyFailed, onDependencyCanceled, dedupe)")
 		}
 		if n.problem != nil {
 			return nil, invalid(path+n.problem.Field, "%s", n.problem.Message)
@@ -260,6 +276,9 @@ func wireRequest(out []byte, jobType string, payload any, o *EnqueueOptions, pat
 		if err := duration("idempotencyTtlMs", o.IdempotencyTTL); err != nil {
 			return nil, err
 		}
+	}
+	if out, err = wireDedupe(out, o.Dedupe, path); err != nil {
+		return nil, err
 	}
 	return append(out, '}'), nil
 }

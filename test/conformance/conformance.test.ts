@@ -12,6 +12,7 @@ import {
   Queue,
   Worker,
   WorkhorseValidationError,
+  type DedupeOptions,
   type EnqueueOptions,
   type EnqueueRequest,
   type JobLineage,
@@ -207,6 +208,13 @@ class Run {
     }
   }
 
+  /** `enqueue` with `outcome`: through enqueueDeduped, whose outcome must be the one given. */
+  private async enqueueDeduped(type: string, payload: unknown, given: EnqueueOptions, outcome: string): Promise<string> {
+    const result = await this.queue.enqueueDeduped(type, payload, given as EnqueueOptions & { dedupe: DedupeOptions });
+    expect(result.outcome).toBe(outcome);
+    return result.jobId;
+  }
+
   async act(action: Action): Promise<void> {
     const a = action as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
     switch (action.do) {
@@ -215,7 +223,9 @@ class Run {
         let ids: string[];
         try {
           ids =
-            action.do === 'enqueue'
+            action.do === 'enqueue' && a.outcome !== undefined
+              ? [await this.enqueueDeduped(a.type, a.payload, options(a.options, this.jobs), a.outcome)]
+              : action.do === 'enqueue'
               ? [await this.queue.enqueue(a.type, a.payload, options(a.options, this.jobs))]
               : await this.queue.enqueueMany((a.requests as Record<string, unknown>[]).map((r) => options(r, this.jobs) as EnqueueRequest));
         } catch (error) {

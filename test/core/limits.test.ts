@@ -60,6 +60,7 @@ describe('the SQL enforces the values of limits.json', () => {
     ['maxAttempts', (v) => ({ maxAttempts: v }), e.maxAttempts.min, e.maxAttempts.max],
     ['executionTimeoutMs', (v) => ({ executionTimeoutMs: v }), e.executionTimeoutMs.min, e.executionTimeoutMs.max],
     ['idempotencyTtlMs', (v) => ({ idempotencyKey: `ttl-${v}`, idempotencyTtlMs: v }), e.idempotencyTtlMs.min, e.idempotencyTtlMs.max],
+    ['dedupe.windowMs', (v) => ({ dedupe: { key: `window-${v}`, windowMs: v, mode: 'throttle' } }), e.dedupeWindowMs.min, e.dedupeWindowMs.max],
     ['retryPolicy.delayMs', (v) => ({ retryPolicy: { kind: 'fixed', delayMs: v } }), r.delayMs.min, r.delayMs.max],
     ['retryPolicy.multiplier', (v) => ({ retryPolicy: { kind: 'exponential', multiplier: v } }), r.multiplier.min, r.multiplier.max],
   ];
@@ -71,7 +72,7 @@ describe('the SQL enforces the values of limits.json', () => {
     await expectRefused(request(max + 1), field);
   });
 
-  it('names, tags, tag lengths and idempotency keys', async () => {
+  it('names, tags, tag lengths, idempotency and dedupe keys', async () => {
     await enqueue({ queue: name(e.nameLength.max) });
     await expectRefused({ queue: name(e.nameLength.max + 1) }, 'queue');
     await enqueue({ tags: Array.from({ length: e.tags.max }, (_, i) => `t${i}`) });
@@ -82,6 +83,10 @@ describe('the SQL enforces the values of limits.json', () => {
     await enqueue({ idempotencyKey: text(e.idempotencyKeyLength.max) });
     await expectRefused({ idempotencyKey: text(e.idempotencyKeyLength.max + 1) }, 'idempotencyKey');
     await expectRefused({ idempotencyKey: text(e.idempotencyKeyLength.min - 1) }, 'idempotencyKey');
+    const dedupe = (key: string) => ({ dedupe: { key, windowMs: 1000, mode: 'throttle' } });
+    await enqueue(dedupe(text(e.dedupeKeyLength.max)));
+    await expectRefused(dedupe(text(e.dedupeKeyLength.max + 1)), 'dedupe.key');
+    await expectRefused(dedupe(text(e.dedupeKeyLength.min - 1)), 'dedupe.key');
   });
 
   it('a batch of batchSize.max requests, and no more', async () => {

@@ -348,4 +348,21 @@ describe('the Nest Queue and Admin', () => {
     expect((await admin.getJob(unrouted))?.queue).toBe('default');
     expect((await admin.getJob(many))?.queue).toBe('mail');
   });
+
+  it('enqueueDeduped takes the handler queue and the current transaction too: a rollback frees the key', async () => {
+    const queue = moduleRef.get(Queue);
+    const admin = moduleRef.get(Admin);
+    const dedupe = { key: 'nest-digest', windowMs: 60000, mode: 'throttle' } as const;
+    await expect(
+      host.run(async () => {
+        await queue.enqueueDeduped('mail.send', { n: 0 }, { dedupe });
+        throw new Error('roll back');
+      }),
+    ).rejects.toThrow('roll back');
+    const first = await queue.enqueueDeduped('mail.send', { n: 1 }, { dedupe });
+    const second = await queue.enqueueDeduped('mail.send', { n: 2 }, { dedupe });
+    expect(first.outcome).toBe('created');
+    expect(second).toEqual({ jobId: first.jobId, outcome: 'throttled' });
+    expect(await admin.getJob(first.jobId)).toMatchObject({ queue: 'mail', payload: { n: 1 } });
+  });
 });

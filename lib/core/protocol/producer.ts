@@ -3,6 +3,9 @@
 /** Up to 1000 requests (JSON text of an array), enqueued in input order; answers the ids in that order. */
 export const ENQUEUE_MANY = 'SELECT job_id FROM workhorse.enqueue_many_v1($1::jsonb)';
 
+/** As ENQUEUE_MANY, with each request's outcome: created, duplicate, throttled or debounced. */
+export const ENQUEUE_MANY_OUTCOMES = 'SELECT job_id, outcome FROM workhorse.enqueue_many_v2($1::jsonb)';
+
 /** A job the calling login role enqueued (its job row), or no row. */
 export const GET_OWN_JOB = 'SELECT * FROM workhorse.get_own_job_v1($1)';
 

@@ -248,6 +248,22 @@ CREATE TABLE workhorse.enqueue_idempotency (
 );
 CREATE INDEX enqueue_idempotency_expiry_idx ON workhorse.enqueue_idempotency (expires_at);
 
+-- Deduplication windows (enqueue's `dedupe` option, claim_dedupe_keys in 030_enqueue.sql): one
+-- row per (queue, type, mode, hashed key), naming the job that holds the key. A throttle key is
+-- held until `expires_at` (the end of its window); a debounce key while its job has not started
+-- (`expires_at` is then the job's run time). tick_v1 deletes rows that hold nothing any more.
+CREATE TABLE workhorse.enqueue_dedupe (
+  queue text NOT NULL,
+  type text NOT NULL,
+  mode text NOT NULL CHECK (mode IN ('throttle', 'debounce')),
+  key_hash bytea NOT NULL,
+  job_id uuid NOT NULL,
+  created_at timestamptz NOT NULL,
+  expires_at timestamptz NOT NULL,
+  PRIMARY KEY (queue, type, mode, key_hash)
+);
+CREATE INDEX enqueue_dedupe_expiry_idx ON workhorse.enqueue_dedupe (expires_at);
+
 -- Paused queues. A queue without a row is running.
 CREATE TABLE workhorse.queue_control (
   queue text PRIMARY KEY,

@@ -192,7 +192,7 @@ CREATE TABLE workhorse.maintenance_lock (
 );
 INSERT INTO workhorse.maintenance_lock (name) VALUES ('tick');
 
--- One maintenance pass: deadlines, promotion, recovery, expiry of idempotency keys, due schedule
+-- One maintenance pass: deadlines, promotion, recovery, expiry of idempotency and dedupe keys, due schedule
 -- occurrences (planned first, then fired: sql/085_schedules.sql), and (when the prepared days
 -- run short) partition preparation. Every worker offers a tick about once a second; the `tick`
 -- row of maintenance_lock (FOR UPDATE SKIP LOCKED) lets one caller work at a time and makes the
@@ -214,6 +214,7 @@ DECLARE
   v_fired integer;
   v_planned integer;
   v_keys integer;
+  v_dedupe_keys integer;
   v_created integer := 0;
   v_retention jsonb;
   v_horizon date := (clock_timestamp() AT TIME ZONE 'UTC')::date + 2;
@@ -230,6 +231,8 @@ BEGIN
   DELETE FROM workhorse.enqueue_idempotency
   WHERE ctid = ANY (ARRAY(SELECT ctid FROM workhorse.enqueue_idempotency WHERE expires_at <= clock_timestamp() LIMIT 1000));
   GET DIAGNOSTICS v_keys = ROW_COUNT;
+  -- Deduplication keys that hold nothing any more (032_dedup_windows.sql).
+  v_dedupe_keys := workhorse.expire_dedupe_keys(1000);
   IF to_regclass('workhorse.job_event_p' || to_char(v_horizon, 'YYYYMMDD')) IS NULL
      OR to_regclass('workhorse.attempt_history_p' || to_char(v_horizon, 'YYYYMMDD')) IS NULL THEN
     BEGIN
@@ -252,7 +255,7 @@ BEGIN
                             'jobsPurged', coalesce((v_retention ->> 'jobsPurged')::integer, 0),
                             'schedulesPlanned', v_planned, 'schedulesFired', v_fired,
                             'schedulesToPlan', workhorse.schedules_need_plan(),
-                            'more', v_expired = 1000 OR v_promoted = 10000 OR v_recovered = 1000 OR v_keys = 1000
+                            'more', v_expired = 1000 OR v_promoted = 10000 OR v_recovered = 1000 OR v_keys = 1000 OR v_dedupe_keys = 1000
                                     OR v_fired >= 100 OR v_planned = 500);
 END
 $$;

@@ -20,6 +20,7 @@ import psycopg
 from workhorse import (
     Admin,
     DecisionNotAllowedError,
+    EnqueueResult,
     IdempotencyConflictError,
     JobDetails,
     Page,
@@ -53,6 +54,8 @@ def python_options(options: Mapping[str, Any], jobs: Mapping[str, str] | None = 
     """Wire option names -> this SDK's keyword names (``maxAttempts`` -> ``max_attempts``); a
     ``dependsOn`` entry naming a scenario job is that job's id."""
     out = {_snake(k): _value(v) for k, v in options.items()}
+    if isinstance(out.get("dedupe"), dict):
+        out["dedupe"] = {_snake(k): v for k, v in out["dedupe"].items()}
     if isinstance(out.get("depends_on"), list):
         out["depends_on"] = [(jobs or {}).get(e, e) if isinstance(e, str) else e for e in out["depends_on"]]
     return out
@@ -76,6 +79,7 @@ class Recorder:
 
 class Variant(Protocol):
     async def enqueue(self, type: str, payload: Any, options: dict[str, Any]) -> str: ...
+    async def enqueue_deduped(self, type: str, payload: Any, options: dict[str, Any]) -> EnqueueResult: ...
     async def enqueue_many(self, requests: list[dict[str, Any]]) -> list[str]: ...
     async def get_job(self, job_id: str) -> JobDetails | None: ...
     async def timeline(self, job_id: str) -> list[TimelineEntry]: ...
@@ -144,6 +148,9 @@ class SyncVariant:
 
     async def enqueue(self, type: str, payload: Any, options: dict[str, Any]) -> str:
         return await asyncio.to_thread(lambda: self.queue.enqueue(type, payload, **options))
+
+    async def enqueue_deduped(self, type: str, payload: Any, options: dict[str, Any]) -> EnqueueResult:
+        return await asyncio.to_thread(lambda: self.queue.enqueue_deduped(type, payload, **options))
 
     async def enqueue_many(self, requests: list[dict[str, Any]]) -> list[str]:
         return await asyncio.to_thread(self.queue.enqueue_many, requests)  # type: ignore[arg-type]
@@ -232,6 +239,9 @@ class AsyncVariant:
 
     async def enqueue(self, type: str, payload: Any, options: dict[str, Any]) -> str:
         return await self.queue.enqueue(type, payload, **options)
+
+    async def enqueue_deduped(self, type: str, payload: Any, options: dict[str, Any]) -> EnqueueResult:
+        return await self.queue.enqueue_deduped(type, payload, **options)
 
     async def enqueue_many(self, requests: list[dict[str, Any]]) -> list[str]:
         return await self.queue.enqueue_many(requests)  # type: ignore[arg-type]
@@ -411,10 +421,17 @@ async def _act(
     do = action["do"]
     if do in ("enqueue", "enqueue_many"):
         try:
-            if do == "enqueue":
+            if do == "enqueue" and "outcome" in action:
+                # Through enqueue_deduped, whose outcome must be the one given.
+                options = python_options(action.get("options", {}), jobs)
+                result = await variant.enqueue_deduped(action["type"], action["payload"], options)
+                assert result.outcome == action["outcome"], f"outcome {result.outcome}, expected {action['outcome']}"
+                ids = [result.job_id]
+                names: Sequence[str] = [action["job"]] if "job" in action else []
+            elif do == "enqueue":
                 options = python_options(action.get("options", {}), jobs)
                 ids = [await variant.enqueue(action["type"], action["payload"], options)]
-                names: Sequence[str] = [action["job"]] if "job" in action else []
+                names = [action["job"]] if "job" in action else []
             else:
                 requests = [python_options(r, jobs) for r in action["requests"]]
                 ids = await variant.enqueue_many(requests)

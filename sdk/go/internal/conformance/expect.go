@@ -14,7 +14,8 @@ import (
 )
 
 // enqueue runs enqueue and enqueue_many with the request's wire-named options decoded by the
-// SDK itself ({"inMs": n} becomes now plus n ms), and checks expectError and sameAs.
+// SDK itself ({"inMs": n} becomes now plus n ms), and checks expectError, sameAs and (through
+// EnqueueDeduped) outcome.
 func (r *Runner) enqueue(ctx context.Context, a Action) error {
 	var ids []string
 	var err error
@@ -25,9 +26,20 @@ func (r *Runner) enqueue(ctx context.Context, a Action) error {
 				return err
 			}
 		}
-		var id string
-		if id, err = r.Queue.Enqueue(ctx, a.str("type"), json.RawMessage(orNull(a["payload"])), &opts); err == nil {
-			ids = []string{id}
+		if a["outcome"] != nil {
+			// Through EnqueueDeduped, whose outcome must be the one given.
+			var res workhorse.EnqueueResult
+			if res, err = r.Queue.EnqueueDeduped(ctx, a.str("type"), json.RawMessage(orNull(a["payload"])), &opts); err == nil {
+				if string(res.Outcome) != a.str("outcome") {
+					return fmt.Errorf("enqueue answered %s, want %s", res.Outcome, a.str("outcome"))
+				}
+				ids = []string{res.JobID}
+			}
+		} else {
+			var id string
+			if id, err = r.Queue.Enqueue(ctx, a.str("type"), json.RawMessage(orNull(a["payload"])), &opts); err == nil {
+				ids = []string{id}
+			}
 		}
 	} else {
 		var wires []json.RawMessage

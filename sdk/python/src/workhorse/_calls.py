@@ -13,15 +13,15 @@ from typing import Any, Generic, TypeVar
 
 from . import _protocol as p
 from .errors import SchemaNotInstalledError, SchemaVersionMismatchError
-from .types import JOB_STATES, CancelResult, DrainResult, JobSnapshot, Page, QueueInfo, RedriveResult, TimelineEntry, WorkerInfo
+from .types import JOB_STATES, CancelResult, DrainResult, EnqueueResult, JobSnapshot, Page, QueueInfo, RedriveResult, TimelineEntry, WorkerInfo
 from .validation import check_datetime, check_job_id, check_param_int, check_param_text, fail, to_wire_batch, to_wire_request
 
 #: The schema version this SDK installs and migrates to (``workhorse.schema_version``): the
 #: highest step in its ``sql/migrations/``.
-SCHEMA_VERSION = 16
+SCHEMA_VERSION = 17
 #: The oldest schema version whose functions every call of this SDK still finds, so a database
 #: not yet migrated keeps serving this release during a rolling deploy.
-MIN_SCHEMA_VERSION = 14
+MIN_SCHEMA_VERSION = 17
 
 R = TypeVar("R")
 
@@ -140,6 +140,15 @@ def enqueue_batch(requests: object) -> list[dict[str, Any]]:
 def enqueue(requests: list[dict[str, Any]], field_prefix: str = "") -> Call[list[str]]:
     """The enqueue statement of checked wire requests (which tracing may have given a ``traceContext``)."""
     return Call(p.ENQUEUE_SQL, (json.dumps(requests),), _ids, field_prefix)
+
+
+def _results(rows: Sequence[p.Row]) -> list[EnqueueResult]:
+    return [EnqueueResult(job_id=row[0], outcome=row[1]) for row in rows]
+
+
+def enqueue_with_outcomes(requests: list[dict[str, Any]], field_prefix: str = "") -> Call[list[EnqueueResult]]:
+    """As ``enqueue``, answering each job with what the enqueue did (``enqueue_many_v2``)."""
+    return Call(p.ENQUEUE_OUTCOMES_SQL, (json.dumps(requests),), _results, field_prefix)
 
 
 # ---- Admin ------------------------------------------------------------------------------------

@@ -15,6 +15,8 @@ from .types import JobSnapshot, Page, QueueInfo, ScheduleHistoryEntry, ScheduleI
 Row = Sequence[Any]
 
 ENQUEUE_SQL = "SELECT job_id::text FROM workhorse.enqueue_many_v1($1::jsonb)"
+#: As ENQUEUE_SQL, with each request's outcome (created, duplicate, throttled, debounced).
+ENQUEUE_OUTCOMES_SQL = "SELECT job_id::text, outcome FROM workhorse.enqueue_many_v2($1::jsonb)"
 
 _SNAPSHOT_COLUMNS = (
     "id::text, queue, type, payload::text, priority, state, current_attempt, max_attempts, retry_policy::text, tags, "

@@ -38,13 +38,16 @@ from .types import (
     CancelResult,
     CompleteHumanWaitStatus,
     DeadLetterFilter,
+    DedupeOptions,
     DrainResult,
     EnqueueOptions,
     EnqueueRequest,
+    EnqueueResult,
     HumanWait,
     JobDetails,
     JobSnapshot,
     JsonValue,
+    OtherEnqueueOptions,
     SendSignalStatus,
     JobState,
     Page,
@@ -88,6 +91,16 @@ class AsyncQueue:
     ) -> str:
         """Enqueues one job and returns its id; see ``workhorse.Queue.enqueue``."""
         return (await self._send(calls.defined_request(type, payload, options), conn, calls.SINGLE))[0]
+
+    async def enqueue_deduped(
+        self, type: str, payload: Any, *, dedupe: DedupeOptions, conn: Any = None, **options: Unpack[OtherEnqueueOptions]
+    ) -> EnqueueResult:
+        """Enqueues one job with a deduplication window; see ``workhorse.Queue.enqueue_deduped``."""
+        request = calls.enqueue_request(type, payload, {**options, "dedupe": dedupe})
+        with start_send(request) as send:
+            results = await self.driver.run(calls.enqueue_with_outcomes(request, calls.SINGLE), conn)
+            send.sent([r.job_id for r in results])
+        return results[0]
 
     async def enqueue_many(self, requests: Sequence[EnqueueRequest], *, conn: Any = None) -> list[str]:
         """Enqueues up to 1000 jobs, all or nothing; see ``workhorse.Queue.enqueue_many``."""

@@ -16,10 +16,13 @@ from ._sync import Connection, SyncExecutor
 from .jobs import JobDefinition, TypedJob, typed_job
 from .types import (
     CompleteHumanWaitStatus,
+    DedupeOptions,
     EnqueueOptions,
     EnqueueRequest,
+    EnqueueResult,
     JobSnapshot,
     JsonValue,
+    OtherEnqueueOptions,
     SendSignalStatus,
     SyncedSchedule,
 )
@@ -70,10 +73,27 @@ class Queue:
         ``UnknownDependencyError``.
         With ``idempotency_key`` an exact repeat, while the key lives, returns the first job's
         id and writes nothing; a different request under the same key raises
-        ``IdempotencyConflictError``. Given a ``JobDefinition`` (workhorse.jobs), the payload
-        must be of its payload type, passes its validator before anything is written, and its
-        queue and options apply under the call's own."""
+        ``IdempotencyConflictError``. With ``dedupe`` (a throttle or debounce window) the key's
+        job may be answered instead of a new one: ``enqueue_deduped`` says which. Given a
+        ``JobDefinition`` (workhorse.jobs), the payload must be of its payload type, passes its
+        validator before anything is written, and its queue and options apply under the call's
+        own."""
         return self._send(calls.defined_request(type, payload, options), conn, calls.SINGLE)[0]
+
+    def enqueue_deduped(
+        self, type: str, payload: Any, *, dedupe: DedupeOptions, conn: Connection | None = None, **options: Unpack[OtherEnqueueOptions]
+    ) -> EnqueueResult:
+        """Enqueues one job with a deduplication window (``dedupe``: ``key``, ``window_ms``,
+        ``mode`` ``"throttle"`` or ``"debounce"``, ``replace``; see docs/deduplication.md) and
+        answers ``EnqueueResult(job_id, outcome)``: ``created`` (a new job), ``throttled`` (the
+        window's first job, nothing written) or ``debounced`` (the waiting job took this payload
+        and/or runs ``window_ms`` from now). Enforced in PostgreSQL across every process, in the
+        caller's transaction as ``enqueue``; other options as for ``enqueue``."""
+        request = calls.enqueue_request(type, payload, {**options, "dedupe": dedupe})
+        with start_send(request) as send:
+            results = self._executor.run(calls.enqueue_with_outcomes(request, calls.SINGLE), conn)
+            send.sent([r.job_id for r in results])
+        return results[0]
 
     def enqueue_many(self, requests: Sequence[EnqueueRequest], *, conn: Connection | None = None) -> list[str]:
         """Enqueues up to 1000 jobs in one statement, all or nothing, and returns their ids in

@@ -61,15 +61,52 @@ class JobOptions(TypedDict, total=False):
     idempotency_ttl_ms: int
 
 
-class EnqueueOptions(JobOptions, total=False):
-    """The keyword options of ``enqueue``: those of every job, and its prerequisites
-    (``depends_on``, ``on_dependency_failed``, ``on_dependency_canceled``: see
+class _DedupeRequired(TypedDict):
+    key: str
+    window_ms: int
+    mode: Literal["throttle", "debounce"]
+
+
+class DedupeOptions(_DedupeRequired, total=False):
+    """A deduplication window (the ``dedupe`` option; docs/deduplication.md): enqueues of one
+    queue, type, mode and ``key`` (1 to 512 characters) share a job. ``throttle``: the first
+    enqueue makes the job and opens a window of ``window_ms`` (100 ms to 30 days); an enqueue
+    inside it writes nothing and answers that job. ``debounce``: the job runs once ``window_ms``
+    has passed; while it has not started, a later enqueue replaces its ``payload``, its run time
+    (``runAt``: now + window) or ``both`` (``replace``, default both)."""
+
+    replace: Literal["payload", "runAt", "both"]
+
+
+#: What an enqueue did (``Queue.enqueue_deduped``): wrote a job, found an idempotent enqueue's
+#: job for an exact repeat, or answered a dedupe key's job.
+EnqueueOutcome = Literal["created", "duplicate", "throttled", "debounced"]
+
+
+@dataclass(frozen=True)
+class EnqueueResult:
+    """``Queue.enqueue_deduped``'s answer: the job and what the enqueue did."""
+
+    job_id: str
+    outcome: EnqueueOutcome
+
+
+class OtherEnqueueOptions(JobOptions, total=False):
+    """The keyword options of ``enqueue_deduped`` besides ``dedupe``: those of every job, and its
+    prerequisites (``depends_on``, ``on_dependency_failed``, ``on_dependency_canceled``: see
     docs/orchestration.md)."""
 
     #: Prerequisites: job ids (in ``enqueue_many`` also indexes of earlier requests of the batch).
     depends_on: Sequence[str | int]
     on_dependency_failed: DependencyPolicy
     on_dependency_canceled: DependencyPolicy
+
+
+class EnqueueOptions(OtherEnqueueOptions, total=False):
+    """The keyword options of ``enqueue``: those of every job, its prerequisites (see
+    ``OtherEnqueueOptions``) and a deduplication window (``dedupe``)."""
+
+    dedupe: DedupeOptions
 
 
 class EnqueueRequest(EnqueueOptions, total=False):

@@ -41,7 +41,10 @@ ENQUEUE_OPTIONS: dict[str, str] = {
     "depends_on": "dependsOn",
     "on_dependency_failed": "onDependencyFailed",
     "on_dependency_canceled": "onDependencyCanceled",
+    "dedupe": "dedupe",
 }
+#: The fields of ``dedupe`` by their Python names (others go as given; the SQL names them).
+_DEDUPE_FIELDS = {"window_ms": "windowMs"}
 
 
 def fail(field: str, message: str) -> NoReturn:
@@ -250,6 +253,9 @@ def to_wire_request(type: object, payload: object, options: Mapping[str, Any], p
         f = f"{path}{name}"
         if name in ("runAt", "deadline"):
             wire[name] = _iso(check_datetime(value, f))
+        elif name == "dedupe" and isinstance(value, Mapping):
+            check_json(dict(value), f)
+            wire[name] = {_DEDUPE_FIELDS.get(k, k): v for k, v in value.items()}
         else:
             check_json(value, f)
             wire[name] = list(value) if isinstance(value, tuple) else value

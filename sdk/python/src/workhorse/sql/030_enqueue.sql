@@ -35,11 +35,11 @@ BEGIN
   FOR v_key IN SELECT jsonb_object_keys(p_req) LOOP
     IF v_key NOT IN ('type', 'payload', 'queue', 'priority', 'runAt', 'maxAttempts', 'retryPolicy', 'tags',
                      'deadline', 'executionTimeoutMs', 'idempotencyKey', 'idempotencyScope', 'idempotencyTtlMs',
-                     'dependsOn', 'onDependencyFailed', 'onDependencyCanceled', 'traceContext') THEN
+                     'dependsOn', 'onDependencyFailed', 'onDependencyCanceled', 'traceContext', 'dedupe') THEN
       PERFORM workhorse.raise_invalid(p_path || '.' || v_key,
         'is not an enqueue option (type, payload, queue, priority, runAt, maxAttempts, retryPolicy, tags, deadline, '
         || 'executionTimeoutMs, idempotencyKey, idempotencyScope, idempotencyTtlMs, dependsOn, onDependencyFailed, '
-        || 'onDependencyCanceled, traceContext)');
+        || 'onDependencyCanceled, traceContext, dedupe)');
     END IF;
   END LOOP;
   PERFORM workhorse.check_name(p_req -> 'type', p_path || '.type');
@@ -89,6 +89,10 @@ BEGIN
   END IF;
   IF p_req ? 'retryPolicy' AND p_req -> 'retryPolicy' <> 'null'::jsonb THEN
     PERFORM workhorse.normalize_retry_policy(p_req -> 'retryPolicy', p_path || '.retryPolicy');
+  END IF;
+  -- (032_dedup_windows.sql.)
+  IF p_req ? 'dedupe' THEN
+    PERFORM workhorse.validate_dedupe_option(p_req, p_path);
   END IF;
   -- (046_orchestration.sql; the index of this request in its batch bounds references to earlier ones.)
   PERFORM workhorse.validate_dependency_options(p_req, p_path,
@@ -219,7 +223,7 @@ $$;
 -- "retryPolicy"?, "tags"?, "deadline"?, "executionTimeoutMs"?, "idempotencyKey"?,
 -- "idempotencyScope"? (default: the queue), "idempotencyTtlMs"? (default 24 h), "traceContext"?
 -- (the enqueuer's W3C trace context, stored with the job; not part of an idempotent repeat's
--- comparison)}. Jobs due now
+-- comparison), "dedupe"? (a throttle or debounce window, 032_dedup_windows.sql)}. Jobs due now
 -- are `ready`, later ones `scheduled`. One statement writes each table, and each queue that
 -- gained ready work is notified once (delivered at commit).
 CREATE FUNCTION workhorse.enqueue_many_v1(p_requests jsonb)
@@ -232,8 +236,10 @@ $$;
 
 -- enqueue_many_v1's work. p_parent_id: null for an enqueue; the parent job for the children
 -- run_children_v1 starts (their idempotency keys are the parent's, see claim_idempotency_keys).
+-- Answers each request's job and its outcome (`created`, `duplicate`, `throttled` or
+-- `debounced`: enqueue_many_v2 in 032_dedup_windows.sql).
 CREATE FUNCTION workhorse.enqueue_batch(p_requests jsonb, p_parent_id uuid)
-RETURNS TABLE (job_id uuid)
+RETURNS TABLE (job_id uuid, outcome text)
 LANGUAGE plpgsql
 -- See complete_and_claim_v1: plan every statement once per connection.
 SET plan_cache_mode = force_generic_plan
@@ -259,6 +265,9 @@ DECLARE
   v_new uuid[];
   v_data jsonb[];
   v_event_ids bigint[];
+  -- Deduplication windows (032_dedup_windows.sql): each request's outcome, null without dedupe.
+  v_dedupe record;
+  v_outcomes text[];
 BEGIN
   IF jsonb_typeof(p_requests) IS DISTINCT FROM 'array' THEN
     PERFORM workhorse.raise_invalid('requests', 'must be a JSON array of enqueue requests');
@@ -283,6 +292,20 @@ BEGIN
   END LOOP;
   IF jsonb_path_exists(p_requests, '$[*].idempotencyKey') THEN
     SELECT k.ids, k.replay INTO v_ids, v_replay FROM workhorse.claim_idempotency_keys(p_requests, v_now, p_parent_id) AS k;
+  END IF;
+  -- Deduplication windows (032_dedup_windows.sql; never with an idempotency key, nor in a child
+  -- job). A batch without `dedupe` pays this one test. A throttled or debounced request writes
+  -- no job, as an idempotent repeat: it answers the key's job. A debounce may have rewritten the
+  -- batch (the run time of a new debounced job, what a later request of the key changed).
+  IF jsonb_path_exists(p_requests, '$[*].dedupe') THEN
+    SELECT d.requests, d.ids, d.skip, d.outcomes INTO v_dedupe
+    FROM workhorse.claim_dedupe_keys(p_requests, v_now,
+           ARRAY(SELECT (v_id_prefix || lpad(to_hex((v_id_low + o) & 281474976710655), 12, '0'))::uuid
+                 FROM generate_series(1, jsonb_array_length(p_requests)) AS o)) AS d;
+    p_requests := v_dedupe.requests;
+    v_outcomes := v_dedupe.outcomes;
+    v_ids := ARRAY(SELECT coalesce(v_dedupe.ids[o], v_ids[o]) FROM generate_series(1, jsonb_array_length(p_requests)) AS o);
+    v_replay := ARRAY(SELECT v_dedupe.skip[o] OR coalesce(v_replay[o], false) FROM generate_series(1, jsonb_array_length(p_requests)) AS o);
   END IF;
   -- Jobs that wait on others start `blocked`; their edges are checked now and written after the
   -- jobs (046_orchestration.sql).
@@ -349,9 +372,11 @@ BEGIN
     PERFORM workhorse.write_events(v_new, array_fill('enqueued'::text, ARRAY[cardinality(v_new)]), v_now,
                                    array_fill(0, ARRAY[cardinality(v_new)]), v_data, p_ids => v_event_ids);
   END IF;
-  -- Request k's job: the one written for it, else the existing one an exact repeat names.
+  -- Request k's job: the one written for it, else the existing one an exact repeat (or a dedupe
+  -- key) names.
   RETURN QUERY
-  SELECT coalesce(v_ids[x.ord], (v_id_prefix || lpad(to_hex((v_id_low + x.ord) & 281474976710655), 12, '0'))::uuid)
+  SELECT coalesce(v_ids[x.ord], (v_id_prefix || lpad(to_hex((v_id_low + x.ord) & 281474976710655), 12, '0'))::uuid),
+         coalesce(v_outcomes[x.ord], CASE WHEN v_replay[x.ord] THEN 'duplicate' ELSE 'created' END)
   FROM generate_series(1, jsonb_array_length(p_requests)) AS x (ord)
   ORDER BY x.ord;
   IF v_edges IS NOT NULL THEN

@@ -451,7 +451,7 @@ DECLARE
 BEGIN
   SELECT format('children[%s].%s', x.ord - 1, k.key) INTO v_field
   FROM jsonb_array_elements(p_requests) WITH ORDINALITY AS x (e, ord)
-  CROSS JOIN LATERAL unnest(ARRAY['dependsOn', 'onDependencyFailed', 'onDependencyCanceled']) WITH ORDINALITY AS k (key, n)
+  CROSS JOIN LATERAL unnest(ARRAY['dependsOn', 'onDependencyFailed', 'onDependencyCanceled', 'dedupe']) WITH ORDINALITY AS k (key, n)
   WHERE jsonb_typeof(x.e) = 'object' AND x.e ? k.key
   ORDER BY x.ord, k.n
   LIMIT 1;
