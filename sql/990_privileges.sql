@@ -35,6 +35,7 @@ CREATE TABLE workhorse.protocol_function (
 INSERT INTO workhorse.protocol_function (name, capabilities) VALUES
   ('enqueue_many_v1',         '{producer}'),
   ('get_own_job_v1',          '{producer}'),
+  ('await_results_v1',        '{producer}'),
   ('claim_many_v1',           '{worker}'),
   ('complete_and_claim_v1',   '{worker}'),
   ('complete_many_v1',        '{worker}'),
