@@ -16,6 +16,7 @@ ENQUEUE: dict[str, Any] = LIMITS["enqueue"]
 RETRY_POLICY: dict[str, Any] = LIMITS["retryPolicy"]
 HANDLER: dict[str, Any] = LIMITS["handler"]
 WORKER: dict[str, Any] = LIMITS["worker"]
+RESULTS: dict[str, Any] = LIMITS["results"]
 
 
 def heartbeat_not_below_lease(lease_ms: int) -> str:
