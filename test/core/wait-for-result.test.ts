@@ -178,6 +178,20 @@ describe('every kind of end wakes the waiter by its notification', () => {
     expect(await settled).toEqual({ error: expect.any(JobFailedError) });
   });
 
+  it('a deadline that passed (expire_deadlines_v1)', async () => {
+    const { id, settled } = await awaiting('results-end-deadline', { deadline: new Date(Date.now() + 3_600_000) });
+    await pool.query("UPDATE workhorse.job_runtime SET deadline = clock_timestamp() - interval '1 second' WHERE job_id = $1", [id]);
+    await pool.query('SELECT workhorse.expire_deadlines_v1(1000)');
+    expect(await settled).toEqual({ error: expect.any(JobFailedError) });
+  });
+
+  it("a dependent failed by its prerequisite's failure (settle_dependents, policy fail)", async () => {
+    const prerequisite = await queue.enqueue('results.pre', {}, { queue: 'results-end-dep', maxAttempts: 1 });
+    const { settled } = await awaiting('results-end-dependent', { dependsOn: [prerequisite] });
+    await fail(pool, await claimOne(pool, 'results-end-dep'), { name: 'Error', message: 'prerequisite broke' });
+    expect(await settled).toEqual({ error: expect.objectContaining({ state: 'failed', jobError: expect.objectContaining({ name: 'DependencyFailed' }) }) });
+  });
+
   it("a parent's cancel that cancels its children (cancel_children)", async () => {
     const parent = await queue.enqueue('results.parent', {}, { queue: 'results-end-parent' });
     const worker = new Worker(queue, { queues: ['results-end-parent'], concurrency: 1, listen: false });
