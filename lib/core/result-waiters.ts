@@ -21,6 +21,10 @@ export interface WaitForResultOptions {
 interface Waiter {
   resolve(result: unknown): void;
   reject(error: unknown): void;
+  /** A read answered the job live since this wait began (a timeout waits for the first read). */
+  read: boolean;
+  /** The timeout passed before that first read. */
+  timedOut: (() => void) | null;
 }
 
 interface ResultRow {
@@ -49,6 +53,8 @@ export class ResultWaiters {
   private flushing: Promise<void> | null = null;
   private flushQueued = false;
   private pollTimer: NodeJS.Timeout | null = null;
+  /** The last attempt to open the listener failed (reads wait for the next poll). */
+  private unreachable = false;
   private readonly ttlSeconds: number;
 
   constructor(
@@ -85,11 +91,17 @@ export class ResultWaiters {
       const waiter: Waiter = {
         resolve: (result) => settle(() => resolve(result)),
         reject: (error) => settle(() => reject(error)),
+        read: false,
+        timedOut: null,
       };
       let set = this.waiting.get(jobId);
       if (!set) this.waiting.set(jobId, (set = new Set()));
       set.add(waiter);
-      if (timeoutMs !== undefined) timer = setTimeout(() => waiter.reject(new WaitForResultTimeoutError(jobId, timeoutMs)), timeoutMs);
+      if (timeoutMs !== undefined) {
+        // (A job that has ended answers even with a timeout shorter than the first read.)
+        const expire = (): void => waiter.reject(new WaitForResultTimeoutError(jobId, timeoutMs));
+        timer = setTimeout(() => (waiter.read || this.unreachable ? expire() : (waiter.timedOut = expire)), timeoutMs);
+      }
       signal?.addEventListener('abort', onAbort, { once: true });
       this.start();
       this.due.add(jobId);
@@ -161,8 +173,13 @@ export class ResultWaiters {
       try {
         // Listening first: a job that ends after its registration is then always notified.
         await connection.get();
+        this.unreachable = false;
       } catch {
-        // No listener now: the next poll tries again (and the reads wait for it).
+        this.unreachable = true;
+        // No listener now: the next poll tries again (and the reads wait for it); a wait whose
+        // timeout passed meanwhile ends now.
+        this.due.clear();
+        this.expireUnread(this.waiting.keys());
         return;
       }
       const ids = [...this.due].slice(0, BATCH);
@@ -174,6 +191,7 @@ export class ResultWaiters {
         // A refusal of the statement (no privilege, no schema) will not pass by waiting: the waits
         // fail with it. A broken connection is tried again at the next poll.
         if (isStatementError(error)) for (const id of ids) this.settleAll(id, (w) => w.reject(error));
+        else this.expireUnread(ids);
         return;
       }
       for (const row of rows) this.answer(row);
@@ -183,6 +201,10 @@ export class ResultWaiters {
   private answer(row: ResultRow): void {
     switch (row.state) {
       case 'live':
+        for (const waiter of [...(this.waiting.get(row.job_id) ?? [])]) {
+          waiter.read = true;
+          waiter.timedOut?.();
+        }
         return;
       case 'succeeded':
         return this.settleAll(row.job_id, (w) => w.resolve(row.result));
@@ -193,6 +215,11 @@ export class ResultWaiters {
       default:
         return this.settleAll(row.job_id, (w) => w.reject(new JobNotFoundError(row.job_id)));
     }
+  }
+
+  /** Ends the waits of these jobs whose timeout passed before any read could answer them. */
+  private expireUnread(jobIds: Iterable<string>): void {
+    for (const id of [...jobIds]) this.settleAll(id, (w) => w.timedOut?.());
   }
 
   private settleAll(jobId: string, settle: (waiter: Waiter) => void): void {

@@ -59,6 +59,7 @@ describe('the answer', () => {
     const id = await queue.enqueue('results.done', { n: 1 }, { queue: 'results-done' });
     await complete(pool, await claimOne(pool, 'results-done'), { total: 42 });
     await expect(queue.waitForResult(id)).resolves.toEqual({ total: 42 });
+    await expect(queue.waitForResult(id, { timeoutMs: 0 })).resolves.toEqual({ total: 42 });
     expect(await registered(id)).toBe(false);
     expect(await listeners()).toBe(0);
   });
@@ -90,6 +91,7 @@ describe('the answer', () => {
   it('after timeoutMs the wait rejects with WaitForResultTimeoutError and the job goes on; a later wait answers', async () => {
     const id = await queue.enqueue('results.slow', {}, { queue: 'results-slow' });
     const started = Date.now();
+    await expect(queue.waitForResult(id, { timeoutMs: 0 })).rejects.toThrow(WaitForResultTimeoutError);
     await expect(queue.waitForResult(id, { timeoutMs: 150 })).rejects.toThrow(WaitForResultTimeoutError);
     expect(Date.now() - started).toBeGreaterThanOrEqual(140);
     expect((await admin.getJob(id))?.state).toBe('ready');
@@ -228,6 +230,16 @@ describe('the fallback and the cost', () => {
     await pool.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN workhorse_results'");
     await complete(pool, await claimOne(pool, 'results-reconnect'), 'after reconnect');
     await expect(settled).resolves.toBe('after reconnect');
+  });
+
+  it('an unreachable database ends a wait at its timeout, not later', async () => {
+    const unreachable = poolFor('postgres://nobody@127.0.0.1:1/nothing', 1);
+    opened.push(unreachable);
+    const started = Date.now();
+    await expect(new Queue(unreachable).waitForResult('00000000-0000-4000-8000-000000000000', { timeoutMs: 300 })).rejects.toThrow(
+      WaitForResultTimeoutError,
+    );
+    expect(Date.now() - started).toBeLessThan(3_000);
   });
 
   it('a job nobody awaits notifies nothing when it ends', async () => {
