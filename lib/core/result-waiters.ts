@@ -12,6 +12,7 @@ export interface WaitForResultOptions {
   /**
    * Give up after this many milliseconds (at most 2^31 - 1) with a `WaitForResultTimeoutError`;
    * the job keeps running. Without it the wait lasts until the job ends (or `signal` aborts).
+   * The first read always answers first: a job that has ended answers even with `timeoutMs: 0`.
    */
   timeoutMs?: number;
   /** Aborting it rejects the wait with the signal's reason (an `AbortError` by default); the job keeps running. */
