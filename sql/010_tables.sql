@@ -359,3 +359,13 @@ CREATE TABLE workhorse.attempt_history (
 ) PARTITION BY RANGE (finished_at);
 CREATE INDEX attempt_history_job_idx ON workhorse.attempt_history (job_id, id);
 CREATE TABLE workhorse.attempt_history_default PARTITION OF workhorse.attempt_history DEFAULT;
+
+-- Jobs someone awaits (waitForResult, await_results_v1). A job's end notifies the channel
+-- `workhorse_results` (payload: the ended ids, comma-separated) only while its id is here, so a
+-- job nobody awaits pays one probe of this (then empty) table per batch of ends and nothing more.
+-- A waiter refreshes its rows while it waits; the rows of a waiter that went away expire
+-- (expires_at) and are dropped by the next registration; a job's end removes its row.
+CREATE TABLE workhorse.result_waiter (
+  job_id uuid PRIMARY KEY,
+  expires_at timestamptz NOT NULL
+);

@@ -591,6 +591,11 @@ BEGIN
               ORDER BY o.job_id),
         v_now);
     END IF;
+    -- Waiters of the jobs that ended are woken (notify_results); one probe of an empty table per
+    -- batch when nobody waits.
+    IF EXISTS (SELECT 1 FROM workhorse.result_waiter) THEN
+      PERFORM workhorse.notify_results(v_ids);
+    END IF;
   END IF;
 
   IF p_limit = 0 THEN

@@ -90,6 +90,47 @@ BEGIN
 END
 $$;
 
+-- What waitForResult reads, for up to 1000 ids at once: each id's `state` (`succeeded`, `failed`,
+-- `canceled`; `live` while the job has not ended; `not_found` for an unknown id and for a job
+-- another login role enqueued, the rule of get_own_job_v1), and the `result` or error envelope
+-- (`error`) of an ended job. Each live job is registered in result_waiter for p_ttl_seconds (a
+-- waiter calls again before that passes), so its end notifies `workhorse_results` with its id.
+-- The live jobs' runtime rows are locked FOR KEY SHARE first: an end that commits meanwhile
+-- either comes before the registration (its outcome is read here) or waits for it and sees it
+-- (and notifies). Expired registrations of waiters that went away are dropped.
+CREATE FUNCTION workhorse.await_results_v1(p_job_ids uuid[], p_ttl_seconds integer DEFAULT 60)
+RETURNS TABLE (job_id uuid, state text, result jsonb, error jsonb)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  v_ids uuid[];
+  v_own uuid[];
+  v_live uuid[];
+BEGIN
+  IF p_job_ids IS NULL OR cardinality(p_job_ids) > 1000 OR array_position(p_job_ids, NULL) IS NOT NULL THEN
+    PERFORM workhorse.raise_invalid('jobIds', 'must list at most 1000 job ids, none null');
+  END IF;
+  IF p_ttl_seconds IS NULL OR p_ttl_seconds < 1 OR p_ttl_seconds > 3600 THEN
+    PERFORM workhorse.raise_invalid('ttlSeconds', 'must be an integer from 1 to 3600');
+  END IF;
+  v_ids := ARRAY(SELECT DISTINCT u FROM unnest(p_job_ids) AS u ORDER BY u);
+  v_own := ARRAY(SELECT j.id FROM workhorse.job j WHERE j.id = ANY (v_ids) AND j.enqueued_by = session_user ORDER BY j.id);
+  v_live := ARRAY(SELECT r.job_id FROM workhorse.job_runtime r WHERE r.job_id = ANY (v_own) ORDER BY r.job_id FOR KEY SHARE);
+  DELETE FROM workhorse.result_waiter w
+   WHERE w.job_id IN (SELECT x.job_id FROM workhorse.result_waiter x WHERE x.expires_at < clock_timestamp()
+                      FOR UPDATE SKIP LOCKED);
+  INSERT INTO workhorse.result_waiter AS w (job_id, expires_at)
+  SELECT u.id, clock_timestamp() + make_interval(secs => p_ttl_seconds) FROM unnest(v_live) AS u (id) ORDER BY u.id
+  ON CONFLICT (job_id) DO UPDATE SET expires_at = greatest(w.expires_at, EXCLUDED.expires_at);
+  RETURN QUERY
+  SELECT u.id,
+         CASE WHEN o.job_id IS NOT NULL THEN o.state WHEN u.id = ANY (v_live) THEN 'live' ELSE 'not_found' END,
+         o.result, o.error
+  FROM unnest(v_ids) AS u (id)
+  LEFT JOIN workhorse.job_outcome o ON o.job_id = u.id AND u.id = ANY (v_own);
+END
+$$;
+
 -- Pages through jobs newest first in creation order (keyset on job_query.seq: stable while jobs
 -- are added), optionally filtered by queue, type and current states. p_before_seq is the `seq`
 -- of the last row of the previous page. The listing of list_jobs_v2 (064_operator_reads.sql)

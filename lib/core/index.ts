@@ -63,6 +63,8 @@ export {
   type JobDefinitionOptions,
 } from './job-definition';
 export { Queue, type DedupedEnqueueOptions } from './queue';
+export type { WaitForResultOptions } from './result-waiters';
+export { JobFailedError, JobNotFoundError, JobResultCanceledError, WaitForResultTimeoutError, type JobErrorEnvelope } from './result-errors';
 export { CAPABILITIES, GRANT_ROLE_SQL, grantAppRole, grantRole, type Capability } from './grants';
 export type {
   StandardSchemaInput,

@@ -56,6 +56,8 @@ export interface ProtocolLimits {
     readonly unknownTypeDelayMs: RangeWithDefault;
     readonly workerIdLength: Range;
   };
+  /** Awaiting results (`Queue.waitForResult`): the fallback poll, the registration's lifetime, ids per read. */
+  readonly results: { readonly pollMs: RangeWithDefault; readonly ttlSeconds: RangeWithDefault; readonly batchSize: { readonly max: number } };
 }
 
 /** Where the file is: `sdk/protocol/` of the repository, and of the package (`scripts/build.js` copies it). */

@@ -10,6 +10,7 @@ import { toSnapshot, type JobRow } from './protocol/job-row';
 import type { DedupeOptions, EnqueueOptions, EnqueueOutcome, EnqueueRequest, EnqueueResult, JobSnapshot, Queryable } from './types';
 import { JobMetrics } from './telemetry/job-metrics';
 import { JobTracing } from './telemetry/job-tracing';
+import { ResultWaiters, type WaitForResultOptions } from './result-waiters';
 import { checkJobId, LIMITS, renamedRequestError, toRequestJson } from './validation';
 import {
   completeHumanWait,
@@ -35,6 +36,7 @@ import {
 export class Queue {
   private metrics: JobMetrics | null | undefined;
   private tracing: JobTracing | null | undefined;
+  private waiters: ResultWaiters | undefined;
 
   constructor(readonly pool: Pool) {
     applyConnectTimeout(pool);
@@ -180,6 +182,25 @@ export class Queue {
     checkJobId(jobId);
     const rows = await this.call<JobRow>(GET_OWN_JOB, [jobId], client);
     return rows.length === 0 ? null : toSnapshot(rows[0]);
+  }
+
+  /**
+   * Waits until the job ends, whichever process or language runs it, and answers its result. A
+   * job that ended `failed` rejects with `JobFailedError` (its stored error envelope in
+   * `jobError`), one that ended `canceled` with `JobResultCanceledError`; an id this producer
+   * cannot read (the rule of {@link getJob}) with `JobNotFoundError`. After `timeoutMs` the wait
+   * rejects with `WaitForResultTimeoutError`, on `signal` with the signal's reason; the job goes on
+   * either way. A job that has ended answers at once. All waits of this queue share one LISTEN
+   * connection (open while something is awaited) and batched reads; every 5 s
+   * (`results.pollMs` of limits.json) they read again, so a lost notification only delays one.
+   *
+   * @example
+   * const id = await queue.enqueue('invoice.render', { invoiceId: 'inv-1' });
+   * const { url } = await queue.waitForResult<{ url: string }>(id, { timeoutMs: 30_000 });
+   */
+  async waitForResult<R = unknown>(jobId: string, options?: WaitForResultOptions): Promise<R> {
+    this.waiters ??= new ResultWaiters(this.pool);
+    return this.waiters.wait(jobId, options) as Promise<R>;
   }
 
   /**

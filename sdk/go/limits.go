@@ -105,6 +105,13 @@ type protocolLimits struct {
 		UnknownTypeDelayMs limitRange `json:"unknownTypeDelayMs"`
 		WorkerIDLength     limitRange `json:"workerIdLength"`
 	} `json:"worker"`
+	Results struct {
+		PollMs     limitRange `json:"pollMs"`
+		TTLSeconds limitRange `json:"ttlSeconds"`
+		BatchSize  struct {
+			Max int64 `json:"max"`
+		} `json:"batchSize"`
+	} `json:"results"`
 }
 
 // limits is the parsed limits.json.

@@ -229,6 +229,17 @@ const notifyChannel = "workhorse_jobs"
 // listenSQL listens to notifyChannel.
 const listenSQL = "LISTEN " + notifyChannel
 
+// resultsChannel is where a job's end is notified while someone awaits it (await_results_v1);
+// the payload is the ended ids, comma-separated.
+const resultsChannel = "workhorse_results"
+
+// listenResultsSQL listens to resultsChannel.
+const listenResultsSQL = "LISTEN " + resultsChannel
+
+// awaitResultSQL reads (and registers for a notification at its end) one awaited job: job id,
+// registration lifetime in seconds.
+const awaitResultSQL = "SELECT state, result::text, error::text FROM workhorse.await_results_v1(ARRAY[$1::uuid], $2::integer)"
+
 // The installed schema.
 const (
 	// Whether the schema is installed.

@@ -8,8 +8,12 @@ import {
   Admin,
   DecisionNotAllowedError,
   IdempotencyConflictError,
+  JobFailedError,
+  JobNotFoundError,
+  JobResultCanceledError,
   UnknownDependencyError,
   Queue,
+  WaitForResultTimeoutError,
   Worker,
   WorkhorseValidationError,
   type DedupeOptions,
@@ -164,6 +168,22 @@ class Run {
     }
   }
 
+  /** A wait_for_result action: the answer, or the typed error `expect` names. */
+  private async waitForResult(jobId: string, timeoutMs: number, expected: Record<string, unknown>): Promise<void> {
+    let got: unknown;
+    try {
+      got = await this.queue.waitForResult(jobId, { timeoutMs });
+    } catch (error) {
+      if (error instanceof JobFailedError && expected.failed) return expect(error.jobError).toMatchObject(expected.failed as object);
+      if (error instanceof JobResultCanceledError && expected.canceled) return expect(error.jobError).toMatchObject(expected.canceled as object);
+      if (error instanceof WaitForResultTimeoutError && expected.timeout === true) return;
+      if (error instanceof JobNotFoundError && expected.notFound === true) return;
+      throw error;
+    }
+    if (!('result' in expected)) throw new Error(`the wait answered ${JSON.stringify(got)}, expected ${JSON.stringify(expected)}`);
+    expect(isDeepStrictEqual(got, expected.result)).toBe(true);
+  }
+
   private expectError(error: unknown, expected: Record<string, unknown>): void {
     const conflict = expected.kind === 'idempotency_conflict';
     const kind = ERROR_KINDS[expected.kind as string];
@@ -272,6 +292,8 @@ class Run {
       case 'redrive':
         this.jobs.set(a.as, await this.admin.redrive(this.id(a.job), { requestId: a.requestId }));
         return;
+      case 'wait_for_result':
+        return this.waitForResult(a.job === undefined ? (a.jobId as string) : this.id(a.job), a.timeoutMs ?? 20_000, a.expect);
       case 'expect_job': {
         const job = await this.admin.getJob(this.id(a.job));
         if (!job) throw new Error(`job ${a.job} does not exist`);

@@ -9,6 +9,12 @@ export const ENQUEUE_MANY_OUTCOMES = 'SELECT job_id, outcome FROM workhorse.enqu
 /** A job the calling login role enqueued (its job row), or no row. */
 export const GET_OWN_JOB = 'SELECT * FROM workhorse.get_own_job_v1($1)';
 
+/**
+ * Reads (and registers for a notification at their end) up to 1000 jobs a waiter awaits: job ids,
+ * registration lifetime in seconds. A row per distinct id: state, result, error envelope.
+ */
+export const AWAIT_RESULTS = 'SELECT job_id, state, result, error FROM workhorse.await_results_v1($1::uuid[], $2)';
+
 /** Sends a signal: job id, name, payload (JSON text or null), idempotency key. */
 export const SEND_SIGNAL = 'SELECT workhorse.send_signal_v1($1, $2, $3::jsonb, $4) AS status';
 

@@ -18,6 +18,12 @@ export const NOTIFY_CHANNEL = 'workhorse_jobs';
 /** Listens to NOTIFY_CHANNEL. */
 export const LISTEN = `LISTEN ${NOTIFY_CHANNEL}`;
 
+/** The channel a job's end is notified on while someone awaits it (payload: ended job ids, comma-separated). */
+export const RESULTS_CHANNEL = 'workhorse_results';
+
+/** Listens to RESULTS_CHANNEL. */
+export const LISTEN_RESULTS = `LISTEN ${RESULTS_CHANNEL}`;
+
 /** Whether the schema is installed. */
 export const HAS_SCHEMA = "SELECT to_regclass('workhorse.schema_version') IS NOT NULL AS present";
 

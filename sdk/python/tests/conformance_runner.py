@@ -23,10 +23,14 @@ from workhorse import (
     EnqueueResult,
     IdempotencyConflictError,
     JobDetails,
+    JobFailedError,
+    JobNotFoundError,
+    JobResultCanceledError,
     Page,
     Queue,
     TimelineEntry,
     UnknownDependencyError,
+    WaitForResultTimeoutError,
     Worker,
     WorkhorseValidationError,
 )
@@ -86,6 +90,7 @@ class Variant(Protocol):
     async def dead_letter_ids(self) -> set[str]: ...
     async def count_jobs(self, queue: str) -> int: ...
     async def cancel(self, job_id: str) -> str: ...
+    async def wait_for_result(self, job_id: str, timeout: float) -> Any: ...
     async def redrive(self, job_id: str, request_id: str) -> str: ...
     async def start_worker(self, scenario: Mapping[str, Any], report: Report, save: SaveMeanwhile) -> Any: ...
 
@@ -179,6 +184,9 @@ class SyncVariant:
     async def cancel(self, job_id: str) -> str:
         return await asyncio.to_thread(self.admin.cancel, job_id)
 
+    async def wait_for_result(self, job_id: str, timeout: float) -> Any:
+        return await asyncio.to_thread(lambda: self.queue.wait_for_result(job_id, timeout=timeout))
+
     async def redrive(self, job_id: str, request_id: str) -> str:
         return await asyncio.to_thread(lambda: self.admin.redrive(job_id, request_id=request_id))
 
@@ -268,6 +276,9 @@ class AsyncVariant:
     async def cancel(self, job_id: str) -> str:
         return await self.admin.cancel(job_id)
 
+    async def wait_for_result(self, job_id: str, timeout: float) -> Any:
+        return await self.queue.wait_for_result(job_id, timeout=timeout)
+
     async def redrive(self, job_id: str, request_id: str) -> str:
         return await self.admin.redrive(job_id, request_id=request_id)
 
@@ -318,6 +329,29 @@ class AsyncVariant:
 
     async def page(self, spec: Mapping[str, Any], jobs: Mapping[str, str], limit: int, cursor: str | None) -> Page[Any]:
         return cast(Page[Any], await _listing_page(self.admin, spec, jobs, limit, cursor))
+
+
+async def _wait_for_result(variant: Variant, job_id: str, action: Mapping[str, Any]) -> None:
+    """``wait_for_result``: the answer or the typed error ``expect`` names."""
+    expect = action["expect"]
+    try:
+        got = await variant.wait_for_result(job_id, action.get("timeoutMs", 20000) / 1000)
+    except JobFailedError as error:
+        assert "failed" in expect, f"the wait failed: {error!r}"
+        assert {k: error.job_error.get(k) for k in expect["failed"]} == expect["failed"]
+        return
+    except JobResultCanceledError as error:
+        assert "canceled" in expect, f"the wait failed: {error!r}"
+        assert {k: error.job_error.get(k) for k in expect["canceled"]} == expect["canceled"]
+        return
+    except WaitForResultTimeoutError:
+        assert expect.get("timeout") is True, "the wait timed out"
+        return
+    except JobNotFoundError:
+        assert expect.get("notFound") is True, "the wait found no job"
+        return
+    assert "result" in expect, f"the wait answered {got!r}"
+    assert got == expect["result"]
 
 
 async def _until(check: Any, timeout_ms: int, what: str) -> None:
@@ -477,6 +511,8 @@ async def _act(
     elif do == "cancel":
         got = await variant.cancel(jobs[action["job"]])
         assert got == action["expect"], f"cancel answered {got!r}"
+    elif do == "wait_for_result":
+        await _wait_for_result(variant, jobs[action["job"]] if "job" in action else action["jobId"], action)
     elif do == "redrive":
         jobs[action["as"]] = await variant.redrive(jobs[action["job"]], action["requestId"])
     elif do == "expect_job":

@@ -182,6 +182,8 @@ func (r *Runner) act(ctx context.Context, a Action) error {
 			err = fmt.Errorf("cancel answered %s", got)
 		}
 		return err
+	case "wait_for_result":
+		return r.waitForResult(ctx, a)
 	case "redrive":
 		id, err := r.id(a, "job")
 		if err != nil {
@@ -318,6 +320,59 @@ func (r *Runner) saveAsLostOwner(ctx context.Context, a Action) error {
 	}
 	if status != a.str("expect") {
 		return fmt.Errorf("the lost owner's save answered %s, want %s", status, a.str("expect"))
+	}
+	return nil
+}
+
+// waitForResult runs a wait_for_result action: the answer, or the typed error expect names.
+func (r *Runner) waitForResult(ctx context.Context, a Action) error {
+	id := a.str("jobId")
+	if id == "" {
+		var err error
+		if id, err = r.id(a, "job"); err != nil {
+			return err
+		}
+	}
+	timeout := 20 * time.Second
+	if ms, err := strconv.Atoi(string(a["timeoutMs"])); err == nil {
+		timeout = time.Duration(ms) * time.Millisecond
+	}
+	var expect map[string]json.RawMessage
+	if err := json.Unmarshal(a["expect"], &expect); err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	got, err := r.Queue.WaitForResult(wctx, id)
+	var failed *workhorse.JobFailedError
+	var canceled *workhorse.JobResultCanceledError
+	var timedOut *workhorse.WaitForResultTimeoutError
+	var notFound *workhorse.JobNotFoundError
+	envelope := func(e workhorse.ErrorEnvelope, want json.RawMessage) error {
+		var fields map[string]string
+		if err := json.Unmarshal(want, &fields); err != nil {
+			return err
+		}
+		if (fields["name"] != "" && fields["name"] != e.Name) || (fields["message"] != "" && fields["message"] != e.Message) {
+			return fmt.Errorf("the envelope is %+v, not %s", e, want)
+		}
+		return nil
+	}
+	switch {
+	case errors.As(err, &failed) && expect["failed"] != nil:
+		return envelope(failed.Err, expect["failed"])
+	case errors.As(err, &canceled) && expect["canceled"] != nil:
+		return envelope(canceled.Err, expect["canceled"])
+	case errors.As(err, &timedOut) && expect["timeout"] != nil:
+		return nil
+	case errors.As(err, &notFound) && expect["notFound"] != nil:
+		return nil
+	case err != nil:
+		return fmt.Errorf("the wait failed: %w", err)
+	case expect["result"] == nil:
+		return fmt.Errorf("the wait answered %s", got)
+	case !sameJSON(got, expect["result"]):
+		return fmt.Errorf("the wait answered %s, not %s", got, expect["result"])
 	}
 	return nil
 }

@@ -18,10 +18,10 @@ from .validation import check_datetime, check_job_id, check_param_int, check_par
 
 #: The schema version this SDK installs and migrates to (``workhorse.schema_version``): the
 #: highest step in its ``sql/migrations/``.
-SCHEMA_VERSION = 17
+SCHEMA_VERSION = 18
 #: The oldest schema version whose functions every call of this SDK still finds, so a database
 #: not yet migrated keeps serving this release during a rolling deploy.
-MIN_SCHEMA_VERSION = 17
+MIN_SCHEMA_VERSION = 18
 
 R = TypeVar("R")
 

@@ -15,7 +15,7 @@ import psycopg
 from psycopg_pool import AsyncConnectionPool
 
 from . import _calls as calls
-from ._protocol import LISTEN_SQL, NOTIFY_CHANNEL, Row
+from ._protocol import LISTEN_STATEMENTS, NOTIFY_CHANNEL, Row
 from .errors import from_db_error
 
 R = TypeVar("R")
@@ -42,9 +42,10 @@ class AsyncDriver(Protocol):
         """One connection for one purpose (heartbeats), so busy handlers cannot starve it."""
         ...
 
-    async def listen(self, on_payload: Callable[[str], None], on_ready: Callable[[], None]) -> None:
-        """LISTENs on the jobs channel and calls ``on_payload`` per notification; returns or
-        raises when the connection ends (the caller reconnects), closes it when cancelled."""
+    async def listen(self, on_payload: Callable[[str], None], on_ready: Callable[[], None], channel: str = NOTIFY_CHANNEL) -> None:
+        """LISTENs on ``channel`` (the jobs channel unless told) and calls ``on_payload`` per
+        notification; returns or raises when the connection ends (the caller reconnects), closes
+        it when cancelled."""
         ...
 
 
@@ -141,10 +142,10 @@ class PsycopgDriver:
     async def dedicated(self) -> Statements:
         return _PsycopgStatements(None, await self._connect())
 
-    async def listen(self, on_payload: Callable[[str], None], on_ready: Callable[[], None]) -> None:
+    async def listen(self, on_payload: Callable[[str], None], on_ready: Callable[[], None], channel: str = NOTIFY_CHANNEL) -> None:
         conn = await self._connect()
         try:
-            await conn.execute(LISTEN_SQL)
+            await conn.execute(LISTEN_STATEMENTS[channel])
             on_ready()
             async for notify in conn.notifies():
                 on_payload(notify.payload)
@@ -207,7 +208,7 @@ class AsyncpgDriver:
     async def dedicated(self) -> Statements:
         return _AsyncpgStatements(self._pool, await self._pool.acquire())
 
-    async def listen(self, on_payload: Callable[[str], None], on_ready: Callable[[], None]) -> None:
+    async def listen(self, on_payload: Callable[[str], None], on_ready: Callable[[], None], channel: str = NOTIFY_CHANNEL) -> None:
         conn = await self._pool.acquire()
         ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
@@ -220,12 +221,12 @@ class AsyncpgDriver:
 
         try:
             conn.add_termination_listener(on_end)
-            await conn.add_listener(NOTIFY_CHANNEL, on_notify)
+            await conn.add_listener(channel, on_notify)
             on_ready()
             await ended
         finally:
             if not conn.is_closed():
-                await asyncio.shield(conn.remove_listener(NOTIFY_CHANNEL, on_notify))
+                await asyncio.shield(conn.remove_listener(channel, on_notify))
             conn.remove_termination_listener(on_end)
             await asyncio.shield(self._pool.release(conn))
 

@@ -17,6 +17,7 @@ RETRY_POLICY: dict[str, Any] = LIMITS["retryPolicy"]
 HANDLER: dict[str, Any] = LIMITS["handler"]
 WORKER: dict[str, Any] = LIMITS["worker"]
 DATES: dict[str, Any] = LIMITS["dates"]
+RESULTS: dict[str, Any] = LIMITS["results"]
 
 
 def heartbeat_not_below_lease(lease_ms: int) -> str:

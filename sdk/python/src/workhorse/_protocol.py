@@ -140,6 +140,16 @@ LIST_HUMAN_WAITS_SQL = (
 )
 NOTIFY_CHANNEL = "workhorse_jobs"
 LISTEN_SQL = f"LISTEN {NOTIFY_CHANNEL}"
+#: A job's end is notified here while someone awaits it (payload: ended ids, comma-separated).
+RESULTS_CHANNEL = "workhorse_results"
+LISTEN_RESULTS_SQL = f"LISTEN {RESULTS_CHANNEL}"
+#: The LISTEN statement of each channel.
+UNLISTEN_RESULTS_SQL = f"UNLISTEN {RESULTS_CHANNEL}"
+LISTEN_STATEMENTS = {NOTIFY_CHANNEL: LISTEN_SQL, RESULTS_CHANNEL: LISTEN_RESULTS_SQL}
+#: Reads (and registers for a notification at their end) up to 1000 awaited jobs.
+AWAIT_RESULTS_SQL = (
+    "SELECT job_id::text, state, result::text, error::text FROM workhorse.await_results_v1($1::uuid[], $2::integer)"
+)
 
 
 def parse_json(text: str | None) -> Any:

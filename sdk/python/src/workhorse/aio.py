@@ -16,6 +16,7 @@ from . import _orchestration_calls as orchestration
 from . import _schedule_calls as schedules
 from ._drivers import AsyncDriver, driver_for
 from ._job_tracing import start_send
+from ._result_wait import wait_async
 from ._worker_base import WorkerBase
 from .jobs import JobDefinition, TypedJob, typed_job
 from .context import AsyncHandlerContext
@@ -113,6 +114,11 @@ class AsyncQueue:
             ids = await self.driver.run(calls.enqueue(requests, field_prefix), conn)
             send.sent(ids)
         return ids
+
+    async def wait_for_result(self, job_id: str, *, timeout: float | None = None) -> Any:
+        """Waits until the job ends and returns its result; see ``workhorse.Queue.wait_for_result``.
+        Holds one connection for its LISTEN while it waits (cancelling the task ends the wait)."""
+        return await wait_async(self.driver, job_id, timeout)
 
     async def send_signal(
         self, job_id: str, name: str, payload: JsonValue = None, *, idempotency_key: str | None = None, conn: Any = None

@@ -264,6 +264,48 @@ class ChildJobFailedError(WorkhorseError):
         self.child_error = dict(child_error)
 
 
+class JobFailedError(WorkhorseError):
+    """``wait_for_result`` for a job that ended ``failed`` (its attempts ran out, it failed for
+    good, or its deadline passed): ``job_error`` is the job's stored error envelope."""
+
+    state = "failed"
+
+    def __init__(self, job_id: str, job_error: Mapping[str, Any]) -> None:
+        super().__init__(f"Job {job_id} failed: {job_error.get('name')}: {job_error.get('message')}")
+        self.job_id = job_id
+        self.job_error = dict(job_error)
+
+
+class JobResultCanceledError(JobCanceledError):
+    """``wait_for_result`` for a job that ended ``canceled``; ``job_error`` is its stored
+    envelope (name ``Canceled``, the reason as the message). A ``JobCanceledError``."""
+
+    state = "canceled"
+
+    def __init__(self, job_id: str, job_error: Mapping[str, Any]) -> None:
+        super().__init__(job_id)
+        self.args = (f"Job {job_id} was canceled: {job_error.get('message')}",)
+        self.job_error = dict(job_error)
+
+
+class WaitForResultTimeoutError(WorkhorseError, TimeoutError):
+    """``wait_for_result`` gave up after its timeout; the job has not ended and keeps running."""
+
+    def __init__(self, job_id: str, timeout: float) -> None:
+        super().__init__(f"Job {job_id} did not end within {timeout} s; it keeps running.")
+        self.job_id = job_id
+        self.timeout = timeout
+
+
+class JobNotFoundError(WorkhorseError):
+    """``wait_for_result`` for an id this producer cannot read: no such job, or one another
+    login role enqueued (nothing is revealed about it), or one retention deleted."""
+
+    def __init__(self, job_id: str) -> None:
+        super().__init__(f"Job {job_id} was not found (or was enqueued by another login role).")
+        self.job_id = job_id
+
+
 class SignalTimeoutError(WorkhorseError):
     """Raised by ``ctx.wait_for_signal`` when its timeout passed before a signal of that name
     arrived. The handler may catch it and go on (the wait stays timed out on every replay)."""

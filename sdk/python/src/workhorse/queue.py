@@ -12,6 +12,7 @@ from . import _operator_calls as ops
 from . import _orchestration_calls as orchestration
 from . import _schedule_calls as schedules
 from ._job_tracing import start_send
+from ._result_wait import wait_sync
 from ._sync import Connection, SyncExecutor
 from .jobs import JobDefinition, TypedJob, typed_job
 from .types import (
@@ -108,6 +109,23 @@ class Queue:
             ids = self._executor.run(calls.enqueue(requests, field_prefix), conn)
             send.sent(ids)
         return ids
+
+    def wait_for_result(self, job_id: str, *, timeout: float | None = None) -> Any:
+        """Waits until the job ends, whichever process or language runs it, and returns its
+        result. A job that ended ``failed`` raises ``JobFailedError`` (its stored error envelope
+        in ``job_error``), one that ended ``canceled`` ``JobResultCanceledError``, an id this
+        producer cannot read (unknown, or another login role's job) ``JobNotFoundError``. After
+        ``timeout`` seconds it raises ``WaitForResultTimeoutError``; the job goes on. A job that
+        has ended answers at once. Woken by the notification of the job's end, it reads again
+        every 5 s as well (``results.pollMs``), so a lost notification only delays it. Holds
+        one pooled connection while it waits.
+
+        Example::
+
+            job_id = queue.enqueue("invoice.render", {"invoiceId": "inv-1"})
+            receipt = queue.wait_for_result(job_id, timeout=30)
+        """
+        return wait_sync(self._executor, job_id, timeout)
 
     def send_signal(
         self,

@@ -435,6 +435,31 @@ BEGIN
       PERFORM workhorse.cancel_children(r.job_id, p_now);
     END IF;
   END IF;
+  -- Its waiters (await_results_v1) are woken; one probe of an empty table when nobody waits.
+  IF EXISTS (SELECT 1 FROM workhorse.result_waiter) THEN
+    PERFORM workhorse.notify_results(ARRAY[r.job_id]);
+  END IF;
+END
+$$;
+
+-- Wakes the waiters (see result_waiter in 010_tables.sql) of those of p_job_ids that have ended:
+-- their rows are removed and their ids notified on `workhorse_results` at commit, at most 200
+-- ids (comma-separated) per notification, so a payload stays under PostgreSQL's 8000 bytes.
+CREATE FUNCTION workhorse.notify_results(p_job_ids uuid[])
+RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_ended text[];
+  v_i integer;
+BEGIN
+  WITH gone AS (
+    DELETE FROM workhorse.result_waiter w
+     WHERE w.job_id = ANY (p_job_ids) AND EXISTS (SELECT 1 FROM workhorse.job_outcome o WHERE o.job_id = w.job_id)
+    RETURNING w.job_id)
+  SELECT array_agg(g.job_id::text ORDER BY g.job_id) INTO v_ended FROM gone g;
+  FOR v_i IN 1 .. coalesce(cardinality(v_ended), 0) BY 200 LOOP
+    PERFORM pg_notify('workhorse_results', array_to_string(v_ended[v_i : v_i + 199], ','));
+  END LOOP;
 END
 $$;
 

@@ -36,6 +36,7 @@ INSERT INTO workhorse.protocol_function (name, capabilities) VALUES
   ('enqueue_many_v1',         '{producer}'),
   ('enqueue_many_v2',         '{producer}'),
   ('get_own_job_v1',          '{producer}'),
+  ('await_results_v1',        '{producer}'),
   ('claim_many_v1',           '{worker}'),
   ('complete_and_claim_v1',   '{worker}'),
   ('complete_many_v1',        '{worker}'),
