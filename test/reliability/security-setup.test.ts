@@ -147,5 +147,5 @@ const hasPsql = spawnSync('sh', ['-c', 'command -v psql'], { encoding: 'utf8' })
     `SELECT p.proname AS name FROM pg_proc p
      WHERE p.pronamespace = 'workhorse'::regnamespace AND has_function_privilege('checkout_api', p.oid, 'EXECUTE') ORDER BY 1`,
   );
-  expect(rows.map((r) => r.name)).toEqual(['await_results_v1', 'complete_human_wait_v1', 'enqueue_many_v1', 'get_own_job_v1', 'oldest_client_v1', 'plan_schedule_v1', 'schedules_to_plan_v1', 'send_signal_v1', 'sync_schedules_v1']);
+  expect(rows.map((r) => r.name)).toEqual(['await_results_v1', 'complete_human_wait_v1', 'enqueue_many_v1', 'enqueue_many_v2', 'get_own_job_v1', 'oldest_client_v1', 'plan_schedule_v1', 'schedules_to_plan_v1', 'send_signal_v1', 'sync_schedules_v1']);
 });
