@@ -10,6 +10,7 @@
  */
 export { Pool, type PoolClient, type PoolConfig } from 'pg';
 export { Admin } from './admin';
+export type { BulkActionOptions, BulkActionResult, BulkActionSample, DeleteJobResult, JobActionFilter, JobActionState, RescheduleOptions, RescheduleResult, RunNowResult } from './job-actions';
 export { HandlerContext, JobBlocked, JobSleeping } from './context';
 export { JobWaiting } from './handler-waits';
 export {
@@ -24,6 +25,7 @@ export {
   InvalidCursorError,
   JobDataRejectedError,
   JobCanceledError,
+  JobStateError,
   LeaseLostError,
   NonRetryableError,
   RetryAfterError,
