@@ -82,7 +82,7 @@ function fromRefusal(e: PgErrorLike): unknown {
     }
     case SQLSTATE.jobState: {
       const detail = JSON.parse(e.detail ?? '{}') as { jobId?: string; action?: string; state?: string };
-      return new JobStateError(message, detail.jobId ?? '', detail.action ?? '', detail.state ?? '');
+      return new JobStateError(`job ${detail.jobId ?? ''} ${message}`, detail.jobId ?? '', detail.action ?? '', detail.state ?? '');
     }
     case SQLSTATE.idempotencyConflict: {
       const detail = JSON.parse(e.detail ?? '{}') as { existingJobId?: string; fields?: string[] };
