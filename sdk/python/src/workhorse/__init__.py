@@ -5,12 +5,14 @@ leases, retries, idempotency, limits) is enforced by PostgreSQL, so Python, Type
 services share one queue. Sync classes here (Psycopg 3); asyncio ones in ``workhorse.aio``.
 """
 
+from ._job_action_calls import BulkActionResult, BulkActionSample, JobActionFilter
 from .admin import Admin
 from .context import AbortSignal, AsyncHandlerContext, HandlerContext
 from .errors import (
     ChildJobConflictError,
     ChildJobFailedError,
     DecisionNotAllowedError,
+    JobStateError,
     NotYoursError,
     ExecutionTimeoutError,
     HumanWaitTimeoutError,
@@ -90,6 +92,10 @@ __all__ = [
     "CompleteHumanWaitStatus",
     "DeadLetterFilter",
     "DecisionNotAllowedError",
+    "JobStateError",
+    "BulkActionResult",
+    "BulkActionSample",
+    "JobActionFilter",
     "NotYoursError",
     "DependencyOutcome",
     "DependencyPolicy",

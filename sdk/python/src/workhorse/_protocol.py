@@ -297,3 +297,12 @@ def to_schedule_history_entry(row: Row) -> ScheduleHistoryEntry:
         reason=row[6],
         job_id=row[7],
     )
+
+
+# Operator actions on jobs (sql/063_job_actions.sql): one job, or every job a filter matches.
+RUN_NOW_SQL = "SELECT workhorse.run_now_v1($1::uuid, $2::text, $3::text)"
+RESCHEDULE_SQL = "SELECT workhorse.reschedule_v1($1::uuid, $2::timestamptz, $3::integer, $4::text, $5::text)"
+DELETE_JOB_SQL = "SELECT workhorse.delete_job_v1($1::uuid, $2::text, $3::text)"
+CANCEL_MATCHING_SQL = "SELECT workhorse.cancel_matching_v1($1::jsonb, $2::boolean, $3::text, $4::text, $5::integer)::text"
+RUN_NOW_MATCHING_SQL = "SELECT workhorse.run_now_matching_v1($1::jsonb, $2::boolean, $3::text, $4::text, $5::integer)::text"
+DELETE_MATCHING_SQL = "SELECT workhorse.delete_matching_v1($1::jsonb, $2::boolean, $3::text, $4::text, $5::integer)::text"
