@@ -138,14 +138,21 @@ const (
 	// Any job's row (see jobRowColumns), or no row.
 	getJobSQL = "SELECT " + jobRowColumns + " FROM workhorse.get_job_v1($1)"
 
-
-
 	// A job's prerequisites, parent and children.
 	jobLinksSQL = "SELECT relation, job_id::text, state, key FROM workhorse.job_links_v1($1)"
 
 	// Cancels a job: job id, reason.
 	cancelSQL = "SELECT workhorse.cancel_v1($1, $2)"
 
+	// Operator actions on jobs (sql/063_job_actions.sql): job id, (run at, priority,) actor, reason.
+	runNowSQL     = "SELECT workhorse.run_now_v1($1, $2, $3)"
+	rescheduleSQL = "SELECT workhorse.reschedule_v1($1, $2, $3, $4, $5)"
+	deleteJobSQL  = "SELECT workhorse.delete_job_v1($1, $2, $3)"
+
+	// Bulk actions over a filter: filter (JSON), dry run, actor, reason, limit; the answer as JSON text.
+	cancelMatchingSQL = "SELECT workhorse.cancel_matching_v1($1::jsonb, $2, $3, $4, $5)::text"
+	runNowMatchingSQL = "SELECT workhorse.run_now_matching_v1($1::jsonb, $2, $3, $4, $5)::text"
+	deleteMatchingSQL = "SELECT workhorse.delete_matching_v1($1::jsonb, $2, $3, $4, $5)::text"
 
 	// Redrives one job: job id, request id, actor, reason.
 	redriveSQL = "SELECT workhorse.redrive_v1($1, $2, $3, $4)::text"
@@ -174,8 +181,6 @@ const (
 	// A schedule's history: namespace, key, limit.
 	scheduleHistorySQL = "SELECT revision, at, change, definition, actor, login_role, reason, job_id::text FROM workhorse.get_schedule_history_v2($1, $2, $3)"
 
-
-
 	// One queue's row of listQueuesSQL (none for an idle queue).
 	getQueueSQL = listQueuesSQL + " WHERE queue = $1"
 
@@ -187,7 +192,6 @@ const (
 	pauseScheduleSQL  = "SELECT workhorse.pause_schedule_v1($1, $2, $3, $4)"
 	resumeScheduleSQL = "SELECT workhorse.resume_schedule_v1($1, $2, $3, $4)"
 )
-
 
 // notifyChannel is where the SQL functions pg_notify a queue's name whenever it gains ready work.
 const notifyChannel = "workhorse_jobs"
