@@ -55,7 +55,7 @@ describeIf(CHROMIUM, 'bulk actions on the jobs page in Chromium', () => {
     expect(await page.locator('input[name="id"]').count()).toBe(5);
     const all = page.locator('form.bulk-all');
     await all.locator('select[name="verb"]').selectOption('cancel');
-    await all.getByRole('button', { name: 'Preview for every job that matches this filter' }).click();
+    await all.getByRole('button', { name: 'Preview for all that match' }).click();
     await page.locator('#bulk-count').waitFor();
     expect(await page.locator('#bulk-count').getAttribute('data-matched')).toBe('5');
     expect(await page.locator('#bulk-count').textContent()).toContain('This is a dry run: nothing has been written. 5 jobs would be canceled.');
@@ -93,7 +93,7 @@ describeIf(CHROMIUM, 'bulk actions on the jobs page in Chromium', () => {
     await page.goto(`${base}jobs?queue=bulk-mail`);
     const all = page.locator('form.bulk-all');
     await all.locator('select[name="verb"]').selectOption('delete');
-    await all.getByRole('button', { name: 'Preview for every job that matches this filter' }).click();
+    await all.getByRole('button', { name: 'Preview for all that match' }).click();
     expect(await page.locator('#bulk-count').getAttribute('data-matched')).toBe('5');
     expect(await page.locator('#bulk-skipped').textContent()).toContain('1 scheduled');
     await page.getByLabel('Reason').fill('incident clean-up');

@@ -53,7 +53,7 @@ export function bulkControls(context: PageContext, verbs: readonly Verb[], listi
     ${searching
       ? html`<p class="muted">A search by payload or error acts on the rows you select; "every match" takes queue, type, state, tag and creation time.</p>`
       : changeForm(context, { route: 'jobs', name: 'preview-all', className: 'bulk-all' }, html`${hiddenFilter(context)}
-          ${verbSelect(verbs)} <button type="submit">Preview for ${hidden ? 'every job that matches this filter' : 'every job'}</button>`)}`;
+          ${verbSelect(verbs)} <button type="submit">Preview for ${hidden ? 'all that match' : 'every job'}</button>`)}`;
 }
 
 function hiddenFilter(context: PageContext): Html {

@@ -117,7 +117,7 @@ export const jobsPage: DashboardPage = {
         title: 'Jobs',
         body: html`${filterForm(context, filter, null)}
           <p class="muted" id="listing-source" data-source="${source}">${SOURCE_NOTES[source]}</p>
-          ${selectable ? bulkControls(context, verbs, listing, searching) : listing}
+          <div class="listing">${selectable ? bulkControls(context, verbs, listing, searching) : listing}</div>
           ${pager(context, 'jobs', page.nextCursor, partial ? `Search older jobs (${JOB_SCAN_LIMIT.toLocaleString('en')} at a time)` : 'Next page')}
           ${partial && html`<p class="muted">Each page examines at most ${JOB_SCAN_LIMIT.toLocaleString('en')} jobs, newest first, so that a rare match does not search the whole history at once.</p>`}`,
       };
