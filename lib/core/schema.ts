@@ -19,11 +19,13 @@ export const SCHEMA_VERSION = 16;
 /**
  * The oldest installed schema version this package works with: every function its calls use
  * exists from this version on. A worker of this release starts against any version from here to
- * {@link SCHEMA_VERSION}. (15: the dashboard reads through find_jobs_v1, job_durations_v1,
- * job_timings_v1 and error_groups_v1, step 15; the clients call step 13's login-role reads and
- * save_checkpoint_v2 and step 14's listings too. The Python and Go SDKs need 14.)
+ * {@link SCHEMA_VERSION}. (16: Admin's operator actions on jobs call run_now_v1, reschedule_v1,
+ * delete_job_v1 and the *_matching_v1 functions of step 16; the dashboard reads through step 15's
+ * find_jobs_v1, job_durations_v1, job_timings_v1 and error_groups_v1; the clients call step 13's
+ * login-role reads and save_checkpoint_v2 and step 14's listings too. The Python and Go SDKs'
+ * Admin calls step 16's functions as well.)
  */
-export const MIN_SCHEMA_VERSION = 15;
+export const MIN_SCHEMA_VERSION = 16;
 
 /** Where the protocol's `.sql` files live: `sql/` in the repository, `dist/sql/` when built. */
 export const SQL_DIR = join(__dirname, '..', '..', 'sql');

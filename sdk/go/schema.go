@@ -12,8 +12,9 @@ const SchemaVersion = 16
 // MinSchemaVersion is the oldest schema version whose functions every call of this SDK still
 // finds, so a database not yet migrated keeps serving this release during a rolling deploy.
 // The clients accept MinSchemaVersion through SchemaVersion, and a newer schema that still
-// serves this release (see SchemaStatus.Compatible).
-const MinSchemaVersion = 14
+// serves this release (see SchemaStatus.Compatible). (16: Admin's operator actions on jobs call
+// the functions of step 16.)
+const MinSchemaVersion = 16
 
 // SchemaSituation names how the installed schema compares with this SDK's.
 type SchemaSituation string

@@ -20,8 +20,9 @@ from .validation import check_datetime, check_int, check_job_id, check_name, che
 #: highest step in its ``sql/migrations/``.
 SCHEMA_VERSION = 16
 #: The oldest schema version whose functions every call of this SDK still finds, so a database
-#: not yet migrated keeps serving this release during a rolling deploy.
-MIN_SCHEMA_VERSION = 14
+#: not yet migrated keeps serving this release during a rolling deploy. (16: ``Admin``'s operator
+#: actions on jobs call the functions of step 16.)
+MIN_SCHEMA_VERSION = 16
 
 R = TypeVar("R")
 
