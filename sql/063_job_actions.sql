@@ -335,8 +335,8 @@ $$;
 -- actions name it: live jobs (job_action_state), then, for delete, finished ones (their terminal
 -- state, or `referenced` while a live job references them), at most p_limit in all. `eligible`:
 -- the action applies (cancel: a live job whose cancel was not asked for yet; run now: scheduled,
--- retrying or sleeping; delete: finished and not referenced).
-CREATE FUNCTION workhorse.job_action_matches(p_action text, p_filter jsonb, p_limit integer)
+-- retrying or sleeping; delete: finished and not referenced); p_eligible_only: only those.
+CREATE FUNCTION workhorse.job_action_matches(p_action text, p_filter jsonb, p_limit integer, p_eligible_only boolean)
 RETURNS TABLE (job_id uuid, queue text, type text, state text, created_at timestamptz, eligible boolean)
 LANGUAGE plpgsql STABLE AS $$
 #variable_conflict use_column
@@ -352,10 +352,12 @@ DECLARE
   v_finished_before timestamptz := (p_filter ->> 'finishedBefore')::timestamptz;
 BEGIN
   RETURN QUERY
+  SELECT e.job_id, e.queue, e.type, e.state, e.created_at, e.eligible
+  FROM (
   SELECT m.job_id, m.queue, m.type, m.state, m.created_at,
          CASE p_action WHEN 'cancel' THEN m.state <> 'canceling'
                        WHEN 'run_now' THEN m.state IN ('scheduled', 'retrying', 'sleeping')
-                       ELSE m.state IN ('succeeded', 'failed', 'canceled') END
+                       ELSE m.state IN ('succeeded', 'failed', 'canceled') END AS eligible
   FROM (
     SELECT r.job_id, r.queue, j.type, workhorse.job_action_state(r) AS state, j.created_at
     FROM workhorse.job_runtime r
@@ -385,7 +387,9 @@ BEGIN
       AND (v_finished_after IS NULL OR o.finished_at >= v_finished_after)
       AND (v_finished_before IS NULL OR o.finished_at < v_finished_before)
   ) AS m
-  ORDER BY m.job_id
+  ) AS e
+  WHERE e.eligible OR NOT p_eligible_only
+  ORDER BY e.job_id
   LIMIT p_limit;
 END
 $$;
@@ -425,20 +429,20 @@ BEGIN
   v_filter := workhorse.check_job_filter(p_filter, p_action);
   PERFORM workhorse.check_actor(p_actor, p_reason);
   IF p_dry_run THEN
-    WITH m AS MATERIALIZED (SELECT * FROM workhorse.job_action_matches(p_action, v_filter, v_cap * 2))
-    SELECT (SELECT count(*) FROM m WHERE m.eligible),
-           (SELECT coalesce(jsonb_object_agg(s.state, s.n), '{}') FROM
-              (SELECT m.state, count(*) AS n FROM m WHERE NOT m.eligible GROUP BY m.state) s),
-           (SELECT coalesce(jsonb_agg(jsonb_build_object('id', x.job_id, 'queue', x.queue, 'type', x.type, 'state', x.state,
-                                                         'createdAt', x.created_at) ORDER BY x.job_id), '[]')
-              FROM (SELECT * FROM m WHERE m.eligible ORDER BY m.job_id LIMIT 10) x)
-      INTO v_matched, v_skipped, v_sample;
+    SELECT count(*) INTO v_matched FROM workhorse.job_action_matches(p_action, v_filter, v_cap + 1, true);
+    SELECT coalesce(jsonb_object_agg(s.state, s.n), '{}') INTO v_skipped
+    FROM (SELECT m.state, count(*) AS n FROM workhorse.job_action_matches(p_action, v_filter, v_cap, false) m
+          WHERE NOT m.eligible GROUP BY m.state) s;
+    SELECT coalesce(jsonb_agg(jsonb_build_object('id', x.job_id, 'queue', x.queue, 'type', x.type, 'state', x.state,
+                                                 'createdAt', x.created_at) ORDER BY x.job_id), '[]')
+      INTO v_sample
+    FROM workhorse.job_action_matches(p_action, v_filter, 10, true) x;
     RETURN jsonb_build_object('action', p_action, 'dryRun', true, 'matched', least(v_matched, v_cap),
                               'capped', v_matched > v_cap, 'changed', 0, 'jobIds', '[]'::jsonb, 'outcomes', '{}'::jsonb,
                               'skipped', v_skipped, 'busy', 0, 'sample', v_sample, 'more', v_matched > p_limit);
   END IF;
   v_matched := 0;
-  FOR v_id IN SELECT m.job_id FROM workhorse.job_action_matches(p_action, v_filter, v_cap) m WHERE m.eligible ORDER BY m.job_id LIMIT p_limit LOOP
+  FOR v_id IN SELECT m.job_id FROM workhorse.job_action_matches(p_action, v_filter, p_limit, true) m LOOP
     v_matched := v_matched + 1;
     IF p_action = 'cancel' THEN
       -- The one cancel path: a running job's worker is asked (cancel_requested), any other ends now.
@@ -464,16 +468,15 @@ BEGIN
       v_outcomes := v_outcomes || jsonb_build_object(v_result, coalesce((v_outcomes ->> v_result)::integer, 0) + 1);
     END IF;
   END LOOP;
-  -- What is left, read after the changes (a new statement sees them).
-  WITH m AS MATERIALIZED (SELECT * FROM workhorse.job_action_matches(p_action, v_filter, v_cap))
-  SELECT (SELECT coalesce(jsonb_object_agg(s.state, s.n), '{}') FROM
-            (SELECT m.state, count(*) AS n FROM m WHERE NOT m.eligible GROUP BY m.state) s),
-         (SELECT count(*) FROM m WHERE m.eligible AND m.job_id <> ALL (v_changed))
-    INTO v_skipped, v_sample;
+  -- What is left, read after the changes (a new statement sees them): the jobs left alone, by
+  -- state (counted among the first 100,000 matches), and whether any the action applies to remain.
+  SELECT coalesce(jsonb_object_agg(s.state, s.n), '{}') INTO v_skipped
+  FROM (SELECT m.state, count(*) AS n FROM workhorse.job_action_matches(p_action, v_filter, v_cap, false) m
+        WHERE NOT m.eligible GROUP BY m.state) s;
   RETURN jsonb_build_object('action', p_action, 'dryRun', false, 'matched', v_matched, 'capped', false,
                             'changed', cardinality(v_changed), 'jobIds', to_jsonb(v_changed), 'outcomes', v_outcomes,
                             'skipped', v_skipped, 'busy', v_busy, 'sample', '[]'::jsonb,
-                            'more', (v_sample #>> '{}')::integer > 0);
+                            'more', EXISTS (SELECT 1 FROM workhorse.job_action_matches(p_action, v_filter, 1, true)));
 END
 $$;
 
