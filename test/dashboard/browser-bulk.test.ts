@@ -102,6 +102,24 @@ describeIf(CHROMIUM, 'bulk actions on the jobs page in Chromium', () => {
     expect((await admin.listJobs({ queue: 'bulk-mail' })).items).toHaveLength(1);
   });
 
+  it('runs one job now and deletes a finished one from the job page', async () => {
+    const id = await queue.enqueue('report.build', {}, { queue: 'bulk-one', runAt: LATER() });
+    await page.goto(`${base}jobs/${id}`);
+    const runNow = page.locator('form', { has: page.getByRole('button', { name: 'Run now' }) });
+    await runNow.getByLabel('Reason').fill('customer on the phone');
+    await runNow.getByRole('button', { name: 'Run now' }).click();
+    await page.getByText('The job is ready now').waitFor();
+    expect((await admin.getJob(id))?.state).toBe('ready');
+
+    await admin.cancel(id, { reason: 'test' });
+    await page.goto(`${base}jobs/${id}`);
+    const remove = page.locator('form', { has: page.getByRole('button', { name: 'Delete job' }) });
+    await remove.getByLabel('Reason').fill('clean-up');
+    await remove.getByRole('button', { name: 'Delete job' }).click();
+    await page.getByText('The job is deleted').waitFor();
+    expect(await admin.getJob(id)).toBeNull();
+  });
+
   it('gives a viewer without the change rights no selection and refuses a forged preview', async () => {
     await queue.enqueue('newsletter.send', {}, { queue: 'bulk-viewer', runAt: LATER() });
     const viewer = await browser.newPage();
