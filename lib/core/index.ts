@@ -25,7 +25,6 @@ export {
   InvalidCursorError,
   JobDataRejectedError,
   JobCanceledError,
-  JobStateError,
   LeaseLostError,
   NonRetryableError,
   RetryAfterError,
@@ -43,6 +42,7 @@ export {
 } from './errors';
 export { fromPgError, IsolationError, SQLSTATE } from './protocol/errors';
 export { NotYoursError } from './capability-errors';
+export { JobActionRefusedError } from './job-action-errors';
 export {
   isWorkerEventName,
   WORKER_EVENT_NAMES,

@@ -7,7 +7,7 @@ import type { ActorOptions, JobState, Queryable } from './types';
 import { checkDate, checkJobId, checkOptions } from './validation';
 
 /**
- * A job's state as the operator actions tell them apart (a refusal's `JobStateError.state`, a bulk
+ * A job's state as the operator actions tell them apart (a refusal's `JobActionRefusedError.state`, a bulk
  * action's `skipped` keys): the live states split by what the job is doing, the terminal ones,
  * and `referenced` (finished, but a live job still reads it: not deletable yet).
  */
@@ -117,12 +117,12 @@ interface BulkRow {
  * The operator actions on jobs of {@link Admin}: run now, reschedule, delete, and cancel / run
  * now / delete over a filter with a dry run. The rules (which states an action applies to, the
  * filter, the bounds) are the SQL functions' (sql/063_job_actions.sql); each refusal of a state
- * is a `JobStateError` naming it, bad input a `WorkhorseValidationError` naming the field.
+ * is a `JobActionRefusedError` naming it, bad input a `WorkhorseValidationError` naming the field.
  */
 export abstract class JobActionCalls extends AdminCalls {
   /**
    * Makes a scheduled, retrying or sleeping job ready now (a sleeping job's pending sleep ends).
-   * A running, blocked, waiting or finished job is refused (`JobStateError`).
+   * A running, blocked, waiting or finished job is refused (`JobActionRefusedError`).
    *
    * @example
    * await admin.runNow(jobId, { actor: 'alice', reason: 'customer waiting' });
@@ -136,7 +136,7 @@ export abstract class JobActionCalls extends AdminCalls {
 
   /**
    * Gives a job that has not started (scheduled, ready or retrying) a new `runAt` and/or
-   * `priority`; any other state is refused (`JobStateError`).
+   * `priority`; any other state is refused (`JobActionRefusedError`).
    *
    * @example
    * await admin.reschedule(jobId, { runAt: new Date(Date.now() + 3_600_000), priority: 90, actor: 'alice' });
@@ -159,7 +159,7 @@ export abstract class JobActionCalls extends AdminCalls {
   /**
    * Deletes a finished job (succeeded, failed, canceled) and what references it, as retention
    * would. A live job, or a finished one a live job still references (its prerequisite, child,
-   * parent or redrive source), is refused (`JobStateError`).
+   * parent or redrive source), is refused (`JobActionRefusedError`).
    */
   async deleteJob(jobId: string, options: ActorOptions = {}, client?: Queryable): Promise<DeleteJobResult> {
     checkJobId(jobId);

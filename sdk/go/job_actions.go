@@ -6,10 +6,10 @@ import (
 	"time"
 )
 
-// JobStateError says an operator action was refused for the job's state (SQLSTATE P1050): run
+// JobActionRefusedError says an operator action was refused for the job's state (SQLSTATE P1050): run
 // now of a running or blocked job, a reschedule of one that started, a delete of a live job or
 // of a finished one a live job still references (State "referenced"). Nothing was written.
-type JobStateError struct {
+type JobActionRefusedError struct {
 	JobID string
 	// Action is "run_now", "reschedule" or "delete".
 	Action string
@@ -19,7 +19,7 @@ type JobStateError struct {
 	Message string
 }
 
-func (e *JobStateError) Error() string { return "job " + e.JobID + " " + e.Message }
+func (e *JobActionRefusedError) Error() string { return "job " + e.JobID + " " + e.Message }
 
 // JobActionFilter selects the jobs of a bulk action; every field set must match.
 // FinishedAfter/FinishedBefore only for DeleteMatching; JobIDs (1 to 1000) is a selection.
@@ -80,13 +80,13 @@ type RescheduleOptions struct {
 }
 
 // RunNow makes a scheduled, retrying or sleeping job ready now: "ready", "already_ready" or
-// "not_found"; any other state is refused with a *JobStateError.
+// "not_found"; any other state is refused with a *JobActionRefusedError.
 func (a *Admin) RunNow(ctx context.Context, jobID string, o ActorOptions) (string, error) {
 	return a.jobAction(ctx, runNowSQL, jobID, nullable(o.Actor), nullable(o.Reason))
 }
 
 // Reschedule gives a job that has not started (scheduled, ready, retrying) a new run time and/or
-// priority: "rescheduled" or "not_found"; any other state is refused with a *JobStateError.
+// priority: "rescheduled" or "not_found"; any other state is refused with a *JobActionRefusedError.
 func (a *Admin) Reschedule(ctx context.Context, jobID string, o RescheduleOptions) (string, error) {
 	var runAt, priority any
 	if o.RunAt != nil {
@@ -99,7 +99,7 @@ func (a *Admin) Reschedule(ctx context.Context, jobID string, o RescheduleOption
 }
 
 // DeleteJob deletes a finished job and what references it, as retention would: "deleted" or
-// "not_found"; a live job, or one a live job still references, is refused with a *JobStateError.
+// "not_found"; a live job, or one a live job still references, is refused with a *JobActionRefusedError.
 func (a *Admin) DeleteJob(ctx context.Context, jobID string, o ActorOptions) (string, error) {
 	return a.jobAction(ctx, deleteJobSQL, jobID, nullable(o.Actor), nullable(o.Reason))
 }

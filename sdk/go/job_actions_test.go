@@ -31,7 +31,7 @@ func TestOperatorActionsOnJobs(t *testing.T) {
 		t.Fatalf("RunNow: %s, %v", got, err)
 	}
 	_, err = admin.DeleteJob(ctx, id, workhorse.ActorOptions{})
-	var refused *workhorse.JobStateError
+	var refused *workhorse.JobActionRefusedError
 	if !errors.As(err, &refused) || refused.JobID != id || refused.Action != "delete" || refused.State != "ready" {
 		t.Fatalf("DeleteJob of a ready job: %v", err)
 	}

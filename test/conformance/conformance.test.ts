@@ -8,7 +8,7 @@ import {
   Admin,
   DecisionNotAllowedError,
   IdempotencyConflictError,
-  JobStateError,
+  JobActionRefusedError,
   UnknownDependencyError,
   Queue,
   Worker,
@@ -49,7 +49,7 @@ const ERROR_KINDS: Record<string, new (...args: never[]) => Error> = {
   idempotency_conflict: IdempotencyConflictError,
   unknown_dependency: UnknownDependencyError,
   decision_not_allowed: DecisionNotAllowedError,
-  job_state: JobStateError,
+  action_refused: JobActionRefusedError,
 };
 
 class Run {
@@ -150,9 +150,9 @@ class Run {
     expect(error).toBeInstanceOf(kind);
     // `validation` is none of the more specific kinds (which are validation errors too).
     for (const other of Object.values(ERROR_KINDS)) if (other !== kind && other !== WorkhorseValidationError) expect(error).not.toBeInstanceOf(other);
-    if (expected.kind === 'job_state') {
+    if (expected.kind === 'action_refused') {
       // An operator action refused for the job's state names the state, not a field.
-      expect((error as JobStateError).state).toBe(expected.state);
+      expect((error as JobActionRefusedError).state).toBe(expected.state);
       return;
     }
     expect((error as WorkhorseValidationError).field).toBe(expected.field);

@@ -3,7 +3,7 @@
  * and cancel / run now / delete over a filter with a dry run; the states each one refuses; what
  * is recorded; the grants.
  */
-import { grantRole, JobStateError, WorkhorseValidationError, type JobActionFilter } from '../../lib/core';
+import { grantRole, JobActionRefusedError, WorkhorseValidationError, type JobActionFilter } from '../../lib/core';
 import { claimOne, complete, fail } from '../support/protocol';
 import { clientFor, sqlstateOf } from '../support/roles';
 import { useTestDatabase } from '../support/test-database';
@@ -25,13 +25,13 @@ async function events(jobId: string, kind: string): Promise<Array<{ data: Record
   return rows;
 }
 
-async function refusal(promise: Promise<unknown>): Promise<JobStateError> {
+async function refusal(promise: Promise<unknown>): Promise<JobActionRefusedError> {
   const error = await promise.then(
     () => null,
     (e: unknown) => e,
   );
-  expect(error).toBeInstanceOf(JobStateError);
-  return error as JobStateError;
+  expect(error).toBeInstanceOf(JobActionRefusedError);
+  return error as JobActionRefusedError;
 }
 
 async function finished(q: string, type = 'work'): Promise<string> {

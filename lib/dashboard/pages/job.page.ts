@@ -1,4 +1,5 @@
-import { JobStateError, WorkhorseValidationError } from '../../core/errors';
+import { WorkhorseValidationError } from '../../core/errors';
+import { JobActionRefusedError } from '../../core/job-action-errors';
 import type { CheckpointEntry, JobLineage, JobSnapshot, TimelineEntry } from '../../core/types';
 import { inlineData, jsonBlock, redacted, relative, stateBadge, time, truncate } from '../format';
 import { html, type Html, type HtmlValue } from '../html';
@@ -84,7 +85,7 @@ function jobAction(kind: 'run-now' | 'delete'): (context: ActionContext) => Prom
       if (status === 'not_found') throw new DashboardHttpError(404, 'There is no such job.');
       return kind === 'delete' ? { redirect: context.href('jobs', { notice: 'deleted' }) } : { redirect: context.href(`jobs/${id}`, { notice: 'ran-now' }) };
     } catch (error) {
-      if (error instanceof JobStateError) throw new DashboardHttpError(409, error.message);
+      if (error instanceof JobActionRefusedError) throw new DashboardHttpError(409, error.message);
       throw error;
     }
   };

@@ -21,7 +21,7 @@ from workhorse import (
     Admin,
     DecisionNotAllowedError,
     IdempotencyConflictError,
-    JobStateError,
+    JobActionRefusedError,
     JobDetails,
     Page,
     Queue,
@@ -307,12 +307,12 @@ _ERROR_KINDS: dict[str, type[WorkhorseValidationError]] = {
 }
 
 
-def _expect_job_state(error: BaseException, expected: Mapping[str, Any]) -> None:
-    """``expectError`` of kind ``job_state``: an operator action refused for the job's state."""
-    if expected["kind"] != "job_state":
+def _expect_action_refused(error: BaseException, expected: Mapping[str, Any]) -> None:
+    """``expectError`` of kind ``action_refused``: an operator action refused for the job's state."""
+    if expected["kind"] != "action_refused":
         assert isinstance(error, WorkhorseValidationError), f"unexpected error {error!r}"
         return
-    assert isinstance(error, JobStateError), f"expected JobStateError, got {error!r}"
+    assert isinstance(error, JobActionRefusedError), f"expected JobActionRefusedError, got {error!r}"
     assert error.state == expected["state"], f"state {error.state!r} != {expected['state']!r}"
 
 
@@ -535,10 +535,10 @@ async def _operator_action(action: Mapping[str, Any], variant: Variant, jobs: Ma
         call = variant.admin_call(method, **options, **filter_)
     try:
         got = await call
-    except (WorkhorseValidationError, JobStateError) as error:
+    except (WorkhorseValidationError, JobActionRefusedError) as error:
         assert "expectError" in action, f"unexpected error {error!r}"
-        _expect_job_state(error, action["expectError"])
-        if action["expectError"]["kind"] != "job_state":
+        _expect_action_refused(error, action["expectError"])
+        if action["expectError"]["kind"] != "action_refused":
             _expect_error(error, action["expectError"], jobs)
         return
     assert "expectError" not in action, f"expected {action['expectError']}, got {got!r}"

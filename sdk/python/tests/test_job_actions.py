@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from workhorse import Admin, JobStateError, Queue, WorkhorseValidationError
+from workhorse import Admin, JobActionRefusedError, Queue, WorkhorseValidationError
 from workhorse.aio import AsyncAdmin, AsyncQueue
 
 
@@ -24,7 +24,7 @@ def test_run_now_reschedule_and_delete(pool: ConnectionPool[Any]) -> None:
     assert admin.get_job(job).priority == 70  # type: ignore[union-attr]
     assert admin.run_now(job, actor="ops", reason="now") == "ready"
     assert admin.run_now(job) == "already_ready"
-    with pytest.raises(JobStateError) as refused:
+    with pytest.raises(JobActionRefusedError) as refused:
         admin.delete_job(job)
     assert (refused.value.job_id, refused.value.action, refused.value.state) == (job, "delete", "ready")
     with pytest.raises(WorkhorseValidationError) as bad:
@@ -59,5 +59,5 @@ async def test_async_admin_runs_the_same_actions(apool: AsyncConnectionPool[Any]
         assert await admin.reschedule(job, run_at=later()) == "rescheduled"
         assert (await admin.cancel_matching(job_ids=[job])).outcomes == {"canceled": 1}
         assert await admin.delete_job(job, actor="ops") == "deleted"
-        with pytest.raises(JobStateError):
+        with pytest.raises(JobActionRefusedError):
             await admin.run_now(await queue.enqueue("t", {}, queue="py-async-actions", depends_on=[await queue.enqueue("t", {}, queue="x", run_at=later())]))

@@ -100,11 +100,11 @@ func (r *Runner) expectError(err error, expected json.RawMessage) error {
 	if e := json.Unmarshal(expected, &want); e != nil {
 		return e
 	}
-	if want.Kind == "job_state" {
+	if want.Kind == "action_refused" {
 		// An operator action refused for the job's state names the state, not a field.
-		var refused *workhorse.JobStateError
+		var refused *workhorse.JobActionRefusedError
 		if !errors.As(err, &refused) || refused.State != want.State {
-			return fmt.Errorf("got %T %v, want a job_state error naming %q", err, err, want.State)
+			return fmt.Errorf("got %T %v, want an action_refused error naming %q", err, err, want.State)
 		}
 		return nil
 	}

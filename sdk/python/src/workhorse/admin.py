@@ -84,7 +84,7 @@ class Admin:
         self, job_id: str, *, actor: str | None = None, reason: str | None = None, conn: Connection | None = None
     ) -> RunNowResult:
         """Makes a scheduled, retrying or sleeping job ready now; any other state is refused
-        (``JobStateError`` naming it). ``ready``, ``already_ready`` or ``not_found``."""
+        (``JobActionRefusedError`` naming it). ``ready``, ``already_ready`` or ``not_found``."""
         return self._executor.run(actions.run_now(job_id, actor, reason), conn)
 
     def reschedule(
@@ -92,14 +92,14 @@ class Admin:
         reason: str | None = None, conn: Connection | None = None,
     ) -> RescheduleResult:
         """A new ``run_at`` and/or ``priority`` for a job that has not started (scheduled, ready,
-        retrying); any other state is refused (``JobStateError``)."""
+        retrying); any other state is refused (``JobActionRefusedError``)."""
         return self._executor.run(actions.reschedule(job_id, run_at, priority, actor, reason), conn)
 
     def delete_job(
         self, job_id: str, *, actor: str | None = None, reason: str | None = None, conn: Connection | None = None
     ) -> DeleteJobResult:
         """Deletes a finished job and what references it, as retention would; a live job, or one
-        a live job still references, is refused (``JobStateError``)."""
+        a live job still references, is refused (``JobActionRefusedError``)."""
         return self._executor.run(actions.delete_job(job_id, actor, reason), conn)
 
     def cancel_matching(
