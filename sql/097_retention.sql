@@ -85,6 +85,38 @@ LANGUAGE sql STABLE AS $$
   WHERE d.prerequisite_id = ANY (p_ids)
 $$;
 
+-- Removes finished jobs (p_ids, with their job_query seqs p_seqs) and every row that belongs to
+-- them: outcome, query row, checkpoints, sleeps, signals and waits, dependency edges and redrive
+-- lineage. The caller has locked their job rows and checked that no live job references them
+-- (retention_purge, delete_job_v1). A redrive source kept for one of them is looked at again by
+-- retention now. Their history (job_event, attempt_history) goes with its day's partition.
+CREATE FUNCTION workhorse.remove_finished_jobs(p_ids uuid[], p_seqs bigint[], p_now timestamptz)
+RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_gone uuid[] := p_ids;
+  v_seqs bigint[] := p_seqs;
+BEGIN
+  DELETE FROM workhorse.retention_deferred WHERE job_id = ANY (v_gone);
+  -- A redrive source that was kept for the job now removed may go in its turn: look at it again now.
+  INSERT INTO workhorse.retention_deferred (job_id, recheck_at)
+  SELECT r.source_job_id, p_now FROM workhorse.job_redrive r
+  WHERE r.new_job_id = ANY (v_gone) AND r.source_job_id <> ALL (v_gone)
+  ON CONFLICT (job_id) DO UPDATE SET recheck_at = EXCLUDED.recheck_at;
+  DELETE FROM workhorse.job_redrive WHERE source_job_id = ANY (v_gone) OR new_job_id = ANY (v_gone);
+  DELETE FROM workhorse.job_dependency WHERE dependent_id = ANY (v_gone) OR prerequisite_id = ANY (v_gone);
+  DELETE FROM workhorse.job_child_call WHERE parent_id = ANY (v_gone);
+  DELETE FROM workhorse.job_signal WHERE job_id = ANY (v_gone);
+  DELETE FROM workhorse.job_signal_wait WHERE job_id = ANY (v_gone);
+  DELETE FROM workhorse.job_human_wait WHERE job_id = ANY (v_gone);
+  DELETE FROM workhorse.job_checkpoint WHERE job_id = ANY (v_gone);
+  DELETE FROM workhorse.job_wait WHERE job_id = ANY (v_gone);
+  DELETE FROM workhorse.job_query WHERE seq = ANY (v_seqs);
+  DELETE FROM workhorse.job_outcome WHERE job_id = ANY (v_gone);
+  DELETE FROM workhorse.job WHERE id = ANY (v_gone);
+END
+$$;
+
 -- Removes finished jobs (all their rows) among p_ids; ids that cannot go yet are deferred: a live
 -- job for a day, a job finished within the window until the window has passed, a referenced one
 -- for an hour (or for the window, when it is shorter). Returns how many jobs it removed.
@@ -124,23 +156,7 @@ BEGIN
   IF cardinality(v_gone) = 0 THEN
     RETURN 0;
   END IF;
-  DELETE FROM workhorse.retention_deferred WHERE job_id = ANY (v_gone);
-  -- A redrive source that was kept for the job now removed may go in its turn: look at it again now.
-  INSERT INTO workhorse.retention_deferred (job_id, recheck_at)
-  SELECT r.source_job_id, p_now FROM workhorse.job_redrive r
-  WHERE r.new_job_id = ANY (v_gone) AND r.source_job_id <> ALL (v_gone)
-  ON CONFLICT (job_id) DO UPDATE SET recheck_at = EXCLUDED.recheck_at;
-  DELETE FROM workhorse.job_redrive WHERE source_job_id = ANY (v_gone) OR new_job_id = ANY (v_gone);
-  DELETE FROM workhorse.job_dependency WHERE dependent_id = ANY (v_gone) OR prerequisite_id = ANY (v_gone);
-  DELETE FROM workhorse.job_child_call WHERE parent_id = ANY (v_gone);
-  DELETE FROM workhorse.job_signal WHERE job_id = ANY (v_gone);
-  DELETE FROM workhorse.job_signal_wait WHERE job_id = ANY (v_gone);
-  DELETE FROM workhorse.job_human_wait WHERE job_id = ANY (v_gone);
-  DELETE FROM workhorse.job_checkpoint WHERE job_id = ANY (v_gone);
-  DELETE FROM workhorse.job_wait WHERE job_id = ANY (v_gone);
-  DELETE FROM workhorse.job_query WHERE seq = ANY (v_seqs);
-  DELETE FROM workhorse.job_outcome WHERE job_id = ANY (v_gone);
-  DELETE FROM workhorse.job WHERE id = ANY (v_gone);
+  PERFORM workhorse.remove_finished_jobs(v_gone, v_seqs, p_now);
   RETURN cardinality(v_gone);
 END
 $$;

@@ -16,7 +16,8 @@
 --             signals and decisions, reports progress, acknowledges cancels, and offers
 --             maintenance ticks (which fire due schedule occurrences);
 --   operator  reads every job and history, cancels, pauses and resumes queues, lists and
---             redrives dead letters, lists human waits, sends signals and records decisions,
+--             redrives dead letters, runs now, reschedules and deletes jobs (one, or over a
+--             filter), lists human waits, sends signals and records decisions,
 --             runs maintenance and retention; lists, pauses, resumes and triggers schedules (a
 --             trigger enqueues the job a producer defined, as a redrive enqueues a copy of an
 --             existing one).
@@ -82,6 +83,12 @@ INSERT INTO workhorse.protocol_function (name, capabilities) VALUES
   ('list_dead_letters_v2',    '{operator}'),
   ('redrive_v1',              '{operator}'),
   ('redrive_many_v1',         '{operator}'),
+  ('run_now_v1',              '{operator}'),
+  ('reschedule_v1',           '{operator}'),
+  ('delete_job_v1',           '{operator}'),
+  ('cancel_matching_v1',      '{operator}'),
+  ('run_now_matching_v1',     '{operator}'),
+  ('delete_matching_v1',      '{operator}'),
   ('promote_v1',              '{operator}'),
   ('recover_expired_v1',      '{operator}'),
   ('expire_deadlines_v1',     '{operator}'),

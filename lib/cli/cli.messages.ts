@@ -6,6 +6,8 @@ import { BASELINE_SCHEMA_VERSION, type MigrationStepInfo } from '../core/migrati
 import type { CancelResult, JobState } from '../core/types';
 import type { CompleteHumanWaitStatus } from '../core/waits';
 
+const jobs = (count: number): string => (count === 1 ? '1 job' : `${count} jobs`);
+
 export const messages = {
   // ---- the command line -------------------------------------------------------------------------
   usageHint: (command: string) => `Run \`${command} --help\` for usage.`,
@@ -104,6 +106,30 @@ export const messages = {
         return `Job ${id} already ended (${state ?? 'terminal'}); nothing to cancel.`;
     }
   },
+
+  // ---- operator actions on jobs (job-actions.commands.ts) ---------------------------------------
+  onlyWithId: (option: string) => `option ${option} only goes with a job ID.`,
+  idRequired: () => 'give a job ID.',
+  badPriority: (value: string) => `--priority: "${value}" is not a whole number from 0 to 100.`,
+  runAtOrPriority: () => 'give --run-at ISO, --priority P or both.',
+  ranNow: (id: string) => `Job ${id} is ready now.`,
+  alreadyReady: (id: string) => `Job ${id} was ready already; nothing changed.`,
+  rescheduled: (id: string, state: JobState | null, runAt: Date | null, priority: number | null) =>
+    `Rescheduled job ${id}: ${state ?? 'gone'}, runs at ${runAt ? runAt.toISOString() : '-'}, priority ${priority ?? '-'}.`,
+  deletedJob: (id: string) => `Deleted job ${id}.`,
+  bulkWould: (action: string, count: number, capped: boolean) =>
+    `Dry run: ${action} would change ${capped ? 'more than ' : ''}${jobs(count)}; nothing was written.`,
+  bulkDone: (action: string, count: number, outcomes: Record<string, number>) => {
+    const parts = Object.entries(outcomes).map(([outcome, n]) => `${n} ${outcome}`);
+    return `${action}: changed ${jobs(count)}${parts.length > 0 ? ` (${parts.join(', ')})` : ''}.`;
+  },
+  bulkSkipped: (skipped: ReadonlyArray<[string, number | undefined]>, busy: number) => {
+    const parts = skipped.map(([state, n]) => `${n ?? 0} ${state}`);
+    if (busy > 0) parts.push(`${busy} busy (a worker was writing it, or it changed meanwhile)`);
+    return `Left alone: ${parts.join(', ')}.`;
+  },
+  bulkPages: () => 'A run changes at most --limit jobs (1000 by default): run it again until nothing is left.',
+  bulkMore: () => 'More jobs match: run the same command again for the next ones.',
 
   // ---- dead letters and redrive -----------------------------------------------------------------
   badTime: (option: string, value: string) =>

@@ -1,6 +1,7 @@
 /**
- * `workhorse jobs get|list|timeline|cancel`: the operator reads and the cancel action of
- * `Admin`, from a shell (`dead-letters` and `redrive` live in redrive.commands.ts). All checks of ids, names, limits and cursors are Admin's own, so the
+ * `workhorse jobs get|list|timeline`: the operator reads of `Admin`, from a shell (`cancel`,
+ * `run-now`, `reschedule` and `delete` live in job-actions.commands.ts, `dead-letters` and
+ * `redrive` in redrive.commands.ts). All checks of ids, names, limits and cursors are Admin's own, so the
  * CLI refuses exactly what the API refuses, with the same words.
  */
 import { Admin } from '../core/admin';
@@ -12,6 +13,7 @@ import type { ParsedArguments } from './command-line';
 import { CURSOR, explainingSchema, ID, LIMIT, limitOf, nextPageCommand, notFound } from './command-helpers';
 import { formatJob, formatJobTable, formatTimeline } from './format';
 import { deadLettersCommand, redriveCommand } from './redrive.commands';
+import { cancelCommand, deleteCommand, rescheduleCommand, runNowCommand } from './job-actions.commands';
 
 /** `--state` values, repeated and/or comma-separated, checked against the seven states. */
 function statesOf(args: ParsedArguments): JobState[] | undefined {
@@ -94,22 +96,9 @@ async function timeline({ args, pool, output }: CommandContext): Promise<ExitCod
   return EXIT.ok;
 }
 
-async function cancel({ args, pool, output }: CommandContext): Promise<ExitCode> {
-  const id = args.positionals[0];
-  const reason = args.string('reason');
-  const admin = new Admin(pool);
-  const status = await explainingSchema(pool, () => admin.cancel(id, reason === undefined ? {} : { reason }));
-  if (status === 'not_found') throw notFound(id);
-  // Read back what the cancel did: the final state, or the worker that was told to stop.
-  const job = await admin.getJob(id);
-  if (output.json) output.document({ id, status, state: job?.state ?? null });
-  else output.text(messages.cancelResult(id, status, job?.state ?? null, job?.workerId ?? null));
-  return EXIT.ok;
-}
-
 export const jobsCommands: CommandGroup = {
   name: 'jobs',
-  summary: 'Look at jobs and their history, cancel them, and redrive dead letters.',
+  summary: 'Look at jobs and their history; cancel, run now, reschedule or delete them; redrive dead letters.',
   subcommands: [
     {
       name: 'get',
@@ -158,18 +147,10 @@ export const jobsCommands: CommandGroup = {
       examples: ['workhorse jobs timeline 0192b1c4-6f0e-7c53-9a8e-2f1d5b7c9a10', 'workhorse jobs timeline 0192b1c4-6f0e-7c53-9a8e-2f1d5b7c9a10 --limit 20 --json'],
       run: timeline,
     },
-    {
-      name: 'cancel',
-      summary: 'Cancel a job: at once if it is not running, otherwise ask its worker to stop.',
-      description:
-        'Cancels a job. A job that is not running ends canceled at once. For a running job the request is\n' +
-        "recorded; its worker aborts the handler's signal when it next renews the lease, and the job ends\n" +
-        'canceled. A job that already ended is left as it is (exit 0; the output says so).',
-      positionals: [ID],
-      options: [{ name: 'reason', kind: 'string', valueName: 'R', description: 'Why, stored with the job (at most 1000 characters).' }],
-      examples: ['workhorse jobs cancel 0192b1c4-6f0e-7c53-9a8e-2f1d5b7c9a10 --reason "customer withdrew the order"'],
-      run: cancel,
-    },
+    cancelCommand,
+    runNowCommand,
+    rescheduleCommand,
+    deleteCommand,
     deadLettersCommand,
     redriveCommand,
   ],

@@ -23,7 +23,7 @@ import { toSnapshot, type JobRow } from './protocol/job-row';
 import { toPage, type PagedRow } from './paging';
 import { toTimelineEntry, type TimelineRow } from './timeline';
 import { ACTOR_KEYS, actorOf } from './actor-options';
-import { AdminCalls } from './admin-calls';
+import { JobActionCalls } from './job-actions';
 import {
   JOB_STATES,
   type ActorOptions,
@@ -74,7 +74,7 @@ const DEAD_LETTER_KEYS = ['queue', 'type', 'errorName', 'finishedAfter', 'finish
  * const job = await admin.getJob(jobId);
  * console.log(job?.state, job?.currentAttempt, job?.result);
  */
-export class Admin extends AdminCalls {
+export class Admin extends JobActionCalls {
 
   /**
    * The job's snapshot, whichever state it is in, or null if no such job exists. Given a

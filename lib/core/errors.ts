@@ -391,3 +391,4 @@ export class HumanWaitTimeoutError extends WorkhorseError {
     super(`Job ${jobId}: no decision on "${waitName}" by ${timeoutAt.toISOString()}.`);
   }
 }
+

@@ -10,6 +10,7 @@
  */
 export { Pool, type PoolClient, type PoolConfig } from 'pg';
 export { Admin } from './admin';
+export type { BulkActionOptions, BulkActionResult, BulkActionSample, DeleteJobResult, JobActionFilter, JobActionState, RescheduleOptions, RescheduleResult, RunNowResult } from './job-actions';
 export { HandlerContext, JobBlocked, JobSleeping } from './context';
 export { JobWaiting } from './handler-waits';
 export {
@@ -41,6 +42,7 @@ export {
 } from './errors';
 export { fromPgError, IsolationError, SQLSTATE } from './protocol/errors';
 export { NotYoursError } from './capability-errors';
+export { JobActionRefusedError } from './job-action-errors';
 export {
   isWorkerEventName,
   WORKER_EVENT_NAMES,

@@ -8,7 +8,7 @@
  * and an `authorize` that switches over `DashboardAction` with a `never` default stops compiling
  * when a release adds one, so a new kind of change is never allowed by accident.
  */
-export const DASHBOARD_ACTIONS = ['read', 'read-data', 'cancel-job', 'redrive-job', 'pause-queue', 'resume-queue', 'decide-wait', 'set-queue-limits', 'pause-schedule', 'resume-schedule', 'trigger-schedule', 'drain-worker'] as const;
+export const DASHBOARD_ACTIONS = ['read', 'read-data', 'cancel-job', 'run-job-now', 'delete-job', 'redrive-job', 'pause-queue', 'resume-queue', 'decide-wait', 'set-queue-limits', 'pause-schedule', 'resume-schedule', 'trigger-schedule', 'drain-worker'] as const;
 
 /** One of {@link DASHBOARD_ACTIONS}. */
 export type DashboardAction = (typeof DASHBOARD_ACTIONS)[number];

@@ -21,6 +21,8 @@ export const NOTICES = {
   'drain-already-requested': 'That worker had been asked to drain before; the first request stands.',
   'worker-not-found': 'That worker is no longer registered; nothing was changed.',
   'limits-set': 'The queue\u2019s limits are set: they apply from the next claim.',
+  'ran-now': 'The job is ready now: the next free worker runs it.',
+  deleted: 'The job is deleted, with what referenced it; its history stays until retention drops its day.',
 } as const;
 
 export type Notice = keyof typeof NOTICES;

@@ -40,6 +40,8 @@ export function sampleAuthorize(token: string): (request: IncomingMessage, actio
         return true;
       case 'read-data':
       case 'cancel-job':
+      case 'run-job-now':
+      case 'delete-job':
       case 'redrive-job':
       case 'pause-queue':
       case 'resume-queue':

@@ -13,6 +13,8 @@ const (
 	SQLStateDecisionNotAllowed = "P1030"
 	// SQLStateNotYours is the worker capability's refusal: see NotYoursError.
 	SQLStateNotYours = "P1040"
+	// SQLStateJobActionRefused is an operator action's refusal of a job's state: see JobActionRefusedError.
+	SQLStateJobActionRefused = "P1050"
 )
 
 // NotYoursError says the worker capability does not reach what was asked (SQLSTATE P1040): the
@@ -63,6 +65,14 @@ func orchestrationError(code, field, message, detail string) error {
 	switch code {
 	case SQLStateNotYours:
 		return &NotYoursError{Field: field, Message: message}
+	case SQLStateJobActionRefused:
+		var d struct {
+			JobID  string `json:"jobId"`
+			Action string `json:"action"`
+			State  string `json:"state"`
+		}
+		_ = json.Unmarshal([]byte(detail), &d)
+		return &JobActionRefusedError{JobID: d.JobID, Action: d.Action, State: d.State, Message: message}
 	case SQLStateUnknownDependency:
 		var d struct {
 			JobID string `json:"jobId"`

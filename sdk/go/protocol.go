@@ -184,6 +184,16 @@ const (
 	// Cancels a job: job id, reason.
 	cancelSQL = "SELECT workhorse.cancel_v1($1, $2)"
 
+	// Operator actions on jobs (sql/063_job_actions.sql): job id, (run at, priority,) actor, reason.
+	runNowSQL     = "SELECT workhorse.run_now_v1($1, $2, $3)"
+	rescheduleSQL = "SELECT workhorse.reschedule_v1($1, $2, $3, $4, $5)"
+	deleteJobSQL  = "SELECT workhorse.delete_job_v1($1, $2, $3)"
+
+	// Bulk actions over a filter: filter (JSON), dry run, actor, reason, limit; the answer as JSON text.
+	cancelMatchingSQL = "SELECT workhorse.cancel_matching_v1($1::jsonb, $2, $3, $4, $5)::text"
+	runNowMatchingSQL = "SELECT workhorse.run_now_matching_v1($1::jsonb, $2, $3, $4, $5)::text"
+	deleteMatchingSQL = "SELECT workhorse.delete_matching_v1($1::jsonb, $2, $3, $4, $5)::text"
+
 	// Redrives one job: job id, request id, actor, reason.
 	redriveSQL = "SELECT workhorse.redrive_v1($1, $2, $3, $4)::text"
 

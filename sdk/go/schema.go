@@ -7,13 +7,14 @@ import (
 
 // SchemaVersion is the version of the workhorse schema this SDK installs and migrates to: the
 // highest step in its embedded sql/migrations/ (a test keeps the two equal).
-const SchemaVersion = 18
+const SchemaVersion = 19
 
 // MinSchemaVersion is the oldest schema version whose functions every call of this SDK still
 // finds, so a database not yet migrated keeps serving this release during a rolling deploy.
 // The clients accept MinSchemaVersion through SchemaVersion, and a newer schema that still
-// serves this release (see SchemaStatus.Compatible).
-const MinSchemaVersion = 18
+// serves this release (see SchemaStatus.Compatible). (19: Admin's operator actions on jobs call the functions of
+// step 19; the wait for a result and the deduplicating enqueue those of steps 18 and 17.)
+const MinSchemaVersion = 19
 
 // SchemaSituation names how the installed schema compares with this SDK's.
 type SchemaSituation string

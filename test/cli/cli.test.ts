@@ -50,17 +50,17 @@ async function closedPort(): Promise<number> {
 
 describe('help and the command line', () => {
   const helps: [string[], string, RegExp[]][] = [
-    [['--help'], 'Usage: workhorse <command> [options]', [/schema install/, /schema status/, /jobs get ID/, /jobs list/, /jobs timeline ID/, /jobs cancel ID/, /jobs dead-letters/, /jobs redrive \[ID\]/, /queues list/, /queues pause Q/, /queues resume Q/, /DATABASE_URL/, /Exit codes:/]],
-    [['-h'], 'Usage: workhorse <command> [options]', [/jobs cancel ID/]],
+    [['--help'], 'Usage: workhorse <command> [options]', [/schema install/, /schema status/, /jobs get ID/, /jobs list/, /jobs timeline ID/, /jobs cancel \[ID\]/, /jobs run-now \[ID\]/, /jobs reschedule ID/, /jobs delete \[ID\]/, /jobs dead-letters/, /jobs redrive \[ID\]/, /queues list/, /queues pause Q/, /queues resume Q/, /DATABASE_URL/, /Exit codes:/]],
+    [['-h'], 'Usage: workhorse <command> [options]', [/jobs cancel \[ID\]/]],
     [['schema', '--help'], 'Usage: workhorse schema <command> [options]', [/migrate/, /install/, /status/]],
     [['schema', 'install', '--help'], 'Usage: workhorse schema install [options]', [/--json/, /--database-url URL/]],
     [['schema', 'migrate', '--help'], 'Usage: workhorse schema migrate [options]', [/pending step/, /never downgraded/, /--json/]],
     [['schema', 'status', '--help'], 'Usage: workhorse schema status [options]', [/migration steps/, /live workers/, /Exits 0 when the schema\n?\s*is up to date and 3/]],
-    [['jobs', '--help'], 'Usage: workhorse jobs <command> [options]', [/get ID/, /list/, /timeline ID/, /cancel ID/, /dead-letters/, /redrive \[ID\]/]],
+    [['jobs', '--help'], 'Usage: workhorse jobs <command> [options]', [/get ID/, /list/, /timeline ID/, /cancel \[ID\]/, /run-now \[ID\]/, /reschedule ID/, /delete \[ID\]/, /dead-letters/, /redrive \[ID\]/]],
     [['jobs', 'get', '--help'], 'Usage: workhorse jobs get ID [options]', [/Arguments:\n {2}ID/]],
     [['jobs', 'list', '--help'], 'Usage: workhorse jobs list [options]', [/--queue Q/, /--type T/, /--state S/, /comma list/, /--limit N/, /--cursor C/]],
     [['jobs', 'timeline', '--help'], 'Usage: workhorse jobs timeline ID [options]', [/--limit N/, /default 100/, /--cursor C/]],
-    [['jobs', 'cancel', '--help'], 'Usage: workhorse jobs cancel ID [options]', [/--reason R/]],
+    [['jobs', 'cancel', '--help'], 'Usage: workhorse jobs cancel [ID] [options]', [/--reason TEXT/, /--all/, /--dry-run/]],
     // Help wins over everything else on the line, even a mistake.
     [['jobs', 'list', '--queue', 'emails', '--bogus', '-h'], 'Usage: workhorse jobs list [options]', []],
     [['--json', 'jobs', 'get', '--help'], 'Usage: workhorse jobs get ID [options]', []],
@@ -78,8 +78,8 @@ describe('help and the command line', () => {
   const mistakes: [string[], string][] = [
     [[], '`workhorse` needs a command: schema, jobs, queues, schedules, workers, health, retention, waits, changes. Run `workhorse --help` for usage.'],
     [['frob'], 'unknown command "frob" for `workhorse` (commands: schema, jobs, queues, schedules, workers, health, retention, waits, changes). Run `workhorse --help` for usage.'],
-    [['jobs'], '`workhorse jobs` needs a command: get, list, timeline, cancel, dead-letters, redrive. Run `workhorse jobs --help` for usage.'],
-    [['jobs', 'lst'], 'unknown command "lst" for `workhorse jobs` (commands: get, list, timeline, cancel, dead-letters, redrive). Run `workhorse jobs --help` for usage.'],
+    [['jobs'], '`workhorse jobs` needs a command: get, list, timeline, cancel, run-now, reschedule, delete, dead-letters, redrive. Run `workhorse jobs --help` for usage.'],
+    [['jobs', 'lst'], 'unknown command "lst" for `workhorse jobs` (commands: get, list, timeline, cancel, run-now, reschedule, delete, dead-letters, redrive). Run `workhorse jobs --help` for usage.'],
     [['jobs', 'list', '--bogus'], 'unknown option --bogus for `workhorse jobs list`. Run `workhorse jobs list --help` for usage.'],
     [['jobs', 'list', '-q', 'x'], 'unknown option -q for `workhorse jobs list`. Run `workhorse jobs list --help` for usage.'],
     [['--queue', 'x', 'jobs', 'list'], 'unknown option --queue for `workhorse`. Run `workhorse --help` for usage.'],

@@ -164,6 +164,25 @@ const SCENARIOS: Record<string, (bed: Bed) => Promise<void>> = {
     bed.ids.set('01a2269d-0a41-7f1e-9d3c-5b8e2f6a1c07', await bed.queue.enqueue('invoice.send', {}, { queue: 'emails' }));
     await claimOne(bed.db.pool, 'emails', { workerId: 'worker-a' });
   },
+  '`workhorse jobs cancel --all`, `workhorse jobs run-now --all` and `workhorse jobs delete --all`': async (bed) => {
+    await bed.queue.enqueue('newsletter.send', {}, { queue: 'emails' });
+    await claimOne(bed.db.pool, 'emails', { workerId: 'worker-a' });
+    await bed.queue.enqueue('newsletter.send', {}, { queue: 'emails', runAt: new Date(Date.now() + 3_600_000) });
+  },
+  '`workhorse jobs run-now ID`': async (bed) => {
+    bed.ids.set('01a2269c-6133-7123-8e3f-ea8c1cb9ab3c', await bed.queue.enqueue('invoice.send', {}, { queue: 'billing', runAt: new Date(Date.now() + 3_600_000) }));
+    bed.ids.set('01a2269d-0a41-7f1e-9d3c-5b8e2f6a1c07', await bed.queue.enqueue('invoice.send', {}, { queue: 'emails' }));
+    await claimOne(bed.db.pool, 'emails', { workerId: 'worker-a' });
+  },
+  '`workhorse jobs reschedule ID`': async (bed) => {
+    bed.ids.set('01a2269c-6133-7123-8e3f-ea8c1cb9ab3c', await bed.queue.enqueue('invoice.send', {}, { queue: 'billing', runAt: new Date(Date.now() + 3_600_000) }));
+  },
+  '`workhorse jobs delete ID`': async (bed) => {
+    bed.ids.set('01a2269c-6133-7123-8e3f-ea8c1cb9ab3c', await bed.queue.enqueue('invoice.send', {}, { queue: 'billing' }));
+    await complete(bed.db.pool, await claimOne(bed.db.pool, 'billing', { workerId: 'worker-a' }));
+    bed.ids.set('01a2269d-0a41-7f1e-9d3c-5b8e2f6a1c07', await bed.queue.enqueue('invoice.send', {}, { queue: 'emails' }));
+    await claimOne(bed.db.pool, 'emails', { workerId: 'worker-a' });
+  },
   '`workhorse jobs dead-letters`': async (bed) => {
     await deadLetter(bed, 'oldest', 'invoice.send', 'SmtpError');
     await deadLetter(bed, '01a226ab-2c61-73aa-8c11-0e9b4d7f6a52', 'invoice.send', 'SmtpError');

@@ -11,6 +11,7 @@ import {
   JobFailedError,
   JobNotFoundError,
   JobResultCanceledError,
+  JobActionRefusedError,
   UnknownDependencyError,
   Queue,
   WaitForResultTimeoutError,
@@ -53,6 +54,7 @@ const ERROR_KINDS: Record<string, new (...args: never[]) => Error> = {
   idempotency_conflict: IdempotencyConflictError,
   unknown_dependency: UnknownDependencyError,
   decision_not_allowed: DecisionNotAllowedError,
+  action_refused: JobActionRefusedError,
 };
 
 class Run {
@@ -190,6 +192,11 @@ class Run {
     expect(error).toBeInstanceOf(kind);
     // `validation` is none of the more specific kinds (which are validation errors too).
     for (const other of Object.values(ERROR_KINDS)) if (other !== kind && other !== WorkhorseValidationError) expect(error).not.toBeInstanceOf(other);
+    if (expected.kind === 'action_refused') {
+      // An operator action refused for the job's state names the state, not a field.
+      expect((error as JobActionRefusedError).state).toBe(expected.state);
+      return;
+    }
     expect((error as WorkhorseValidationError).field).toBe(expected.field);
     if (conflict) {
       const e = error as IdempotencyConflictError;
@@ -387,6 +394,44 @@ class Run {
         }
         if (error === null) throw new Error(`expected ${JSON.stringify(a.expectError)}, the worker was built`);
         this.expectError(error, a.expectError);
+        return;
+      }
+      case 'job_action': {
+        const id = this.id(a.job);
+        const who = { ...(a.actor === undefined ? {} : { actor: a.actor }), ...(a.reason === undefined ? {} : { reason: a.reason }) };
+        const run = (): Promise<string> => {
+          if (a.action === 'run_now') return this.admin.runNow(id, who);
+          if (a.action === 'delete') return this.admin.deleteJob(id, who);
+          const runAt = a.runAt === undefined ? {} : { runAt: new Date(Date.now() + (a.runAt as { inMs: number }).inMs) };
+          return this.admin.reschedule(id, { ...runAt, ...(a.priority === undefined ? {} : { priority: a.priority }), ...who });
+        };
+        const answer = await run().then((status) => ({ status }), (error: unknown) => ({ error }));
+        if (a.expectError) {
+          if (!('error' in answer)) throw new Error(`expected ${JSON.stringify(a.expectError)}, got ${answer.status}`);
+          this.expectError(answer.error, a.expectError);
+        } else if ('error' in answer) throw answer.error;
+        else expect(answer.status).toBe(a.expect);
+        return;
+      }
+      case 'bulk_action': {
+        // `jobs` in the filter are scenario job names; every other key is the wire filter as written.
+        const { jobs: names, ...rest } = (a.filter ?? {}) as { jobs?: string[] } & Record<string, unknown>;
+        const filter = { ...rest, ...(names === undefined ? {} : { jobIds: names.map((n) => this.id(n)) }) };
+        const opts = { dryRun: a.dryRun ?? false, ...(a.limit === undefined ? {} : { limit: a.limit }), ...(a.actor === undefined ? {} : { actor: a.actor }), ...(a.reason === undefined ? {} : { reason: a.reason }) };
+        const call = a.action === 'cancel' ? this.admin.cancelMatching(filter, opts) : a.action === 'run_now' ? this.admin.runNowMatching(filter, opts) : this.admin.deleteMatching(filter, opts);
+        const answer = await call.then((result) => ({ result }), (error: unknown) => ({ error }));
+        if (a.expectError) {
+          if (!('error' in answer)) throw new Error(`expected ${JSON.stringify(a.expectError)}, got ${JSON.stringify(answer.result)}`);
+          this.expectError(answer.error, a.expectError);
+          return;
+        }
+        if ('error' in answer) throw answer.error;
+        const got = answer.result;
+        const want = a.expect as Record<string, unknown>;
+        for (const key of ['matched', 'changed', 'more', 'busy', 'outcomes', 'skipped'] as const) if (key in want) expect(got[key]).toEqual(want[key]);
+        const named = (ids: string[]) => ids.map((id) => [...this.jobs].find(([, v]) => v === id)?.[0] ?? id).sort();
+        if (want.jobs) expect(named(got.jobIds)).toEqual([...(want.jobs as string[])].sort());
+        if (want.sample) expect(named(got.sample.map((s) => s.id))).toEqual([...(want.sample as string[])].sort());
         return;
       }
       case 'expect_job_count':

@@ -36,6 +36,24 @@ export const REDRIVE = 'SELECT workhorse.redrive_v1($1, $2, $3, $4, $5) AS id';
 /** Redrives several. */
 export const REDRIVE_MANY = 'SELECT source_job_id, new_job_id FROM workhorse.redrive_many_v1($1::jsonb, $2, $3, $4, $5, $6)';
 
+/** Makes a scheduled, retrying or sleeping job ready now: job id, actor, reason. */
+export const RUN_NOW = 'SELECT workhorse.run_now_v1($1, $2, $3) AS status';
+
+/** A new run time and/or priority for a job not started yet: job id, run at, priority, actor, reason. */
+export const RESCHEDULE = 'SELECT workhorse.reschedule_v1($1, $2, $3, $4, $5) AS status';
+
+/** Deletes a finished job: job id, actor, reason. */
+export const DELETE_JOB = 'SELECT workhorse.delete_job_v1($1, $2, $3) AS status';
+
+/** Cancels the jobs a filter matches (or counts them): filter (JSON text), dry run, actor, reason, limit. */
+export const CANCEL_MATCHING = 'SELECT workhorse.cancel_matching_v1($1::jsonb, $2, $3, $4, $5) AS result';
+
+/** Runs the jobs a filter matches now (or counts them): filter (JSON text), dry run, actor, reason, limit. */
+export const RUN_NOW_MATCHING = 'SELECT workhorse.run_now_matching_v1($1::jsonb, $2, $3, $4, $5) AS result';
+
+/** Deletes the finished jobs a filter matches (or counts them): filter (JSON text), dry run, actor, reason, limit. */
+export const DELETE_MATCHING = 'SELECT workhorse.delete_matching_v1($1::jsonb, $2, $3, $4, $5) AS result';
+
 /** Sets a queue's policy: queue, policy (JSON text), actor, reason. */
 export const SET_QUEUE_POLICY = 'SELECT workhorse.set_queue_policy_v1($1, $2::jsonb, $3, $4)';
 

@@ -1,5 +1,6 @@
 import type { Pool } from 'pg';
 import { NotYoursError } from '../capability-errors';
+import { JobActionRefusedError } from '../job-action-errors';
 import { fromConnectTimeout } from '../connect-timeout';
 import {
   ChildJobConflictError,
@@ -40,6 +41,7 @@ export const SQLSTATE = {
   childJobConflict: 'P1021',
   decisionNotAllowed: 'P1030',
   notYours: 'P1040',
+  jobActionRefused: 'P1050',
 } as const;
 
 // SQLSTATE 3F000 (invalid_schema_name): a `workhorse.*` function called where no such schema exists.
@@ -77,6 +79,10 @@ function fromRefusal(e: PgErrorLike): unknown {
     case SQLSTATE.decisionNotAllowed: {
       const detail = JSON.parse(e.detail ?? '{}') as { choices?: string[] };
       return new DecisionNotAllowedError(message, detail.choices ?? []);
+    }
+    case SQLSTATE.jobActionRefused: {
+      const detail = JSON.parse(e.detail ?? '{}') as { jobId?: string; action?: string; state?: string };
+      return new JobActionRefusedError(`job ${detail.jobId ?? ''} ${message}`, detail.jobId ?? '', detail.action ?? '', detail.state ?? '');
     }
     case SQLSTATE.idempotencyConflict: {
       const detail = JSON.parse(e.detail ?? '{}') as { existingJobId?: string; fields?: string[] };

@@ -1,4 +1,5 @@
 import { WorkhorseValidationError } from '../../core/errors';
+import { JobActionRefusedError } from '../../core/job-action-errors';
 import type { CheckpointEntry, JobLineage, JobSnapshot, TimelineEntry } from '../../core/types';
 import { inlineData, jsonBlock, redacted, relative, stateBadge, time, truncate } from '../format';
 import { html, type Html, type HtmlValue } from '../html';
@@ -44,22 +45,50 @@ function summary({ context, job }: JobSection): Html {
 const LIVE_STATES: ReadonlySet<JobSnapshot['state']> = new Set(['blocked', 'scheduled', 'ready', 'active']);
 
 async function actions({ context, job }: JobSection): Promise<Html> {
+  const forms: Html[] = [];
   if (job.state === 'failed' && (await context.mayChange('redrive-job'))) {
-    return html`<section class="actions">${changeForm(
+    forms.push(changeForm(
       context,
       { route: 'dead-letters', name: 'preview' },
       html`<input type="hidden" name="id" value="${job.id}"><button type="submit">Redrive…</button>`,
-    )}</section>`;
+    ));
+  }
+  if (job.state === 'scheduled' && (await context.mayChange('run-job-now'))) {
+    forms.push(changeForm(context, { route: `jobs/${job.id}`, name: 'run-now' }, html`${reasonField('why it should run now')} <button type="submit">Run now</button>`));
   }
   if (LIVE_STATES.has(job.state) && job.cancelRequestedAt === null && (await context.mayChange('cancel-job'))) {
     const running = job.state === 'active';
-    return html`<section class="actions">${changeForm(
+    forms.push(changeForm(
       context,
       { route: `jobs/${job.id}`, name: 'cancel', confirm: running ? 'Ask the worker to stop this job and cancel it?' : 'Cancel this job? It will never run.' },
       html`${reasonField('why this job must not run')} <button type="submit">Cancel job</button>`,
-    )}</section>`;
+    ));
   }
-  return html``;
+  if (!LIVE_STATES.has(job.state) && (await context.mayChange('delete-job'))) {
+    forms.push(changeForm(
+      context,
+      { route: `jobs/${job.id}`, name: 'delete', confirm: 'Delete this job and what references it? This cannot be undone.' },
+      html`${reasonField('why this job should go')} <button type="submit">Delete job</button>`,
+    ));
+  }
+  return forms.length === 0 ? html`` : html`<section class="actions">${forms}</section>`;
+}
+
+/** Run now and delete of the job page; a state the action does not apply to is a 409 naming it. */
+function jobAction(kind: 'run-now' | 'delete'): (context: ActionContext) => Promise<ActionResult> {
+  return async (context) => {
+    const id = context.params.id.toLowerCase();
+    if (!UUID.test(id)) throw new DashboardHttpError(404, 'There is no such job.');
+    const who = { actor: context.actor, reason: reasonOf(context.form) };
+    try {
+      const status = kind === 'run-now' ? await context.admin.runNow(id, who) : await context.admin.deleteJob(id, who);
+      if (status === 'not_found') throw new DashboardHttpError(404, 'There is no such job.');
+      return kind === 'delete' ? { redirect: context.href('jobs', { notice: 'deleted' }) } : { redirect: context.href(`jobs/${id}`, { notice: 'ran-now' }) };
+    } catch (error) {
+      if (error instanceof JobActionRefusedError) throw new DashboardHttpError(409, error.message);
+      throw error;
+    }
+  };
 }
 
 const CANCEL_NOTICES = { canceled: 'canceled', cancel_requested: 'cancel-requested', already_terminal: 'already-terminal' } as const;
@@ -163,7 +192,11 @@ const SECTIONS: ReadonlyArray<(section: JobSection) => Html | Promise<Html>> = [
 export const jobPage: DashboardPage = {
   route: 'jobs/:id',
   live: true,
-  actions: { cancel: { action: 'cancel-job', run: cancel } },
+  actions: {
+    cancel: { action: 'cancel-job', run: cancel },
+    'run-now': { action: 'run-job-now', run: jobAction('run-now') },
+    delete: { action: 'delete-job', run: jobAction('delete') },
+  },
   async render(context) {
     const found = await jobOrNotFound(context);
     if (!('id' in found)) return found;

@@ -9,6 +9,7 @@ import type { JobDuration } from '../../core/operator/job-insights';
 import { DashboardHttpError } from '../http-request';
 import { durationText, jobIdOf, readListing, type ListingSource } from './job-search';
 import { optionalName, optionalTime, pageSize, pager, states, timeFieldValue } from './listing';
+import { BULK_ACTIONS, bulkControls, bulkVerbs } from './job-bulk';
 
 /**
  * How many jobs one page of the listing may examine. A filter that matches rarely (a state few
@@ -66,8 +67,9 @@ function errorCell(job: JobSnapshot): Html {
 }
 
 /** A row of the job listing. */
-function jobRow(context: PageContext, job: JobSnapshot, duration: JobDuration | undefined): Html {
+function jobRow(context: PageContext, job: JobSnapshot, duration: JobDuration | undefined, selectable: boolean): Html {
   return html`<tr data-job="${job.id}">
+    ${selectable && html`<td><input type="checkbox" name="id" value="${job.id}" aria-label="Select ${job.id}"></td>`}
     <td class="id"><a href="${context.href(`jobs/${job.id}`)}">${job.id}</a></td>
     <td>${job.type}</td>
     <td><a href="${context.href('jobs', { queue: job.queue })}">${job.queue}</a></td>
@@ -103,11 +105,19 @@ export const jobsPage: DashboardPage = {
       const limit = pageSize(context.query);
       const { source, page, durations } = await readListing(context, filter, limit, JOB_SCAN_LIMIT);
       const partial = page.nextCursor !== null && page.items.length < limit;
+      const verbs = await bulkVerbs(context);
+      const selectable = verbs.length > 0 && page.items.length > 0;
+      const listing = table(
+        selectable ? ['', ...JOB_COLUMNS] : JOB_COLUMNS,
+        page.items.map((job) => jobRow(context, job, durations.get(job.id), selectable)),
+        partial ? 'No matching job among the jobs searched so far.' : 'No job matches.',
+      );
+      const searching = ['payload', 'error', 'parent'].some((name) => context.query.get(name));
       return {
         title: 'Jobs',
         body: html`${filterForm(context, filter, null)}
           <p class="muted" id="listing-source" data-source="${source}">${SOURCE_NOTES[source]}</p>
-          ${table(JOB_COLUMNS, page.items.map((job) => jobRow(context, job, durations.get(job.id))), partial ? 'No matching job among the jobs searched so far.' : 'No job matches.')}
+          <div class="listing">${selectable ? bulkControls(context, verbs, listing, searching) : listing}</div>
           ${pager(context, 'jobs', page.nextCursor, partial ? `Search older jobs (${JOB_SCAN_LIMIT.toLocaleString('en')} at a time)` : 'Next page')}
           ${partial && html`<p class="muted">Each page examines at most ${JOB_SCAN_LIMIT.toLocaleString('en')} jobs, newest first, so that a rare match does not search the whole history at once.</p>`}`,
       };
@@ -117,4 +127,5 @@ export const jobsPage: DashboardPage = {
       return { title: 'Jobs', status: 400, body: filterForm(context, filter, error.message) };
     }
   },
+  actions: BULK_ACTIONS,
 };

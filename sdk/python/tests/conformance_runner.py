@@ -22,6 +22,7 @@ from workhorse import (
     DecisionNotAllowedError,
     EnqueueResult,
     IdempotencyConflictError,
+    JobActionRefusedError,
     JobDetails,
     JobFailedError,
     JobNotFoundError,
@@ -91,6 +92,7 @@ class Variant(Protocol):
     async def count_jobs(self, queue: str) -> int: ...
     async def cancel(self, job_id: str) -> str: ...
     async def wait_for_result(self, job_id: str, timeout: float) -> Any: ...
+    async def admin_call(self, method: str, *args: Any, **kwargs: Any) -> Any: ...
     async def redrive(self, job_id: str, request_id: str) -> str: ...
     async def start_worker(self, scenario: Mapping[str, Any], report: Report, save: SaveMeanwhile) -> Any: ...
 
@@ -186,6 +188,8 @@ class SyncVariant:
 
     async def wait_for_result(self, job_id: str, timeout: float) -> Any:
         return await asyncio.to_thread(lambda: self.queue.wait_for_result(job_id, timeout=timeout))
+    async def admin_call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        return await asyncio.to_thread(lambda: getattr(self.admin, method)(*args, **kwargs))
 
     async def redrive(self, job_id: str, request_id: str) -> str:
         return await asyncio.to_thread(lambda: self.admin.redrive(job_id, request_id=request_id))
@@ -278,6 +282,8 @@ class AsyncVariant:
 
     async def wait_for_result(self, job_id: str, timeout: float) -> Any:
         return await self.queue.wait_for_result(job_id, timeout=timeout)
+    async def admin_call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        return await getattr(self.admin, method)(*args, **kwargs)
 
     async def redrive(self, job_id: str, request_id: str) -> str:
         return await self.admin.redrive(job_id, request_id=request_id)
@@ -369,6 +375,15 @@ _ERROR_KINDS: dict[str, type[WorkhorseValidationError]] = {
     "unknown_dependency": UnknownDependencyError,
     "decision_not_allowed": DecisionNotAllowedError,
 }
+
+
+def _expect_action_refused(error: BaseException, expected: Mapping[str, Any]) -> None:
+    """``expectError`` of kind ``action_refused``: an operator action refused for the job's state."""
+    if expected["kind"] != "action_refused":
+        assert isinstance(error, WorkhorseValidationError), f"unexpected error {error!r}"
+        return
+    assert isinstance(error, JobActionRefusedError), f"expected JobActionRefusedError, got {error!r}"
+    assert error.state == expected["state"], f"state {error.state!r} != {expected['state']!r}"
 
 
 def _expect_error(error: BaseException, expected: Mapping[str, Any], jobs: Mapping[str, str]) -> None:
@@ -577,11 +592,55 @@ async def _act(
                 _expect_error(error, {"kind": "validation", "field": "cursor"}, jobs)
             else:
                 raise AssertionError(f"cursor {foreign!r} was accepted")
+    elif do in ("job_action", "bulk_action"):
+        await _operator_action(action, variant, jobs)
     elif do == "expect_job_count":
         count = await variant.count_jobs(action["queue"])
         assert count == action["count"], f"job count {count}"
     else:
         raise AssertionError(f"unknown action {do!r}")
+
+
+async def _operator_action(action: Mapping[str, Any], variant: Variant, jobs: Mapping[str, str]) -> None:
+    """``job_action`` and ``bulk_action`` (README: operator actions on jobs)."""
+    who = {k: action[k] for k in ("actor", "reason") if k in action}
+    if action["do"] == "job_action":
+        method = {"run_now": "run_now", "reschedule": "reschedule", "delete": "delete_job"}[action["action"]]
+        if "runAt" in action:
+            who["run_at"] = datetime.now(timezone.utc) + timedelta(milliseconds=action["runAt"]["inMs"])
+        if "priority" in action:
+            who["priority"] = action["priority"]
+        call: Any = variant.admin_call(method, jobs[action["job"]], **who)
+    else:
+        method = {"cancel": "cancel_matching", "run_now": "run_now_matching", "delete": "delete_matching"}[action["action"]]
+        given = dict(action.get("filter", {}))
+        names = given.pop("jobs", None)
+        filter_ = {_snake(k): v for k, v in given.items()}
+        if names is not None:
+            filter_["job_ids"] = [jobs[n] for n in names]
+        options = {"dry_run": action.get("dryRun", False), **who, **({"limit": action["limit"]} if "limit" in action else {})}
+        call = variant.admin_call(method, **options, **filter_)
+    try:
+        got = await call
+    except (WorkhorseValidationError, JobActionRefusedError) as error:
+        assert "expectError" in action, f"unexpected error {error!r}"
+        _expect_action_refused(error, action["expectError"])
+        if action["expectError"]["kind"] != "action_refused":
+            _expect_error(error, action["expectError"], jobs)
+        return
+    assert "expectError" not in action, f"expected {action['expectError']}, got {got!r}"
+    if action["do"] == "job_action":
+        assert got == action["expect"], f"{action['action']} answered {got!r}"
+        return
+    want = action["expect"]
+    for key in ("matched", "changed", "more", "busy", "outcomes", "skipped"):
+        if key in want:
+            assert getattr(got, key) == want[key], f"{key}: {getattr(got, key)!r} != {want[key]!r}"
+    names_of = {v: k for k, v in jobs.items()}
+    if "jobs" in want:
+        assert sorted(names_of.get(i, i) for i in got.job_ids) == sorted(want["jobs"]), f"jobs {got.job_ids}"
+    if "sample" in want:
+        assert sorted(names_of.get(s.id, s.id) for s in got.sample) == sorted(want["sample"]), f"sample {got.sample}"
 
 
 def _save_as_lost_owner(db_url: str, job_id: str, action: Mapping[str, Any]) -> str:

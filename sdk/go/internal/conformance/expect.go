@@ -107,9 +107,18 @@ func (r *Runner) expectError(err error, expected json.RawMessage) error {
 		Field       string   `json:"field"`
 		Fields      []string `json:"fields"`
 		ExistingJob string   `json:"existingJob"`
+		State       string   `json:"state"`
 	}
 	if e := json.Unmarshal(expected, &want); e != nil {
 		return e
+	}
+	if want.Kind == "action_refused" {
+		// An operator action refused for the job's state names the state, not a field.
+		var refused *workhorse.JobActionRefusedError
+		if !errors.As(err, &refused) || refused.State != want.State {
+			return fmt.Errorf("got %T %v, want an action_refused error naming %q", err, err, want.State)
+		}
+		return nil
 	}
 	var invalid *workhorse.ValidationError
 	var conflict *workhorse.IdempotencyConflictError

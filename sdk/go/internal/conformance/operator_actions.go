@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"slices"
 	"time"
 
 	workhorse "github.com/stablemates/nestjs-workhorse/sdk/go"
@@ -30,8 +32,8 @@ type operatorArgs struct {
 	} `json:"definitions"`
 }
 
-// operatorAction runs operator_call; handled is false for any other action.
-func (r *Runner) operatorAction(ctx context.Context, a Action) (handled bool, err error) {
+// operatorCallAction runs operator_call; handled is false for any other action.
+func (r *Runner) operatorCallAction(ctx context.Context, a Action) (handled bool, err error) {
 	if a.Do() != "operator_call" {
 		return false, nil
 	}
@@ -75,4 +77,154 @@ func (r *Runner) operatorCall(ctx context.Context, call string, args operatorArg
 		err = fmt.Errorf("unknown operator call %q", call)
 	}
 	return err
+}
+
+// operatorAction runs operator_call (scenarios 026 on), job_action and bulk_action (README:
+// operator actions on jobs, scenarios 029 on); handled is false for any other action.
+func (r *Runner) operatorAction(ctx context.Context, a Action) (handled bool, err error) {
+	switch a.Do() {
+	case "operator_call":
+		return r.operatorCallAction(ctx, a)
+	case "job_action":
+		return true, r.jobAction(ctx, a)
+	case "bulk_action":
+		return true, r.bulkAction(ctx, a)
+	}
+	return false, nil
+}
+
+func (r *Runner) jobAction(ctx context.Context, a Action) error {
+	id, err := r.id(a, "job")
+	if err != nil {
+		return err
+	}
+	who := workhorse.ActorOptions{Actor: a.str("actor"), Reason: a.str("reason")}
+	var got string
+	switch a.str("action") {
+	case "run_now":
+		got, err = r.Admin.RunNow(ctx, id, who)
+	case "delete":
+		got, err = r.Admin.DeleteJob(ctx, id, who)
+	default:
+		o := workhorse.RescheduleOptions{ActorOptions: who}
+		if a["runAt"] != nil {
+			var at struct {
+				InMs int64 `json:"inMs"`
+			}
+			if err := json.Unmarshal(a["runAt"], &at); err != nil {
+				return err
+			}
+			t := time.Now().Add(time.Duration(at.InMs) * time.Millisecond)
+			o.RunAt = &t
+		}
+		if a["priority"] != nil {
+			var p int
+			if err := json.Unmarshal(a["priority"], &p); err != nil {
+				return err
+			}
+			o.Priority = &p
+		}
+		got, err = r.Admin.Reschedule(ctx, id, o)
+	}
+	if a["expectError"] != nil {
+		if err == nil {
+			return fmt.Errorf("expected %s, got %s", a["expectError"], got)
+		}
+		return r.expectError(err, a["expectError"])
+	}
+	if err == nil && got != a.str("expect") {
+		err = fmt.Errorf("%s answered %s", a.str("action"), got)
+	}
+	return err
+}
+
+func (r *Runner) bulkAction(ctx context.Context, a Action) error {
+	var spec struct {
+		workhorse.JobActionFilter
+		Jobs []string `json:"jobs"`
+	}
+	if a["filter"] != nil {
+		if err := json.Unmarshal(a["filter"], &spec); err != nil {
+			return err
+		}
+	}
+	f := spec.JobActionFilter
+	for _, name := range spec.Jobs {
+		f.JobIDs = append(f.JobIDs, r.jobs[name])
+	}
+	o := workhorse.BulkActionOptions{ActorOptions: workhorse.ActorOptions{Actor: a.str("actor"), Reason: a.str("reason")}, DryRun: string(a["dryRun"]) == "true"}
+	if a["limit"] != nil {
+		if err := json.Unmarshal(a["limit"], &o.Limit); err != nil {
+			return err
+		}
+	}
+	var got workhorse.BulkActionResult
+	var err error
+	switch a.str("action") {
+	case "cancel":
+		got, err = r.Admin.CancelMatching(ctx, f, o)
+	case "run_now":
+		got, err = r.Admin.RunNowMatching(ctx, f, o)
+	default:
+		got, err = r.Admin.DeleteMatching(ctx, f, o)
+	}
+	if a["expectError"] != nil {
+		if err == nil {
+			return fmt.Errorf("expected %s, got %+v", a["expectError"], got)
+		}
+		return r.expectError(err, a["expectError"])
+	}
+	if err != nil {
+		return err
+	}
+	var want struct {
+		Matched  *int           `json:"matched"`
+		Changed  *int           `json:"changed"`
+		More     *bool          `json:"more"`
+		Busy     *int           `json:"busy"`
+		Outcomes map[string]int `json:"outcomes"`
+		Skipped  map[string]int `json:"skipped"`
+		Jobs     []string       `json:"jobs"`
+		Sample   []string       `json:"sample"`
+	}
+	if err := json.Unmarshal(a["expect"], &want); err != nil {
+		return err
+	}
+	switch {
+	case want.Matched != nil && *want.Matched != got.Matched,
+		want.Changed != nil && *want.Changed != got.Changed,
+		want.More != nil && *want.More != got.More,
+		want.Busy != nil && *want.Busy != got.Busy,
+		want.Outcomes != nil && !reflect.DeepEqual(want.Outcomes, got.Outcomes),
+		want.Skipped != nil && !reflect.DeepEqual(want.Skipped, got.Skipped):
+		return fmt.Errorf("got %+v, want %s", got, a["expect"])
+	}
+	names := func(ids []string) []string {
+		out := []string{}
+		for _, id := range ids {
+			name := id
+			for k, v := range r.jobs {
+				if v == id {
+					name = k
+				}
+			}
+			out = append(out, name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	sorted := func(s []string) []string { c := slices.Clone(s); slices.Sort(c); return c }
+	if want.Jobs != nil && !slices.Equal(names(got.JobIDs), sorted(want.Jobs)) {
+		return fmt.Errorf("changed %v, want %v", names(got.JobIDs), want.Jobs)
+	}
+	if want.Sample != nil {
+		ids := []string{}
+		for _, s := range got.Sample {
+			ids = append(ids, s.ID)
+		}
+		if !slices.Equal(names(ids), sorted(want.Sample)) {
+			return fmt.Errorf("sample %v, want %v", names(ids), want.Sample)
+		}
+	}
+	return nil
 }

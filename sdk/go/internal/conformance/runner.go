@@ -267,10 +267,10 @@ func (r *Runner) act(ctx context.Context, a Action) error {
 	if handled, err := r.pagingAction(ctx, a); handled {
 		return err
 	}
-	if handled, err := r.orchestrationAction(ctx, a); handled {
+	if handled, err := r.operatorAction(ctx, a); handled {
 		return err
 	}
-	if handled, err := r.operatorAction(ctx, a); handled {
+	if handled, err := r.orchestrationAction(ctx, a); handled {
 		return err
 	}
 	return fmt.Errorf("unknown action %q", a.Do())

@@ -5,12 +5,14 @@ leases, retries, idempotency, limits) is enforced by PostgreSQL, so Python, Type
 services share one queue. Sync classes here (Psycopg 3); asyncio ones in ``workhorse.aio``.
 """
 
+from ._job_action_calls import BulkActionResult, BulkActionSample, JobActionFilter
 from .admin import Admin
 from .context import AbortSignal, AsyncHandlerContext, HandlerContext
 from .errors import (
     ChildJobConflictError,
     ChildJobFailedError,
     DecisionNotAllowedError,
+    JobActionRefusedError,
     NotYoursError,
     ExecutionTimeoutError,
     HumanWaitTimeoutError,
@@ -135,6 +137,10 @@ __all__ = [
     "DeadLetterFilter",
     "DedupeOptions",
     "DecisionNotAllowedError",
+    "JobActionRefusedError",
+    "BulkActionResult",
+    "BulkActionSample",
+    "JobActionFilter",
     "NotYoursError",
     "DependencyOutcome",
     "DependencyPolicy",

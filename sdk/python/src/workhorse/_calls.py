@@ -18,10 +18,12 @@ from .validation import check_datetime, check_job_id, check_param_int, check_par
 
 #: The schema version this SDK installs and migrates to (``workhorse.schema_version``): the
 #: highest step in its ``sql/migrations/``.
-SCHEMA_VERSION = 18
+SCHEMA_VERSION = 19
 #: The oldest schema version whose functions every call of this SDK still finds, so a database
-#: not yet migrated keeps serving this release during a rolling deploy.
-MIN_SCHEMA_VERSION = 18
+#: not yet migrated keeps serving this release during a rolling deploy. (19: ``Admin``'s operator
+#: actions on jobs call the functions of step 19; waits for results and deduplicated enqueues
+#: those of steps 18 and 17.)
+MIN_SCHEMA_VERSION = 19
 
 R = TypeVar("R")
 

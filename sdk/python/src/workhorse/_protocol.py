@@ -349,3 +349,10 @@ JOB_TIMINGS_SQL = (
 ERROR_GROUPS_SQL = (
     "SELECT error_name, message, failures, queues, first_seen, last_seen FROM workhorse.error_groups_v1($1::timestamptz, $2::integer)"
 )
+# Operator actions on jobs (sql/063_job_actions.sql): one job, or every job a filter matches.
+RUN_NOW_SQL = "SELECT workhorse.run_now_v1($1::uuid, $2::text, $3::text)"
+RESCHEDULE_SQL = "SELECT workhorse.reschedule_v1($1::uuid, $2::timestamptz, $3::integer, $4::text, $5::text)"
+DELETE_JOB_SQL = "SELECT workhorse.delete_job_v1($1::uuid, $2::text, $3::text)"
+CANCEL_MATCHING_SQL = "SELECT workhorse.cancel_matching_v1($1::jsonb, $2::boolean, $3::text, $4::text, $5::integer)::text"
+RUN_NOW_MATCHING_SQL = "SELECT workhorse.run_now_matching_v1($1::jsonb, $2::boolean, $3::text, $4::text, $5::integer)::text"
+DELETE_MATCHING_SQL = "SELECT workhorse.delete_matching_v1($1::jsonb, $2::boolean, $3::text, $4::text, $5::integer)::text"

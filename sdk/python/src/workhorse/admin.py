@@ -10,8 +10,10 @@ from psycopg_pool import ConnectionPool
 
 from . import _calls as calls
 from . import _operator_calls as ops
+from . import _job_action_calls as actions
 from . import _orchestration_calls as orchestration
 from . import _schedule_calls as schedules
+from ._job_action_calls import BulkActionResult, DeleteJobResult, JobActionFilter, RescheduleResult, RunNowResult
 from ._sync import Connection, SyncExecutor
 from .jobs import JobDefinition, TypedJob, typed_job
 from .operator_types import (
@@ -107,6 +109,51 @@ class Admin:
         """Cancels a job: at once if it is not running; otherwise its worker is told to stop and
         the job ends ``canceled`` when the worker acknowledges."""
         return self._executor.run(calls.cancel(job_id, reason), conn)
+
+    def run_now(
+        self, job_id: str, *, actor: str | None = None, reason: str | None = None, conn: Connection | None = None
+    ) -> RunNowResult:
+        """Makes a scheduled, retrying or sleeping job ready now; any other state is refused
+        (``JobActionRefusedError`` naming it). ``ready``, ``already_ready`` or ``not_found``."""
+        return self._executor.run(actions.run_now(job_id, actor, reason), conn)
+
+    def reschedule(
+        self, job_id: str, *, run_at: datetime | None = None, priority: int | None = None, actor: str | None = None,
+        reason: str | None = None, conn: Connection | None = None,
+    ) -> RescheduleResult:
+        """A new ``run_at`` and/or ``priority`` for a job that has not started (scheduled, ready,
+        retrying); any other state is refused (``JobActionRefusedError``)."""
+        return self._executor.run(actions.reschedule(job_id, run_at, priority, actor, reason), conn)
+
+    def delete_job(
+        self, job_id: str, *, actor: str | None = None, reason: str | None = None, conn: Connection | None = None
+    ) -> DeleteJobResult:
+        """Deletes a finished job and what references it, as retention would; a live job, or one
+        a live job still references, is refused (``JobActionRefusedError``)."""
+        return self._executor.run(actions.delete_job(job_id, actor, reason), conn)
+
+    def cancel_matching(
+        self, *, dry_run: bool = False, actor: str | None = None, reason: str | None = None, limit: int = 1000,
+        conn: Connection | None = None, **filter: Unpack[JobActionFilter],
+    ) -> BulkActionResult:
+        """Cancels up to ``limit`` jobs the filter matches, oldest first, each as ``cancel`` does
+        (a running job's worker is told); with ``dry_run`` counts them and shows a sample instead.
+        Call again while ``more``."""
+        return self._executor.run(actions.bulk("cancel", filter, dry_run, actor, reason, limit), conn)
+
+    def run_now_matching(
+        self, *, dry_run: bool = False, actor: str | None = None, reason: str | None = None, limit: int = 1000,
+        conn: Connection | None = None, **filter: Unpack[JobActionFilter],
+    ) -> BulkActionResult:
+        """Runs up to ``limit`` scheduled, retrying or sleeping jobs the filter matches now."""
+        return self._executor.run(actions.bulk("run_now", filter, dry_run, actor, reason, limit), conn)
+
+    def delete_matching(
+        self, *, dry_run: bool = False, actor: str | None = None, reason: str | None = None, limit: int = 1000,
+        conn: Connection | None = None, **filter: Unpack[JobActionFilter],
+    ) -> BulkActionResult:
+        """Deletes up to ``limit`` finished jobs the filter matches; live and referenced ones are counted."""
+        return self._executor.run(actions.bulk("delete", filter, dry_run, actor, reason, limit), conn)
 
     def list_dead_letters(
         self, *, limit: int = 50, cursor: str | None = None, conn: Connection | None = None, **filter: Unpack[DeadLetterFilter]

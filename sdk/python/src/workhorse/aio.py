@@ -12,9 +12,11 @@ from typing import Any, Literal, Self, TypeVar, Unpack, overload
 
 from . import _calls as calls
 from . import _operator_calls as ops
+from . import _job_action_calls as actions
 from . import _orchestration_calls as orchestration
 from . import _schedule_calls as schedules
 from ._drivers import AsyncDriver, driver_for
+from ._job_action_calls import BulkActionResult, DeleteJobResult, JobActionFilter, RescheduleResult, RunNowResult
 from ._job_tracing import start_send
 from ._result_wait import wait_async
 from ._worker_base import WorkerBase
@@ -221,6 +223,36 @@ class AsyncAdmin:
     ) -> list[RedriveResult]:
         f = calls.dead_letter_filter(filter)
         return await self._driver.run(calls.redrive_many(f, request_id, dry_run, actor, reason, limit), conn)
+
+    async def run_now(self, job_id: str, *, actor: str | None = None, reason: str | None = None, conn: Any = None) -> RunNowResult:
+        return await self._driver.run(actions.run_now(job_id, actor, reason), conn)
+
+    async def reschedule(
+        self, job_id: str, *, run_at: datetime | None = None, priority: int | None = None, actor: str | None = None,
+        reason: str | None = None, conn: Any = None,
+    ) -> RescheduleResult:
+        return await self._driver.run(actions.reschedule(job_id, run_at, priority, actor, reason), conn)
+
+    async def delete_job(self, job_id: str, *, actor: str | None = None, reason: str | None = None, conn: Any = None) -> DeleteJobResult:
+        return await self._driver.run(actions.delete_job(job_id, actor, reason), conn)
+
+    async def cancel_matching(
+        self, *, dry_run: bool = False, actor: str | None = None, reason: str | None = None, limit: int = 1000,
+        conn: Any = None, **filter: Unpack[JobActionFilter],
+    ) -> BulkActionResult:
+        return await self._driver.run(actions.bulk("cancel", filter, dry_run, actor, reason, limit), conn)
+
+    async def run_now_matching(
+        self, *, dry_run: bool = False, actor: str | None = None, reason: str | None = None, limit: int = 1000,
+        conn: Any = None, **filter: Unpack[JobActionFilter],
+    ) -> BulkActionResult:
+        return await self._driver.run(actions.bulk("run_now", filter, dry_run, actor, reason, limit), conn)
+
+    async def delete_matching(
+        self, *, dry_run: bool = False, actor: str | None = None, reason: str | None = None, limit: int = 1000,
+        conn: Any = None, **filter: Unpack[JobActionFilter],
+    ) -> BulkActionResult:
+        return await self._driver.run(actions.bulk("delete", filter, dry_run, actor, reason, limit), conn)
 
     async def pause_queue(self, queue: str, *, actor: str | None = None, reason: str | None = None, conn: Any = None) -> None:
         await self._driver.run(calls.set_paused(True, queue, actor, reason), conn)

@@ -16,6 +16,7 @@ SQLSTATE_UNKNOWN_DEPENDENCY = "P1020"
 SQLSTATE_CHILD_JOB_CONFLICT = "P1021"
 SQLSTATE_DECISION_NOT_ALLOWED = "P1030"
 SQLSTATE_NOT_YOURS = "P1040"
+SQLSTATE_JOB_ACTION_REFUSED = "P1050"
 SQLSTATE_SCHEDULE_NOT_FOUND = "P1010"
 
 
@@ -94,6 +95,19 @@ class DecisionNotAllowedError(WorkhorseValidationError):
     def __init__(self, message: str, choices: list[str]) -> None:
         super().__init__("decision", message)
         self.choices = choices
+
+
+class JobActionRefusedError(WorkhorseError):
+    """An operator action refused for the job's state (SQLSTATE ``P1050``): run now of a running
+    or blocked job, a reschedule of one that started, a delete of a live job or of a finished one
+    a live job still references (``state`` is then ``referenced``). Nothing was written.
+    ``action`` is ``run_now``, ``reschedule`` or ``delete``."""
+
+    def __init__(self, message: str, job_id: str, action: str, state: str) -> None:
+        super().__init__(message)
+        self.job_id = job_id
+        self.action = action
+        self.state = state
 
 
 class NotYoursError(WorkhorseError):
@@ -366,6 +380,7 @@ _TYPED_CODES = (
     SQLSTATE_CHILD_JOB_CONFLICT,
     SQLSTATE_DECISION_NOT_ALLOWED,
     SQLSTATE_NOT_YOURS,
+    SQLSTATE_JOB_ACTION_REFUSED,
 )
 
 
@@ -396,6 +411,9 @@ def from_db_error(error: BaseException, field_prefix: str = "") -> BaseException
         return ChildJobConflictError(field, text, [str(i) for i in parsed.get("childIds", [])])
     if code == SQLSTATE_NOT_YOURS:
         return NotYoursError(field, text)
+    if code == SQLSTATE_JOB_ACTION_REFUSED:
+        job_id = str(parsed.get("jobId", ""))
+        return JobActionRefusedError(f"job {job_id} {text}", job_id, str(parsed.get("action", "")), str(parsed.get("state", "")))
     if code == SQLSTATE_SCHEDULE_NOT_FOUND:
         return ScheduleNotFoundError(text)
     if code == SQLSTATE_ISOLATION:
