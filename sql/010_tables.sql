@@ -117,7 +117,10 @@ CREATE TABLE workhorse.job (
   enqueued_by text NOT NULL DEFAULT session_user,
   -- The enqueuer's W3C trace context, {"traceparent", "tracestate"?}, when it enqueued under an
   -- OpenTelemetry span: the claim hands it to the worker, whose span links to it. Null otherwise.
-  trace_context jsonb
+  trace_context jsonb,
+  -- The enqueuer's concurrency key (a tenant, a customer): a queue policy `perKey` limits how many
+  -- jobs of one key are active at once (042_flow_control.sql). Null: none.
+  concurrency_key text
 );
 
 -- The live row. Priority and queue are copied from `job` so a claim never joins it. Lease and
@@ -158,6 +161,8 @@ CREATE TABLE workhorse.job_runtime (
   -- never by a claim; meaningless while `resuming` is false.
   sleep_worker_id text,
   sleep_attempt_started_at timestamptz,
+  -- The job's concurrency key, copied from `job` (never changes), so the claim never joins it.
+  concurrency_key text,
   CONSTRAINT job_runtime_state_check CHECK (state IN ('blocked', 'scheduled', 'ready', 'active')),
   CONSTRAINT job_runtime_owner_check CHECK (
     CASE state
@@ -188,6 +193,12 @@ CREATE INDEX job_runtime_deadline_idx ON workhorse.job_runtime (deadline)
 -- Lease recovery scans active rows only; the lease column stays out of the key (HOT renewals).
 CREATE INDEX job_runtime_active_idx ON workhorse.job_runtime (queue)
   WHERE state = 'active';
+-- Per-key concurrency (042_flow_control.sql): a key's ready jobs in claim order, and its active
+-- jobs to count. Only jobs with a key are in them, so a job without one writes neither.
+CREATE INDEX job_runtime_key_ready_idx ON workhorse.job_runtime (queue, concurrency_key, priority DESC, seq)
+  WHERE state = 'ready' AND concurrency_key IS NOT NULL;
+CREATE INDEX job_runtime_key_active_idx ON workhorse.job_runtime (queue, concurrency_key)
+  WHERE state = 'active' AND concurrency_key IS NOT NULL;
 
 -- The terminal row, written once.
 CREATE TABLE workhorse.job_outcome (

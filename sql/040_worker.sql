@@ -634,6 +634,14 @@ BEGIN
     IF v_limited IS NOT NULL THEN
       v_take := coalesce(v_allowed[array_position(v_limited, v_queue)], p_limit);
       CONTINUE WHEN v_take = 0;
+      -- A per-key limit (042_flow_control.sql): the keys take turns; jobs without a key as below.
+      IF v_queue = ANY (v_limited)
+         AND EXISTS (SELECT 1 FROM workhorse.queue_policy p WHERE p.queue = v_queue AND p.per_key_concurrency IS NOT NULL) THEN
+        SELECT k.ids, k.before INTO v_picked, v_picked_before FROM workhorse.claim_per_key(v_queue, v_take, v_now) AS k;
+        v_ids := v_ids || v_picked;
+        v_before := v_before || v_picked_before;
+        CONTINUE;
+      END IF;
     END IF;
     SELECT coalesce(array_agg(x.job_id), '{}'), coalesce(array_agg(x.job_id) FILTER (WHERE x.fence_token IS NOT NULL), '{}')
       INTO v_picked, v_picked_before

@@ -14,16 +14,16 @@ export type { InstallSchemaResult } from './schema-migrator';
  * The schema version this package ships: the number of its last migration step
  * (sql/migrations/NNNN_*.sql; a test keeps the two equal). (The Go SDK's tests read it from this line.)
  */
-export const SCHEMA_VERSION = 15;
+export const SCHEMA_VERSION = 16;
 
 /**
  * The oldest installed schema version this package works with: every function its calls use
  * exists from this version on. A worker of this release starts against any version from here to
- * {@link SCHEMA_VERSION}. (15: the dashboard reads through find_jobs_v1, job_durations_v1,
+ * {@link SCHEMA_VERSION}. (16: the queue reads through list_queues_v3, step 16. 15: the dashboard reads through find_jobs_v1, job_durations_v1,
  * job_timings_v1 and error_groups_v1, step 15; the clients call step 13's login-role reads and
  * save_checkpoint_v2 and step 14's listings too. The Python and Go SDKs need 14.)
  */
-export const MIN_SCHEMA_VERSION = 15;
+export const MIN_SCHEMA_VERSION = 16;
 
 /** Where the protocol's `.sql` files live: `sql/` in the repository, `dist/sql/` when built. */
 export const SQL_DIR = join(__dirname, '..', '..', 'sql');

@@ -39,6 +39,7 @@ const ENQUEUE_OPTION_KEYS = new Set([
   'dependsOn',
   'onDependencyFailed',
   'onDependencyCanceled',
+  'concurrencyKey',
 ]);
 
 function fail(field: string, message: string): never {

@@ -7,7 +7,7 @@ import (
 
 // SchemaVersion is the version of the workhorse schema this SDK installs and migrates to: the
 // highest step in its embedded sql/migrations/ (a test keeps the two equal).
-const SchemaVersion = 15
+const SchemaVersion = 16
 
 // MinSchemaVersion is the oldest schema version whose functions every call of this SDK still
 // finds, so a database not yet migrated keeps serving this release during a rolling deploy.

@@ -40,10 +40,10 @@ export const REDRIVE_MANY = 'SELECT source_job_id, new_job_id FROM workhorse.red
 export const SET_QUEUE_POLICY = 'SELECT workhorse.set_queue_policy_v1($1, $2::jsonb, $3, $4)';
 
 /** Every queue with jobs, a pause record or a policy. */
-export const LIST_QUEUES = 'SELECT * FROM workhorse.list_queues_v2()';
+export const LIST_QUEUES = 'SELECT * FROM workhorse.list_queues_v3()';
 
 /** One queue's row of LIST_QUEUES (none for an idle queue). */
-export const GET_QUEUE = 'SELECT * FROM workhorse.list_queues_v2() WHERE queue = $1';
+export const GET_QUEUE = 'SELECT * FROM workhorse.list_queues_v3() WHERE queue = $1';
 
 /** Pauses a queue: queue, actor, reason. */
 export const PAUSE_QUEUE = 'SELECT workhorse.pause_queue_v1($1, $2, $3)';

@@ -148,6 +148,26 @@ BEGIN
 END
 $$;
 
+-- list_queues_v2 with the per-key limit of each queue's policy (per_key_concurrency, null when
+-- not set).
+CREATE FUNCTION workhorse.list_queues_v3()
+RETURNS TABLE (
+  queue text, paused boolean, changed_at timestamptz, changed_by text, login_role text, reason text,
+  ready bigint, scheduled bigint, active bigint, blocked bigint,
+  concurrency integer, rate_limit integer, rate_interval_ms integer,
+  policy_changed_at timestamptz, policy_changed_by text, policy_login_role text, policy_reason text,
+  per_key_concurrency integer)
+LANGUAGE plpgsql STABLE AS $$
+#variable_conflict use_column
+BEGIN
+  RETURN QUERY
+  SELECT q.*, p.per_key_concurrency
+  FROM workhorse.list_queues_v2() q
+  LEFT JOIN workhorse.queue_policy p ON p.queue = q.queue
+  ORDER BY 1;
+END
+$$;
+
 -- The previous release's read (deprecated, docs/protocol.md): list_queues_v2 without who changed what.
 CREATE FUNCTION workhorse.list_queues_v1()
 RETURNS TABLE (

@@ -18,7 +18,7 @@ from .validation import check_datetime, check_int, check_job_id, check_name, che
 
 #: The schema version this SDK installs and migrates to (``workhorse.schema_version``): the
 #: highest step in its ``sql/migrations/``.
-SCHEMA_VERSION = 15
+SCHEMA_VERSION = 16
 #: The oldest schema version whose functions every call of this SDK still finds, so a database
 #: not yet migrated keeps serving this release during a rolling deploy.
 MIN_SCHEMA_VERSION = 14
