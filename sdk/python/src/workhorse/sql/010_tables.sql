@@ -161,8 +161,6 @@ CREATE TABLE workhorse.job_runtime (
   -- never by a claim; meaningless while `resuming` is false.
   sleep_worker_id text,
   sleep_attempt_started_at timestamptz,
-  -- The job's concurrency key, copied from `job` (never changes), so the claim never joins it.
-  concurrency_key text,
   CONSTRAINT job_runtime_state_check CHECK (state IN ('blocked', 'scheduled', 'ready', 'active')),
   CONSTRAINT job_runtime_owner_check CHECK (
     CASE state
@@ -193,12 +191,6 @@ CREATE INDEX job_runtime_deadline_idx ON workhorse.job_runtime (deadline)
 -- Lease recovery scans active rows only; the lease column stays out of the key (HOT renewals).
 CREATE INDEX job_runtime_active_idx ON workhorse.job_runtime (queue)
   WHERE state = 'active';
--- Per-key concurrency (042_flow_control.sql): a key's ready jobs in claim order, and its active
--- jobs to count. Only jobs with a key are in them, so a job without one writes neither.
-CREATE INDEX job_runtime_key_ready_idx ON workhorse.job_runtime (queue, concurrency_key, priority DESC, seq)
-  WHERE state = 'ready' AND concurrency_key IS NOT NULL;
-CREATE INDEX job_runtime_key_active_idx ON workhorse.job_runtime (queue, concurrency_key)
-  WHERE state = 'active' AND concurrency_key IS NOT NULL;
 
 -- The terminal row, written once.
 CREATE TABLE workhorse.job_outcome (
