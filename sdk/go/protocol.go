@@ -136,16 +136,17 @@ const (
 // Operator (Admin).
 const (
 	// Any job's row (see jobRowColumns), or no row.
-	getJobSQL = "SELECT " + jobRowColumns + " FROM workhorse.get_job_v1($1)"
+	getJobSQL = "SELECT " + jobRowColumns + ", coalesce(concurrency_key, '') FROM workhorse.get_job_v1($1)"
 
-
+	// Sets a queue's flow-control policy: queue, policy (JSON), actor, reason; answers the
+	// policy now in force (JSON).
+	setQueuePolicySQL = "SELECT workhorse.set_queue_policy_v1($1, $2::jsonb, $3, $4)::text"
 
 	// A job's prerequisites, parent and children.
 	jobLinksSQL = "SELECT relation, job_id::text, state, key FROM workhorse.job_links_v1($1)"
 
 	// Cancels a job: job id, reason.
 	cancelSQL = "SELECT workhorse.cancel_v1($1, $2)"
-
 
 	// Redrives one job: job id, request id, actor, reason.
 	redriveSQL = "SELECT workhorse.redrive_v1($1, $2, $3, $4)::text"
@@ -174,8 +175,6 @@ const (
 	// A schedule's history: namespace, key, limit.
 	scheduleHistorySQL = "SELECT revision, at, change, definition, actor, login_role, reason, job_id::text FROM workhorse.get_schedule_history_v2($1, $2, $3)"
 
-
-
 	// One queue's row of listQueuesSQL (none for an idle queue).
 	getQueueSQL = listQueuesSQL + " WHERE queue = $1"
 
@@ -187,7 +186,6 @@ const (
 	pauseScheduleSQL  = "SELECT workhorse.pause_schedule_v1($1, $2, $3, $4)"
 	resumeScheduleSQL = "SELECT workhorse.resume_schedule_v1($1, $2, $3, $4)"
 )
-
 
 // notifyChannel is where the SQL functions pg_notify a queue's name whenever it gains ready work.
 const notifyChannel = "workhorse_jobs"

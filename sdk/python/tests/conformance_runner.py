@@ -82,6 +82,7 @@ class Variant(Protocol):
     async def dead_letter_ids(self) -> set[str]: ...
     async def count_jobs(self, queue: str) -> int: ...
     async def cancel(self, job_id: str) -> str: ...
+    async def set_queue_policy(self, queue: str, policy: Any) -> dict[str, Any]: ...
     async def redrive(self, job_id: str, request_id: str) -> str: ...
     async def start_worker(self, scenario: Mapping[str, Any], report: Report, save: SaveMeanwhile) -> Any: ...
 
@@ -149,6 +150,9 @@ class SyncVariant:
 
     async def cancel(self, job_id: str) -> str:
         return await asyncio.to_thread(self.admin.cancel, job_id)
+
+    async def set_queue_policy(self, queue: str, policy: Any) -> dict[str, Any]:
+        return await asyncio.to_thread(self.admin.set_queue_policy, queue, policy)
 
     async def redrive(self, job_id: str, request_id: str) -> str:
         return await asyncio.to_thread(lambda: self.admin.redrive(job_id, request_id=request_id))
@@ -233,6 +237,9 @@ class AsyncVariant:
     async def cancel(self, job_id: str) -> str:
         return await self.admin.cancel(job_id)
 
+    async def set_queue_policy(self, queue: str, policy: Any) -> dict[str, Any]:
+        return await self.admin.set_queue_policy(queue, policy)
+
     async def redrive(self, job_id: str, request_id: str) -> str:
         return await self.admin.redrive(job_id, request_id=request_id)
 
@@ -316,7 +323,7 @@ def _expect_error(error: BaseException, expected: Mapping[str, Any], jobs: Mappi
 
 _SNAPSHOT_KEYS = {
     "state", "currentAttempt", "maxAttempts", "priority", "queue", "type", "executionTimeoutMs", "payload", "result",
-    "progress", "tags", "retryPolicy",
+    "progress", "tags", "retryPolicy", "concurrencyKey",
 }  # fmt: skip
 
 
@@ -434,6 +441,16 @@ async def _act(
         assert got == action["expect"], f"cancel answered {got!r}"
     elif do == "redrive":
         jobs[action["as"]] = await variant.redrive(jobs[action["job"]], action["requestId"])
+    elif do == "set_queue_policy":
+        try:
+            policy = await variant.set_queue_policy(action["queue"], action["policy"])
+        except WorkhorseValidationError as error:
+            assert "expectError" in action, f"unexpected error {error!r}"
+            _expect_error(error, action["expectError"], jobs)
+            return
+        assert "expectError" not in action, f"expected {action['expectError']}, the policy was set"
+        for key, want in action.get("expect", {}).items():
+            assert policy.get(key) == want, f"{key}: {policy.get(key)!r} != {want!r}"
     elif do == "expect_job":
         job = await variant.get_job(jobs[action["job"]])
         assert job is not None, "no such job"

@@ -41,6 +41,7 @@ ENQUEUE_OPTIONS: dict[str, str] = {
     "depends_on": "dependsOn",
     "on_dependency_failed": "onDependencyFailed",
     "on_dependency_canceled": "onDependencyCanceled",
+    "concurrency_key": "concurrencyKey",
 }
 
 
