@@ -39,7 +39,7 @@ const KNOWN_GAPS: Record<string, { sdks: Sdk[]; why: string }> = {
   retention_run_v1: { sdks: ['Python', 'Go'], why: 'retention administration is TypeScript only' },
   retention_status_v2: { sdks: ['Python', 'Go'], why: 'retention administration is TypeScript only' },
   list_operator_changes_v1: { sdks: ['Python', 'Go'], why: 'Admin.listOperatorChanges (who changed a setting kept in place) is TypeScript only' },
-  set_queue_policy_v1: { sdks: ['Python', 'Go'], why: 'flow-control policies are set from TypeScript only' },
+  list_queues_v3: { sdks: ['Python', 'Go'], why: 'their QueueInfo shows no flow-control limits yet (list_queues_v2 serves it; set_queue_policy answers the policy in force)' },
   set_retention_v1: { sdks: ['Python', 'Go'], why: 'retention administration is TypeScript only' },
 };
 
