@@ -100,17 +100,28 @@ async function main() {
         log(`${queue === 'fair' ? 'perKey policy' : 'no policy    '} limit ${String(limit).padStart(2)}: p50 ${r.p50.toFixed(2)} ms, p95 ${r.p95.toFixed(2)} ms, max ${r.max.toFixed(2)} ms, ${r.claimedPerCall.toFixed(1)} jobs per claim`);
       }
     }
-    // Where the claim spends its time: the per-key claim's statements (auto_explain is not at
-    // hand; the counts of index tuples read tell whether the hot backlog is walked).
+    // How much of the indexes one claim reads (index entries, from the statistics views): the
+    // hot key's backlog must not be among them.
     const client = await pool.connect();
     try {
-      await client.query('BEGIN');
-      const before = await client.query("SELECT idx_tup_read FROM pg_stat_user_indexes WHERE indexrelname = 'job_runtime_key_ready_idx'");
-      await client.query('SELECT job_id FROM workhorse.claim_many_v1($1, $2, 10, 60000)', [['fair'], 'bench-worker']);
-      await client.query('ROLLBACK');
-      await new Promise((resolve) => setTimeout(resolve, 600));
-      const after = await client.query("SELECT idx_tup_read FROM pg_stat_user_indexes WHERE indexrelname = 'job_runtime_key_ready_idx'");
-      log(`one claim of 10 read about ${Number(after.rows[0].idx_tup_read) - Number(before.rows[0].idx_tup_read)} entries of job_runtime_key_ready_idx (statistics are flushed lazily; indicative)`);
+      const read = async () => {
+        await client.query('SELECT pg_stat_force_next_flush()');
+        await client.query('SELECT pg_stat_clear_snapshot()');
+        const { rows: r } = await client.query(
+          "SELECT indexrelname AS name, idx_tup_read::int AS n FROM pg_stat_user_indexes WHERE indexrelname IN ('job_runtime_key_ready_idx', 'job_runtime_ready_idx', 'job_runtime_key_active_idx')",
+        );
+        return Object.fromEntries(r.map((x) => [x.name, x.n]));
+      };
+      for (const limit of [1, 10]) {
+        const before = await read();
+        await client.query('BEGIN');
+        await client.query('SELECT job_id FROM workhorse.claim_many_v1($1, $2, $3, 60000)', [['fair'], 'bench-worker', limit]);
+        await client.query('ROLLBACK');
+        const after = await read();
+        const delta = Object.fromEntries(Object.keys(after).map((k) => [k, after[k] - (before[k] ?? 0)]));
+        rows.push({ queue: 'fair', limit, indexEntriesRead: delta });
+        log(`one claim of ${limit} read index entries: ${JSON.stringify(delta)}`);
+      }
     } finally {
       client.release();
     }
