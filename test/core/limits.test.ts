@@ -82,6 +82,9 @@ describe('the SQL enforces the values of limits.json', () => {
     await enqueue({ idempotencyKey: text(e.idempotencyKeyLength.max) });
     await expectRefused({ idempotencyKey: text(e.idempotencyKeyLength.max + 1) }, 'idempotencyKey');
     await expectRefused({ idempotencyKey: text(e.idempotencyKeyLength.min - 1) }, 'idempotencyKey');
+    await enqueue({ concurrencyKey: text(e.concurrencyKeyLength.max) });
+    await expectRefused({ concurrencyKey: text(e.concurrencyKeyLength.max + 1) }, 'concurrencyKey');
+    await expectRefused({ concurrencyKey: text(e.concurrencyKeyLength.min - 1) }, 'concurrencyKey');
   });
 
   it('a batch of batchSize.max requests, and no more', async () => {
