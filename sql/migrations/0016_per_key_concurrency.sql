@@ -5,6 +5,7 @@
 -- checks stay in set_queue_policy_v1 (same signature; perKey is a new field of its JSON).
 -- * job_snapshot (get_job_v1, list_jobs_v1/v2, list_dead_letters_v1) ends with concurrency_key.
 -- * list_queues_v3: list_queues_v2 with per_key_concurrency; v2 stays for the previous release.
+-- * redrive_job (redrive_v1, redrive_many_v1) copies the key to the new job.
 -- * complete_and_claim_v1 calls claim_per_key for a queue whose policy has a per-key limit; a
 --   queue without one claims as before.
 --
@@ -730,6 +731,75 @@ BEGIN
   ORDER BY 1;
 END
 $$;
+-- A redriven copy keeps the dead letter's concurrency key.
+CREATE OR REPLACE FUNCTION workhorse.redrive_job(p_job_id uuid, p_request_id text, p_actor text, p_reason text, p_again boolean)
+RETURNS workhorse.job_redrive
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_redrive workhorse.job_redrive;
+  v_job workhorse.job;
+  v_new uuid;
+  v_now timestamptz;
+BEGIN
+  SELECT * INTO v_redrive FROM workhorse.job_redrive WHERE request_id = p_request_id;
+  IF FOUND THEN
+    IF v_redrive.source_job_id <> p_job_id THEN
+      PERFORM workhorse.raise_invalid('requestId', format('was already used to redrive job %s', v_redrive.source_job_id));
+    END IF;
+    RETURN v_redrive;
+  END IF;
+  -- Serialise redrives of one dead letter, whatever their request ids and processes, on its
+  -- outcome row (no application role can lock it; an advisory lock any role could take): each
+  -- one waits for the one before it to commit, and then (at READ COMMITTED, a statement sees what
+  -- committed before it started) sees its lineage row. job_redrive_once_idx holds at any level.
+  PERFORM 1 FROM workhorse.job_outcome WHERE job_id = p_job_id AND state = 'failed' FOR UPDATE;
+  IF NOT FOUND THEN
+    PERFORM workhorse.raise_invalid('jobId', 'is not a dead letter (only failed jobs can be redriven)');
+  END IF;
+  -- A repeat of this request that committed while this one waited is answered by its row.
+  SELECT * INTO v_redrive FROM workhorse.job_redrive WHERE request_id = p_request_id;
+  IF FOUND THEN
+    IF v_redrive.source_job_id <> p_job_id THEN
+      PERFORM workhorse.raise_invalid('requestId', format('was already used to redrive job %s', v_redrive.source_job_id));
+    END IF;
+    RETURN v_redrive;
+  END IF;
+  IF NOT p_again THEN
+    SELECT * INTO v_redrive FROM workhorse.job_redrive WHERE source_job_id = p_job_id AND NOT again;
+    IF FOUND THEN
+      RETURN v_redrive;
+    END IF;
+  END IF;
+  v_now := clock_timestamp();
+  SELECT * INTO v_job FROM workhorse.job WHERE id = p_job_id;
+  SELECT e.job_id INTO v_new FROM workhorse.enqueue_many_v1(jsonb_build_array(jsonb_strip_nulls(jsonb_build_object(
+    'type', v_job.type, 'queue', v_job.queue, 'payload', v_job.payload, 'priority', v_job.priority,
+    'maxAttempts', v_job.max_attempts, 'retryPolicy', v_job.retry_policy, 'tags', to_jsonb(v_job.tags),
+    'executionTimeoutMs', v_job.execution_timeout_ms, 'traceContext', v_job.trace_context,
+    'concurrencyKey', v_job.concurrency_key))
+    || jsonb_build_object('payload', v_job.payload))) AS e;
+  -- The first copy is the redrive; every further one is `again` (also when the first was asked
+  -- for with p_again).
+  -- The same request id used at the same time for another dead letter: the insert waits for
+  -- that redrive and, once it committed, finds its row.
+  INSERT INTO workhorse.job_redrive AS r (request_id, source_job_id, new_job_id, actor, reason, created_at, again)
+  VALUES (p_request_id, p_job_id, v_new, p_actor, p_reason, v_now,
+          EXISTS (SELECT 1 FROM workhorse.job_redrive x WHERE x.source_job_id = p_job_id))
+  ON CONFLICT (request_id) DO NOTHING
+  RETURNING * INTO v_redrive;
+  IF NOT FOUND THEN
+    PERFORM workhorse.raise_invalid('requestId', 'was used at the same time to redrive another job');
+  END IF;
+  PERFORM workhorse.write_events(ARRAY[p_job_id, v_new], ARRAY['redriven', 'redriven_from'], v_now,
+    p_data => ARRAY[
+      jsonb_build_object('newJobId', v_new, 'requestId', p_request_id, 'actor', p_actor, 'reason', p_reason)
+        || CASE WHEN v_redrive.again THEN '{"again": true}'::jsonb ELSE '{}'::jsonb END,
+      jsonb_build_object('sourceJobId', p_job_id, 'requestId', p_request_id, 'actor', p_actor, 'reason', p_reason)
+        || CASE WHEN v_redrive.again THEN '{"again": true}'::jsonb ELSE '{}'::jsonb END]);
+  RETURN v_redrive;
+END
+$$;
+
 -- As sql/990_privileges.sql does at installation: internal helpers are nobody's but the owner's;
 -- protocol functions get their capability and are SECURITY DEFINER with a pinned search_path (a
 -- replaced function is set so again).

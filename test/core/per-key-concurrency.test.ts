@@ -55,6 +55,14 @@ describe('concurrencyKey and the perKey policy', () => {
     expect(rows[0].n).toBe(0);
   });
 
+  it('keeps the key on a redriven copy of a dead letter', async () => {
+    const [id] = await enqueueKeyed('pk-redrive', 'tenant-9', 1);
+    const [job] = await claim(db.pool, 'pk-redrive');
+    expect((await fail(db.pool, job, { name: 'E', message: 'x' }, { nonRetryable: true })).status).toBe('failed');
+    const copy = await admin.redrive(id, { requestId: 'pk-redrive-1' });
+    expect((await admin.getJob(copy))?.concurrencyKey).toBe('tenant-9');
+  });
+
   it('accepts a key of 256 characters', async () => {
     const id = await queue.enqueue('perkey.job', {}, { queue: 'pk-long', concurrencyKey: 'k'.repeat(256) });
     expect((await admin.getJob(id))?.concurrencyKey).toHaveLength(256);

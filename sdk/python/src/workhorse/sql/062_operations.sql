@@ -356,7 +356,8 @@ BEGIN
   SELECT e.job_id INTO v_new FROM workhorse.enqueue_many_v1(jsonb_build_array(jsonb_strip_nulls(jsonb_build_object(
     'type', v_job.type, 'queue', v_job.queue, 'payload', v_job.payload, 'priority', v_job.priority,
     'maxAttempts', v_job.max_attempts, 'retryPolicy', v_job.retry_policy, 'tags', to_jsonb(v_job.tags),
-    'executionTimeoutMs', v_job.execution_timeout_ms, 'traceContext', v_job.trace_context))
+    'executionTimeoutMs', v_job.execution_timeout_ms, 'traceContext', v_job.trace_context,
+    'concurrencyKey', v_job.concurrency_key))
     || jsonb_build_object('payload', v_job.payload))) AS e;
   -- The first copy is the redrive; every further one is `again` (also when the first was asked
   -- for with p_again).
