@@ -235,6 +235,14 @@ describe('queue limits', () => {
     await operator.post('queues', { do: 'limits', queue: 'limited', concurrency: '', rateLimit: '', intervalMs: '', reason: 'incident over' });
     expect(await info()).toMatchObject({ concurrency: null, rateLimit: null, perKey: null });
   });
+
+  it('shows a job\u2019s concurrency key on its page, escaped', async () => {
+    const id = await queue.enqueue('report.build', {}, { queue: 'keyed', concurrencyKey: 'tenant-<7>' });
+    const operator = new FormClient(await serve());
+    expect((await operator.get(`jobs/${id}`)).text).toContain('<dt>Concurrency key</dt><dd><code>tenant-&lt;7&gt;</code></dd>');
+    const plain = await queue.enqueue('report.build', {}, { queue: 'keyed' });
+    expect((await operator.get(`jobs/${plain}`)).text).not.toContain('Concurrency key');
+  });
 });
 
 describe('the changes page', () => {
