@@ -156,6 +156,34 @@ describe('claims from a queue with a per-key limit', () => {
     expect(new Set(order)).toEqual(new Set(['a', 'b', 'c', 'd']));
   });
 
+  it('goes on past many saturated keys: a claim that stops at its bound of visits moves the cursor', async () => {
+    const q = 'pk-saturated';
+    // 1,100 keys with one active job each (saturated at 1), then one key with a ready job.
+    await db.pool.query(
+      `WITH s AS (SELECT 'sat-' || lpad(g::text, 5, '0') AS key, workhorse.new_job_id() AS id, nextval('workhorse.job_seq') AS seq
+                  FROM generate_series(1, 1100) AS g),
+       j AS (INSERT INTO workhorse.job (id, queue, type, payload, priority, max_attempts, tags, run_at, created_at, seq, concurrency_key)
+             SELECT id, $1, 'perkey.job', '{}', 0, 25, '{}', clock_timestamp(), clock_timestamp(), seq, key FROM s),
+       q AS (INSERT INTO workhorse.job_query (seq, job_id, queue, type, created_at) SELECT seq, id, $1, 'perkey.job', clock_timestamp() FROM s)
+       INSERT INTO workhorse.job_runtime (job_id, queue, priority, state, seq, run_at, max_attempts, concurrency_key)
+       SELECT id, $1, 0, 'ready', seq, clock_timestamp(), 25, key FROM s`,
+      [q],
+    );
+    expect(await claim(db.pool, q, { limit: 1000 })).toHaveLength(1000);
+    expect(await claim(db.pool, q, { limit: 1000 })).toHaveLength(100);
+    // Each saturated key gets a second ready job; one more key has one after them all.
+    await enqueueKeyed(q, 'zz-free', 1);
+    for (let i = 1; i <= 1100; i += 100) {
+      await queue.enqueueMany(Array.from({ length: 100 }, (_, k) => ({ type: 'perkey.job', payload: {}, queue: q, concurrencyKey: `sat-${String(i + k).padStart(5, '0')}` })));
+    }
+    await admin.setQueuePolicy(q, { perKey: { concurrency: 1 } });
+    // At most limit + 1000 keys a claim: the first claim may stop among the saturated keys; the
+    // ones after it go on from there and reach the free key.
+    const got: string[] = [];
+    for (let i = 0; i < 3 && got.length === 0; i++) got.push(...keysOf(await claim(db.pool, q, { limit: 1 })));
+    expect(got).toEqual(['zz-free']);
+  });
+
   it('gives nothing while the queue is paused', async () => {
     const q = 'pk-paused';
     await enqueueKeyed(q, 'a', 2);

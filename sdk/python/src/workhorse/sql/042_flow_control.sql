@@ -39,7 +39,7 @@ CREATE TABLE workhorse.queue_policy (
   login_role text,
   -- At most this many active jobs per concurrency key (null: no per-key limit).
   per_key_concurrency integer CHECK (per_key_concurrency BETWEEN 1 AND 100000),
-  -- The last key a per-key claim took jobs of: the next claim starts after it.
+  -- The last key a per-key claim visited: the next claim starts after it.
   key_cursor text,
   CONSTRAINT queue_policy_any_limit_check
     CHECK (concurrency IS NOT NULL OR rate_limit IS NOT NULL OR per_key_concurrency IS NOT NULL)
@@ -216,8 +216,8 @@ $$;
 -- this file): up to p_limit of p_queue's ready jobs, locked, such that no key ends with more than
 -- per_key_concurrency active jobs; and, of those, the ones claimed before (for their checkpoints
 -- and sleeps). Jobs without a key come first in (priority DESC, FIFO) order, as in any queue;
--- then the keys take turns: in key order after the last key served, wrapping around, each key
--- gives its best ready jobs up to its free slots. The cursor moves to the last key served.
+-- then the keys take turns: in key order after the last key visited, wrapping around, each key
+-- gives its best ready jobs up to its free slots. The cursor moves to the last key visited.
 CREATE FUNCTION workhorse.claim_per_key(p_queue text, p_limit integer, p_now timestamptz)
 RETURNS TABLE (ids uuid[], before uuid[])
 LANGUAGE plpgsql AS $$
@@ -273,6 +273,9 @@ BEGIN
       CONTINUE;
     END IF;
     v_visits := v_visits + 1;
+    -- The cursor moves past every key visited, so a claim that stops at its bound of visits
+    -- (behind many saturated keys) lets the next one go on from there.
+    v_last := v_key;
     v_free := v_n - (SELECT count(*) FROM (
                        SELECT 1 FROM workhorse.job_runtime r
                        WHERE r.state = 'active' AND r.queue = p_queue AND r.concurrency_key = v_key
@@ -288,13 +291,10 @@ BEGIN
       ORDER BY r.priority DESC, r.seq
       LIMIT least(v_free, p_limit - cardinality(ids))
       FOR UPDATE SKIP LOCKED) AS x;
-    IF cardinality(v_picked) > 0 THEN
-      ids := ids || v_picked;
-      before := before || v_picked_before;
-      v_last := v_key;
-    END IF;
+    ids := ids || v_picked;
+    before := before || v_picked_before;
   END LOOP;
-  IF v_last IS NOT NULL THEN
+  IF v_last IS DISTINCT FROM v_cursor AND v_last IS NOT NULL THEN
     UPDATE workhorse.queue_policy p SET key_cursor = v_last WHERE p.queue = p_queue;
   END IF;
   RETURN NEXT;

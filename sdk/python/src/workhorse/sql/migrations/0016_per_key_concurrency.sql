@@ -193,6 +193,9 @@ BEGIN
       CONTINUE;
     END IF;
     v_visits := v_visits + 1;
+    -- The cursor moves past every key visited, so a claim that stops at its bound of visits
+    -- (behind many saturated keys) lets the next one go on from there.
+    v_last := v_key;
     v_free := v_n - (SELECT count(*) FROM (
                        SELECT 1 FROM workhorse.job_runtime r
                        WHERE r.state = 'active' AND r.queue = p_queue AND r.concurrency_key = v_key
@@ -208,13 +211,10 @@ BEGIN
       ORDER BY r.priority DESC, r.seq
       LIMIT least(v_free, p_limit - cardinality(ids))
       FOR UPDATE SKIP LOCKED) AS x;
-    IF cardinality(v_picked) > 0 THEN
-      ids := ids || v_picked;
-      before := before || v_picked_before;
-      v_last := v_key;
-    END IF;
+    ids := ids || v_picked;
+    before := before || v_picked_before;
   END LOOP;
-  IF v_last IS NOT NULL THEN
+  IF v_last IS DISTINCT FROM v_cursor AND v_last IS NOT NULL THEN
     UPDATE workhorse.queue_policy p SET key_cursor = v_last WHERE p.queue = p_queue;
   END IF;
   RETURN NEXT;
