@@ -5,7 +5,7 @@
  */
 import { join } from 'node:path';
 import type { EnqueueRequest } from '../../lib/core';
-import { FixtureProcesses, type FixtureProcess } from '../support/fixture-process';
+import { FixtureProcesses, waitForLine, type FixtureProcess } from '../support/fixture-process';
 import { useTestDatabase } from '../support/test-database';
 import { waitFor } from '../support/wait';
 
@@ -44,8 +44,10 @@ describe('three worker processes, concurrency 20 each, a queue limited to 2 per 
       ...Array.from({ length: hot }, (_, i) => ({ type: 'flow.job', payload: { i }, queue: q, concurrencyKey: 'hot' })),
       ...Array.from({ length: others * 3 }, (_, i) => ({ type: 'flow.job', payload: { i }, queue: q, concurrencyKey: `key-${i % others}` })),
     ];
+    // Every worker is polling before the jobs arrive, so all three race for them.
+    const processes = ['pk-a', 'pk-b', 'pk-c'].map((id) => startWorker(id, [q], 60));
+    for (const child of processes) await waitForLine(child, 'STARTED', 60_000);
     await queue.enqueueMany(requests);
-    for (const id of ['pk-a', 'pk-b', 'pk-c']) startWorker(id, [q], 60);
 
     await waitFor(
       async () => {

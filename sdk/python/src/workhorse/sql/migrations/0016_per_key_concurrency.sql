@@ -483,6 +483,8 @@ DECLARE
   v_limited text[];
   v_allowed integer[];
   v_take integer;
+  -- A per-key claim took jobs: the claim's time is read again after its counts of active jobs.
+  v_keyed boolean := false;
 BEGIN
   IF p_limit IS NULL OR p_limit < 0 OR p_limit > 1000 THEN
     PERFORM workhorse.raise_invalid('limit', 'must be an integer from 0 to 1000');
@@ -644,6 +646,7 @@ BEGIN
         SELECT k.ids, k.before INTO v_picked, v_picked_before FROM workhorse.claim_per_key(v_queue, v_take, v_now) AS k;
         v_ids := v_ids || v_picked;
         v_before := v_before || v_picked_before;
+        v_keyed := v_keyed OR cardinality(v_picked) > 0;
         CONTINUE;
       END IF;
     END IF;
@@ -669,6 +672,11 @@ BEGIN
   END IF;
   IF cardinality(v_ids) = 0 THEN
     RETURN;
+  END IF;
+  IF v_keyed THEN
+    -- (So an attempt that ended before a key's count was taken ends before this claim's time:
+    -- in attempt_history no more than the limit of a key's attempts ever overlap.)
+    v_now := clock_timestamp();
   END IF;
   IF v_limited IS NOT NULL THEN
     PERFORM workhorse.record_rate_claims(v_limited, v_ids, v_now);
