@@ -117,7 +117,10 @@ CREATE TABLE workhorse.job (
   enqueued_by text NOT NULL DEFAULT session_user,
   -- The enqueuer's W3C trace context, {"traceparent", "tracestate"?}, when it enqueued under an
   -- OpenTelemetry span: the claim hands it to the worker, whose span links to it. Null otherwise.
-  trace_context jsonb
+  trace_context jsonb,
+  -- The enqueuer's concurrency key (a tenant, a customer): a queue policy `perKey` limits how many
+  -- jobs of one key are active at once (042_flow_control.sql). Null: none.
+  concurrency_key text
 );
 
 -- The live row. Priority and queue are copied from `job` so a claim never joins it. Lease and

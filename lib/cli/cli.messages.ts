@@ -164,7 +164,7 @@ export const messages = {
   queueNotPaused: (queue: string) => `Queue ${queue} was not paused; workers claim its jobs as before.`,
   queueLimited: (queue: string, limits: string) => `Limited queue ${queue}: ${limits}, across all workers.`,
   queueUnlimited: (queue: string) => `Queue ${queue} has no limits: workers claim its jobs as fast as they have free slots.`,
-  limitNeedsALimit: () => 'give --concurrency N, --rate N --per D, or both (`workhorse queues unlimit Q` removes the limits).',
+  limitNeedsALimit: () => 'give --concurrency N, --rate N --per D, --per-key N, or several (`workhorse queues unlimit Q` removes the limits).',
   rateNeedsPer: () => '--rate N and --per D go together.',
 
   // ---- health and retention --------------------------------------------------------------------

@@ -162,7 +162,7 @@ export function formatRedriveTable(results: readonly RedriveResult[]): string {
 
 /** Queues with their pause state and live counts; the reason comes last, as free text. */
 /** A queue's limits in words (`at most 5 active, 50 per 1000 ms`), or `-` for none. */
-export function formatLimits(queue: Pick<QueueInfo, 'concurrency' | 'rateLimit'>): string {
+export function formatLimits(queue: Pick<QueueInfo, 'concurrency' | 'rateLimit'> & Partial<Pick<QueueInfo, 'perKey'>>): string {
   return describeLimits(queue) ?? NONE;
 }
 

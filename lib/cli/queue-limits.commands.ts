@@ -32,11 +32,13 @@ function policyOf(args: ParsedArguments): QueuePolicy {
   const concurrency = args.string('concurrency');
   const rate = args.string('rate');
   const per = args.string('per');
-  if (concurrency === undefined && rate === undefined) throw new CliUsageError(messages.limitNeedsALimit());
+  const perKey = args.string('per-key');
+  if (concurrency === undefined && rate === undefined && perKey === undefined) throw new CliUsageError(messages.limitNeedsALimit());
   if ((rate === undefined) !== (per === undefined)) throw new CliUsageError(messages.rateNeedsPer());
   return {
     ...(concurrency !== undefined && { concurrency: integerOf(concurrency) }),
     ...(rate !== undefined && per !== undefined && { rateLimit: { limit: integerOf(rate), intervalMs: durationMs(per) } }),
+    ...(perKey !== undefined && { perKey: { concurrency: integerOf(perKey) } }),
   };
 }
 
@@ -54,22 +56,24 @@ export const limitCommand: RunnableCommand = {
   description:
     'Sets the flow control of a queue, replacing its limits: --concurrency N lets at most N of its jobs be\n' +
     'active at once, --rate N --per D lets workers claim at most N of its jobs in any window of D. Both hold\n' +
-    'across all workers, applied by the claim itself. A limit not given is removed; `queues unlimit` removes both.',
+    'across all workers, applied by the claim itself; --per-key N lets at most N jobs of one concurrency key\n' +
+    '(the enqueue option concurrencyKey) be active at once. A limit not given is removed; `queues unlimit` removes all.',
   positionals: [QUEUE],
   options: [
     { name: 'concurrency', kind: 'string', valueName: 'N', description: 'At most N of the queue\'s jobs active at once (1 to 100000).' },
     { name: 'rate', kind: 'string', valueName: 'N', description: 'At most N claims per --per window (1 to 100000).' },
     { name: 'per', kind: 'string', valueName: 'D', description: 'The rate window: milliseconds, or 500ms, 1s, 2m, 1h (at most a day).' },
+    { name: 'per-key', kind: 'string', valueName: 'N', description: 'At most N active jobs per concurrency key (1 to 100000).' },
     ACTOR,
     REASON,
   ],
-  examples: ['workhorse queues limit billing --concurrency 5', 'workhorse queues limit emails --rate 50 --per 1s'],
+  examples: ['workhorse queues limit billing --concurrency 5', 'workhorse queues limit emails --rate 50 --per 1s', 'workhorse queues limit imports --per-key 1'],
   run: (context) => setPolicy(context, policyOf(context.args)),
 };
 
 export const unlimitCommand: RunnableCommand = {
   name: 'unlimit',
-  summary: 'Remove the concurrency and rate limits of a queue.',
+  summary: 'Remove the concurrency, rate and per-key limits of a queue.',
   description: 'Removes the flow control of a queue: workers claim its jobs as fast as they have free slots.',
   positionals: [QUEUE],
   options: [ACTOR, REASON],

@@ -50,7 +50,7 @@ import {
 } from './types';
 import { isJobDefinition, type JobDefinition } from './job-definition';
 import { idleQueueInfo, toQueueInfo, type QueueRow } from './queue-info';
-import { checkQueuePolicy } from './queue-policy';
+import { policyJson } from './queue-policy';
 import { toLineage, type LinkRow } from './lineage';
 import { checkDate, checkJobId, checkName, checkOptions, checkParamInteger, checkParamText } from './validation';
 import { listJobSignals, listJobWaits, type JobSignal, type JobWait, type JobWaitsOptions } from './job-waits';
@@ -319,15 +319,15 @@ export class Admin extends JobActionCalls {
 
   /**
    * Sets a queue's flow control, replacing its previous policy: at most `concurrency` of its jobs
-   * active at once and at most `rateLimit.limit` claims in any window of `rateLimit.intervalMs`,
-   * across all workers. A limit left out or null is not applied; `null` (or `{}`) removes the
+   * active at once, at most `rateLimit.limit` claims in any window of `rateLimit.intervalMs`, and
+   * at most `perKey.concurrency` active jobs per `concurrencyKey`, across all workers. A limit left out or null is not applied; `null` (or `{}`) removes the
    * policy. Takes effect at the next claim.
    */
   async setQueuePolicy(queue: string, policy: QueuePolicy | null, options?: ActorOptions, client?: Queryable): Promise<QueueInfo> {
     checkName(queue, 'queue');
-    const wire = checkQueuePolicy(policy);
     const [actor, reason] = actorOf(checkOptions(options, 'options', ACTOR_KEYS, 'an option of a queue action'));
-    await this.run(client, SET_QUEUE_POLICY, [queue, JSON.stringify(wire), actor, reason]);
+    // Checked by set_queue_policy_v1 (fields, bounds, named errors).
+    await this.run(client, SET_QUEUE_POLICY, [queue, policyJson(policy), actor, reason]);
     return this.queueInfo(queue, client);
   }
 

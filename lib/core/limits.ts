@@ -25,6 +25,7 @@ export interface ProtocolLimits {
     readonly tags: { readonly max: number };
     readonly tagLength: Range;
     readonly idempotencyKeyLength: Range;
+    readonly concurrencyKeyLength: Range;
     readonly idempotencyTtlMs: RangeWithDefault;
     readonly dedupeKeyLength: Range;
     readonly dedupeWindowMs: Range;

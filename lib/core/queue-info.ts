@@ -19,6 +19,7 @@ export interface QueueRow {
   policy_changed_by: string | null;
   policy_login_role: string | null;
   policy_reason: string | null;
+  per_key_concurrency: number | null;
 }
 
 export const toQueueInfo = (row: QueueRow): QueueInfo => ({
@@ -34,6 +35,7 @@ export const toQueueInfo = (row: QueueRow): QueueInfo => ({
   blocked: Number(row.blocked),
   concurrency: row.concurrency,
   rateLimit: row.rate_limit === null ? null : { limit: row.rate_limit, intervalMs: row.rate_interval_ms ?? 0 },
+  perKey: row.per_key_concurrency === null ? null : { concurrency: row.per_key_concurrency },
   policyChangedAt: row.policy_changed_at,
   policyChangedBy: row.policy_changed_by,
   policyLoginRole: row.policy_login_role,
@@ -44,15 +46,16 @@ export const toQueueInfo = (row: QueueRow): QueueInfo => ({
 /** A queue that nothing is recorded for: running, empty, unlimited. */
 export const idleQueueInfo = (queue: string): QueueInfo => ({
   queue, paused: false, changedAt: null, changedBy: null, loginRole: null, reason: null,
-  ready: 0, scheduled: 0, active: 0, blocked: 0, concurrency: null, rateLimit: null,
+  ready: 0, scheduled: 0, active: 0, blocked: 0, concurrency: null, rateLimit: null, perKey: null,
   policyChangedAt: null, policyChangedBy: null, policyLoginRole: null, policyReason: null,
 });
 
 /** A queue's limits in words: `at most 5 active, 50 per 1000 ms`; null for none. */
-export function describeLimits(queue: Pick<QueueInfo, 'concurrency' | 'rateLimit'>): string | null {
+export function describeLimits(queue: Pick<QueueInfo, 'concurrency' | 'rateLimit'> & { perKey?: QueueInfo['perKey'] }): string | null {
   const parts = [
     queue.concurrency === null ? null : `at most ${queue.concurrency} active`,
     queue.rateLimit === null ? null : `${queue.rateLimit.limit} per ${queue.rateLimit.intervalMs} ms`,
+    queue.perKey === undefined || queue.perKey === null ? null : `at most ${queue.perKey.concurrency} active per key`,
   ].filter((part) => part !== null);
   return parts.length === 0 ? null : parts.join(', ');
 }

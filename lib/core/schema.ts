@@ -14,19 +14,20 @@ export type { InstallSchemaResult } from './schema-migrator';
  * The schema version this package ships: the number of its last migration step
  * (sql/migrations/NNNN_*.sql; a test keeps the two equal). (The Go SDK's tests read it from this line.)
  */
-export const SCHEMA_VERSION = 19;
+export const SCHEMA_VERSION = 20;
 
 /**
  * The oldest installed schema version this package works with: every function its calls use
  * exists from this version on. A worker of this release starts against any version from here to
- * {@link SCHEMA_VERSION}. (19: Admin's operator actions on jobs call run_now_v1, reschedule_v1,
- * delete_job_v1 and the *_matching_v1 functions of step 19; `Queue.waitForResult` calls
- * await_results_v1, step 18, and `Queue.enqueueDeduped` enqueue_many_v2, step 17; the dashboard
- * reads through step 15's find_jobs_v1, job_durations_v1, job_timings_v1 and error_groups_v1; the
- * clients call step 13's login-role reads and save_checkpoint_v2 and step 14's listings too. The
- * Python and Go SDKs need 19 as well, for the same calls.)
+ * {@link SCHEMA_VERSION}. (20: job reads carry the concurrency key and the queue reads go
+ * through list_queues_v3, step 20; Admin's operator actions on jobs call run_now_v1,
+ * reschedule_v1, delete_job_v1 and the *_matching_v1 functions of step 19; `Queue.waitForResult`
+ * calls await_results_v1, step 18, and `Queue.enqueueDeduped` enqueue_many_v2, step 17; the
+ * dashboard reads through step 15's find_jobs_v1, job_durations_v1, job_timings_v1 and
+ * error_groups_v1; the clients call step 13's login-role reads and save_checkpoint_v2 and step
+ * 14's listings too. The Python and Go SDKs need 20 as well: their job reads carry the key.)
  */
-export const MIN_SCHEMA_VERSION = 19;
+export const MIN_SCHEMA_VERSION = 20;
 
 /** Where the protocol's `.sql` files live: `sql/` in the repository, `dist/sql/` when built. */
 export const SQL_DIR = join(__dirname, '..', '..', 'sql');

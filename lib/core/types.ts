@@ -94,6 +94,12 @@ export interface EnqueueOptions {
    * docs/deduplication.md.
    */
   dedupe?: DedupeOptions;
+  /**
+   * The job's concurrency key (a tenant, a customer; 1 to 256 characters): in a queue whose
+   * policy has `perKey: { concurrency: n }`, at most n jobs of one key are active at once, across
+   * all workers, while other keys keep flowing. Stored with the job; never changes.
+   */
+  concurrencyKey?: string;
 }
 
 /**
@@ -199,6 +205,8 @@ export interface JobSnapshot<P = JsonValue, R = JsonValue> {
   redrivenFrom: string | null;
   /** For a dead letter: the jobs redriven from it, oldest first. */
   redrivenTo: string[];
+  /** The `concurrencyKey` it was enqueued with; null for none. */
+  concurrencyKey: string | null;
 }
 
 /** One entry of a job's history: a lifecycle event or a closed attempt. */
@@ -322,6 +330,7 @@ export interface QueueInfo {
   /** The queue's flow-control limits ({@link QueuePolicy}); null where none is set. */
   concurrency: number | null;
   rateLimit: RateLimit | null;
+  perKey: PerKeyLimit | null;
   /** Who set the policy in force: when, the actor, the login role and the reason (null without one). */
   policyChangedAt: Date | null;
   policyChangedBy: string | null;
@@ -337,6 +346,12 @@ export interface RateLimit {
   intervalMs: number;
 }
 
+/** At most `concurrency` active jobs per concurrency key of a queue. */
+export interface PerKeyLimit {
+  /** 1 to 100000. */
+  concurrency: number;
+}
+
 /**
  * A queue's flow control, enforced by the claim across all workers (`Admin.setQueuePolicy`,
  * `WorkhorseModule.forRoot({ queues })`). A limit left out or null is not applied.
@@ -345,6 +360,11 @@ export interface QueuePolicy {
   /** At most this many of the queue's jobs active at once (1 to 100000). */
   concurrency?: number | null;
   rateLimit?: RateLimit | null;
+  /**
+   * At most `concurrency` active jobs per `concurrencyKey` (the enqueue option); jobs without a
+   * key are not limited by it. The keys take turns at each claim.
+   */
+  perKey?: PerKeyLimit | null;
 }
 
 /** A checkpoint a job saved: its name, stored value and who saved it when. */

@@ -40,6 +40,7 @@ const ENQUEUE_OPTION_KEYS = new Set([
   'onDependencyFailed',
   'onDependencyCanceled',
   'dedupe',
+  'concurrencyKey',
 ]);
 
 function fail(field: string, message: string): never {

@@ -109,7 +109,7 @@ function checkQueues(queues: unknown): void {
   for (const [name, policy] of Object.entries(queues)) {
     try {
       checkName(name, 'queue');
-      if (!isPlainObject(policy)) throw new WorkhorseValidationError('policy', 'must be an object { concurrency?, rateLimit? }');
+      if (!isPlainObject(policy)) throw new WorkhorseValidationError('policy', 'must be an object { concurrency?, rateLimit?, perKey? }');
       checkQueuePolicy(policy);
     } catch (error) {
       if (error instanceof WorkhorseValidationError) throw new WorkhorseConfigurationError(messages.badQueuePolicy(name, error.field, error.message));

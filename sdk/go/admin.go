@@ -31,10 +31,12 @@ func (a *Admin) GetJob(ctx context.Context, jobID string) (*JobSnapshot, error) 
 	if err := checkJobID(jobID, "jobId"); err != nil {
 		return nil, err
 	}
-	jobs, _, err := a.snapshots(ctx, getJobSQL, []any{jobID}, nil)
+	var key string
+	jobs, _, err := a.snapshots(ctx, getJobSQL, []any{jobID}, &key)
 	if err != nil || len(jobs) == 0 {
 		return nil, err
 	}
+	jobs[0].ConcurrencyKey = key
 	jobs[0].JobLineage, err = a.lineage(ctx, jobID, jobs[0].State)
 	return &jobs[0], err
 }

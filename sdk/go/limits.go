@@ -45,6 +45,7 @@ type protocolLimits struct {
 		} `json:"tags"`
 		TagLength            limitRange `json:"tagLength"`
 		IdempotencyKeyLength limitRange `json:"idempotencyKeyLength"`
+		ConcurrencyKeyLength limitRange `json:"concurrencyKeyLength"`
 		IdempotencyTTLMs     limitRange `json:"idempotencyTtlMs"`
 		DedupeKeyLength      limitRange `json:"dedupeKeyLength"`
 		DedupeWindowMs       limitRange `json:"dedupeWindowMs"`

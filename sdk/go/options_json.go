@@ -92,6 +92,8 @@ func decodeOptions(raw map[string]json.RawMessage) EnqueueOptions {
 			text(key, value, &o.IdempotencyKey)
 		case "idempotencyScope":
 			text(key, value, &o.IdempotencyScope)
+		case "concurrencyKey":
+			text(key, value, &o.ConcurrencyKey)
 		case "idempotencyTtlMs":
 			o.IdempotencyTTL = time.Duration(integer(key, value, 1000, 2_592_000_000)) * time.Millisecond
 		case "tags":

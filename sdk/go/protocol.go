@@ -148,7 +148,7 @@ const (
 // Operator (Admin).
 const (
 	// Any job's row (see jobRowColumns), or no row.
-	getJobSQL = "SELECT " + jobRowColumns + " FROM workhorse.get_job_v1($1)"
+	getJobSQL = "SELECT " + jobRowColumns + ", coalesce(concurrency_key, '') FROM workhorse.get_job_v1($1)"
 
 	// A job's checkpoints, oldest first.
 	readCheckpointsSQL = "SELECT name, value, attempt, worker_id, created_at FROM workhorse.read_checkpoints_v1($1)"
@@ -177,6 +177,10 @@ const (
 
 	// Sets the retention policy: settings (JSON), actor.
 	setRetentionSQL = "SELECT workhorse.set_retention_v1($1::jsonb, $2)::text"
+
+	// Sets a queue's flow-control policy: queue, policy (JSON), actor, reason; answers the
+	// policy now in force (JSON).
+	setQueuePolicySQL = "SELECT workhorse.set_queue_policy_v1($1, $2::jsonb, $3, $4)::text"
 
 	// A job's prerequisites, parent and children.
 	jobLinksSQL = "SELECT relation, job_id::text, state, key FROM workhorse.job_links_v1($1)"

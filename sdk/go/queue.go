@@ -49,6 +49,10 @@ type EnqueueOptions struct {
 	// Dedupe is a deduplication window, throttle or debounce (see Dedupe; EnqueueDeduped says
 	// which happened).
 	Dedupe *Dedupe
+	// ConcurrencyKey is the job's key (a tenant, a customer; 1 to 256 characters): in a queue
+	// whose policy has PerKey, at most PerKey.Concurrency jobs of one key are active at once,
+	// across all workers (see SetQueuePolicy). Stored with the job; never changes.
+	ConcurrencyKey string
 
 	// notes of options decoded from JSON (see UnmarshalJSON); nil for options built in Go.
 	notes *wireNotes
@@ -261,6 +265,11 @@ func wireRequest(out []byte, jobType string, payload any, o *EnqueueOptions, pat
 	}
 	if out, err = wireDependencies(out, o, path); err != nil {
 		return nil, err
+	}
+	if o.ConcurrencyKey != "" || o.isGiven("concurrencyKey") {
+		if err := text("concurrencyKey", o.ConcurrencyKey); err != nil {
+			return nil, err
+		}
 	}
 	if o.IdempotencyKey != "" || o.isGiven("idempotencyKey") {
 		if err := text("idempotencyKey", o.IdempotencyKey); err != nil {

@@ -7,14 +7,15 @@ import (
 
 // SchemaVersion is the version of the workhorse schema this SDK installs and migrates to: the
 // highest step in its embedded sql/migrations/ (a test keeps the two equal).
-const SchemaVersion = 19
+const SchemaVersion = 20
 
 // MinSchemaVersion is the oldest schema version whose functions every call of this SDK still
 // finds, so a database not yet migrated keeps serving this release during a rolling deploy.
 // The clients accept MinSchemaVersion through SchemaVersion, and a newer schema that still
-// serves this release (see SchemaStatus.Compatible). (19: Admin's operator actions on jobs call the functions of
-// step 19; the wait for a result and the deduplicating enqueue those of steps 18 and 17.)
-const MinSchemaVersion = 19
+// serves this release (see SchemaStatus.Compatible). (20: job reads carry the concurrency key of
+// step 20; Admin's operator actions on jobs call the functions of step 19; the wait for a result
+// and the deduplicating enqueue those of steps 18 and 17.)
+const MinSchemaVersion = 20
 
 // SchemaSituation names how the installed schema compares with this SDK's.
 type SchemaSituation string

@@ -64,6 +64,9 @@ type JobSnapshot struct {
 	RedrivenFrom string
 	// RedrivenTo is, for a dead letter, the jobs redriven from it, oldest first.
 	RedrivenTo []string
+	// ConcurrencyKey is the key the job was enqueued with (GetJob; "" in listings and for a job
+	// without one).
+	ConcurrencyKey string
 	// JobLineage: the job's prerequisites, parent and children (Admin.GetJob only; zero in lists).
 	JobLineage
 }

@@ -47,7 +47,7 @@ describe('help and usage of the operations commands', () => {
       '--finished-after: "yesterday" is not an ISO 8601 time such as 2026-11-29T09:00:00Z or 2026-11-29 (a time needs Z or an offset). Run `workhorse jobs dead-letters --help` for usage.'],
     [['jobs', 'dead-letters', '--dry-run'], 'unknown option --dry-run for `workhorse jobs dead-letters`. Run `workhorse jobs dead-letters --help` for usage.'],
     [['queues'], '`workhorse queues` needs a command: list, pause, resume, limit, unlimit. Run `workhorse queues --help` for usage.'],
-    [['queues', 'limit', 'q'], 'give --concurrency N, --rate N --per D, or both (`workhorse queues unlimit Q` removes the limits). Run `workhorse queues limit --help` for usage.'],
+    [['queues', 'limit', 'q'], 'give --concurrency N, --rate N --per D, --per-key N, or several (`workhorse queues unlimit Q` removes the limits). Run `workhorse queues limit --help` for usage.'],
     [['queues', 'limit', 'q', '--rate', '5'], '--rate N and --per D go together. Run `workhorse queues limit --help` for usage.'],
     [['queues', 'limit', 'q', '--concurrency', '2', '--per', '1s'], '--rate N and --per D go together. Run `workhorse queues limit --help` for usage.'],
     [['queues', 'pause'], 'missing argument Q. Run `workhorse queues pause --help` for usage.'],

@@ -296,6 +296,21 @@ class Run {
       case 'cancel':
         expect(await this.admin.cancel(this.id(a.job))).toBe(a.expect);
         return;
+      case 'set_queue_policy': {
+        let info: Awaited<ReturnType<Admin['setQueuePolicy']>>;
+        try {
+          info = await this.admin.setQueuePolicy(a.queue, a.policy);
+        } catch (error) {
+          if (!a.expectError) throw error;
+          this.expectError(error, a.expectError);
+          return;
+        }
+        if (a.expectError) throw new Error(`expected ${JSON.stringify(a.expectError)}, the policy was set`);
+        for (const [key, want] of Object.entries((a.expect ?? {}) as Record<string, unknown>)) {
+          expect((info as unknown as Record<string, unknown>)[key]).toEqual(want);
+        }
+        return;
+      }
       case 'redrive':
         this.jobs.set(a.as, await this.admin.redrive(this.id(a.job), { requestId: a.requestId }));
         return;

@@ -46,6 +46,7 @@ describe('getJob', () => {
       redrivenTo: [],
       deadline: null,
       executionTimeoutMs: null,
+      concurrencyKey: null,
     });
     expect(ready?.runAt.getTime()).toBeGreaterThanOrEqual(ready?.createdAt.getTime() ?? Infinity);
 

@@ -87,6 +87,9 @@ describe('the SQL enforces the values of limits.json', () => {
     await enqueue(dedupe(text(e.dedupeKeyLength.max)));
     await expectRefused(dedupe(text(e.dedupeKeyLength.max + 1)), 'dedupe.key');
     await expectRefused(dedupe(text(e.dedupeKeyLength.min - 1)), 'dedupe.key');
+    await enqueue({ concurrencyKey: text(e.concurrencyKeyLength.max) });
+    await expectRefused({ concurrencyKey: text(e.concurrencyKeyLength.max + 1) }, 'concurrencyKey');
+    await expectRefused({ concurrencyKey: text(e.concurrencyKeyLength.min - 1) }, 'concurrencyKey');
   });
 
   it('a batch of batchSize.max requests, and no more', async () => {

@@ -97,8 +97,8 @@ describe('queue policies', () => {
 
     const changes = await asAlice.listOperatorChanges({ kind: 'queue_policy_set', subject: queue });
     expect(changes.map((c) => [c.loginRole, c.detail])).toEqual([
-      [bob.name, { queue, concurrency: 2, rateLimit: { limit: 10, intervalMs: 1000 } }],
-      [alice.name, { queue, concurrency: 5, rateLimit: null }],
+      [bob.name, { queue, concurrency: 2, rateLimit: { limit: 10, intervalMs: 1000 }, perKey: null }],
+      [alice.name, { queue, concurrency: 5, rateLimit: null, perKey: null }],
     ]);
   });
 });

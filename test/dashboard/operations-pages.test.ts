@@ -225,8 +225,23 @@ describe('queue limits', () => {
     expect([half.status, half.text.includes('needs both')]).toEqual([400, true]);
     expect(await info()).toMatchObject({ concurrency: 4, rateLimit: { limit: 30, intervalMs: 60000 } });
 
+    // A per-key limit from the same form, shown in words; a bad one is refused naming its field.
+    await operator.post('queues', { do: 'limits', queue: 'limited', concurrency: '4', rateLimit: '', intervalMs: '', perKey: '2', reason: 'one tenant at a time' });
+    expect(await info()).toMatchObject({ concurrency: 4, rateLimit: null, perKey: { concurrency: 2 } });
+    expect((await operator.get('queues')).text).toContain('at most 4 active, at most 2 active per key');
+    const badKey = await operator.post('queues', { do: 'limits', queue: 'limited', perKey: '0', reason: 'x' });
+    expect([badKey.status, badKey.text.includes('perKey.concurrency')]).toEqual([400, true]);
+
     await operator.post('queues', { do: 'limits', queue: 'limited', concurrency: '', rateLimit: '', intervalMs: '', reason: 'incident over' });
-    expect(await info()).toMatchObject({ concurrency: null, rateLimit: null });
+    expect(await info()).toMatchObject({ concurrency: null, rateLimit: null, perKey: null });
+  });
+
+  it('shows a job\u2019s concurrency key on its page, escaped', async () => {
+    const id = await queue.enqueue('report.build', {}, { queue: 'keyed', concurrencyKey: 'tenant-<7>' });
+    const operator = new FormClient(await serve());
+    expect((await operator.get(`jobs/${id}`)).text).toContain('<dt>Concurrency key</dt><dd><code>tenant-&lt;7&gt;</code></dd>');
+    const plain = await queue.enqueue('report.build', {}, { queue: 'keyed' });
+    expect((await operator.get(`jobs/${plain}`)).text).not.toContain('Concurrency key');
   });
 });
 

@@ -292,6 +292,7 @@ describe('option validation at start-up', () => {
     ['a bad queue name in queues', { connectionString: 'postgres://x/y', queues: { 'bad queue': { concurrency: 1 } } }, 'queues: "bad queue" is not a queue name'],
     ['a queue policy that is a number', { connectionString: 'postgres://x/y', queues: { billing: 5 } }, 'queues.billing: must be an object'],
     ['a bad concurrency in queues', { connectionString: 'postgres://x/y', queues: { billing: { concurrency: 0 } } }, 'queues.billing.concurrency: must be an integer from 1 to 100000'],
+    ['a bad per-key limit in queues', { connectionString: 'postgres://x/y', queues: { imports: { perKey: { concurrency: 0 } } } }, 'queues.imports.perKey.concurrency: must be an integer from 1 to 100000'],
     ['a rate limit without its interval in queues', { connectionString: 'postgres://x/y', queues: { emails: { rateLimit: { limit: 5 } } } }, 'queues.emails.rateLimit.intervalMs: must be an integer from 1 to 86400000'],
   ];
 

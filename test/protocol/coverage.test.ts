@@ -28,7 +28,7 @@ const KNOWN_GAPS: Record<string, { sdks: Sdk[]; why: string }> = {
   find_jobs_v1: { sdks: ['Go'], why: 'a read of the dashboard (served by the TypeScript package)' },
   job_durations_v1: { sdks: ['Go'], why: 'a read of the dashboard (served by the TypeScript package)' },
   job_timings_v1: { sdks: ['Go'], why: 'a read of the dashboard (served by the TypeScript package)' },
-  set_queue_policy_v1: { sdks: ['Python', 'Go'], why: 'flow-control policies are set from TypeScript only' },
+  list_queues_v3: { sdks: ['Python', 'Go'], why: 'their QueueInfo shows no flow-control limits yet (list_queues_v2 serves it; set_queue_policy answers the policy in force)' },
 };
 
 /**

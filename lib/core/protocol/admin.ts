@@ -58,10 +58,10 @@ export const DELETE_MATCHING = 'SELECT workhorse.delete_matching_v1($1::jsonb, $
 export const SET_QUEUE_POLICY = 'SELECT workhorse.set_queue_policy_v1($1, $2::jsonb, $3, $4)';
 
 /** Every queue with jobs, a pause record or a policy. */
-export const LIST_QUEUES = 'SELECT * FROM workhorse.list_queues_v2()';
+export const LIST_QUEUES = 'SELECT * FROM workhorse.list_queues_v3()';
 
 /** One queue's row of LIST_QUEUES (none for an idle queue). */
-export const GET_QUEUE = 'SELECT * FROM workhorse.list_queues_v2() WHERE queue = $1';
+export const GET_QUEUE = 'SELECT * FROM workhorse.list_queues_v3() WHERE queue = $1';
 
 /** Pauses a queue: queue, actor, reason. */
 export const PAUSE_QUEUE = 'SELECT workhorse.pause_queue_v1($1, $2, $3)';

@@ -26,6 +26,7 @@ export interface JobRow {
   redriven_from: string | null;
   redriven_to: string[];
   seq: string;
+  concurrency_key: string | null;
 }
 
 /** A job's row as the public snapshot. */
@@ -54,5 +55,6 @@ export function toSnapshot(row: JobRow): JobSnapshot {
     progress: row.progress,
     redrivenFrom: row.redriven_from,
     redrivenTo: row.redriven_to,
+    concurrencyKey: row.concurrency_key ?? null,
   };
 }

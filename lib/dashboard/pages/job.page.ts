@@ -37,6 +37,7 @@ function summary({ context, job }: JobSection): Html {
     ${job.cancelRequestedAt && row('Cancel requested', time(job.cancelRequestedAt))}
     ${job.deadline && row('Deadline', time(job.deadline))}
     ${job.executionTimeoutMs !== null && row('Attempt timeout', `${job.executionTimeoutMs} ms`)}
+    ${job.concurrencyKey !== null && row('Concurrency key', html`<code>${job.concurrencyKey}</code>`)}
     ${job.tags.length > 0 && row('Tags', job.tags.map((tag) => html`<span class="tag">${tag}</span> `))}
     ${row('Retry policy', job.retryPolicy ? JSON.stringify(job.retryPolicy) : 'the handler\u2019s or the default')}
   </dl>`;

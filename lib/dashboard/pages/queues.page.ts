@@ -56,6 +56,7 @@ async function limits(context: PageContext, queue: QueueInfo): Promise<Html> {
       ${number('concurrency', 'At most active', queue.concurrency, POLICY_LIMITS.concurrency)}
       ${number('rateLimit', 'Claims per window', queue.rateLimit?.limit, POLICY_LIMITS.rateLimit)}
       ${number('intervalMs', 'Window (ms)', queue.rateLimit?.intervalMs, POLICY_LIMITS.intervalMs)}
+      ${number('perKey', 'At most active per key', queue.perKey?.concurrency, POLICY_LIMITS.perKeyConcurrency)}
       <span class="muted">Empty: no such limit.</span>
       ${reasonField('why these limits')} <button type="submit">Set limits</button>`,
   )}</details>`;
@@ -75,7 +76,12 @@ function policyOf(form: URLSearchParams): QueuePolicy {
   if ((limit === null) !== (intervalMs === null)) {
     throw new DashboardHttpError(400, 'A rate limit needs both its number of claims and its window (ms); leave both empty for none.');
   }
-  return { concurrency, rateLimit: limit === null || intervalMs === null ? null : { limit, intervalMs } };
+  const perKey = limitOf(form, 'perKey');
+  return {
+    concurrency,
+    rateLimit: limit === null || intervalMs === null ? null : { limit, intervalMs },
+    perKey: perKey === null ? null : { concurrency: perKey },
+  };
 }
 
 async function setLimits(context: ActionContext): Promise<ActionResult> {
@@ -109,7 +115,7 @@ const QUEUE_COLUMNS: ReadonlyArray<SortColumn<QueueInfo> | string> = [
 
 /**
  * Queues: paused or running (who changed it, when and why), live jobs, and pause or resume.
- * Flow-control limits (concurrency, rate) in a column of their own, with a form to change them.
+ * Flow-control limits (concurrency, rate, per key) in a column of their own, with a form to change them.
  */
 export const queuesPage: DashboardPage = {
   route: 'queues',

@@ -35,11 +35,12 @@ BEGIN
   FOR v_key IN SELECT jsonb_object_keys(p_req) LOOP
     IF v_key NOT IN ('type', 'payload', 'queue', 'priority', 'runAt', 'maxAttempts', 'retryPolicy', 'tags',
                      'deadline', 'executionTimeoutMs', 'idempotencyKey', 'idempotencyScope', 'idempotencyTtlMs',
-                     'dependsOn', 'onDependencyFailed', 'onDependencyCanceled', 'traceContext', 'dedupe') THEN
+                     'dependsOn', 'onDependencyFailed', 'onDependencyCanceled', 'traceContext', 'dedupe',
+                     'concurrencyKey') THEN
       PERFORM workhorse.raise_invalid(p_path || '.' || v_key,
         'is not an enqueue option (type, payload, queue, priority, runAt, maxAttempts, retryPolicy, tags, deadline, '
         || 'executionTimeoutMs, idempotencyKey, idempotencyScope, idempotencyTtlMs, dependsOn, onDependencyFailed, '
-        || 'onDependencyCanceled, traceContext, dedupe)');
+        || 'onDependencyCanceled, traceContext, dedupe, concurrencyKey)');
     END IF;
   END LOOP;
   PERFORM workhorse.check_name(p_req -> 'type', p_path || '.type');
@@ -86,6 +87,11 @@ BEGIN
      AND NOT workhorse.is_valid_trace_context(p_req -> 'traceContext') THEN
     PERFORM workhorse.raise_invalid(p_path || '.traceContext',
       'must be {"traceparent": W3C version 00 with non-zero trace and span ids, "tracestate"?: 1 to 512 printable ASCII characters}');
+  END IF;
+  -- (null: none, as when the key is absent.)
+  IF p_req ? 'concurrencyKey' AND p_req -> 'concurrencyKey' <> 'null'::jsonb
+     AND (jsonb_typeof(p_req -> 'concurrencyKey') <> 'string' OR length(p_req ->> 'concurrencyKey') NOT BETWEEN 1 AND 256) THEN
+    PERFORM workhorse.raise_invalid(p_path || '.concurrencyKey', 'must be a string of 1 to 256 characters');
   END IF;
   IF p_req ? 'retryPolicy' AND p_req -> 'retryPolicy' <> 'null'::jsonb THEN
     PERFORM workhorse.normalize_retry_policy(p_req -> 'retryPolicy', p_path || '.retryPolicy');
@@ -223,7 +229,8 @@ $$;
 -- "retryPolicy"?, "tags"?, "deadline"?, "executionTimeoutMs"?, "idempotencyKey"?,
 -- "idempotencyScope"? (default: the queue), "idempotencyTtlMs"? (default 24 h), "traceContext"?
 -- (the enqueuer's W3C trace context, stored with the job; not part of an idempotent repeat's
--- comparison), "dedupe"? (a throttle or debounce window, 032_dedup_windows.sql)}. Jobs due now
+-- comparison), "dedupe"? (a throttle or debounce window, 032_dedup_windows.sql),
+-- "concurrencyKey"? (1 to 256 characters; see perKey in 042_flow_control.sql)}. Jobs due now
 -- are `ready`, later ones `scheduled`. One statement writes each table, and each queue that
 -- gained ready work is notified once (delivered at commit).
 CREATE FUNCTION workhorse.enqueue_many_v1(p_requests jsonb)
@@ -337,23 +344,25 @@ BEGIN
            CASE WHEN x.e ? 'tags' THEN ARRAY(SELECT jsonb_array_elements_text(x.e -> 'tags')) ELSE '{}' END AS tags,
            greatest(coalesce((x.e ->> 'runAt')::timestamptz, v_now), v_now) AS run_at,
            x.e ? 'dependsOn' AS blocked,
-           CASE WHEN jsonb_typeof(x.e -> 'traceContext') = 'object' THEN x.e -> 'traceContext' END AS trace_context
+           CASE WHEN jsonb_typeof(x.e -> 'traceContext') = 'object' THEN x.e -> 'traceContext' END AS trace_context,
+           x.e ->> 'concurrencyKey' AS concurrency_key
     FROM jsonb_array_elements(p_requests) WITH ORDINALITY AS x (e, ord)
     -- Exact repeats of an idempotent enqueue write nothing; they return the existing job's id.
     WHERE NOT coalesce(v_replay[x.ord::integer], false)
   ),
   ins_job AS (
     INSERT INTO workhorse.job (id, queue, type, payload, priority, max_attempts, retry_policy, tags, run_at, created_at, seq,
-                               deadline, execution_timeout_ms, trace_context)
+                               deadline, execution_timeout_ms, trace_context, concurrency_key)
     SELECT id, queue, type, payload, priority, max_attempts, retry_policy, tags, run_at, v_now, seq,
-           deadline, execution_timeout_ms, trace_context
+           deadline, execution_timeout_ms, trace_context, concurrency_key
     FROM input
   ),
   ins_runtime AS (
-    INSERT INTO workhorse.job_runtime (job_id, queue, priority, state, seq, run_at, max_attempts, deadline, execution_timeout_ms)
+    INSERT INTO workhorse.job_runtime (job_id, queue, priority, state, seq, run_at, max_attempts, deadline, execution_timeout_ms,
+                                       concurrency_key)
     SELECT id, queue, priority, CASE WHEN blocked THEN 'blocked' WHEN run_at <= v_now THEN 'ready' ELSE 'scheduled' END,
            seq, run_at, max_attempts,
-           deadline, execution_timeout_ms
+           deadline, execution_timeout_ms, concurrency_key
     FROM input
   ),
   ins_query AS (

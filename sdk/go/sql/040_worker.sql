@@ -480,6 +480,8 @@ DECLARE
   v_limited text[];
   v_allowed integer[];
   v_take integer;
+  -- A per-key claim took jobs: the claim's time is read again after its counts of active jobs.
+  v_keyed boolean := false;
 BEGIN
   IF p_limit IS NULL OR p_limit < 0 OR p_limit > 1000 THEN
     PERFORM workhorse.raise_invalid('limit', 'must be an integer from 0 to 1000');
@@ -640,6 +642,15 @@ BEGIN
     IF v_limited IS NOT NULL THEN
       v_take := coalesce(v_allowed[array_position(v_limited, v_queue)], p_limit);
       CONTINUE WHEN v_take = 0;
+      -- A per-key limit (042_flow_control.sql): the keys take turns; jobs without a key as below.
+      IF v_queue = ANY (v_limited)
+         AND EXISTS (SELECT 1 FROM workhorse.queue_policy p WHERE p.queue = v_queue AND p.per_key_concurrency IS NOT NULL) THEN
+        SELECT k.ids, k.before INTO v_picked, v_picked_before FROM workhorse.claim_per_key(v_queue, v_take, v_now) AS k;
+        v_ids := v_ids || v_picked;
+        v_before := v_before || v_picked_before;
+        v_keyed := v_keyed OR cardinality(v_picked) > 0;
+        CONTINUE;
+      END IF;
     END IF;
     SELECT coalesce(array_agg(x.job_id), '{}'), coalesce(array_agg(x.job_id) FILTER (WHERE x.fence_token IS NOT NULL), '{}')
       INTO v_picked, v_picked_before
@@ -663,6 +674,11 @@ BEGIN
   END IF;
   IF cardinality(v_ids) = 0 THEN
     RETURN;
+  END IF;
+  IF v_keyed THEN
+    -- (So an attempt that ended before a key's count was taken ends before this claim's time:
+    -- in attempt_history no more than the limit of a key's attempts ever overlap.)
+    v_now := clock_timestamp();
   END IF;
   IF v_limited IS NOT NULL THEN
     PERFORM workhorse.record_rate_claims(v_limited, v_ids, v_now);

@@ -152,6 +152,26 @@ BEGIN
 END
 $$;
 
+-- list_queues_v2 with the per-key limit of each queue's policy (per_key_concurrency, null when
+-- not set).
+CREATE FUNCTION workhorse.list_queues_v3()
+RETURNS TABLE (
+  queue text, paused boolean, changed_at timestamptz, changed_by text, login_role text, reason text,
+  ready bigint, scheduled bigint, active bigint, blocked bigint,
+  concurrency integer, rate_limit integer, rate_interval_ms integer,
+  policy_changed_at timestamptz, policy_changed_by text, policy_login_role text, policy_reason text,
+  per_key_concurrency integer)
+LANGUAGE plpgsql STABLE AS $$
+#variable_conflict use_column
+BEGIN
+  RETURN QUERY
+  SELECT q.*, p.per_key_concurrency
+  FROM workhorse.list_queues_v2() q
+  LEFT JOIN workhorse.queue_policy p ON p.queue = q.queue
+  ORDER BY 1;
+END
+$$;
+
 -- The previous release's read (deprecated, docs/protocol.md): list_queues_v2 without who changed what.
 CREATE FUNCTION workhorse.list_queues_v1()
 RETURNS TABLE (
@@ -347,7 +367,8 @@ BEGIN
   SELECT e.job_id INTO v_new FROM workhorse.enqueue_many_v1(jsonb_build_array(jsonb_strip_nulls(jsonb_build_object(
     'type', v_job.type, 'queue', v_job.queue, 'payload', v_job.payload, 'priority', v_job.priority,
     'maxAttempts', v_job.max_attempts, 'retryPolicy', v_job.retry_policy, 'tags', to_jsonb(v_job.tags),
-    'executionTimeoutMs', v_job.execution_timeout_ms, 'traceContext', v_job.trace_context))
+    'executionTimeoutMs', v_job.execution_timeout_ms, 'traceContext', v_job.trace_context,
+    'concurrencyKey', v_job.concurrency_key))
     || jsonb_build_object('payload', v_job.payload))) AS e;
   -- The first copy is the redrive; every further one is `again` (also when the first was asked
   -- for with p_again).

@@ -76,6 +76,7 @@ INSERT INTO workhorse.protocol_function (name, capabilities) VALUES
   ('cancel_v1',               '{operator}'),
   ('list_queues_v1',          '{operator}'),
   ('list_queues_v2',          '{operator}'),
+  ('list_queues_v3',          '{operator}'),
   ('pause_queue_v1',          '{operator}'),
   ('resume_queue_v1',         '{operator}'),
   ('set_queue_policy_v1',     '{operator}'),

@@ -93,6 +93,7 @@ class Variant(Protocol):
     async def cancel(self, job_id: str) -> str: ...
     async def wait_for_result(self, job_id: str, timeout: float) -> Any: ...
     async def admin_call(self, method: str, *args: Any, **kwargs: Any) -> Any: ...
+    async def set_queue_policy(self, queue: str, policy: Any) -> dict[str, Any]: ...
     async def redrive(self, job_id: str, request_id: str) -> str: ...
     async def start_worker(self, scenario: Mapping[str, Any], report: Report, save: SaveMeanwhile) -> Any: ...
 
@@ -191,6 +192,9 @@ class SyncVariant:
     async def admin_call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         return await asyncio.to_thread(lambda: getattr(self.admin, method)(*args, **kwargs))
 
+    async def set_queue_policy(self, queue: str, policy: Any) -> dict[str, Any]:
+        return await asyncio.to_thread(self.admin.set_queue_policy, queue, policy)
+
     async def redrive(self, job_id: str, request_id: str) -> str:
         return await asyncio.to_thread(lambda: self.admin.redrive(job_id, request_id=request_id))
 
@@ -284,6 +288,9 @@ class AsyncVariant:
         return await self.queue.wait_for_result(job_id, timeout=timeout)
     async def admin_call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         return await getattr(self.admin, method)(*args, **kwargs)
+
+    async def set_queue_policy(self, queue: str, policy: Any) -> dict[str, Any]:
+        return await self.admin.set_queue_policy(queue, policy)
 
     async def redrive(self, job_id: str, request_id: str) -> str:
         return await self.admin.redrive(job_id, request_id=request_id)
@@ -403,7 +410,7 @@ def _expect_error(error: BaseException, expected: Mapping[str, Any], jobs: Mappi
 
 _SNAPSHOT_KEYS = {
     "state", "currentAttempt", "maxAttempts", "priority", "queue", "type", "executionTimeoutMs", "payload", "result",
-    "progress", "tags", "retryPolicy",
+    "progress", "tags", "retryPolicy", "concurrencyKey",
 }  # fmt: skip
 
 
@@ -530,6 +537,16 @@ async def _act(
         await _wait_for_result(variant, jobs[action["job"]] if "job" in action else action["jobId"], action)
     elif do == "redrive":
         jobs[action["as"]] = await variant.redrive(jobs[action["job"]], action["requestId"])
+    elif do == "set_queue_policy":
+        try:
+            policy = await variant.set_queue_policy(action["queue"], action["policy"])
+        except WorkhorseValidationError as error:
+            assert "expectError" in action, f"unexpected error {error!r}"
+            _expect_error(error, action["expectError"], jobs)
+            return
+        assert "expectError" not in action, f"expected {action['expectError']}, the policy was set"
+        for key, want in action.get("expect", {}).items():
+            assert policy.get(key) == want, f"{key}: {policy.get(key)!r} != {want!r}"
     elif do == "expect_job":
         job = await variant.get_job(jobs[action["job"]])
         assert job is not None, "no such job"

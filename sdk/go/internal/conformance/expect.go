@@ -177,7 +177,10 @@ func (r *Runner) expectJob(ctx context.Context, a Action) error {
 		"state": string(job.State), "currentAttempt": job.CurrentAttempt, "maxAttempts": job.MaxAttempts,
 		"priority": job.Priority, "queue": job.Queue, "type": job.Type, "executionTimeoutMs": timeout,
 		"payload": job.Payload, "result": job.Result, "progress": job.Progress, "retryPolicy": job.RetryPolicy,
-		"tags": job.Tags, "hasDeadline": deadline,
+		"tags": job.Tags, "hasDeadline": deadline, "concurrencyKey": nil,
+	}
+	if job.ConcurrencyKey != "" {
+		fields["concurrencyKey"] = job.ConcurrencyKey
 	}
 	for key, want := range a {
 		switch key {

@@ -13,6 +13,38 @@ import (
 // handled is false for any other action.
 func (r *Runner) orchestrationAction(ctx context.Context, a Action) (handled bool, err error) {
 	switch a.Do() {
+	case "set_queue_policy":
+		var policy workhorse.QueuePolicy
+		if err := json.Unmarshal(a["policy"], &policy); err != nil {
+			return true, err
+		}
+		got, err := r.Admin.SetQueuePolicy(ctx, a.str("queue"), policy, workhorse.ActorOptions{})
+		if a["expectError"] != nil {
+			if err == nil {
+				return true, fmt.Errorf("expected %s, the policy was set", a["expectError"])
+			}
+			return true, r.expectError(err, a["expectError"])
+		}
+		if err != nil {
+			return true, err
+		}
+		var expected map[string]json.RawMessage
+		if a["expect"] != nil {
+			if err := json.Unmarshal(a["expect"], &expected); err != nil {
+				return true, err
+			}
+		}
+		fields := map[string]any{"concurrency": nil, "rateLimit": got.RateLimit, "perKey": got.PerKey}
+		if got.Concurrency != 0 {
+			fields["concurrency"] = got.Concurrency
+		}
+		for key, want := range expected {
+			if !sameJSON(fields[key], want) {
+				text, _ := json.Marshal(fields[key])
+				return true, fmt.Errorf("set_queue_policy %s: %s, want %s", key, text, want)
+			}
+		}
+		return true, nil
 	case "send_signal":
 		id := a.str("jobId")
 		if id == "" {

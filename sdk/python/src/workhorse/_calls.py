@@ -6,6 +6,7 @@ are written once."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -18,12 +19,12 @@ from .validation import check_datetime, check_job_id, check_param_int, check_par
 
 #: The schema version this SDK installs and migrates to (``workhorse.schema_version``): the
 #: highest step in its ``sql/migrations/``.
-SCHEMA_VERSION = 19
+SCHEMA_VERSION = 20
 #: The oldest schema version whose functions every call of this SDK still finds, so a database
-#: not yet migrated keeps serving this release during a rolling deploy. (19: ``Admin``'s operator
-#: actions on jobs call the functions of step 19; waits for results and deduplicated enqueues
-#: those of steps 18 and 17.)
-MIN_SCHEMA_VERSION = 19
+#: not yet migrated keeps serving this release during a rolling deploy. (20: job reads carry the
+#: concurrency key of step 20; ``Admin``'s operator actions on jobs call the functions of step
+#: 19; waits for results and deduplicated enqueues those of steps 18 and 17.)
+MIN_SCHEMA_VERSION = 20
 
 R = TypeVar("R")
 
@@ -259,6 +260,26 @@ def set_paused(paused: bool, queue: object, actor: object, reason: object) -> Ca
     check_param_text(queue, "queue")
     _check_actor(actor, reason)
     return Call(p.PAUSE_SQL if paused else p.RESUME_SQL, (queue, actor, reason), p.first_value)
+
+
+def set_queue_policy(queue: object, policy: object, actor: object, reason: object) -> Call[dict[str, Any]]:
+    """``set_queue_policy_v1``, which checks the policy (fields, bounds, errors naming the field)
+    and answers the policy now in force: ``{"queue", "concurrency", "rateLimit", "perKey"}``."""
+    check_param_text(queue, "queue")
+    _check_actor(actor, reason)
+    return Call(p.SET_QUEUE_POLICY_SQL, (queue, json.dumps(_finite(policy)), actor, reason), lambda rows: json.loads(rows[0][0]))
+
+
+def _finite(value: object) -> object:
+    """``value`` with every number JSON cannot carry (nan, inf) as text, which the SQL function
+    refuses by name instead of reading it as null (no limit)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, Mapping):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 def list_queues() -> Call[list[QueueInfo]]:

@@ -48,6 +48,7 @@ def _to_details(row: p.Row) -> JobDetails:
     if snapshot.state == "blocked":
         waiting_on = [JobLink(x.id, x.state) for x in [*dependencies, *children] if x.state in _LIVE]
     fields = {f: getattr(snapshot, f) for f in JobSnapshot.__dataclass_fields__}
+    fields["concurrency_key"] = row[p.SNAPSHOT_SEQ + 2]
     return JobDetails(**fields, dependencies=dependencies, waiting_on=waiting_on, parent_id=parent_id, children=children)
 
 

@@ -45,6 +45,7 @@ REDRIVE_MANY_SQL = (
     "FROM workhorse.redrive_many_v1($1::jsonb, $2::text, $3::boolean, $4::text, $5::text, $6::integer)"
 )
 PAUSE_SQL = "SELECT workhorse.pause_queue_v1($1::text, $2::text, $3::text)::text"
+SET_QUEUE_POLICY_SQL = "SELECT workhorse.set_queue_policy_v1($1::text, $2::jsonb, $3::text, $4::text)::text"
 RESUME_SQL = "SELECT workhorse.resume_queue_v1($1::text, $2::text, $3::text)::text"
 LIST_QUEUES_SQL = (
     "SELECT queue, paused, changed_at, changed_by, login_role, reason, ready, scheduled, active, blocked"
@@ -124,8 +125,8 @@ WAIT_HUMAN_SQL = (
 GET_JOB_DETAILS_SQL = (
     f"SELECT {_SNAPSHOT_COLUMNS}, (SELECT coalesce(jsonb_agg(jsonb_build_object("
     "'relation', l.relation, 'id', l.job_id, 'state', l.state, 'key', l.key) ORDER BY l.ord), '[]')::text "
-    "FROM workhorse.job_links_v1($1::uuid) WITH ORDINALITY AS l (relation, job_id, state, key, ord)) "
-    "FROM workhorse.get_job_v1($1::uuid)"
+    "FROM workhorse.job_links_v1($1::uuid) WITH ORDINALITY AS l (relation, job_id, state, key, ord)), "
+    "concurrency_key FROM workhorse.get_job_v1($1::uuid)"
 )
 #: A page of a parent's children, filtered by queue, type and states, after the cursor $6.
 LIST_CHILDREN_SQL = (
@@ -181,6 +182,7 @@ def to_snapshot(row: Row) -> JobSnapshot:
         progress=parse_json(row[20]),
         redriven_from=row[21],
         redriven_to=list(row[22]),
+        concurrency_key=None,
     )
 
 

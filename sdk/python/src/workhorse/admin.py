@@ -43,6 +43,7 @@ from .types import (
     JsonValue,
     Page,
     QueueInfo,
+    QueuePolicy,
     RedriveResult,
     ScheduleHistoryEntry,
     ScheduleInfo,
@@ -191,6 +192,21 @@ class Admin:
         each idempotent under ``<request_id>:<job id>``; with ``dry_run`` nothing is written."""
         f = calls.dead_letter_filter(filter)
         return self._executor.run(calls.redrive_many(f, request_id, dry_run, actor, reason, limit), conn)
+
+    def set_queue_policy(
+        self,
+        queue: str,
+        policy: QueuePolicy | None,
+        *,
+        actor: str | None = None,
+        reason: str | None = None,
+        conn: Connection | None = None,
+    ) -> dict[str, Any]:
+        """Sets a queue's flow control, replacing its previous policy (``None`` or ``{}`` removes
+        it): ``{"concurrency": n}`` active jobs of the queue, ``{"rateLimit": {"limit", "intervalMs"}}``
+        claims per window, ``{"perKey": {"concurrency": n}}`` active jobs per ``concurrency_key``,
+        across all workers. Checked by the SQL function; returns the policy now in force."""
+        return self._executor.run(calls.set_queue_policy(queue, policy, actor, reason), conn)
 
     def pause_queue(
         self, queue: str, *, actor: str | None = None, reason: str | None = None, conn: Connection | None = None

@@ -55,6 +55,7 @@ from .types import (
     JobState,
     Page,
     QueueInfo,
+    QueuePolicy,
     RedriveResult,
     ScheduleHistoryEntry,
     ScheduleInfo,
@@ -253,6 +254,12 @@ class AsyncAdmin:
         conn: Any = None, **filter: Unpack[JobActionFilter],
     ) -> BulkActionResult:
         return await self._driver.run(actions.bulk("delete", filter, dry_run, actor, reason, limit), conn)
+
+    async def set_queue_policy(
+        self, queue: str, policy: QueuePolicy | None, *, actor: str | None = None, reason: str | None = None, conn: Any = None
+    ) -> dict[str, Any]:
+        """As ``workhorse.Admin.set_queue_policy``."""
+        return await self._driver.run(calls.set_queue_policy(queue, policy, actor, reason), conn)
 
     async def pause_queue(self, queue: str, *, actor: str | None = None, reason: str | None = None, conn: Any = None) -> None:
         await self._driver.run(calls.set_paused(True, queue, actor, reason), conn)

@@ -98,6 +98,9 @@ class OtherEnqueueOptions(JobOptions, total=False):
 
     #: Prerequisites: job ids (in ``enqueue_many`` also indexes of earlier requests of the batch).
     depends_on: Sequence[str | int]
+    #: The job's concurrency key (a tenant, a customer; 1 to 256 characters): a queue policy
+    #: ``per_key`` limits how many jobs of one key are active at once (docs/flow-control.md).
+    concurrency_key: str
     on_dependency_failed: DependencyPolicy
     on_dependency_canceled: DependencyPolicy
 
@@ -179,6 +182,9 @@ class JobSnapshot:
     progress: JsonValue
     redriven_from: str | None
     redriven_to: list[str]
+    #: The ``concurrency_key`` it was enqueued with (``Admin.get_job``; None in listings and for
+    #: a job without one).
+    concurrency_key: str | None
 
 
 @dataclass(frozen=True)
@@ -209,6 +215,28 @@ class Page(Generic[T]):
 
     items: list[T]
     next_cursor: str | None
+
+
+class RateLimit(TypedDict):
+    """At most ``limit`` claims of a queue's jobs in any window of ``intervalMs`` milliseconds."""
+
+    limit: int
+    intervalMs: int
+
+
+class PerKeyLimit(TypedDict):
+    """At most ``concurrency`` active jobs per concurrency key of a queue."""
+
+    concurrency: int
+
+
+class QueuePolicy(TypedDict, total=False):
+    """A queue's flow control (``Admin.set_queue_policy``), by its wire names; a limit left out
+    or None is not applied."""
+
+    concurrency: int | None
+    rateLimit: RateLimit | None
+    perKey: PerKeyLimit | None
 
 
 @dataclass(frozen=True)

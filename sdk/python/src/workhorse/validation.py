@@ -42,6 +42,7 @@ ENQUEUE_OPTIONS: dict[str, str] = {
     "on_dependency_failed": "onDependencyFailed",
     "on_dependency_canceled": "onDependencyCanceled",
     "dedupe": "dedupe",
+    "concurrency_key": "concurrencyKey",
 }
 #: The fields of ``dedupe`` by their Python names (others go as given; the SQL names them).
 _DEDUPE_FIELDS = {"window_ms": "windowMs"}

@@ -12,6 +12,16 @@
 -- Blocked jobs only: how many of the jobs this one waits on are still live. Null otherwise.
 ALTER TABLE workhorse.job_runtime ADD COLUMN blockers integer;
 
+-- (Per-key concurrency, 042_flow_control.sql; added here, after `blockers`, in the order an
+-- upgrade adds the columns.) The job's concurrency key, copied from `job` (never changes), so
+-- the claim never joins it; and a key's ready jobs in claim order and its active jobs to count.
+-- Only jobs with a key are in these indexes, so a job without one writes neither.
+ALTER TABLE workhorse.job_runtime ADD COLUMN concurrency_key text;
+CREATE INDEX job_runtime_key_ready_idx ON workhorse.job_runtime (queue, concurrency_key, priority DESC, seq)
+  WHERE state = 'ready' AND concurrency_key IS NOT NULL;
+CREATE INDEX job_runtime_key_active_idx ON workhorse.job_runtime (queue, concurrency_key)
+  WHERE state = 'active' AND concurrency_key IS NOT NULL;
+
 -- One row per (prerequisite, dependent): written when the dependent is enqueued (kind
 -- `dependency`, with its policies) or when a parent starts a child (kind `child`). Never
 -- changed; the lineage and ctx.dependencies() read it.

@@ -61,7 +61,7 @@ CREATE VIEW workhorse.job_snapshot AS
          coalesce(r.progress, o.progress) AS progress,
          (SELECT d.source_job_id FROM workhorse.job_redrive d WHERE d.new_job_id = j.id) AS redriven_from,
          ARRAY(SELECT d.new_job_id FROM workhorse.job_redrive d WHERE d.source_job_id = j.id ORDER BY d.created_at) AS redriven_to,
-         j.seq, j.deadline, j.execution_timeout_ms
+         j.seq, j.deadline, j.execution_timeout_ms, j.concurrency_key
   FROM workhorse.job j
   LEFT JOIN workhorse.job_runtime r ON r.job_id = j.id
   LEFT JOIN workhorse.job_outcome o ON o.job_id = j.id;
