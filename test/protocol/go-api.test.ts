@@ -17,7 +17,6 @@ const RENAMED: Record<string, string> = {
 
 /** TypeScript calls Go does not offer, and why. */
 const NOT_IN_GO: Record<string, string> = {
-  setQueuePolicy: 'flow-control policies: issue 34 item 1 adds Admin.SetQueuePolicy to Go',
   findJobs: 'a read of the dashboard (served by the TypeScript package)',
   jobDurations: 'a read of the dashboard (served by the TypeScript package)',
   jobTimings: 'a read of the dashboard (served by the TypeScript package)',

@@ -15,9 +15,7 @@ from workhorse.aio import AsyncAdmin, AsyncQueue
 ROOT = Path(__file__).resolve().parents[3]
 
 #: TypeScript calls Python does not offer (yet), each with why.
-EXCEPTIONS: dict[str, str] = {
-    "Admin.setQueuePolicy": "flow-control policies come with per-key concurrency (issue 34), which adds the Python call",
-}
+EXCEPTIONS: dict[str, str] = {}
 
 #: Names that differ on purpose (TypeScript name: Python name).
 RENAMED: dict[str, str] = {}
