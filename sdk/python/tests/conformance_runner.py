@@ -189,6 +189,7 @@ class SyncVariant:
 
     async def wait_for_result(self, job_id: str, timeout: float) -> Any:
         return await asyncio.to_thread(lambda: self.queue.wait_for_result(job_id, timeout=timeout))
+
     async def admin_call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         return await asyncio.to_thread(lambda: getattr(self.admin, method)(*args, **kwargs))
 
@@ -286,6 +287,7 @@ class AsyncVariant:
 
     async def wait_for_result(self, job_id: str, timeout: float) -> Any:
         return await self.queue.wait_for_result(job_id, timeout=timeout)
+
     async def admin_call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         return await getattr(self.admin, method)(*args, **kwargs)
 
