@@ -1,6 +1,6 @@
 /**
  * The error envelope is bounded in one place, the database (workhorse.bounded_error): whatever
- * an SDK sends to fail_v1 or release_v1, the stored parts are at most 200 (name) and 32,768
+ * an SDK sends to fail_v1, the stored parts are at most 200 (name) and 32,768
  * (message, stack) characters, a cut part saying so, and the failure is recorded, never refused
  * for its size.
  */
@@ -62,14 +62,18 @@ describe('fail_v1 stores the envelope as bounded_error makes it', () => {
   });
 });
 
-describe('release_v1 and cancellations bound their reason the same way', () => {
-  it("a release reason of 100,000 characters is stored cut in the attempt's envelope", async () => {
+describe("release_v1's reason is bounded like every reason", () => {
+  it('a release reason of 100,000 characters is refused with P1001 reason, and the job stays claimed', async () => {
     const id = await queue.enqueue('bounds.release', null, { queue: 'bounds-release' });
     const job = await claimOne(db.pool, 'bounds-release');
-    const reason = 'r'.repeat(100_000);
-    const { rows } = await db.pool.query<{ status: string }>('SELECT workhorse.release_v1($1, $2, $3, 0, $4) AS status', [job.jobId, job.workerId, job.fence, reason]);
-    expect(rows[0].status).toBe('released');
-    expect((await stored(id)).attempts).toEqual([{ name: 'Released', message: cut(reason, 32_768, 100_000) }]);
+    const release = (reason: string) =>
+      db.pool.query<{ status: string }>('SELECT workhorse.release_v1($1, $2, $3, 0, $4) AS status', [job.jobId, job.workerId, job.fence, reason]);
+    await expect(release('r'.repeat(100_000))).rejects.toMatchObject({ code: 'P1001', column: 'reason' });
+    expect((await admin.getJob(id))?.state).toBe('active');
+    expect((await stored(id)).attempts).toEqual([]);
+    const reason = 'r'.repeat(1000);
+    expect((await release(reason)).rows[0].status).toBe('released');
+    expect((await stored(id)).attempts).toEqual([{ name: 'Released', message: reason }]);
     await admin.cancel(id);
   });
 });

@@ -162,7 +162,7 @@ describeIf(CHROMIUM, 'the operations pages in Chromium', () => {
     await page.goto(`${base}queues`);
     const mail = page.locator('tr', { has: page.locator('a', { hasText: /^mail$/ }) });
     await expand(mail);
-    await mail.getByLabel('At most active').fill('2');
+    await mail.getByLabel('At most active', { exact: true }).fill('2');
     await mail.getByLabel('Claims per window').fill('10');
     await mail.getByLabel('Window (ms)').fill('1000');
     await mail.locator('details').getByLabel('Reason').fill('protect the SMTP relay');
